@@ -1,0 +1,1 @@
+"""One ComponentResource per concern; each builds its manifests and values with pure functions."""

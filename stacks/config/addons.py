@@ -1,0 +1,102 @@
+"""The `addons` section: what is installed on the cluster beyond Kubernetes itself.
+
+Each add-on is `enabled` plus an optional `version` that overrides the pinned default in
+`stacks/versions.py`; defaults are safe and cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from .base import Addon, SecretName, Strict
+
+
+class NvidiaDevicePlugin(Addon):
+    enabled: bool = True
+
+
+class Neuron(Addon):
+    """The AWS Neuron Helm chart: device plugin, scheduler extension, node problem detector."""
+
+    enabled: bool = True
+    scheduler: bool = True
+    node_problem_detector: bool = True
+
+
+class Dynamo(Addon):
+    pass
+
+
+class Aibrix(Addon):
+    pass
+
+
+class KubeRay(Addon):
+    pass
+
+
+class NimOperator(Addon):
+    pass
+
+
+ProviderName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]+$")]
+
+
+class ExternalProvider(Strict):
+    """An external model provider LiteLLM may route to (data leaves the cluster)."""
+
+    name: ProviderName
+    models: list[str] = Field(min_length=1)
+    api_key_secret: SecretName
+    egress_hosts: list[str] = Field(min_length=1)
+
+
+class LiteLLM(Addon):
+    """The LiteLLM proxy in front of the stack's models; external providers only when listed."""
+
+    master_key_secret: SecretName = "litellm-master-key"
+    external_providers: list[ExternalProvider] = Field(default_factory=list)
+    fallbacks: dict[str, list[str]] = Field(default_factory=dict)
+    database_url_secret: SecretName | None = None
+    redis: bool = False
+    replicas: int = Field(default=2, ge=1, le=20)
+
+
+class Monitoring(Addon):
+    """Metrics: kube-prometheus-stack (or an existing Prometheus), exporters, dashboards, rules."""
+
+    enabled: bool = True
+    existing_prometheus: bool = False
+    retention: Annotated[str, StringConstraints(pattern=r"^[0-9]+(h|d|w)$")] = "15d"
+    grafana: bool = True
+
+
+class AddonsSection(Strict):
+    """`inference-platform:addons`."""
+
+    nvidia_device_plugin: NvidiaDevicePlugin = Field(default_factory=NvidiaDevicePlugin)
+    neuron: Neuron = Field(default_factory=Neuron)
+    karpenter: Addon = Field(default_factory=lambda: Addon(enabled=True))
+    dynamo: Dynamo = Field(default_factory=Dynamo)
+    aibrix: Aibrix = Field(default_factory=Aibrix)
+    kuberay: KubeRay = Field(default_factory=KubeRay)
+    nim_operator: NimOperator = Field(default_factory=NimOperator)
+    litellm: LiteLLM = Field(default_factory=LiteLLM)
+    monitoring: Monitoring = Field(default_factory=Monitoring)
+    envoy_gateway: Addon = Field(default_factory=lambda: Addon(enabled=True))
+
+
+AddonName = Literal[
+    "nvidiaDevicePlugin",
+    "neuron",
+    "karpenter",
+    "dynamo",
+    "aibrix",
+    "kuberay",
+    "nimOperator",
+    "litellm",
+    "monitoring",
+    "envoyGateway",
+]

@@ -1,0 +1,62 @@
+"""Shared pieces of the stack-config models: the strict base class and reusable field types.
+
+Every model forbids unknown keys and is frozen, so a typo in a stack file is an error, never a
+silently ignored setting. Stack-file keys are camelCase; Python attributes are snake_case.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic.alias_generators import to_camel
+
+PROJECT = "inference-platform"
+
+
+class Strict(BaseModel):
+    """Base of every stack-config model: camelCase keys only, unknown keys refused, immutable."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=False,
+        str_strip_whitespace=True,
+    )
+
+
+def _cidr(value: str) -> str:
+    try:
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(
+            f"{value!r} is not a CIDR block; write one like 10.42.0.0/16 (host bits zero): {exc}"
+        ) from None
+    return str(net)
+
+
+Cidr = Annotated[str, AfterValidator(_cidr)]
+
+# RFC 1123 label: Kubernetes namespaces, Service names and most of our logical names.
+DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
+
+IamArn = Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")]
+
+# Karpenter durations: no day unit (`30d` is invalid upstream).
+Duration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(s|m|h))+$")]
+
+SecretName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
+
+SHA256_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+GIT_REVISION = re.compile(r"^[0-9a-f]{40}$")
+
+
+class Addon(Strict):
+    """An optional add-on: whether it is installed and, optionally, a version overriding the catalog."""
+
+    enabled: bool = False
+    version: str | None = None

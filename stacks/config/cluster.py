@@ -1,0 +1,112 @@
+"""The `cluster` section: the EKS control plane, its network and its system nodes."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, StringConstraints, model_validator
+
+from .base import Cidr, IamArn, Strict
+
+SubnetId = Annotated[str, StringConstraints(pattern=r"^subnet-[0-9a-f]{8,17}$")]
+VpcId = Annotated[str, StringConstraints(pattern=r"^vpc-[0-9a-f]{8,17}$")]
+ClusterName = Annotated[str, StringConstraints(pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]*$", min_length=1, max_length=82)]
+
+# EKS versions in standard support when this catalog was written (see stacks/versions.py).
+SUPPORTED_KUBERNETES = ("1.32", "1.33", "1.34", "1.35")
+LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+
+
+class Vpc(Strict):
+    """Create a VPC (cidr, availabilityZones) or adopt one (id, privateSubnetIds, publicSubnetIds)."""
+
+    cidr: Cidr | None = None
+    availability_zones: int = Field(default=3, ge=2, le=6)
+    id: VpcId | None = None
+    private_subnet_ids: list[SubnetId] = Field(default_factory=list)
+    public_subnet_ids: list[SubnetId] = Field(default_factory=list)
+    # One NAT gateway per zone survives a zone outage; one in total is cheaper. Default: per zone
+    # in prod, single elsewhere.
+    nat_gateways: Literal["single", "perZone"] | None = None
+
+    @model_validator(mode="after")
+    def _create_or_adopt(self) -> Self:
+        if self.id is not None:
+            if self.cidr is not None:
+                raise ValueError("give either cidr (create a VPC) or id (adopt one), not both; remove cidr")
+            if len(self.private_subnet_ids) < 2:
+                raise ValueError(
+                    "adopting a VPC needs privateSubnetIds: at least two private subnets in "
+                    "different availability zones (EKS requires two)"
+                )
+        else:
+            if self.private_subnet_ids or self.public_subnet_ids:
+                raise ValueError(
+                    "privateSubnetIds/publicSubnetIds adopt existing subnets and need the VPC's "
+                    "id; add id: vpc-... or remove the subnet lists to create a VPC"
+                )
+            net = ipaddress.ip_network(self.cidr or "10.0.0.0/16")
+            if net.version != 4 or not 16 <= net.prefixlen <= 20:
+                raise ValueError(
+                    f"cidr {net} is too small or too large: give an IPv4 block from /16 to /20 so "
+                    f"every availability zone gets a private and a public subnet"
+                )
+        return self
+
+    @property
+    def adopted(self) -> bool:
+        return self.id is not None
+
+    @property
+    def block(self) -> str:
+        return self.cidr or "10.0.0.0/16"
+
+
+class Endpoint(Strict):
+    """API server endpoint access. Private access is always on so nodes never leave the VPC."""
+
+    public_access: bool = True
+    public_access_cidrs: list[Cidr] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cidrs_need_public(self) -> Self:
+        if self.public_access_cidrs and not self.public_access:
+            raise ValueError(
+                "publicAccessCidrs only applies with publicAccess: true; remove it or enable public access"
+            )
+        return self
+
+
+class SystemNodes(Strict):
+    """The managed node group (AL2023) that runs controllers: Karpenter, CoreDNS, operators."""
+
+    instance_types: list[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")]] = Field(
+        default_factory=lambda: ["m7i.large"], min_length=1
+    )
+    min: int = Field(default=2, ge=1, le=50)
+    max: int = Field(default=4, ge=1, le=100)
+    desired: int | None = Field(default=None, ge=1)
+    disk_size_gib: int = Field(default=50, ge=20, le=1000)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Self:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        if self.desired is not None and not self.min <= self.desired <= self.max:
+            raise ValueError(f"desired ({self.desired}) must lie between min and max")
+        return self
+
+
+class ClusterSection(Strict):
+    """`inference-platform:cluster`."""
+
+    name: ClusterName
+    kubernetes_version: Literal[SUPPORTED_KUBERNETES] = "1.34"  # type: ignore[valid-type]
+    vpc: Vpc = Field(default_factory=Vpc)
+    endpoint: Endpoint = Field(default_factory=Endpoint)
+    admins: list[IamArn] = Field(default_factory=list)
+    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
+    log_types: list[Literal[LOG_TYPES]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(LOG_TYPES)
+    )

@@ -1,0 +1,56 @@
+"""The root model: one validated object for the whole stack file."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import Field, model_validator
+
+from .addons import AddonsSection
+from .base import Strict
+from .cluster import ClusterSection
+from .gateway import GatewaySection
+from .models import ModelSection
+from .pools import NodePoolSection
+from .stack import StackSection
+from .storage import StorageSection
+
+# Section key in the stack file -> attribute on StackConfig.
+SECTIONS = {
+    "stack": "stack",
+    "cluster": "cluster",
+    "nodePools": "node_pools",
+    "addons": "addons",
+    "storage": "storage",
+    "gateway": "gateway",
+    "models": "models",
+}
+
+
+class StackConfig(Strict):
+    """Everything under the `inference-platform:` namespace of a Pulumi.<stack>.yaml."""
+
+    stack: StackSection = Field(default_factory=StackSection)
+    cluster: ClusterSection | None = None
+    node_pools: list[NodePoolSection] = Field(default_factory=list)
+    addons: AddonsSection = Field(default_factory=AddonsSection)
+    storage: StorageSection = Field(default_factory=StorageSection)
+    gateway: GatewaySection = Field(default_factory=GatewaySection)
+    models: list[ModelSection] = Field(default_factory=list)
+    aws_region: str = Field(default="us-west-2", exclude=True)
+
+    @model_validator(mode="after")
+    def _role_shapes_sections(self) -> Self:
+        if self.stack.role == "workloads":
+            owned = [key for key, attr in (("cluster", "cluster"), ("nodePools", "node_pools")) if getattr(self, attr)]
+            if owned:
+                raise ValueError(
+                    f"a workloads stack cannot change platform resources; remove {', '.join(owned)} "
+                    f"(the platform stack {self.stack.platform_stack} owns them)"
+                )
+        elif self.cluster is None:
+            raise ValueError(f"the cluster section is required (at least cluster.name) for a {self.stack.role} stack")
+        return self
+
+    def pool(self, name: str) -> NodePoolSection | None:
+        return next((p for p in self.node_pools if p.name == name), None)

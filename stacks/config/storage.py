@@ -1,0 +1,73 @@
+"""The `storage` section: where model weights live and how nodes reach them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Self
+
+from pydantic import Field, StringConstraints, model_validator
+
+from .base import Strict
+
+S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
+BucketName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
+
+
+class Efs(Strict):
+    throughput_mode: Literal["elastic", "bursting", "provisioned"] = "elastic"
+    provisioned_throughput_mibps: int | None = Field(default=None, ge=1, le=10240)
+    cache_size_gib: int = Field(default=500, ge=1, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _provisioned(self) -> Self:
+        if (self.throughput_mode == "provisioned") != (self.provisioned_throughput_mibps is not None):
+            raise ValueError(
+                "provisionedThroughputMibps is required with throughputMode: provisioned and only allowed with it"
+            )
+        return self
+
+
+# What FSx for Lustre PERSISTENT_2 accepts (AWS FSx API reference, CreateFileSystemLustreConfiguration).
+FSX_THROUGHPUT_PER_TIB = (125, 250, 500, 1000)
+
+
+class Fsx(Strict):
+    storage_capacity_gib: int = Field(default=1200, ge=1200)
+    throughput_per_tib: Literal[FSX_THROUGHPUT_PER_TIB] = 250  # type: ignore[valid-type]
+    import_path: S3Url | None = None
+    data_compression: Literal["NONE", "LZ4"] = "LZ4"
+
+    @model_validator(mode="after")
+    def _capacity_steps(self) -> Self:
+        # PERSISTENT_2 takes 1200 GiB or any multiple of 2400 GiB.
+        cap = self.storage_capacity_gib
+        if cap != 1200 and cap % 2400 != 0:
+            lower = max(1200, cap // 2400 * 2400)
+            raise ValueError(
+                f"storageCapacityGiB {cap} is not a size FSx for Lustre PERSISTENT_2 accepts: use "
+                f"1200 or a multiple of 2400 (e.g. {lower} or {lower + 2400 if lower > 1200 else 2400})"
+            )
+        return self
+
+
+class ModelBucket(Strict):
+    """Create the model bucket (`create: true`) or adopt an existing one by `name`."""
+
+    create: bool = True
+    name: BucketName | None = None
+
+    @model_validator(mode="after")
+    def _adopt_needs_name(self) -> Self:
+        if not self.create and self.name is None:
+            raise ValueError("adopting a bucket (create: false) needs its name")
+        return self
+
+
+class StorageSection(Strict):
+    """`inference-platform:storage`."""
+
+    model_cache: Literal["efs", "fsx", "local", "none"] = "none"
+    efs: Efs = Field(default_factory=Efs)
+    fsx: Fsx = Field(default_factory=Fsx)
+    model_bucket: ModelBucket = Field(default_factory=ModelBucket)
+    # Stateful resources (bucket, file systems) survive `pulumi destroy` unless this is false.
+    protect: bool = True

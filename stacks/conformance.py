@@ -1,0 +1,250 @@
+"""Schema conformance of rendered output against upstream schemas.
+
+- Custom resources: the upstream CRD's `openAPIV3Schema` for the object's group, version and kind,
+  read strictly: an object schema that lists `properties` admits no other keys unless it says
+  `x-kubernetes-preserve-unknown-fields` or gives `additionalProperties`. (The API server would
+  prune an unknown field silently; here it is an error, which is how a guessed field name is caught.)
+  CEL rules (`x-kubernetes-validations`) are not evaluated; the rules that matter are unit-tested.
+- Core objects: the `kubernetes-validate` package, strict, for the stack's Kubernetes version.
+- Helm values: every key path must exist in the pinned chart's values.yaml or sit under a map the
+  chart leaves open; a chart's values.schema.json, where it ships one, must pass too.
+
+The schema directory is read from INFERENCE_PLATFORM_SCHEMAS (CI: ../shared/schemas).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ENV = "INFERENCE_PLATFORM_SCHEMAS"
+
+# API groups served by Kubernetes itself (validated with kubernetes-validate).
+CORE_GROUPS = {
+    "",
+    "apps",
+    "batch",
+    "policy",
+    "autoscaling",
+    "networking.k8s.io",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "node.k8s.io",
+    "discovery.k8s.io",
+}
+
+# Helm chart name -> (values.yaml files merged in order, values.schema.json or None), relative to
+# the schema directory. Subchart values are mounted under their alias.
+CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
+    "karpenter": ([("", "karpenter/v1.14.1/chart/values.main-1d927085.yaml")], None),
+    "nvidia-device-plugin": ([("", "nvidia-device-plugin/v0.20.0/values.yaml")], None),
+    "neuron-helm-chart": ([("", "neuron-helm-chart/1.9.0/values.yaml")], None),
+    "aibrix": ([("", "aibrix/v0.7.0/chart/values.yaml")], "aibrix/v0.7.0/chart/values.schema.json"),
+    "dynamo-platform": (
+        [
+            ("", "dynamo/main-a68c04c7/chart/values.yaml"),
+            ("dynamo-operator", "dynamo/main-a68c04c7/operator-chart/values.yaml"),
+        ],
+        None,
+    ),
+    "kuberay-operator": ([("", "kuberay/v1.7.0/chart/values.yaml")], None),
+    "gateway-helm": ([("", "envoy-gateway/v1.9.0/chart/values.tmpl.yaml")], None),
+    "k8s-nim-operator": ([("", "nim-operator/v3.1.2/chart/values.yaml")], None),
+    "aws-efs-csi-driver": ([("", "aws-efs-csi-driver/v3.4.1/values.yaml")], None),
+    "aws-fsx-csi-driver": ([("", "aws-fsx-csi-driver/v1.9.0/values.yaml")], None),
+    "lws": ([("", "lws/v0.10.0/chart/values.yaml")], None),
+}
+
+# Keys a chart reads in its templates but leaves commented out in values.yaml: (chart, dotted path) -> why.
+COMMENTED_KEYS: dict[tuple[str, str], str] = {}
+
+
+def schema_dir() -> Path | None:
+    raw = os.environ.get(ENV)
+    if not raw:
+        return None
+    path = Path(raw)
+    return path if path.is_dir() else None
+
+
+def api_group(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def is_core(obj: dict[str, Any]) -> bool:
+    return api_group(obj.get("apiVersion", ""))[0] in CORE_GROUPS
+
+
+# ---- custom resources ------------------------------------------------------------------------------
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_GROUP = re.compile(r"^  group: ['\"]?([\w.-]+)", re.M)
+_KIND = re.compile(r"^    kind: ['\"]?(\w+)", re.M)
+
+
+@cache
+def crd_files(root: Path) -> dict[tuple[str, str], list[Path]]:
+    """(group, kind) -> CRD files, from a cheap text scan (parsing 14 MB of YAML takes a while)."""
+    index: dict[tuple[str, str], list[Path]] = {}
+    for path in sorted(root.rglob("*.yaml")):
+        if "/samples/" in str(path) or "/chart/" in str(path):
+            continue
+        text = path.read_text()
+        if "kind: CustomResourceDefinition" not in text:
+            continue
+        group, kind = _GROUP.search(text), _KIND.search(text)
+        if group and kind:
+            index.setdefault((group.group(1), kind.group(1)), []).append(path)
+    return index
+
+
+@cache
+def crd_schemas(root: Path, group: str, version: str, kind: str) -> list[tuple[str, dict[str, Any]]]:
+    """[(source file, strict openAPIV3Schema)] of every CRD under root serving group/version kind."""
+    found = []
+    for path in crd_files(root).get((group, kind), []):
+        for doc in yaml.load_all(path.read_text(), Loader=_LOADER):
+            if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            for ver in doc["spec"].get("versions", []):
+                schema = (ver.get("schema") or {}).get("openAPIV3Schema")
+                if schema and ver["name"] == version and ver.get("served", True):
+                    found.append((str(path.relative_to(root)), strict_schema(schema)))
+    return found
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Close every object schema that lists properties (see the module docstring)."""
+    schema = copy.deepcopy(schema)
+
+    def close(node: Any) -> None:
+        if isinstance(node, dict):
+            if (
+                "properties" in node
+                and "additionalProperties" not in node
+                and not node.get("x-kubernetes-preserve-unknown-fields")
+            ):
+                node["additionalProperties"] = False
+            for value in node.values():
+                close(value)
+        elif isinstance(node, list):
+            for value in node:
+                close(value)
+
+    close(schema)
+    # metadata is validated by the API server, not the CRD.
+    schema.get("properties", {}).pop("metadata", None)
+    return schema
+
+
+def validate_custom(obj: dict[str, Any], root: Path) -> list[str]:
+    import jsonschema
+
+    group, version = api_group(obj.get("apiVersion", ""))
+    kind = obj.get("kind", "")
+    schemas = crd_schemas(root, group, version, kind)
+    if not schemas:
+        return [f"no CRD for {group}/{version} {kind} under {root}"]
+    errors: list[str] = []
+    for source, schema in schemas:
+        found = sorted(jsonschema.Draft7Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
+        if not found:
+            return []
+        errors = [f"{source}: {'.'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in found[:10]]
+    return errors
+
+
+# ---- core objects -----------------------------------------------------------------------------------
+
+
+def validate_core(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
+    import kubernetes_validate
+    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+
+    try:
+        kubernetes_validate.validate(obj, f"{kubernetes_version}.0", strict=True)
+    except ValidationError as exc:
+        return [f"{'.'.join(map(str, exc.path)) or '<root>'}: {exc.message}"]
+    except SchemaNotFoundError as exc:
+        return [f"no Kubernetes schema: {exc}"]
+    return []
+
+
+def validate_object(obj: dict[str, Any], root: Path, kubernetes_version: str) -> list[str]:
+    return validate_core(obj, kubernetes_version) if is_core(obj) else validate_custom(obj, root)
+
+
+# ---- helm values ---------------------------------------------------------------------------------------
+
+
+@cache
+def chart_defaults(root: Path, chart: str) -> dict[str, Any] | None:
+    entry = CHART_VALUES.get(chart)
+    if entry is None:
+        return None
+    merged: dict[str, Any] = {}
+    for mount, rel in entry[0]:
+        values = yaml.load((root / rel).read_text(), Loader=_LOADER) or {}
+        if mount:
+            merged.setdefault(mount, {}).update(values)
+        else:
+            merged.update(values)
+    return merged
+
+
+def unknown_keys(values: Any, defaults: Any, prefix: str = "") -> Iterator[str]:
+    """Dotted key paths in `values` that the chart's defaults do not have."""
+    if not isinstance(values, dict) or not isinstance(defaults, dict):
+        return
+    if not defaults:
+        return  # an open map: the chart takes any keys here
+    for key, value in values.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if key not in defaults:
+            yield path
+        elif isinstance(defaults[key], dict):
+            yield from unknown_keys(value, defaults[key], path)
+
+
+def validate_values(chart: str, values: dict[str, Any], root: Path) -> list[str] | None:
+    """Problems with a release's values; None when no schema for the chart is on file."""
+    defaults = chart_defaults(root, chart)
+    if defaults is None:
+        return None
+    problems = [
+        f"unknown values key {p!r} (not in the chart's values.yaml)"
+        for p in unknown_keys(values, defaults)
+        if (chart, p) not in COMMENTED_KEYS
+    ]
+    schema_rel = CHART_VALUES[chart][1]
+    if schema_rel:
+        import jsonschema
+
+        schema = json.loads((root / schema_rel).read_text())
+        merged = deep_merge(defaults, values)
+        for err in jsonschema.Draft7Validator(schema).iter_errors(merged):
+            problems.append(f"values.schema.json: {'.'.join(map(str, err.path)) or '<root>'}: {err.message}")
+    return problems
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = deep_merge(base.get(key), value)
+        return out
+    return over

@@ -1,0 +1,106 @@
+"""Hardware catalog: the EC2 GPU, Inferentia2 and Trainium instance types the platform knows.
+
+Facts, not estimates: `stacks/data/instances.json` is a copy of shared/facts/instances.json, whose
+every entry names its sources (Karpenter's generated instance-type reference at v1.14, the EC2
+instance-type guide, the EKS AMI's ENI table). The allocatable figures are Karpenter's for AL2023,
+VPC CNI without prefix delegation and a 20Gi root volume; `stacks/capacity.py` adjusts them for a
+pool's own root volume or RAID0 instance store.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+DATA = Path(__file__).resolve().parent / "data" / "instances.json"
+
+AcceleratorKind = Literal["nvidia", "neuron", "none"]
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    name: str
+    family: str
+    vcpu: int
+    memory_gib: float
+    gpu_name: str | None
+    gpu_count: int
+    gpu_memory_gib: float
+    neuron_accelerator: str | None
+    neuron_devices: int
+    neuron_cores: int
+    accelerator_memory_gib: float
+    nvme_gib: int
+    max_pods: int
+    alloc_cpu_m: int
+    alloc_memory_mib: int
+    alloc_pods: int
+    sources: tuple[str, ...]
+
+    @property
+    def accelerator(self) -> AcceleratorKind:
+        if self.gpu_count:
+            return "nvidia"
+        if self.neuron_devices:
+            return "neuron"
+        return "none"
+
+    @property
+    def accelerator_count(self) -> int:
+        return self.gpu_count or self.neuron_devices
+
+    @property
+    def memory_per_accelerator_gib(self) -> float:
+        """GiB of accelerator memory per schedulable unit (a GPU, or a whole Neuron device)."""
+        count = self.accelerator_count
+        return self.accelerator_memory_gib / count if count else 0.0
+
+    @property
+    def has_instance_store(self) -> bool:
+        return self.nvme_gib > 0
+
+
+def _from_json(entry: dict) -> InstanceType:
+    alloc = entry["karpenter_allocatable"]
+    return InstanceType(
+        name=entry["name"],
+        family=entry["family"],
+        vcpu=entry["vcpu"],
+        memory_gib=entry["memory_gib"],
+        gpu_name=entry.get("gpu_name"),
+        gpu_count=entry.get("gpu_count") or 0,
+        gpu_memory_gib=entry.get("gpu_memory_gib") or 0.0,
+        neuron_accelerator=entry.get("neuron_accelerator_name"),
+        neuron_devices=entry.get("neuron_devices") or 0,
+        neuron_cores=entry.get("neuron_cores") or 0,
+        accelerator_memory_gib=entry.get("accelerator_memory_gib") or 0.0,
+        nvme_gib=entry.get("nvme_gib") or 0,
+        max_pods=entry["max_pods"],
+        alloc_cpu_m=alloc["cpu_millicores"],
+        alloc_memory_mib=alloc["memory_mib"],
+        alloc_pods=alloc["pods"],
+        sources=tuple(entry.get("sources", ())),
+    )
+
+
+@cache
+def catalog() -> dict[str, InstanceType]:
+    entries = json.loads(DATA.read_text())["instances"]
+    return {e["name"]: _from_json(e) for e in entries}
+
+
+def families() -> set[str]:
+    return {t.family for t in catalog().values()}
+
+
+def lookup(name: str) -> InstanceType | None:
+    return catalog().get(name)
+
+
+def expand(instance_types: list[str], instance_families: list[str]) -> list[InstanceType]:
+    """The catalog entries a pool allows, in catalog order (smallest first within a family)."""
+    wanted_types, wanted_families = set(instance_types), set(instance_families)
+    return [t for t in catalog().values() if t.name in wanted_types or t.family in wanted_families]

@@ -1,0 +1,310 @@
+"""Recording Pulumi mocks: run the real program with no CLI, no cloud and no credentials.
+
+`RecordingMocks` keeps every registered resource (type, name, parent, provider, dependencies,
+inputs) in registration order and answers with realistic outputs (ARNs, ids, endpoints) for the
+types whose outputs the program reads, and answers every invoke the program makes. The offline
+render (`stacks/render.py`) and the tests share it; see shared/PULUMI_TESTING.md for the SDK
+behaviour this relies on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
+
+ACCOUNT = "123456789012"
+REGION = "us-west-2"
+PARTITION = "aws"
+
+
+@dataclass
+class Record:
+    type: str
+    name: str
+    urn: str
+    parent: str
+    provider: str
+    depends_on: list[str]
+    inputs: dict[str, Any]
+    custom: bool
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "name": self.name,
+            "urn": self.urn,
+            "parent": self.parent or None,
+            "provider": self.provider or None,
+            "dependsOn": self.depends_on,
+            "inputs": self.inputs,
+        }
+
+
+def _hex(seed: str, n: int = 17) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:n]
+
+
+def _arn(service: str, resource: str, region: str = REGION) -> str:
+    return f"arn:{PARTITION}:{service}:{region}:{ACCOUNT}:{resource}"
+
+
+def _kubeconfig(name: str) -> dict[str, Any]:
+    server = f"https://{_hex(name, 32).upper()}.gr7.{REGION}.eks.amazonaws.com"
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": "bW9jaw=="}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "users": [
+            {
+                "name": name,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": ["eks", "get-token", "--cluster-name", name, "--output", "json"],
+                    }
+                },
+            }
+        ],
+    }
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Mocks that remember everything the program registers, in order."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.outputs: dict[str, Any] = {}
+        self.monitor: RecordingMonitor | None = None
+        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str]] = {}
+
+    def reset(self) -> None:
+        self.records.clear()
+        self.outputs.clear()
+        self._pending.clear()
+        if self.monitor is not None:
+            self.monitor.resources.clear()
+
+    # -- queries used by tests and render --------------------------------------------------------
+    def of_type(self, typ: str) -> list[Record]:
+        return [r for r in self.records if r.type == typ]
+
+    def named(self, typ: str, name: str) -> Record:
+        found = [r for r in self.records if r.type == typ and r.name == name]
+        if len(found) != 1:
+            have = sorted(r.name for r in self.of_type(typ))
+            raise AssertionError(f"expected one {typ} named {name}, found {len(found)}; have {have}")
+        return found[0]
+
+    def kubernetes_objects(self) -> list[Record]:
+        return [
+            r
+            for r in self.records
+            if r.custom
+            and r.type.startswith("kubernetes:")
+            and not r.type.startswith("pulumi:providers:")
+            and r.type != "kubernetes:helm.sh/v3:Release"
+        ]
+
+    # -- pulumi.runtime.Mocks --------------------------------------------------------------------
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        parent, urn, deps, provider = self._pending.pop((args.typ, args.name), ("", "", [], ""))
+        resource_id, outputs = self._outputs(args)
+        self.records.append(
+            Record(
+                type=args.typ,
+                name=args.name,
+                urn=urn,
+                parent=parent,
+                provider=provider or (args.provider or ""),
+                depends_on=deps,
+                inputs=args.inputs,
+                custom=bool(args.custom),
+                outputs=outputs,
+            )
+        )
+        return resource_id, outputs
+
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        tok, a = args.token, args.args
+        if tok == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                "accountId": ACCOUNT,
+                "arn": f"arn:aws:iam::{ACCOUNT}:user/ci",
+                "userId": "AIDAMOCK",
+                "id": ACCOUNT,
+            }, []
+        if tok == "aws:index/getRegion:getRegion":
+            return {"name": REGION, "region": REGION, "id": REGION, "endpoint": f"ec2.{REGION}.amazonaws.com"}, []
+        if tok == "aws:index/getPartition:getPartition":
+            return {"partition": PARTITION, "dnsSuffix": "amazonaws.com", "id": PARTITION}, []
+        if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            names = [f"{REGION}{z}" for z in "abcd"]
+            return {"names": names, "zoneIds": [f"usw2-az{i}" for i in range(1, 5)], "id": REGION}, []
+        if tok == "aws:eks/getAddonVersion:getAddonVersion":
+            return {
+                "addonName": a.get("addonName"),
+                "kubernetesVersion": a.get("kubernetesVersion"),
+                "version": f"v1.0.0-eksbuild.{len(a.get('addonName', ''))}",
+                "id": a.get("addonName"),
+            }, []
+        if tok == "aws:iam/getPolicyDocument:getPolicyDocument":
+            return {
+                "json": json.dumps({"Version": "2012-10-17", "Statement": a.get("statements", [])}),
+                "id": "doc",
+            }, []
+        return {}, []
+
+    # -- realistic outputs ------------------------------------------------------------------------
+    def _outputs(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        typ, name, inputs = args.typ, args.name, dict(args.inputs)
+        h = _hex(f"{typ}/{name}")
+        rid = f"{name}-{h[:8]}"
+        out: dict[str, Any] = dict(inputs)
+        if typ == "aws:ec2/vpc:Vpc":
+            rid = f"vpc-{h}"
+            out.update(arn=_arn("ec2", f"vpc/{rid}"), defaultSecurityGroupId=f"sg-{h}")
+        elif typ == "aws:ec2/subnet:Subnet":
+            rid = f"subnet-{h}"
+            out.update(arn=_arn("ec2", f"subnet/{rid}"))
+        elif typ == "aws:ec2/securityGroup:SecurityGroup":
+            rid = f"sg-{h}"
+            out.update(arn=_arn("ec2", f"security-group/{rid}"))
+        elif typ in (
+            "aws:ec2/internetGateway:InternetGateway",
+            "aws:ec2/natGateway:NatGateway",
+            "aws:ec2/eip:Eip",
+            "aws:ec2/routeTable:RouteTable",
+        ):
+            prefix = {"InternetGateway": "igw", "NatGateway": "nat", "Eip": "eipalloc", "RouteTable": "rtb"}
+            rid = f"{prefix[typ.rsplit(':', 1)[1]]}-{h}"
+            if typ.endswith("Eip"):
+                out.update(allocationId=rid, publicIp="198.51.100.10")
+        elif typ == "aws:iam/role:Role":
+            role = inputs.get("name") or f"{name}-{h[:7]}"
+            rid = role
+            out.update(arn=f"arn:aws:iam::{ACCOUNT}:role/{role}", name=role, uniqueId=f"AROA{h.upper()}")
+        elif typ == "aws:iam/policy:Policy":
+            pol = inputs.get("name") or f"{name}-{h[:7]}"
+            rid = f"arn:aws:iam::{ACCOUNT}:policy/{pol}"
+            out.update(arn=rid, name=pol)
+        elif typ == "aws:iam/instanceProfile:InstanceProfile":
+            rid = inputs.get("name") or name
+            out.update(arn=f"arn:aws:iam::{ACCOUNT}:instance-profile/{rid}", name=rid)
+        elif typ == "aws:kms/key:Key":
+            rid = f"{h[:8]}-{h[8:12]}-4{h[12:15]}-8{h[:3]}-{_hex(name, 12)}"
+            out.update(arn=_arn("kms", f"key/{rid}"), keyId=rid)
+        elif typ == "aws:sqs/queue:Queue":
+            qname = inputs.get("name") or name
+            rid = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{qname}"
+            out.update(arn=_arn("sqs", qname), url=rid, name=qname)
+        elif typ == "aws:cloudwatch/eventRule:EventRule":
+            rname = inputs.get("name") or name
+            rid = rname
+            out.update(arn=_arn("events", f"rule/{rname}"), name=rname)
+        elif typ in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
+            bucket = inputs.get("bucket") or f"{name}-{h[:8]}"
+            rid = bucket
+            out.update(bucket=bucket, arn=f"arn:aws:s3:::{bucket}", bucketDomainName=f"{bucket}.s3.amazonaws.com")
+        elif typ == "aws:efs/fileSystem:FileSystem":
+            rid = f"fs-{h}"
+            out.update(arn=_arn("elasticfilesystem", f"file-system/{rid}"), dnsName=f"{rid}.efs.{REGION}.amazonaws.com")
+        elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            rid = f"fs-{h}"
+            out.update(
+                arn=_arn("fsx", f"file-system/{rid}"), dnsName=f"{rid}.fsx.{REGION}.amazonaws.com", mountName=h[:8]
+            )
+        elif typ == "aws:eks/addon:Addon":
+            rid = f"{inputs.get('clusterName')}:{inputs.get('addonName')}"
+            out.update(arn=_arn("eks", f"addon/{inputs.get('clusterName')}/{inputs.get('addonName')}/{h[:8]}"))
+        elif typ == "aws:eks/nodeGroup:NodeGroup":
+            rid = f"{inputs.get('clusterName')}:{inputs.get('nodeGroupName') or name}"
+            out.update(arn=_arn("eks", f"nodegroup/{inputs.get('clusterName')}/{name}/{h[:8]}"), status="ACTIVE")
+        elif typ == "aws:eks/podIdentityAssociation:PodIdentityAssociation":
+            rid = f"a-{h}"
+            out.update(associationArn=_arn("eks", f"podidentityassociation/{rid}"), associationId=rid)
+        elif typ == "aws:acm/certificate:Certificate":
+            rid = _arn("acm", f"certificate/{h[:8]}-{h[8:12]}-{h[12:16]}")
+            out.update(arn=rid)
+        elif typ == "eks:index:Cluster":
+            rid = inputs.get("name") or name
+            out.update(self._cluster_outputs(args, rid))
+        return rid, out
+
+    def _cluster_outputs(self, args: MockResourceArgs, cluster_name: str) -> dict[str, Any]:
+        h = _hex(cluster_name, 32).upper()
+        oidc_url = f"oidc.eks.{REGION}.amazonaws.com/id/{h}"
+        kubeconfig = _kubeconfig(cluster_name)
+        endpoint = kubeconfig["clusters"][0]["cluster"]["server"]
+        out: dict[str, Any] = {
+            "kubeconfig": kubeconfig,
+            "kubeconfigJson": json.dumps(kubeconfig),
+            "oidcProviderArn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{oidc_url}",
+            "oidcProviderUrl": oidc_url,
+            "oidcIssuer": oidc_url,
+            "clusterSecurityGroupId": f"sg-{_hex(cluster_name + 'cluster')}",
+            "nodeSecurityGroupId": f"sg-{_hex(cluster_name + 'node')}",
+        }
+        if self.monitor is not None:
+            # A resource reference, so `cluster.eks_cluster.<attr>` resolves (shared/PULUMI_TESTING.md).
+            urn = (
+                f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::"
+                f"eks:index:Cluster$aws:eks/cluster:Cluster::{args.name}-eksCluster"
+            )
+            self.monitor.resources[urn] = MockMonitor.ResourceRegistration(
+                urn,
+                cluster_name,
+                {
+                    "name": cluster_name,
+                    "arn": _arn("eks", f"cluster/{cluster_name}"),
+                    "endpoint": endpoint,
+                    "version": args.inputs.get("version"),
+                    "certificateAuthority": {"data": "bW9jaw=="},
+                    "identities": [{"oidcs": [{"issuer": f"https://{oidc_url}"}]}],
+                    "vpcConfig": {"clusterSecurityGroupId": out["clusterSecurityGroupId"]},
+                },
+            )
+            out["eksCluster"] = {rpc._special_sig_key: rpc._special_resource_sig, "urn": urn, "id": cluster_name}
+        return out
+
+
+class RecordingMonitor(MockMonitor):
+    """Captures what MockResourceArgs leaves out: parent, explicit dependencies, stack outputs."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.recording = mocks
+        mocks.monitor = self
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        if request.type != "pulumi:pulumi:Stack":
+            urn = self.make_urn(request.parent, request.type, request.name)
+            self.recording._pending[(request.type, request.name)] = (
+                request.parent,
+                urn,
+                sorted(set(request.dependencies)),
+                request.provider,
+            )
+        return super().RegisterResource(request)
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802
+        if "pulumi:pulumi:Stack" in request.urn:
+            self.recording.outputs.update(rpc.deserialize_properties(request.outputs))
+        return super().RegisterResourceOutputs(request)
+
+
+def install(project: str, stack: str) -> RecordingMocks:
+    """Install recording mocks for `project`/`stack` and return them."""
+    mocks = RecordingMocks()
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
+    return mocks

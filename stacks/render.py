@@ -1,0 +1,137 @@
+"""Offline render: run the real program under recording mocks and write what it would create.
+
+Writes, under the output directory:
+- `resources.json`: every registered resource in order (type, name, urn, parent, provider,
+  dependsOn, inputs);
+- `manifests/<kind>-<namespace>-<name>.yaml`: each Kubernetes object as it would be applied
+  (cluster-scoped objects use `cluster` as the namespace part);
+- `helm/<release>.yaml`: name, namespace, chart, repository, version and values of each release;
+- `outputs.json`: the stack outputs.
+A stack file that fails validation writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+
+from .config import PROJECT
+from .load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
+from .mocks import Record, RecordingMocks, install
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+_MOCKS: RecordingMocks | None = None
+
+
+@dataclass
+class Rendered:
+    resources: list[Record]
+    outputs: dict[str, Any]
+    mocks: RecordingMocks
+
+    def manifests(self) -> list[dict[str, Any]]:
+        return [manifest(r) for r in self.mocks.kubernetes_objects()]
+
+    def releases(self) -> list[dict[str, Any]]:
+        return [release(r) for r in self.mocks.of_type(HELM_RELEASE)]
+
+
+def stack_name(path: Path) -> str:
+    name = path.name
+    return name[len("Pulumi.") : -len(".yaml")] if name.startswith("Pulumi.") and name.endswith(".yaml") else path.stem
+
+
+def mocks() -> RecordingMocks:
+    """One mocks object per process (several set_mocks calls break each other)."""
+    global _MOCKS
+    if _MOCKS is None:
+        _MOCKS = install(PROJECT, "render")
+    return _MOCKS
+
+
+def run_program(pulumi_config: dict[str, str]) -> Rendered:
+    """Run __main__.py under the mocks with this Pulumi config; return what it registered."""
+    recording = mocks()
+    recording.reset()
+    pulumi.runtime.set_all_config(pulumi_config)
+    root = pulumi.runtime.get_root_resource()
+    if root is not None and hasattr(root, "outputs"):
+        root.outputs = {}  # type: ignore[attr-defined]
+
+    @pulumi.runtime.test
+    def program() -> pulumi.Output[Any]:
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__pulumi__")
+        stack = pulumi.runtime.get_root_resource()
+        exported = dict(getattr(stack, "outputs", {}) or {})
+        return pulumi.Output.from_input(exported).apply(recording.outputs.update)
+
+    program()
+    return Rendered(list(recording.records), dict(recording.outputs), recording)
+
+
+def render_file(path: Path) -> Rendered:
+    """Validate the stack file (raising ConfigError), then run the program against it."""
+    sections, region = read_stack_file(path)
+    parse_sections(sections, region, source=str(path))
+    return run_program(sections_to_pulumi_config(sections, region))
+
+
+def manifest(record: Record) -> dict[str, Any]:
+    inputs = dict(record.inputs)
+    head = {
+        "apiVersion": inputs.pop("apiVersion", None),
+        "kind": inputs.pop("kind", None),
+        "metadata": inputs.pop("metadata", {}),
+    }
+    return {**head, **inputs}
+
+
+def release(record: Record) -> dict[str, Any]:
+    i = record.inputs
+    return {
+        "name": i.get("name") or record.name,
+        "namespace": i.get("namespace"),
+        "chart": i.get("chart"),
+        "repository": (i.get("repositoryOpts") or {}).get("repo"),
+        "version": i.get("version"),
+        "values": i.get("values") or {},
+    }
+
+
+def manifest_filename(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{obj.get('kind')}-{meta.get('namespace') or 'cluster'}-{meta.get('name')}.yaml"
+
+
+def masked(value: Any) -> Any:
+    """Replace Pulumi secret envelopes with a marker, so a render never prints a secret."""
+    from pulumi.runtime import rpc
+
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return "[secret]"
+        return {k: masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v) for v in value]
+    return value
+
+
+def write(rendered: Rendered, out: Path) -> None:
+    for sub in ("manifests", "helm"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+        (out / sub).mkdir(parents=True)
+    (out / "resources.json").write_text(
+        json.dumps(masked([r.as_json() for r in rendered.resources]), indent=2, default=str) + "\n"
+    )
+    (out / "outputs.json").write_text(json.dumps(masked(rendered.outputs), indent=2, default=str) + "\n")
+    for obj in rendered.manifests():
+        (out / "manifests" / manifest_filename(obj)).write_text(yaml.safe_dump(obj, sort_keys=False))
+    for rel in rendered.releases():
+        (out / "helm" / f"{rel['name']}.yaml").write_text(yaml.safe_dump(rel, sort_keys=False))

@@ -1,0 +1,59 @@
+"""Model rules: each model on an existing pool with the accelerator its engine runs on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..checks import rule
+from ..config import StackConfig
+from ..errors import Problem, key_path
+
+# Which accelerators each engine runs on (shared/seed/inference-frameworks.md, engine sections).
+ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {
+    "vllm": ("nvidia",),
+    "sglang": ("nvidia",),
+    "nim": ("nvidia",),
+    "tgi": ("nvidia",),
+    "dynamo": ("nvidia",),
+    "ray-serve": ("nvidia",),
+    "neuron-vllm": ("neuron",),
+    "ollama": ("nvidia", "none"),
+}
+
+# Engines that need a platform add-on installed first.
+ENGINE_ADDONS = {"dynamo": "dynamo", "ray-serve": "kuberay"}
+
+
+@rule
+def model_pool_and_accelerator(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.role == "workloads":
+        return  # checked against the platform's exported pools (stacks/rules/workloads.py)
+    names = [p.name for p in config.node_pools]
+    for i, model in enumerate(config.models):
+        pool = config.pool(model.pool)
+        if pool is None:
+            yield Problem(
+                key_path(["models", i, "pool"]),
+                f"no node pool named {model.pool!r}; pools: {', '.join(names) or '(none defined)'}",
+            )
+            continue
+        allowed = ENGINE_ACCELERATORS[model.engine]
+        if pool.accelerator not in allowed:
+            yield Problem(
+                key_path(["models", i, "engine"]),
+                f"engine {model.engine} runs on {' or '.join(allowed)} but pool {pool.name} is "
+                f"{pool.accelerator}; choose a pool with {allowed[0]} accelerators"
+                + ("" if model.engine != "nim" else " (NIM containers are built for NVIDIA GPUs)"),
+            )
+
+
+@rule
+def engine_addons(config: StackConfig) -> Iterable[Problem]:
+    for i, model in enumerate(config.models):
+        addon = ENGINE_ADDONS.get(model.engine)
+        if addon and not getattr(config.addons, addon).enabled:
+            key = "kuberay" if addon == "kuberay" else addon
+            yield Problem(
+                key_path(["models", i, "engine"]),
+                f"engine {model.engine} needs addons.{key}.enabled: true",
+            )

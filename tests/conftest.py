@@ -1,0 +1,56 @@
+"""One recording-mocks object for the whole session (several set_mocks calls break each other),
+reset before every test, plus helpers that render a stack from a dict of sections."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks.load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
+from stacks.mocks import RecordingMocks
+from stacks.render import Rendered, run_program
+from stacks.render import mocks as shared_mocks
+
+DEV = ROOT / "Pulumi.dev.yaml"
+EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("Pulumi.*.yaml"))
+ALL_STACKS = [DEV, *EXAMPLES]
+
+
+def sections_of(path: Path) -> dict[str, Any]:
+    sections, _ = read_stack_file(path)
+    return copy.deepcopy(sections)
+
+
+def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rendered:
+    """Validate like `pulumi up` would, then run __main__.py under the mocks."""
+    parse_sections(sections, region)
+    return run_program(sections_to_pulumi_config(sections, region))
+
+
+@pytest.fixture
+def mocks() -> RecordingMocks:
+    recording = shared_mocks()
+    recording.reset()
+    return recording
+
+
+@pytest.fixture
+def dev() -> dict[str, Any]:
+    return sections_of(DEV)
+
+
+@pytest.fixture(scope="session")
+def dev_render() -> Rendered:
+    rendered = render_sections(sections_of(DEV))
+    # Freeze a copy: later tests reset the shared mocks.
+    return Rendered(list(rendered.resources), dict(rendered.outputs), _frozen(rendered))
+
+
+def _frozen(rendered: Rendered) -> RecordingMocks:
+    frozen = RecordingMocks()
+    frozen.records = list(rendered.resources)
+    frozen.outputs = dict(rendered.outputs)
+    return frozen

@@ -1,0 +1,67 @@
+"""The command line as a user meets it: exit codes, one line per problem, nothing written on error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from stacks.load import ROOT
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stacks", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def bad_stack(tmp_path: Path) -> Path:
+    doc = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    doc["config"]["inference-platform:cluster"]["vpc"]["cidr"] = "10.42.0.0/33"
+    doc["config"]["inference-platform:cluster"]["bogus"] = 1
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_render_writes_resources_manifests_helm_and_outputs(tmp_path):
+    out = tmp_path / "out"
+    result = run("render", "dev", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    resources = json.loads((out / "resources.json").read_text())
+    assert {"type", "name", "parent", "provider", "dependsOn", "inputs"} <= set(resources[0])
+    assert any(r["type"] == "eks:index:Cluster" for r in resources)
+    assert (out / "manifests").is_dir() and (out / "helm").is_dir()
+    assert "[secret]" in (out / "outputs.json").read_text(), "the kubeconfig is never written in clear"
+
+
+def test_render_of_a_bad_stack_exits_1_with_key_paths_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    result = run("render", str(bad_stack(tmp_path)), "--out", str(out))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "inference-platform:cluster.vpc.cidr" in result.stderr
+    assert "inference-platform:cluster.bogus: unknown key" in result.stderr
+    assert not out.exists(), "nothing is written for an invalid stack"
+
+
+def test_validate_checks_every_stack_by_default():
+    result = run("validate")
+    assert result.returncode == 0, result.stderr
+    assert "Pulumi.dev.yaml: ok" in result.stdout
+
+
+def test_validate_prints_one_line_per_problem(tmp_path):
+    result = run("validate", str(bad_stack(tmp_path)))
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if "inference-platform:" in line]
+    assert len(lines) == 2, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_stack_name_is_a_clear_error():
+    result = run("render", "no-such-stack")
+    assert result.returncode == 1 and "no such stack" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,103 @@
+"""Every rendered object of every example stack against upstream schemas.
+
+Core objects: kubernetes-validate (strict) at the stack's Kubernetes version. Custom resources: the
+upstream CRD's openAPIV3Schema, closed to unknown fields. Helm values: keys the pinned chart has.
+The schema directory comes from INFERENCE_PLATFORM_SCHEMAS (CI: ../shared/schemas); without it
+the custom-resource and Helm checks skip with a message.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from stacks import conformance
+from stacks.load import load_stack_file
+from stacks.render import Rendered, release
+from tests.conftest import ALL_STACKS, render_sections, sections_of
+
+SCHEMAS = conformance.schema_dir()
+needs_schemas = pytest.mark.skipif(
+    SCHEMAS is None,
+    reason=f"set {conformance.ENV} to the schema directory (CI uses ../shared/schemas) to check CRDs and values",
+)
+
+
+@cache
+def rendered(path: Path) -> tuple[str, list[dict], list[dict]]:
+    config = load_stack_file(path)
+    result: Rendered = render_sections(sections_of(path))
+    version = config.cluster.kubernetes_version if config.cluster else "1.34"
+    return version, result.manifests(), [release(r) for r in result.mocks.of_type("kubernetes:helm.sh/v3:Release")]
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_every_core_object_passes_the_kubernetes_schema(path):
+    version, manifests, _ = rendered(path)
+    failures = {
+        f"{m['kind']}/{m['metadata'].get('name')}": errs
+        for m in manifests
+        if conformance.is_core(m) and (errs := conformance.validate_core(m, version))
+    }
+    assert not failures, failures
+
+
+@needs_schemas
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_every_custom_resource_passes_its_upstream_crd(path):
+    assert SCHEMAS is not None
+    _, manifests, _ = rendered(path)
+    failures = {
+        f"{m['apiVersion']} {m['kind']}/{m['metadata'].get('name')}": errs
+        for m in manifests
+        if not conformance.is_core(m) and (errs := conformance.validate_custom(m, SCHEMAS))
+    }
+    assert not failures, failures
+
+
+@needs_schemas
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_every_helm_value_key_exists_in_the_pinned_chart(path):
+    assert SCHEMAS is not None
+    _, _, releases = rendered(path)
+    failures = {}
+    for rel in releases:
+        problems = conformance.validate_values(rel["chart"].rsplit("/", 1)[-1], rel["values"], SCHEMAS)
+        if problems:
+            failures[rel["name"]] = problems
+    assert not failures, failures
+
+
+@needs_schemas
+def test_the_strict_crd_check_catches_a_misspelled_field():
+    assert SCHEMAS is not None
+    bad = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "gpu"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+                    "kubelet": {"maxPods": 10},
+                }
+            }
+        },
+    }
+    errors = conformance.validate_custom(bad, SCHEMAS)
+    assert any("kubelet" in e for e in errors), errors
+
+
+@needs_schemas
+def test_the_values_check_catches_a_key_the_chart_does_not_have():
+    assert SCHEMAS is not None
+    problems = conformance.validate_values("karpenter", {"settings": {"clusterNmae": "x"}}, SCHEMAS)
+    assert problems == ["unknown values key 'settings.clusterNmae' (not in the chart's values.yaml)"]
+
+
+def test_the_core_check_catches_a_misspelled_field():
+    bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "dta": {}}
+    assert conformance.validate_core(bad, "1.34")
