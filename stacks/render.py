@@ -12,6 +12,7 @@ A stack file that fails validation writes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import runpy
 import shutil
@@ -27,6 +28,7 @@ from .load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_conf
 from .mocks import Record, RecordingMocks, install
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+SECRET = "[secret]"
 _MOCKS: RecordingMocks | None = None
 
 
@@ -70,7 +72,14 @@ def run_program(pulumi_config: dict[str, str]) -> Rendered:
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__pulumi__")
         stack = pulumi.runtime.get_root_resource()
         exported = dict(getattr(stack, "outputs", {}) or {})
-        return pulumi.Output.from_input(exported).apply(recording.outputs.update)
+
+        async def collect() -> None:
+            for key, value in exported.items():
+                output = pulumi.Output.from_input(value)
+                resolved = await output.future()
+                recording.outputs[key] = SECRET if await output.is_secret() else resolved
+
+        return pulumi.Output.from_input(asyncio.ensure_future(collect()))
 
     program()
     return Rendered(list(recording.records), dict(recording.outputs), recording)
@@ -116,7 +125,7 @@ def masked(value: Any) -> Any:
 
     if isinstance(value, dict):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return "[secret]"
+            return SECRET
         return {k: masked(v) for k, v in value.items()}
     if isinstance(value, list):
         return [masked(v) for v in value]

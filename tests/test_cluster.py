@@ -91,3 +91,4 @@ def test_outputs_carry_plain_cluster_values_and_a_secret_kubeconfig(dev_render):
     assert out["clusterName"] == "inference-dev"
     assert out["clusterEndpoint"].startswith("https://")
     assert out["oidcProviderArn"].startswith("arn:aws:iam::")
+    assert out["kubeconfig"] == "[secret]", "the kubeconfig output must be a Pulumi secret"
