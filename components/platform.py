@@ -1,14 +1,17 @@
 """The root component: wires one validated stack config into every concern's component.
 
 It only wires: each concern builds its own resources. Data flows one way, from the StackConfig
-through args dataclasses into components; nothing here reads pulumi.Config.
+through args dataclasses into components; nothing here reads pulumi.Config. The order below is the
+dependency order: cluster, capacity, storage, serving platforms, models, front door, monitoring.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 from stacks.config import StackConfig
 
@@ -22,6 +25,33 @@ class PlatformArgs:
     config: StackConfig
 
 
+@dataclass(frozen=True, kw_only=True)
+class ClusterRef:
+    """Plain values describing the cluster, from the Cluster component or a platform stack."""
+
+    name: pulumi.Input[str]
+    endpoint: pulumi.Input[str]
+    oidc_provider_arn: pulumi.Input[str]
+    security_group_id: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[list[str]]
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+@dataclass
+class Wiring:
+    """What one concern hands the next. Filled in dependency order by Platform."""
+
+    cluster: ClusterRef
+    # Resources a custom resource must wait for (its CRD's installer), by add-on name.
+    installers: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # The scheduler Neuron workloads must use, when the Neuron scheduler extension is installed.
+    neuron_scheduler: pulumi.Input[str] | None = None
+    namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
 class Platform(pulumi.ComponentResource):
     """Everything one stack file asks for."""
 
@@ -29,13 +59,20 @@ class Platform(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Platform", name, None, opts)
-        config = args.config
+        self.config = args.config
         self.outputs = {}
-        if config.cluster is not None:
-            self._platform(name, config)
+        if self.config.cluster is not None:
+            wiring = self._foundation(name)
+            self._capacity(name, wiring)
+            self._storage(name, wiring)
+            self._serving_platforms(name, wiring)
+            self._models(name, wiring)
+            self._front_door(name, wiring)
+            self._monitoring(name, wiring)
         self.register_outputs(self.outputs)
 
-    def _platform(self, name: str, config: StackConfig) -> None:
+    def _foundation(self, name: str) -> Wiring:
+        config = self.config
         cluster_cfg = config.cluster
         assert cluster_cfg is not None
         base_tags = tags(cluster_cfg.name, config.stack.environment)
@@ -44,10 +81,7 @@ class Platform(pulumi.ComponentResource):
         network = Network(
             f"{name}-network",
             NetworkArgs(
-                cluster_name=cluster_cfg.name,
-                vpc=cluster_cfg.vpc,
-                nat_per_zone=nat == "perZone",
-                tags=base_tags,
+                cluster_name=cluster_cfg.name, vpc=cluster_cfg.vpc, nat_per_zone=nat == "perZone", tags=base_tags
             ),
             child,
         )
@@ -63,7 +97,6 @@ class Platform(pulumi.ComponentResource):
             ),
             child,
         )
-        self.network, self.cluster = network, cluster
         self.outputs.update(
             {
                 "clusterName": cluster.name,
@@ -74,3 +107,33 @@ class Platform(pulumi.ComponentResource):
                 "privateSubnetIds": network.private_subnet_ids,
             }
         )
+        return Wiring(
+            cluster=ClusterRef(
+                name=cluster.name,
+                endpoint=cluster.endpoint,
+                oidc_provider_arn=cluster.oidc_provider_arn,
+                security_group_id=cluster.security_group_id,
+                vpc_id=network.vpc_id,
+                private_subnet_ids=network.private_subnet_ids,
+                provider=cluster.provider,
+                tags=base_tags,
+            )
+        )
+
+    def _capacity(self, name: str, wiring: Wiring) -> None:
+        """Karpenter, NodePools and device plugins (issue: accelerator capacity)."""
+
+    def _storage(self, name: str, wiring: Wiring) -> None:
+        """Model bucket, EFS / FSx / local cache (issue: model storage)."""
+
+    def _serving_platforms(self, name: str, wiring: Wiring) -> None:
+        """Dynamo, AIBrix, KubeRay, NIM Operator, LiteLLM installations (issue: serving platforms)."""
+
+    def _models(self, name: str, wiring: Wiring) -> None:
+        """One workload per models[] entry (issue: inference engines)."""
+
+    def _front_door(self, name: str, wiring: Wiring) -> None:
+        """Gateway, routes, authentication, network policies (issue: front door)."""
+
+    def _monitoring(self, name: str, wiring: Wiring) -> None:
+        """Prometheus, scrapers, dashboards and alerts (issue: front door and eyes)."""

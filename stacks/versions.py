@@ -38,10 +38,46 @@ class Image:
         return self.digest is not None
 
 
-CHARTS: dict[str, Chart] = {}
-IMAGES: dict[str, Image] = {}
+CHARTS: dict[str, Chart] = {
+    # --- capacity (Karpenter, device plugins) -------------------------------------------------
+    "karpenter": Chart("karpenter", "1.14.1", "oci://public.ecr.aws/karpenter"),
+    "nvidia-device-plugin": Chart("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin"),
+    "neuron": Chart("neuron-helm-chart", "1.10.0", "oci://public.ecr.aws/neuron"),
+    # --- storage -------------------------------------------------------------------------------
+    # --- serving platforms ---------------------------------------------------------------------
+    "dynamo": Chart("dynamo-platform", "1.4.2", "https://helm.ngc.nvidia.com/nvidia/ai-dynamo"),
+    "aibrix": Chart("aibrix", "0.7.0", "oci://ghcr.io/vllm-project/aibrix"),
+    "kuberay": Chart("kuberay-operator", "1.7.0", "https://ray-project.github.io/kuberay-helm/"),
+    "nim-operator": Chart("k8s-nim-operator", "3.1.2", "https://helm.ngc.nvidia.com/nvidia"),
+    "litellm": Chart("litellm-helm", "1.100.1", "oci://ghcr.io/berriai"),
+    # --- front door and monitoring -------------------------------------------------------------
+    "envoy-gateway": Chart("gateway-helm", "v1.9.0", "oci://docker.io/envoyproxy"),
+    "kube-prometheus-stack": Chart(
+        "kube-prometheus-stack", "79.5.0", "https://prometheus-community.github.io/helm-charts"
+    ),
+}
 
-# EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions).
+IMAGES: dict[str, Image] = {
+    # --- inference engines (shared/seed/inference-frameworks.md inspected versions) -------------
+    "vllm": Image("vllm/vllm-openai", "v0.29.0"),
+    "sglang": Image("lmsysorg/sglang", "v0.5.19"),
+    "tgi": Image("ghcr.io/huggingface/text-generation-inference", "3.3.7"),
+    "ollama": Image("ollama/ollama", "0.34.0"),
+    "nim": Image("nvcr.io/nim/nvidia/llm-nim", "2.0.12"),
+    "neuron-vllm": Image(
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py311-sdk2.32.0-ubuntu22.04"
+    ),
+    # --- serving platforms ---------------------------------------------------------------------
+    "dynamo-vllm": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
+    "dynamo-sglang": Image("nvcr.io/nvidia/ai-dynamo/sglang-runtime", "1.4.2"),
+    "dynamo-trtllm": Image("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"),
+    "ray": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
+    "litellm": Image("ghcr.io/berriai/litellm", "v1.100.1"),
+}
+
+# EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions
+# --kubernetes-version 1.34 --addon-name <name>). A minor without pins resolves, at deploy time,
+# to the default version EKS ships for it (aws.eks.get_addon_version, most_recent=False).
 EKS_ADDONS: dict[str, dict[str, str]] = {}
 
 

@@ -1,3 +1,7 @@
-"""Rule modules; importing this package registers every rule with stacks.checks."""
+"""Rule modules; importing this package registers every rule module in it with stacks.checks."""
 
-from . import models, names, pins, pools  # noqa: F401
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

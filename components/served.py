@@ -1,0 +1,58 @@
+"""What the front door, the scrapers and LiteLLM need to know about each served model: its Service,
+port, metrics endpoint and which paths may be routed. Pure; built from the validated config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stacks.config import ModelSection, StackConfig
+from stacks.engines import facts
+
+DEFAULT_NAMESPACE = "inference"
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    name: str  # the model name clients ask for (models[].name)
+    served_model_name: str  # what the engine reports in /v1/models
+    engine: str
+    namespace: str
+    service: str
+    port: int
+    metrics_path: str | None
+    metrics_port: int | None
+    route_paths: tuple[str, ...]
+    management_paths: tuple[str, ...]
+    expose: bool
+    # The workload a scaler targets: (apiVersion, kind, name).
+    scale_target: tuple[str, str, str]
+
+
+def namespace_of(config: StackConfig, model: ModelSection) -> str:
+    if model.namespace:
+        return model.namespace
+    if config.stack.role == "workloads" and config.stack.team:
+        return config.stack.team
+    return DEFAULT_NAMESPACE
+
+
+def served_model(config: StackConfig, model: ModelSection) -> ServedModel:
+    f = facts(model.engine)
+    return ServedModel(
+        name=model.name,
+        served_model_name=model.name,
+        engine=model.engine,
+        namespace=namespace_of(config, model),
+        service=model.name,
+        port=f.port,
+        metrics_path=f.metrics_path,
+        metrics_port=f.metrics_port or (f.port if f.metrics_path else None),
+        route_paths=f.route_paths,
+        management_paths=f.management_paths,
+        expose=model.expose,
+        scale_target=("apps/v1", "Deployment", model.name),
+    )
+
+
+def served_models(config: StackConfig) -> list[ServedModel]:
+    return [served_model(config, m) for m in config.models]

@@ -1,0 +1,1 @@
+"""Model storage: the model bucket, EFS, FSx for Lustre, the local NVMe cache and model preparation."""
