@@ -111,6 +111,12 @@ def allocatable(pool: NodePoolSection, itype: InstanceType, overhead: Requests =
     )
 
 
+def daemonset_overhead(pool: NodePoolSection) -> Requests:
+    """Requests of the platform's own DaemonSets on every node of this pool (device plugin, CNI,
+    kube-proxy, CSI node drivers, exporters), which Karpenter adds when it packs pods."""
+    return Requests()
+
+
 def pool_types(pool: NodePoolSection) -> list[InstanceType]:
     return expand(pool.instance_types, pool.instance_families)
 

@@ -77,7 +77,7 @@ def run_program(pulumi_config: dict[str, str]) -> Rendered:
             for key, value in exported.items():
                 output = pulumi.Output.from_input(value)
                 resolved = await output.future()
-                recording.outputs[key] = SECRET if await output.is_secret() else resolved
+                recording.outputs[key] = SECRET if await output.is_secret() else masked(resolved)
 
         return pulumi.Output.from_input(asyncio.ensure_future(collect()))
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pulumi
+
 from stacks.config.models import ModelSection
+from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
 
 CACHE_ROOT = "/models"
@@ -30,7 +33,17 @@ def model_dir(model: ModelSection) -> str:
     return f"{CACHE_ROOT}/{model.name}/{model.revision or 'latest'}"
 
 
-def cache_mount(storage: StorageSection, model: ModelSection) -> CacheMount:
+@dataclass(frozen=True)
+class CacheContext:
+    """What the storage component hands the engines: the choice, and the shared pieces it created."""
+
+    storage: StorageSection
+    bucket: pulumi.Input[str] | None = None  # model bucket name
+    claim_name: str | None = None  # the shared ReadWriteMany PVC (efs, fsx)
+    reader_service_account: str | None = None  # has read-only S3 access through Pod Identity
+
+
+def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -> CacheMount:
     """The cache for this model under this stack's storage choice."""
     return CacheMount(
         model_dir=model_dir(model),

@@ -1,0 +1,70 @@
+"""Apply a manifest dict as the matching typed Pulumi Kubernetes resource.
+
+Builders return plain manifests (dicts, exactly what `kubectl apply` would take); this one function
+turns each into a resource, so every builder stays pure and every object renders the same way. Core
+kinds become typed resources; anything else becomes a CustomResource, which must depend on whatever
+installs its CRD (pass it in `opts.depends_on`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+# (apiVersion, kind) -> typed resource class.
+TYPED: dict[tuple[str, str], Any] = {
+    ("v1", "Namespace"): k8s.core.v1.Namespace,
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "Secret"): k8s.core.v1.Secret,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
+    ("v1", "PersistentVolume"): k8s.core.v1.PersistentVolume,
+    ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
+    ("v1", "ResourceQuota"): k8s.core.v1.ResourceQuota,
+    ("v1", "LimitRange"): k8s.core.v1.LimitRange,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+    ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
+    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
+    ("batch/v1", "Job"): k8s.batch.v1.Job,
+    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
+    ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
+    ("storage.k8s.io/v1", "StorageClass"): k8s.storage.v1.StorageClass,
+    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
+    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
+}
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def logical_name(obj: dict[str, Any]) -> str:
+    """A stable Pulumi name for a manifest: kind, namespace and name."""
+    meta = obj.get("metadata") or {}
+    parts = [obj["kind"].lower(), meta.get("namespace") or "", meta["name"]]
+    return "-".join(p for p in parts if p)
+
+
+def apply(obj: dict[str, Any], opts: pulumi.ResourceOptions, name: str | None = None) -> pulumi.CustomResource:
+    """Register `obj` (which must carry metadata.name) with the options given."""
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    resource_name = name or logical_name(obj)
+    cls = TYPED.get((api_version, kind))
+    if cls is None:
+        return k8s.apiextensions.CustomResource(
+            resource_name,
+            api_version=api_version,
+            kind=kind,
+            metadata=obj.get("metadata"),
+            spec=obj.get("spec"),
+            opts=opts,
+        )
+    fields = {_snake(k): v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    return cls(resource_name, opts=opts, **fields)
