@@ -278,7 +278,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(MockMonitor):
-    """Captures what MockResourceArgs leaves out: parent, explicit dependencies, stack outputs."""
+    """Captures what MockResourceArgs leaves out: parent, dependencies and provider URNs."""
 
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
@@ -295,11 +295,6 @@ class RecordingMonitor(MockMonitor):
                 request.provider,
             )
         return super().RegisterResource(request)
-
-    def RegisterResourceOutputs(self, request):  # noqa: N802
-        if "pulumi:pulumi:Stack" in request.urn:
-            self.recording.outputs.update(rpc.deserialize_properties(request.outputs))
-        return super().RegisterResourceOutputs(request)
 
 
 def install(project: str, stack: str) -> RecordingMocks:
