@@ -16,8 +16,9 @@ import pulumi_kubernetes as k8s
 from stacks.config import StackConfig
 
 from .cluster import Cluster, ClusterArgs
-from .naming import TOKEN, tags
+from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
+from .served import served_models
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,9 +65,12 @@ class Platform(pulumi.ComponentResource):
         if self.config.cluster is not None:
             wiring = self._foundation(name)
             self._capacity(name, wiring)
+            self._namespaces(name, wiring)
             self._storage(name, wiring)
+            self._gateway_controller(name, wiring)
             self._serving_platforms(name, wiring)
             self._models(name, wiring)
+            self._model_addons(name, wiring)
             self._front_door(name, wiring)
             self._monitoring(name, wiring)
         self.register_outputs(self.outputs)
@@ -123,14 +127,31 @@ class Platform(pulumi.ComponentResource):
     def _capacity(self, name: str, wiring: Wiring) -> None:
         """Karpenter, NodePools and device plugins (issue: accelerator capacity)."""
 
+    def _namespaces(self, name: str, wiring: Wiring) -> None:
+        """One Namespace per distinct model namespace, before anything is put into them."""
+        child = pulumi.ResourceOptions(parent=self, provider=wiring.cluster.provider)
+        for ns in sorted({m.namespace for m in served_models(self.config)}):
+            wiring.namespaces[ns] = k8s.core.v1.Namespace(
+                f"{name}-ns-{ns}",
+                metadata={"name": ns, "labels": {**MANAGED_BY, "inference-platform.io/models": "true"}},
+                opts=child,
+            )
+
     def _storage(self, name: str, wiring: Wiring) -> None:
         """Model bucket, EFS / FSx / local cache (issue: model storage)."""
+
+    def _gateway_controller(self, name: str, wiring: Wiring) -> None:
+        """The Envoy Gateway controller, before anything that attaches to it (issue: front door)."""
 
     def _serving_platforms(self, name: str, wiring: Wiring) -> None:
         """Dynamo, AIBrix, KubeRay, NIM Operator, LiteLLM installations (issue: serving platforms)."""
 
     def _models(self, name: str, wiring: Wiring) -> None:
         """One workload per models[] entry (issue: inference engines)."""
+
+    def _model_addons(self, name: str, wiring: Wiring) -> None:
+        """Per-model objects of the serving platforms: AIBrix adapters and autoscalers (issue: serving
+        platforms)."""
 
     def _front_door(self, name: str, wiring: Wiring) -> None:
         """Gateway, routes, authentication, network policies (issue: front door)."""

@@ -16,13 +16,23 @@ from pydantic.alias_generators import to_camel
 PROJECT = "inference-platform"
 
 
+def stack_key(field: str) -> str:
+    """snake_case attribute -> the stack file's camelCase key, with unit suffixes as the contract
+    spells them (root_volume_gib -> rootVolumeGiB, throughput_per_tib -> throughputPerTiB)."""
+    key = to_camel(field)
+    for wrong, right in (("Gib", "GiB"), ("Tib", "TiB"), ("Mibps", "MiBps")):
+        if key.endswith(wrong):
+            key = key[: -len(wrong)] + right
+    return key
+
+
 class Strict(BaseModel):
     """Base of every stack-config model: camelCase keys only, unknown keys refused, immutable."""
 
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
-        alias_generator=to_camel,
+        alias_generator=stack_key,
         validate_by_alias=True,
         validate_by_name=False,
         str_strip_whitespace=True,
