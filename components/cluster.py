@@ -70,6 +70,7 @@ class Cluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
     system_node_group: aws.eks.NodeGroup
+    addon_versions: pulumi.Output[dict[str, str]]
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Cluster", name, None, opts)
@@ -166,6 +167,7 @@ class Cluster(pulumi.ComponentResource):
         for addon, before in ADDONS:
             if not before:
                 addons[addon] = self._addon(name, addon, args, before)
+        self.addon_versions = pulumi.Output.all(**{a: r.addon_version for a, r in addons.items()})
 
         self.provider = k8s.Provider(
             f"{name}-k8s",
@@ -183,7 +185,7 @@ class Cluster(pulumi.ComponentResource):
         )
 
     def _addon(self, name: str, addon: str, args: ClusterArgs, before_nodes: bool) -> aws.eks.Addon:
-        pinned = EKS_ADDONS.get(args.config.kubernetes_version, {}).get(addon)
+        pinned = args.config.addon_versions.get(addon) or EKS_ADDONS.get(args.config.kubernetes_version, {}).get(addon)
         version: pulumi.Input[str]
         if pinned is not None:
             version = pinned

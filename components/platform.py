@@ -107,6 +107,7 @@ class Platform(pulumi.ComponentResource):
                 "clusterEndpoint": cluster.endpoint,
                 "kubeconfig": cluster.kubeconfig,
                 "oidcProviderArn": cluster.oidc_provider_arn,
+                "eksAddonVersions": cluster.addon_versions,
                 "vpcId": network.vpc_id,
                 "privateSubnetIds": network.private_subnet_ids,
             }

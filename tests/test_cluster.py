@@ -92,3 +92,20 @@ def test_outputs_carry_plain_cluster_values_and_a_secret_kubeconfig(dev_render):
     assert out["clusterEndpoint"].startswith("https://")
     assert out["oidcProviderArn"].startswith("arn:aws:iam::")
     assert out["kubeconfig"] == "[secret]", "the kubeconfig output must be a Pulumi secret"
+
+
+def test_eks_addon_versions_from_the_stack_file_are_used_and_exported(dev):
+    from tests.conftest import render_sections
+
+    dev["cluster"]["addonVersions"] = {"vpc-cni": "v1.20.4-eksbuild.1"}
+    rendered = render_sections(dev)
+    cni = rendered.mocks.named("aws:eks/addon:Addon", "platform-cluster-vpc-cni")
+    assert cni.inputs["addonVersion"] == "v1.20.4-eksbuild.1"
+    assert rendered.outputs["eksAddonVersions"]["vpc-cni"] == "v1.20.4-eksbuild.1"
+    assert set(rendered.outputs["eksAddonVersions"]) == {
+        "vpc-cni",
+        "kube-proxy",
+        "eks-pod-identity-agent",
+        "coredns",
+        "aws-ebs-csi-driver",
+    }

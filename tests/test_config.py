@@ -114,3 +114,8 @@ def test_every_problem_is_reported_at_once(dev):
     dev["cluster"]["systemNodes"]["min"] = "two"
     dev["cluster"]["vpc"]["cidr"] = "nope"
     assert len(problems(dev)) >= 2
+
+
+def test_an_eks_addon_version_must_be_an_eksbuild_version(dev):
+    dev["cluster"]["addonVersions"] = {"vpc-cni": "latest"}
+    assert any(p.startswith("inference-platform:cluster.addonVersions.vpc-cni:") for p in problems(dev))

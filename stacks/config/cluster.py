@@ -16,6 +16,8 @@ ClusterName = Annotated[str, StringConstraints(pattern=r"^[0-9A-Za-z][A-Za-z0-9_
 # EKS versions in standard support when this catalog was written (see stacks/versions.py).
 SUPPORTED_KUBERNETES = ("1.32", "1.33", "1.34", "1.35")
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+EKS_ADDON_NAMES = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver")
+AddonVersion = Annotated[str, StringConstraints(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
 
 
 class Vpc(Strict):
@@ -109,4 +111,10 @@ class ClusterSection(Strict):
     system_nodes: SystemNodes = Field(default_factory=SystemNodes)
     log_types: list[Literal[LOG_TYPES]] = Field(  # type: ignore[valid-type]
         default_factory=lambda: list(LOG_TYPES)
+    )
+    # Exact EKS add-on versions (e.g. vpc-cni: v1.20.4-eksbuild.1). Unset ones use the catalog pin for
+    # the Kubernetes minor, else the default EKS ships for it; the stack output eksAddonVersions shows
+    # what was used, ready to copy here.
+    addon_versions: dict[Literal[EKS_ADDON_NAMES], AddonVersion] = Field(  # type: ignore[valid-type]
+        default_factory=dict
     )
