@@ -61,24 +61,13 @@ class Network(pulumi.ComponentResource):
 
     def _adopt(self, name: str, args: NetworkArgs) -> None:
         child = pulumi.ResourceOptions(parent=self)
-        for i, subnet in enumerate(args.vpc.private_subnet_ids):
-            for key, value in subnet_tags(args.cluster_name, public=False).items():
-                aws.ec2.Tag(
-                    f"{name}-private-{i}-{key.replace('/', '-').replace('.', '-')}",
-                    resource_id=subnet,
-                    key=key,
-                    value=value,
-                    opts=child,
-                )
-        for i, subnet in enumerate(args.vpc.public_subnet_ids):
-            for key, value in subnet_tags(args.cluster_name, public=True).items():
-                aws.ec2.Tag(
-                    f"{name}-public-{i}-{key.replace('/', '-').replace('.', '-')}",
-                    resource_id=subnet,
-                    key=key,
-                    value=value,
-                    opts=child,
-                )
+        # Adopted subnets still need the discovery and load-balancer tags; ec2.Tag adds them without
+        # taking ownership of the subnet.
+        for kind, subnets in (("private", args.vpc.private_subnet_ids), ("public", args.vpc.public_subnet_ids)):
+            for i, subnet in enumerate(subnets):
+                for key, value in subnet_tags(args.cluster_name, public=kind == "public").items():
+                    slug = key.replace("/", "-").replace(".", "-")
+                    aws.ec2.Tag(f"{name}-{kind}-{i}-{slug}", resource_id=subnet, key=key, value=value, opts=child)
         self.vpc_id = pulumi.Output.from_input(args.vpc.id or "")
         self.private_subnet_ids = pulumi.Output.from_input(list(args.vpc.private_subnet_ids))
         self.public_subnet_ids = pulumi.Output.from_input(list(args.vpc.public_subnet_ids))

@@ -109,3 +109,23 @@ def test_eks_addon_versions_from_the_stack_file_are_used_and_exported(dev):
         "coredns",
         "aws-ebs-csi-driver",
     }
+
+
+def test_an_adopted_vpc_creates_no_network_and_tags_its_subnets(dev):
+    from tests.conftest import render_sections
+
+    dev["cluster"]["vpc"] = {
+        "id": "vpc-0abc12345678",
+        "privateSubnetIds": ["subnet-0aaa11111111", "subnet-0aaa22222222"],
+        "publicSubnetIds": ["subnet-0bbb11111111"],
+    }
+    rendered = render_sections(dev)
+    assert not rendered.mocks.of_type("aws:ec2/vpc:Vpc"), "an adopted VPC is not created"
+    assert not rendered.mocks.of_type("aws:ec2/subnet:Subnet")
+    tags = {(t.inputs["resourceId"], t.inputs["key"]) for t in rendered.mocks.of_type("aws:ec2/tag:Tag")}
+    assert ("subnet-0aaa11111111", "karpenter.sh/discovery") in tags
+    assert ("subnet-0aaa22222222", "kubernetes.io/role/internal-elb") in tags
+    assert ("subnet-0bbb11111111", "kubernetes.io/role/elb") in tags
+    cluster = rendered.mocks.of_type("eks:index:Cluster")[0].inputs
+    assert cluster["vpcId"] == "vpc-0abc12345678"
+    assert cluster["privateSubnetIds"] == ["subnet-0aaa11111111", "subnet-0aaa22222222"]
