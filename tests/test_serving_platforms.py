@@ -53,3 +53,29 @@ def test_the_nim_operator_is_installed_when_enabled():
     assert releases["nim-operator"]["chart"] == "k8s-nim-operator"
     assert releases["nim-operator"]["repositoryOpts"]["repo"] == "https://helm.ngc.nvidia.com/nvidia"
     assert releases["nim-operator"]["version"] == "3.1.2"
+
+
+def test_aibrix_waits_for_the_envoy_gateway_controller_when_the_front_door_installs_it(mocks):
+    import pulumi
+    import pulumi_kubernetes as k8s
+
+    from components.serving.platforms import ServingPlatforms, ServingPlatformsArgs
+    from tests.serving_support import config_of
+
+    config = config_of(serving_sections())
+
+    @pulumi.runtime.test
+    def build():
+        provider = k8s.Provider("k8s", kubeconfig="{}")
+        envoy = k8s.helm.v3.Release("eg", name="eg", chart="oci://docker.io/envoyproxy/gateway-helm", version="v1.9.0")
+        platforms = ServingPlatforms(
+            "serving", ServingPlatformsArgs(config=config, provider=provider, envoy_gateway=envoy)
+        )
+        assert set(platforms.installers) == {"dynamo", "aibrix", "kuberay", "litellm"}
+        return envoy.urn
+
+    build()
+    envoy = mocks.named(RELEASE, "eg")
+    aibrix = mocks.named(RELEASE, "serving-aibrix")
+    assert envoy.urn in aibrix.depends_on, "AIBrix's gateway resources attach to Envoy Gateway"
+    assert envoy.urn not in mocks.named(RELEASE, "serving-kuberay").depends_on
