@@ -120,3 +120,32 @@ def test_prefill_and_decode_counts_are_refused_on_an_aggregated_graph():
     with pytest.raises(ConfigError) as err:
         config_of(sections)
     assert any(p.path.endswith("models[0].dynamo.decodeWorkers") for p in err.value.problems)
+
+
+def test_an_sglang_disaggregated_graph_transfers_kv_over_nixl_on_both_roles():
+    sections = serving_sections()
+    model_entry(sections, "qwen3-32b-disagg")["dynamo"]["backend"] = "sglang"
+    graph = manifests(spec_for(config_of(sections), "qwen3-32b-disagg"))[0]
+    roles = {c["type"]: _main(c) for c in graph["spec"]["components"] if c["type"] != "frontend"}
+    for role, main in roles.items():
+        assert main["command"] == ["python3", "-m", "dynamo.sglang"]
+        assert main["image"] == "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.2"
+        args = main["args"]
+        assert args[args.index("--disaggregation-mode") + 1] == role
+        assert args[args.index("--disaggregation-transfer-backend") + 1] == "nixl"
+
+
+def test_a_disaggregated_tensorrt_llm_graph_is_refused():
+    sections = serving_sections()
+    model_entry(sections, "qwen3-32b-disagg")["dynamo"]["backend"] = "trtllm"
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("models[1].dynamo.backend") for p in err.value.problems)
+
+
+def test_a_revision_the_tensorrt_llm_worker_would_ignore_is_refused():
+    sections = serving_sections()
+    model_entry(sections, "qwen3-8b-dynamo")["dynamo"]["backend"] = "trtllm"
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("models[0].revision") and "ignored" in p.message for p in err.value.problems)

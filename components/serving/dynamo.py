@@ -82,7 +82,7 @@ def _worker_args(spec: WorkloadSpec, role: str) -> list[str]:
         args = ["--model-path", model.model] + (["--revision", model.revision] if model.revision else [])
         args += ["--served-model-name", spec.served.served_model_name]
         if model.accelerators_per_replica > 1:
-            args += ["--tp", str(model.accelerators_per_replica)]
+            args += ["--tensor-parallel-size", str(model.accelerators_per_replica)]
         if model.max_model_len:
             args += ["--context-length", str(model.max_model_len)]
         if role in ("prefill", "decode"):
@@ -93,8 +93,6 @@ def _worker_args(spec: WorkloadSpec, role: str) -> list[str]:
             args += ["--tensor-parallel-size", str(model.accelerators_per_replica)]
         if model.max_model_len:
             args += ["--max-seq-len", str(model.max_model_len)]
-        if role in ("prefill", "decode"):
-            args += ["--disaggregation-mode", role]
     else:
         args += ["--served-model-name", spec.served.served_model_name]
         if model.accelerators_per_replica > 1:

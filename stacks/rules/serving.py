@@ -85,6 +85,13 @@ def dynamo_disaggregation(config: StackConfig) -> Iterable[Problem]:
             continue
         base: list[str | int] = ["models", i, "dynamo"]
         set_fields = block.model_fields_set
+        if block.backend == "trtllm" and model.revision:
+            yield Problem(
+                key_path(["models", i, "revision"]),
+                "the TensorRT-LLM worker (dynamo.trtllm) takes no revision argument, so the pinned "
+                "revision would be ignored; use backend vllm or sglang, or point model at a prepared "
+                "local copy of that revision and drop revision",
+            )
         if block.mode == "aggregated":
             for attr, key in (
                 ("prefill_workers", "prefillWorkers"),
@@ -98,6 +105,13 @@ def dynamo_disaggregation(config: StackConfig) -> Iterable[Problem]:
                         f"`replicas` workers that do prefill and decode",
                     )
             continue
+        if block.backend == "trtllm":
+            yield Problem(
+                key_path([*base, "backend"]),
+                "disaggregated TensorRT-LLM needs a cache-transceiver engine configuration per role, "
+                "which the platform does not generate; use backend vllm or sglang for a disaggregated "
+                "graph, or mode: aggregated",
+            )
         if not model.revision:
             yield Problem(
                 key_path(["models", i, "revision"]),
