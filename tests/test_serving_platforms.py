@@ -3,14 +3,22 @@ installers recorded for the Models component."""
 
 from __future__ import annotations
 
+from functools import cache
+
+from stacks.mocks import RecordingMocks
 from tests.conftest import render_sections
 from tests.serving_support import serving_sections
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
-def _render():
-    return render_sections(serving_sections()).mocks
+@cache
+def _render() -> RecordingMocks:
+    """One render of the example for this module (a frozen copy: later tests reset the mocks)."""
+    rendered = render_sections(serving_sections())
+    frozen = RecordingMocks()
+    frozen.records = list(rendered.resources)
+    return frozen
 
 
 def test_each_enabled_platform_is_a_pinned_release_and_litellm_is_manifests():
