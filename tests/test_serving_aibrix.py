@@ -105,3 +105,9 @@ def test_pods_carry_the_labels_the_aibrix_gateway_routes_by():
         "model.aibrix.ai/port": "8000",
         "adapter.model.aibrix.ai/enabled": "true",
     }
+
+
+def test_vllm_gets_the_runtime_lora_switches_the_adapter_controller_needs():
+    args, env = aibrix.lora_runtime()
+    assert "--enable-lora" in args
+    assert {"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"} in env

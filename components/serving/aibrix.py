@@ -32,6 +32,13 @@ def pod_labels(served: ServedModel, adapters: bool) -> dict[str, str]:
     return labels
 
 
+def lora_runtime() -> tuple[list[str], list[dict[str, str]]]:
+    """What a vLLM server needs so the AIBrix adapter controller can load and unload LoRA adapters
+    at runtime: `--enable-lora` and vLLM's runtime-LoRA-updating switch. For the vLLM engine
+    module, on models with adapters."""
+    return ["--enable-lora"], [{"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"}]
+
+
 def model_adapters(served: ServedModel, model: ModelSection, labels: dict[str, str]) -> list[dict[str, Any]]:
     out = []
     for adapter in model.adapters:
