@@ -149,3 +149,9 @@ def test_a_revision_the_tensorrt_llm_worker_would_ignore_is_refused():
     with pytest.raises(ConfigError) as err:
         config_of(sections)
     assert any(p.path.endswith("models[0].revision") and "ignored" in p.message for p in err.value.problems)
+
+
+def test_gpu_workers_request_cpu_and_memory_so_they_are_not_best_effort():
+    worker = _main(_components(_graph("qwen3-32b-disagg"))["DecodeWorker"])
+    assert worker["resources"]["requests"] == {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"}
+    assert worker["resources"]["limits"]["memory"] == "32Gi", "memory limit equals the request"

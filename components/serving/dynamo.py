@@ -26,6 +26,8 @@ from stacks.config import ModelSection
 from stacks.config.models import Dynamo
 from stacks.versions import Image, image
 
+from .workers import worker_resources
+
 if TYPE_CHECKING:
     from ..engines import WorkloadSpec
 
@@ -131,14 +133,8 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     model = spec.model
     block = dynamo_block(model)
     module, workdir = BACKENDS[block.backend]
-    gpus = str(model.accelerators_per_replica)
     secret_volumes, secret_mounts = _secret_volume(model)
-    resources: dict[str, Any] = {"limits": {"nvidia.com/gpu": gpus}, "requests": {"nvidia.com/gpu": gpus}}
-    if model.resources.cpu:
-        resources["requests"]["cpu"] = model.resources.cpu
-    if model.resources.memory:
-        resources["requests"]["memory"] = model.resources.memory
-        resources["limits"]["memory"] = model.resources.memory
+    resources = worker_resources(model)
     container = {
         "name": "main",
         "image": runtime_image(model).ref,

@@ -28,6 +28,8 @@ from stacks.config import ModelSection
 from stacks.config.models import RayServe
 from stacks.versions import Image, image
 
+from .workers import worker_resources
+
 if TYPE_CHECKING:
     from ..engines import WorkloadSpec
 
@@ -141,19 +143,16 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     block = ray_block(model)
     gpus = str(model.accelerators_per_replica)
     volumes, mounts = _secret_parts(model)
-    requests: dict[str, str] = {"nvidia.com/gpu": gpus}
-    limits: dict[str, str] = {"nvidia.com/gpu": gpus}
-    if model.resources.cpu:
-        requests["cpu"] = limits["cpu"] = model.resources.cpu
-    if model.resources.memory:
-        requests["memory"] = limits["memory"] = model.resources.memory
+    resources = worker_resources(model)
+    # Ray sizes its own scheduling from the container's CPU limit; give it the request.
+    resources["limits"]["cpu"] = resources["requests"]["cpu"]
     pod_spec = spec.placement.apply(
         {
             "containers": [
                 {
                     "name": "ray-worker",
                     "image": ray_image(model).ref,
-                    "resources": {"requests": requests, "limits": limits},
+                    "resources": resources,
                     "volumeMounts": [*spec.cache.volume_mounts, *mounts],
                     "env": list(spec.cache.env),
                 }
