@@ -73,6 +73,10 @@ IMAGES: dict[str, Image] = {
     "dynamo-sglang": Image("nvcr.io/nvidia/ai-dynamo/sglang-runtime", "1.4.2"),
     "dynamo-trtllm": Image("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"),
     "ray": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
+    # Keyed by engine name too, for code that looks images up by models[].engine; the engine
+    # modules themselves pick dynamo-<models[].dynamo.backend> and ray.
+    "dynamo": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
+    "ray-serve": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
     # LiteLLM's release workflow (ghcr_deploy.yml) tags images main-<release tag>; plain manifests.
     "litellm": Image("ghcr.io/berriai/litellm", "main-v1.100.1"),
     "redis": Image("redis", "7.4"),
