@@ -36,10 +36,12 @@ def one_scaler_owner(config: StackConfig) -> Iterable[Problem]:
             if model.engine != "dynamo":
                 yield Problem(where, f"the Dynamo planner only scales engine: dynamo models (engine is {model.engine})")
             else:
+                mode = model.dynamo.mode if model.dynamo else "aggregated"
                 yield Problem(
                     where,
-                    "the platform does not deploy the Dynamo planner: its configuration comes from a "
-                    "profiling run you review (dynamo.requestProfiling: true renders a "
+                    "the platform does not deploy the Dynamo planner: the SLA planner scales only "
+                    f"disaggregated graphs (this one is {mode}), needs Prometheus and the profiling data "
+                    "of a run you review (dynamo.requestProfiling: true renders a "
                     "DynamoGraphDeploymentRequest with autoApply: false); use autoscaling.owner: none "
                     "with fixed dynamo.prefillWorkers/decodeWorkers (or replicas) meanwhile",
                 )
