@@ -57,7 +57,9 @@ def one_scaler_owner(config: StackConfig) -> Iterable[Problem]:
 
 @rule
 def serving_addons_enabled(config: StackConfig) -> Iterable[Problem]:
-    aibrix = config.addons.aibrix.enabled
+    # A workloads stack runs on a platform stack's add-ons, which are not visible here.
+    workloads = config.stack.role == "workloads"
+    aibrix = config.addons.aibrix.enabled or workloads
     for i, model in enumerate(config.models):
         if model.adapters and not aibrix:
             yield Problem(
@@ -75,7 +77,7 @@ def serving_addons_enabled(config: StackConfig) -> Iterable[Problem]:
                 key_path(["models", i, "autoscaling", "owner"]),
                 "autoscaling.owner: aibrix needs addons.aibrix.enabled: true (the PodAutoscaler CRD and controller)",
             )
-        if model.engine == "nim" and not config.addons.nim_operator.enabled:
+        if model.engine == "nim" and not (config.addons.nim_operator.enabled or workloads):
             yield Problem(key_path(["models", i, "engine"]), "engine nim needs addons.nimOperator.enabled: true")
 
 
