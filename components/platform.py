@@ -19,6 +19,7 @@ from .cluster import Cluster, ClusterArgs
 from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
 from .served import served_models
+from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +147,16 @@ class Platform(pulumi.ComponentResource):
 
     def _serving_platforms(self, name: str, wiring: Wiring) -> None:
         """Dynamo, AIBrix, KubeRay, NIM Operator, LiteLLM installations (issue: serving platforms)."""
+        platforms = ServingPlatforms(
+            f"{name}-serving",
+            ServingPlatformsArgs(
+                config=self.config,
+                provider=wiring.cluster.provider,
+                envoy_gateway=wiring.installers.get("envoy-gateway"),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        wiring.installers.update(platforms.installers)
 
     def _models(self, name: str, wiring: Wiring) -> None:
         """One workload per models[] entry (issue: inference engines)."""
@@ -153,6 +164,16 @@ class Platform(pulumi.ComponentResource):
     def _model_addons(self, name: str, wiring: Wiring) -> None:
         """Per-model objects of the serving platforms: AIBrix adapters and autoscalers (issue: serving
         platforms)."""
+        ModelAddons(
+            f"{name}-model-addons",
+            ModelAddonsArgs(
+                config=self.config,
+                provider=wiring.cluster.provider,
+                aibrix=wiring.installers.get("aibrix"),
+                namespaces=dict(wiring.namespaces),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
 
     def _front_door(self, name: str, wiring: Wiring) -> None:
         """Gateway, routes, authentication, network policies (issue: front door)."""

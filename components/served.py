@@ -36,21 +36,38 @@ def namespace_of(config: StackConfig, model: ModelSection) -> str:
     return DEFAULT_NAMESPACE
 
 
+def _service_and_target(model: ModelSection, port: int) -> tuple[str, int, tuple[str, str, str]]:
+    """The Service clients reach and the object a scaler targets. Dynamo and KubeRay generate
+    their Services from the custom resource's name (components/serving/dynamo.py, rayservice.py)."""
+    if model.engine == "dynamo":
+        from .serving import dynamo
+
+        service, port = dynamo.served_service(model)
+        return service, port, (dynamo.API_VERSION, "DynamoGraphDeployment", model.name)
+    if model.engine == "ray-serve":
+        from .serving import rayservice
+
+        service, port = rayservice.served_service(model)
+        return service, port, (rayservice.API_VERSION, "RayService", model.name)
+    return model.name, port, ("apps/v1", "Deployment", model.name)
+
+
 def served_model(config: StackConfig, model: ModelSection) -> ServedModel:
     f = facts(model.engine)
+    service, port, target = _service_and_target(model, f.port)
     return ServedModel(
         name=model.name,
         served_model_name=model.name,
         engine=model.engine,
         namespace=namespace_of(config, model),
-        service=model.name,
-        port=f.port,
+        service=service,
+        port=port,
         metrics_path=f.metrics_path,
         metrics_port=f.metrics_port or (f.port if f.metrics_path else None),
         route_paths=f.route_paths,
         management_paths=f.management_paths,
         expose=model.expose,
-        scale_target=("apps/v1", "Deployment", model.name),
+        scale_target=target,
     )
 
 

@@ -146,8 +146,9 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 close(value)
 
     close(schema)
-    # metadata is validated by the API server, not the CRD.
-    schema.get("properties", {}).pop("metadata", None)
+    # metadata is validated by the API server, not the CRD (kept as an open object: the root is closed).
+    if "properties" in schema:
+        schema["properties"]["metadata"] = {"type": "object"}
     return schema
 
 

@@ -46,10 +46,11 @@ CHARTS: dict[str, Chart] = {
     # --- storage -------------------------------------------------------------------------------
     # --- serving platforms ---------------------------------------------------------------------
     "dynamo": Chart("dynamo-platform", "1.4.2", "https://helm.ngc.nvidia.com/nvidia/ai-dynamo"),
-    "aibrix": Chart("aibrix", "0.7.0", "oci://ghcr.io/vllm-project/aibrix"),
+    # AIBrix publishes its chart only in git (vllm-project/aibrix dist/chart at tag v0.7.0): no
+    # repository; scripts/vendor-charts.sh copies it to charts/vendor/aibrix-<version>/aibrix.
+    "aibrix": Chart("aibrix", "0.7.0", ""),
     "kuberay": Chart("kuberay-operator", "1.7.0", "https://ray-project.github.io/kuberay-helm/"),
     "nim-operator": Chart("k8s-nim-operator", "3.1.2", "https://helm.ngc.nvidia.com/nvidia"),
-    "litellm": Chart("litellm-helm", "1.100.1", "oci://ghcr.io/berriai"),
     # --- front door and monitoring -------------------------------------------------------------
     "envoy-gateway": Chart("gateway-helm", "v1.9.0", "oci://docker.io/envoyproxy"),
     "kube-prometheus-stack": Chart(
@@ -72,7 +73,13 @@ IMAGES: dict[str, Image] = {
     "dynamo-sglang": Image("nvcr.io/nvidia/ai-dynamo/sglang-runtime", "1.4.2"),
     "dynamo-trtllm": Image("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"),
     "ray": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
-    "litellm": Image("ghcr.io/berriai/litellm", "v1.100.1"),
+    # Keyed by engine name too, for code that looks images up by models[].engine; the engine
+    # modules themselves pick dynamo-<models[].dynamo.backend> and ray.
+    "dynamo": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
+    "ray-serve": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
+    # LiteLLM's release workflow (ghcr_deploy.yml) tags images main-<release tag>; plain manifests.
+    "litellm": Image("ghcr.io/berriai/litellm", "main-v1.100.1"),
+    "redis": Image("redis", "7.4"),
 }
 
 # EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions

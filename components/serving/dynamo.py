@@ -1,0 +1,234 @@
+"""NVIDIA Dynamo: one DynamoGraphDeployment (nvidia.com/v1beta1) per model, and optionally a
+DynamoGraphDeploymentRequest.
+
+The graph is a `components` list (v1beta1; `services` was the v1alpha1 map):
+- aggregated: a Frontend and one worker role that does prefill and decode;
+- disaggregated: a Frontend, a prefill role and a decode role. KV blocks move from prefill to
+  decode workers, so both roles run the same backend, the same runtime image and the same model
+  revision (stacks/rules/serving.py refuses a `dynamo.prefillRevision` that differs); the vLLM
+  prefill role carries the NIXL KV-transfer connector, as the upstream disaggregated example does.
+
+The operator (installed by the dynamo-platform chart, see components/serving/platforms.py) turns
+the DGD into pods and a ClusterIP Service `<dgd name>-frontend` on port 8000 for the Frontend.
+
+A DynamoGraphDeploymentRequest is NOT a read-only inspection: it launches profiling jobs on the
+cluster's GPUs and, with `autoApply` (whose upstream default is true), creates a DGD of its own. A
+second DGD for the same model would compete for the same GPUs and be a second owner of the
+model's replicas, so the request is always rendered with `autoApply: false`: the profiler's
+recommended graph is there to review, and applying it is a deliberate change to this stack file.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from stacks.config import ModelSection
+from stacks.config.models import Dynamo
+from stacks.versions import Image, image
+
+from .workers import worker_resources
+
+if TYPE_CHECKING:
+    from ..engines import WorkloadSpec
+
+FRONTEND = "Frontend"
+FRONTEND_PORT = 8000
+API_VERSION = "nvidia.com/v1beta1"
+
+# Worker module and working directory of each backend inside its runtime image.
+BACKENDS: dict[str, tuple[str, str]] = {
+    "vllm": ("dynamo.vllm", "/workspace/examples/backends/vllm"),
+    "sglang": ("dynamo.sglang", "/workspace/examples/backends/sglang"),
+    "trtllm": ("dynamo.trtllm", "/workspace/examples/backends/trtllm"),
+}
+# Component names per role, as the upstream examples spell them (component `name` is free).
+ROLE_NAMES = {"worker": "Worker", "prefill": "PrefillWorker", "decode": "DecodeWorker"}
+# vLLM's prefill role needs a KV connector to hand its KV cache to the decode role (NIXL, as in
+# examples/backends/vllm/deploy/disagg.yaml).
+VLLM_KV_TRANSFER = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+
+
+def dynamo_block(model: ModelSection) -> Dynamo:
+    return model.dynamo or Dynamo()
+
+
+def runtime_image(model: ModelSection) -> Image:
+    """The pinned runtime image of the model's backend (catalog `dynamo-<backend>`), with the
+    model's own image override applied field by field."""
+    base = image(f"dynamo-{dynamo_block(model).backend}")
+    override = model.image
+    return Image(
+        repository=override.repository or base.repository,
+        tag=override.tag or base.tag,
+        digest=override.digest if (override.digest or override.repository or override.tag) else base.digest,
+    )
+
+
+def graph_name(model: ModelSection) -> str:
+    return model.name
+
+
+def served_service(model: ModelSection) -> tuple[str, int]:
+    """The Service the operator creates for the Frontend: `<dgd name>-frontend`, port 8000
+    (Dynamo docs, "Expose the Frontend")."""
+    return f"{graph_name(model)}-{FRONTEND.lower()}", FRONTEND_PORT
+
+
+def _worker_args(spec: WorkloadSpec, role: str) -> list[str]:
+    model = spec.model
+    block = dynamo_block(model)
+    args = ["--model", model.model]
+    if model.revision:
+        args += ["--revision", model.revision]
+    if block.backend == "sglang":
+        args = ["--model-path", model.model] + (["--revision", model.revision] if model.revision else [])
+        args += ["--served-model-name", spec.served.served_model_name]
+        if model.accelerators_per_replica > 1:
+            args += ["--tensor-parallel-size", str(model.accelerators_per_replica)]
+        if model.max_model_len:
+            args += ["--context-length", str(model.max_model_len)]
+        if role in ("prefill", "decode"):
+            args += ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
+    elif block.backend == "trtllm":
+        args = ["--model-path", model.model, "--served-model-name", spec.served.served_model_name]
+        if model.accelerators_per_replica > 1:
+            args += ["--tensor-parallel-size", str(model.accelerators_per_replica)]
+        if model.max_model_len:
+            args += ["--max-seq-len", str(model.max_model_len)]
+    else:
+        args += ["--served-model-name", spec.served.served_model_name]
+        if model.accelerators_per_replica > 1:
+            args += ["--tensor-parallel-size", str(model.accelerators_per_replica)]
+        if model.max_model_len:
+            args += ["--max-model-len", str(model.max_model_len)]
+        if role in ("prefill", "decode"):
+            args += ["--disaggregation-mode", role]
+        if role == "prefill":
+            args += ["--kv-transfer-config", VLLM_KV_TRANSFER]
+    if model.trust_remote_code:
+        args.append("--trust-remote-code")
+    return args + list(model.engine_args)
+
+
+def _hf_token_env(model: ModelSection) -> list[dict[str, Any]]:
+    # The token is read from a file the Secret volume provides; HF_TOKEN_PATH is huggingface_hub's
+    # file-based credential, so the token never sits in an environment variable.
+    if not model.secrets.hugging_face_token:
+        return []
+    return [{"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/huggingface/token"}]
+
+
+def _secret_volume(model: ModelSection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    if not model.secrets.hugging_face_token:
+        return [], []
+    volume = {
+        "name": "hf-token",
+        "secret": {"secretName": model.secrets.hugging_face_token, "items": [{"key": "token", "path": "token"}]},
+    }
+    mount = {"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True}
+    return [volume], [mount]
+
+
+def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
+    model = spec.model
+    block = dynamo_block(model)
+    module, workdir = BACKENDS[block.backend]
+    secret_volumes, secret_mounts = _secret_volume(model)
+    resources = worker_resources(model)
+    container = {
+        "name": "main",
+        "image": runtime_image(model).ref,
+        "command": ["python3", "-m", module],
+        "args": _worker_args(spec, role),
+        "workingDir": workdir,
+        "env": [
+            *_hf_token_env(model),
+            {"name": "HF_HOME", "value": spec.cache.model_dir},
+            *spec.cache.env,
+        ],
+        "resources": resources,
+        "volumeMounts": [*spec.cache.volume_mounts, *secret_mounts],
+    }
+    pod_spec = spec.placement.apply(
+        {
+            "containers": [container],
+            "volumes": [*spec.cache.volumes, *secret_volumes],
+            **({"initContainers": list(spec.cache.init_containers)} if spec.cache.init_containers else {}),
+            **({"serviceAccountName": spec.service_account} if spec.service_account else {}),
+        }
+    )
+    return {
+        "name": ROLE_NAMES[role],
+        "type": role,
+        "replicas": replicas,
+        "podTemplate": {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec},
+    }
+
+
+def _frontend(spec: WorkloadSpec) -> dict[str, Any]:
+    block = dynamo_block(spec.model)
+    # The frontend is CPU-only: no GPU toleration, so it stays off the accelerator nodes.
+    return {
+        "name": FRONTEND,
+        "type": "frontend",
+        "replicas": block.frontend_replicas,
+        "podTemplate": {
+            "metadata": {"labels": dict(spec.labels)},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": runtime_image(spec.model).ref,
+                        "resources": {
+                            "requests": {"cpu": "250m", "memory": "512Mi"},
+                            "limits": {"cpu": "1", "memory": "2Gi"},
+                        },
+                    }
+                ]
+            },
+        },
+    }
+
+
+def graph_deployment(spec: WorkloadSpec) -> dict[str, Any]:
+    model = spec.model
+    block = dynamo_block(model)
+    if block.mode == "disaggregated":
+        workers = [_worker(spec, "prefill", block.prefill_workers), _worker(spec, "decode", block.decode_workers)]
+    else:
+        workers = [_worker(spec, "worker", model.replicas)]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": graph_name(model), "namespace": spec.served.namespace, "labels": dict(spec.labels)},
+        "spec": {"backendFramework": block.backend, "components": [_frontend(spec), *workers]},
+    }
+
+
+def graph_request(spec: WorkloadSpec) -> dict[str, Any]:
+    """A DGDR that profiles the model on this cluster's GPUs. Not read-only: it runs profiling
+    jobs, and with autoApply it would create a second DGD (see the module docstring)."""
+    model = spec.model
+    block = dynamo_block(model)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "DynamoGraphDeploymentRequest",
+        "metadata": {
+            "name": f"{graph_name(model)}-profile",
+            "namespace": spec.served.namespace,
+            "labels": dict(spec.labels),
+        },
+        "spec": {
+            "model": model.model,
+            "backend": block.backend,
+            "image": runtime_image(model).ref,
+            "autoApply": False,
+        },
+    }
+
+
+def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    objects = [graph_deployment(spec)]
+    if dynamo_block(spec.model).request_profiling:
+        objects.append(graph_request(spec))
+    return objects

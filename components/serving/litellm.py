@@ -1,0 +1,308 @@
+"""The LiteLLM proxy: one OpenAI-compatible entry point over the stack's exposed models and, only
+when listed, external providers.
+
+Pure builders of:
+- the router config (`config.yaml` in a ConfigMap, passed to the proxy with `--config`): one
+  `model_list` entry per exposed model, pointing at its in-cluster Service with the name the
+  engine serves (`components/served.py`), plus one entry per model of each listed external
+  provider; fallbacks exactly as configured (stacks/rules/serving.py has already refused any
+  fallback to a model outside that list);
+- the Deployment: master key, provider keys and database URL come from existing Secrets through
+  `secretKeyRef` and are referenced from the config as `os.environ/...`; no key is ever literal;
+- a NetworkPolicy that limits egress to DNS, the model namespaces on their serving ports, Redis
+  and the database when asked, and HTTPS to the internet only when an external provider is listed
+  (Kubernetes NetworkPolicy cannot match host names: the allowed hosts are recorded on the policy
+  and need an egress proxy or an FQDN-aware CNI to be enforced per host).
+
+A provider gateway is not an inference engine and not authentication: the master key protects the
+proxy, and the gateway in front of it authenticates clients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from stacks.config import StackConfig
+from stacks.config.addons import LiteLLM
+from stacks.versions import Image, image
+
+from ..naming import labels as k8s_labels
+from ..served import ServedModel, served_models
+
+NAMESPACE = "litellm"
+NAME = "litellm"
+PORT = 4000
+CONFIG_PATH = "/etc/litellm/config.yaml"
+# Keys inside the referenced Secrets.
+MASTER_KEY_KEY = "master-key"
+API_KEY_KEY = "api-key"
+DATABASE_URL_KEY = "database-url"
+PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]
+
+
+def provider_env(name: str) -> str:
+    return f"{name.upper().replace('-', '_')}_API_KEY"
+
+
+def litellm_image(addon: LiteLLM) -> Image:
+    """The pinned image, or the release `addons.litellm.version` names (1.100.1 -> main-v1.100.1,
+    the tag LiteLLM's release workflow pushes for that release)."""
+    base = image("litellm")
+    if addon.version is None:
+        return base
+    version = addon.version
+    return Image(base.repository, version if version.startswith("main-") else f"main-v{version.removeprefix('v')}")
+
+
+def internal_models(config: StackConfig) -> list[ServedModel]:
+    return [s for s in served_models(config) if s.expose]
+
+
+def router_config(config: StackConfig) -> dict[str, Any]:
+    addon = config.addons.litellm
+    model_list: list[dict[str, Any]] = [
+        {
+            "model_name": s.name,
+            "litellm_params": {
+                # hosted_vllm: LiteLLM's provider for self-hosted OpenAI-compatible servers; it needs
+                # no placeholder API key (a dummy key is not authentication anyway).
+                "model": f"hosted_vllm/{s.served_model_name}",
+                "api_base": f"http://{s.service}.{s.namespace}.svc.cluster.local:{s.port}/v1",
+            },
+        }
+        for s in internal_models(config)
+    ]
+    for provider in addon.external_providers:
+        for model in provider.models:
+            model_list.append(
+                {
+                    "model_name": model,
+                    "litellm_params": {
+                        "model": f"{provider.name}/{model}",
+                        "api_key": f"os.environ/{provider_env(provider.name)}",
+                    },
+                }
+            )
+    router: dict[str, Any] = {}
+    if addon.fallbacks:
+        router["fallbacks"] = [{source: list(targets)} for source, targets in addon.fallbacks.items()]
+    if addon.redis:
+        router.update({"redis_host": "os.environ/REDIS_HOST", "redis_port": "os.environ/REDIS_PORT"})
+    general: dict[str, Any] = {"master_key": "os.environ/LITELLM_MASTER_KEY"}
+    if addon.database_url_secret:
+        general["database_url"] = "os.environ/DATABASE_URL"
+    document: dict[str, Any] = {"model_list": model_list, "general_settings": general}
+    if router:
+        document["router_settings"] = router
+    # Dropping unsupported parameters silently changes what a request asked for.
+    document["litellm_settings"] = {"drop_params": False}
+    return document
+
+
+def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
+def deployment(config: StackConfig, config_hash: str) -> dict[str, Any]:
+    addon = config.addons.litellm
+    env = [_secret_env("LITELLM_MASTER_KEY", addon.master_key_secret, MASTER_KEY_KEY)]
+    env += [_secret_env(provider_env(p.name), p.api_key_secret, API_KEY_KEY) for p in addon.external_providers]
+    if addon.database_url_secret:
+        env.append(_secret_env("DATABASE_URL", addon.database_url_secret, DATABASE_URL_KEY))
+    if addon.redis:
+        env += [
+            {"name": "REDIS_HOST", "value": f"{NAME}-redis.{NAMESPACE}.svc.cluster.local"},
+            {"name": "REDIS_PORT", "value": "6379"},
+        ]
+    labels = k8s_labels(NAME, NAME)
+    selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/instance": NAME}
+    probe = {"httpGet": {"port": PORT}, "periodSeconds": 10, "timeoutSeconds": 5}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": labels},
+        "spec": {
+            "replicas": addon.replicas,
+            "selector": {"matchLabels": selector},
+            "template": {
+                # A config change rolls the pods: the proxy reads its config only at start.
+                "metadata": {"labels": labels, "annotations": {"inference-platform.io/config-hash": config_hash}},
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "automountServiceAccountToken": False,
+                    "containers": [
+                        {
+                            "name": "litellm",
+                            "image": litellm_image(addon).ref,
+                            "args": ["--config", CONFIG_PATH, "--port", str(PORT)],
+                            "ports": [{"name": "http", "containerPort": PORT}],
+                            "env": env,
+                            "volumeMounts": [{"name": "config", "mountPath": "/etc/litellm", "readOnly": True}],
+                            "readinessProbe": {**probe, "httpGet": {"path": "/health/readiness", "port": PORT}},
+                            "livenessProbe": {
+                                **probe,
+                                "httpGet": {"path": "/health/liveliness", "port": PORT},
+                                "initialDelaySeconds": 30,
+                            },
+                            "resources": {
+                                "requests": {"cpu": "1", "memory": "2Gi"},
+                                "limits": {"memory": "4Gi"},
+                            },
+                            "securityContext": {"allowPrivilegeEscalation": False},
+                        }
+                    ],
+                    "volumes": [{"name": "config", "configMap": {"name": f"{NAME}-config"}}],
+                },
+            },
+        },
+    }
+
+
+def network_policy(config: StackConfig) -> dict[str, Any]:
+    addon = config.addons.litellm
+    models = internal_models(config)
+    egress: list[dict[str, Any]] = [
+        {
+            "to": [
+                {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                }
+            ],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        }
+    ]
+    namespaces = sorted({s.namespace for s in models})
+    ports = sorted({s.port for s in models})
+    if namespaces:
+        egress.append(
+            {
+                "to": [
+                    {
+                        "namespaceSelector": {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}
+                            ]
+                        }
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": p} for p in ports],
+            }
+        )
+    if addon.redis:
+        egress.append(
+            {
+                "to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": f"{NAME}-redis"}}}],
+                "ports": [{"protocol": "TCP", "port": 6379}],
+            }
+        )
+    if addon.database_url_secret:
+        # The database (e.g. RDS) lives in the VPC: private addresses only, PostgreSQL port.
+        egress.append(
+            {
+                "to": [{"ipBlock": {"cidr": cidr}} for cidr in PRIVATE_RANGES[:3]],
+                "ports": [{"protocol": "TCP", "port": 5432}],
+            }
+        )
+    hosts = sorted({h for p in addon.external_providers for h in p.egress_hosts})
+    if addon.external_providers:
+        egress.append(
+            {
+                "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": PRIVATE_RANGES}}],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        )
+    metadata: dict[str, Any] = {"name": f"{NAME}-egress", "namespace": NAMESPACE, "labels": k8s_labels(NAME, NAME)}
+    if hosts:
+        metadata["annotations"] = {"inference-platform.io/allowed-egress-hosts": ",".join(hosts)}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata,
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": PORT}]}],
+            "egress": egress,
+        },
+    }
+
+
+def redis_objects() -> list[dict[str, Any]]:
+    name = f"{NAME}-redis"
+    labels = k8s_labels(name, NAME)
+    selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": NAME}
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": selector},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "automountServiceAccountToken": False,
+                        "containers": [
+                            {
+                                "name": "redis",
+                                "image": image("redis").ref,
+                                "args": ["--save", "", "--appendonly", "no"],
+                                "ports": [{"name": "redis", "containerPort": 6379}],
+                                "resources": {
+                                    "requests": {"cpu": "100m", "memory": "256Mi"},
+                                    "limits": {"memory": "512Mi"},
+                                },
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "spec": {"selector": selector, "ports": [{"name": "redis", "port": 6379, "targetPort": 6379}]},
+        },
+    ]
+
+
+def manifests(config: StackConfig) -> list[dict[str, Any]]:
+    import hashlib
+
+    addon = config.addons.litellm
+    rendered = yaml.safe_dump(router_config(config), sort_keys=False)
+    config_hash = hashlib.sha256(rendered.encode()).hexdigest()[:16]
+    labels = k8s_labels(NAME, NAME)
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": labels}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": labels},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"{NAME}-config", "namespace": NAMESPACE, "labels": labels},
+            "data": {"config.yaml": rendered},
+        },
+        deployment(config, config_hash),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": labels},
+            "spec": {
+                "selector": {"app.kubernetes.io/name": NAME, "app.kubernetes.io/instance": NAME},
+                "ports": [{"name": "http", "port": PORT, "targetPort": PORT}],
+            },
+        },
+        network_policy(config),
+    ]
+    if addon.redis:
+        objects += redis_objects()
+    return objects

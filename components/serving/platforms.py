@@ -1,0 +1,133 @@
+"""The serving platforms the stack enables, and their per-model objects.
+
+`ServingPlatforms` installs, each only when its add-on is enabled:
+- NVIDIA Dynamo: the dynamo-platform chart (operator with CRDs, NATS) from NVIDIA's NGC Helm
+  repository, for `engine: dynamo` models (DynamoGraphDeployments);
+- AIBrix 0.7.0: its chart (controller manager, gateway plugin, metadata service, CRDs). AIBrix
+  publishes the chart only in its git repository (`dist/chart` at the release tag), so it is
+  installed from a vendored copy (scripts/vendor-charts.sh); it routes through Envoy Gateway,
+  so it waits for the Envoy Gateway controller when the front door installed it;
+- the KubeRay operator, for `engine: ray-serve` models (RayServices);
+- the NIM Operator, for `engine: nim` models (NIMServices);
+- LiteLLM, as plain manifests (router ConfigMap, Deployment, Service, NetworkPolicy).
+
+`ModelAddons` adds the per-model AIBrix objects (ModelAdapters, PodAutoscalers); each waits for
+the AIBrix release that installs its CRD.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config import StackConfig
+from stacks.versions import chart
+
+from ..k8s import apply
+from ..naming import TOKEN
+from ..naming import labels as k8s_labels
+from ..served import served_models
+from . import aibrix, litellm
+from .values import aibrix_values, dynamo_values, kuberay_values, nim_operator_values
+
+# Where scripts/vendor-charts.sh puts the AIBrix chart (dist/chart at tag v<version>).
+VENDOR_DIR = "charts/vendor"
+
+NAMESPACES = {
+    "dynamo": "dynamo-system",
+    "aibrix": "aibrix-system",
+    "kuberay": "kuberay-system",
+    "nim-operator": "nim-operator",
+}
+
+
+def chart_source(key: str, version: str | None) -> tuple[str, str | None, str]:
+    """(chart reference, https repository or None, version) for a catalog chart; a catalog entry
+    without a repository is a vendored chart directory named after the chart."""
+    pinned = chart(key, version)
+    if pinned.repo.startswith("oci://"):
+        return f"{pinned.repo}/{pinned.chart}", None, pinned.version
+    if pinned.repo:
+        return pinned.chart, pinned.repo, pinned.version
+    return f"{VENDOR_DIR}/{key}-{pinned.version}/{pinned.chart}", None, pinned.version
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingPlatformsArgs:
+    config: StackConfig
+    provider: k8s.Provider
+    # The Envoy Gateway controller release, when the front door installs it (AIBrix needs it).
+    envoy_gateway: pulumi.Resource | None = None
+
+
+class ServingPlatforms(pulumi.ComponentResource):
+    """Dynamo, AIBrix, KubeRay, NIM Operator and LiteLLM installations."""
+
+    installers: dict[str, pulumi.Resource]
+
+    def __init__(self, name: str, args: ServingPlatformsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:ServingPlatforms", name, None, opts)
+        addons = args.config.addons
+        self.installers = {}
+        values = {
+            "dynamo": (addons.dynamo, dynamo_values),
+            "aibrix": (addons.aibrix, aibrix_values),
+            "kuberay": (addons.kuberay, kuberay_values),
+            "nim-operator": (addons.nim_operator, nim_operator_values),
+        }
+        for key, (addon, build) in values.items():
+            if not addon.enabled:
+                continue
+            ref, repo, version = chart_source(key, addon.version)
+            depends = [args.envoy_gateway] if key == "aibrix" and args.envoy_gateway is not None else []
+            self.installers[key] = k8s.helm.v3.Release(
+                f"{name}-{key}",
+                name=key,
+                chart=ref,
+                version=version,
+                namespace=NAMESPACES[key],
+                create_namespace=True,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
+                values=build(args.config),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
+            )
+        if addons.litellm.enabled:
+            self.installers["litellm"] = self._litellm(name, args)
+        self.register_outputs({})
+
+    def _litellm(self, name: str, args: ServingPlatformsArgs) -> pulumi.Resource:
+        objects = litellm.manifests(args.config)
+        namespace = apply(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
+        applied = {obj["kind"] + "/" + obj["metadata"]["name"]: apply(obj, child) for obj in objects[1:]}
+        return applied[f"Deployment/{litellm.NAME}"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelAddonsArgs:
+    config: StackConfig
+    provider: k8s.Provider
+    aibrix: pulumi.Resource | None
+    # Namespaces by name, so a CR waits for its namespace.
+    namespaces: dict[str, pulumi.Resource]
+
+
+class ModelAddons(pulumi.ComponentResource):
+    """Per-model AIBrix ModelAdapters and PodAutoscalers."""
+
+    def __init__(self, name: str, args: ModelAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:ModelAddons", name, None, opts)
+        if args.aibrix is not None:
+            for served, model in zip(served_models(args.config), args.config.models, strict=True):
+                objects = aibrix.model_objects(served, model, k8s_labels(model.name, model.name))
+                if not objects:
+                    continue
+                depends: list[pulumi.Resource] = [args.aibrix]
+                if served.namespace in args.namespaces:
+                    depends.append(args.namespaces[served.namespace])
+                child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends)
+                for obj in objects:
+                    apply(obj, child)
+        self.register_outputs({})

@@ -1,0 +1,193 @@
+"""Ray Serve on KubeRay: one RayService (ray.io/v1) per model.
+
+- The head group runs on CPU (`num-gpus: "0"`, no GPU toleration), so it never holds a GPU node.
+- One GPU worker group sized by `models[].rayServe.minWorkers/maxWorkers`, each worker with
+  `acceleratorsPerReplica` GPUs; KubeRay's in-tree autoscaler adds workers within those bounds
+  when Ray Serve asks for more replicas. Ray Serve's own replica autoscaling
+  (`deployment_config.autoscaling_config`) is the single scaler owner of the model: no HPA or
+  AIBrix PodAutoscaler may target a RayService's pods (stacks/rules/serving.py).
+- `serveConfigV2` (a YAML string) serves the model through Ray Serve's LLM API:
+  `import_path: ray.serve.llm:build_openai_app` with one `llm_configs` entry whose
+  `model_loading_config.model_source` is the Hugging Face id and whose `engine_kwargs.revision`
+  pins the revision (vLLM engine argument).
+- Code and dependencies reach every worker: the `rayproject/ray-llm` image carries Ray Serve LLM
+  and vLLM on head and workers alike, and any extra `rayServe.pip` packages go into the LLM
+  config's `runtime_env`, which Ray applies to the replica and to the engine workers.
+
+KubeRay names the Serve Service `<rayservice name>-serve-svc` (GenerateServeServiceName,
+ray-operator/controllers/ray/utils/util.go at v1.7.0) on port 8000 (DefaultServingPort).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from stacks.config import ModelSection
+from stacks.config.models import RayServe
+from stacks.versions import Image, image
+
+from .workers import worker_resources
+
+if TYPE_CHECKING:
+    from ..engines import WorkloadSpec
+
+API_VERSION = "ray.io/v1"
+SERVE_PORT = 8000
+RAY_VERSION = "2.58.0"
+# KubeRay limits a RayService name so that `<name>-serve-svc` fits 63 characters.
+MAX_NAME = 53
+
+
+def ray_block(model: ModelSection) -> RayServe:
+    return model.ray_serve or RayServe()
+
+
+def ray_image(model: ModelSection) -> Image:
+    base = image("ray")
+    override = model.image
+    return Image(
+        repository=override.repository or base.repository,
+        tag=override.tag or base.tag,
+        digest=override.digest if (override.digest or override.repository or override.tag) else base.digest,
+    )
+
+
+def served_service(model: ModelSection) -> tuple[str, int]:
+    return f"{model.name}-serve-svc", SERVE_PORT
+
+
+def llm_config(spec: WorkloadSpec) -> dict[str, Any]:
+    model = spec.model
+    block = ray_block(model)
+    engine_kwargs: dict[str, Any] = {"tensor_parallel_size": max(model.accelerators_per_replica, 1)}
+    if model.revision:
+        engine_kwargs["revision"] = model.revision
+    if model.max_model_len:
+        engine_kwargs["max_model_len"] = model.max_model_len
+    if model.trust_remote_code:
+        engine_kwargs["trust_remote_code"] = True
+    config: dict[str, Any] = {
+        "model_loading_config": {"model_id": spec.served.served_model_name, "model_source": model.model},
+        "engine_kwargs": engine_kwargs,
+        "deployment_config": {
+            "autoscaling_config": {"min_replicas": block.min_workers, "max_replicas": block.max_workers}
+        },
+    }
+    runtime_env: dict[str, Any] = {"env_vars": {"HF_HOME": spec.cache.model_dir}}
+    if model.secrets.hugging_face_token:
+        runtime_env["env_vars"]["HF_TOKEN_PATH"] = "/var/run/secrets/huggingface/token"
+    if block.pip:
+        runtime_env["pip"] = list(block.pip)
+    config["runtime_env"] = runtime_env
+    return config
+
+
+def serve_config(spec: WorkloadSpec) -> str:
+    """serveConfigV2: a YAML string, as the RayService CRD requires."""
+    document = {
+        "applications": [
+            {
+                "name": "llm",
+                "route_prefix": "/",
+                "import_path": "ray.serve.llm:build_openai_app",
+                "args": {"llm_configs": [llm_config(spec)]},
+            }
+        ]
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def _secret_parts(model: ModelSection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    if not model.secrets.hugging_face_token:
+        return [], []
+    volume = {
+        "name": "hf-token",
+        "secret": {"secretName": model.secrets.hugging_face_token, "items": [{"key": "token", "path": "token"}]},
+    }
+    return [volume], [{"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True}]
+
+
+def _head(spec: WorkloadSpec) -> dict[str, Any]:
+    ports = [
+        {"containerPort": 6379, "name": "gcs"},
+        {"containerPort": 8265, "name": "dashboard"},
+        {"containerPort": 10001, "name": "client"},
+        {"containerPort": SERVE_PORT, "name": "serve"},
+        {"containerPort": 8080, "name": "metrics"},
+    ]
+    return {
+        "rayStartParams": {"num-cpus": "0", "num-gpus": "0", "dashboard-host": "0.0.0.0"},
+        "template": {
+            "metadata": {"labels": dict(spec.labels)},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "ray-head",
+                        "image": ray_image(spec.model).ref,
+                        "ports": ports,
+                        "resources": {
+                            "requests": {"cpu": "2", "memory": "8Gi"},
+                            "limits": {"cpu": "2", "memory": "8Gi"},
+                        },
+                    }
+                ]
+            },
+        },
+    }
+
+
+def _workers(spec: WorkloadSpec) -> dict[str, Any]:
+    model = spec.model
+    block = ray_block(model)
+    gpus = str(model.accelerators_per_replica)
+    volumes, mounts = _secret_parts(model)
+    resources = worker_resources(model)
+    # Ray sizes its own scheduling from the container's CPU limit; give it the request.
+    resources["limits"]["cpu"] = resources["requests"]["cpu"]
+    pod_spec = spec.placement.apply(
+        {
+            "containers": [
+                {
+                    "name": "ray-worker",
+                    "image": ray_image(model).ref,
+                    "resources": resources,
+                    "volumeMounts": [*spec.cache.volume_mounts, *mounts],
+                    "env": list(spec.cache.env),
+                }
+            ],
+            "volumes": [*spec.cache.volumes, *volumes],
+            **({"initContainers": list(spec.cache.init_containers)} if spec.cache.init_containers else {}),
+            **({"serviceAccountName": spec.service_account} if spec.service_account else {}),
+        }
+    )
+    return {
+        "groupName": "gpu",
+        "replicas": block.min_workers,
+        "minReplicas": block.min_workers,
+        "maxReplicas": block.max_workers,
+        "rayStartParams": {"num-gpus": gpus},
+        "template": {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec},
+    }
+
+
+def ray_service(spec: WorkloadSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RayService",
+        "metadata": {"name": spec.model.name, "namespace": spec.served.namespace, "labels": dict(spec.labels)},
+        "spec": {
+            "serveConfigV2": serve_config(spec),
+            "rayClusterConfig": {
+                "rayVersion": RAY_VERSION,
+                "enableInTreeAutoscaling": True,
+                "headGroupSpec": _head(spec),
+                "workerGroupSpecs": [_workers(spec)],
+            },
+        },
+    }
+
+
+def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    return [ray_service(spec)]

@@ -1,0 +1,20 @@
+"""Sizing shared by the serving platforms' GPU workers (Dynamo workers, Ray workers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.config import ModelSection
+
+
+def worker_resources(model: ModelSection) -> dict[str, Any]:
+    """A GPU worker's requests and limits: `acceleratorsPerReplica` GPUs and, unless
+    `models[].resources` says otherwise, 2 CPUs and 8Gi per GPU (small enough for a one-GPU g6 or
+    g5 node, and Guaranteed memory so the worker is not the first evicted)."""
+    gpus = model.accelerators_per_replica
+    cpu = model.resources.cpu or str(2 * gpus)
+    memory = model.resources.memory or f"{8 * gpus}Gi"
+    return {
+        "requests": {"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus)},
+        "limits": {"memory": memory, "nvidia.com/gpu": str(gpus)},
+    }

@@ -1,0 +1,157 @@
+"""Dynamo: aggregated and disaggregated DynamoGraphDeployments, the profiling request and the
+Service the frontend is reached on."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.engines import manifests
+from components.served import served_model
+from components.serving import ENGINE_INSTALLER, dynamo
+from stacks import conformance
+from stacks.errors import ConfigError
+from tests.serving_support import SCHEMAS, config_of, model_entry, serving_sections, spec_for
+
+
+def _graph(name: str) -> dict:
+    config = config_of(serving_sections())
+    return manifests(spec_for(config, name))[0]
+
+
+def _components(graph: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in graph["spec"]["components"]}
+
+
+def _main(component: dict) -> dict:
+    return component["podTemplate"]["spec"]["containers"][0]
+
+
+def test_an_aggregated_graph_is_a_frontend_and_one_worker_role_with_the_models_gpus():
+    graph = _graph("qwen3-8b-dynamo")
+    assert graph["apiVersion"] == "nvidia.com/v1beta1" and graph["kind"] == "DynamoGraphDeployment"
+    assert isinstance(graph["spec"]["components"], list), "v1beta1 uses a components list, not a services map"
+    roles = {c["type"]: c for c in graph["spec"]["components"]}
+    assert set(roles) == {"frontend", "worker"}, "aggregated: the worker does prefill and decode"
+    worker = roles["worker"]
+    assert worker["replicas"] == 2, "the worker role runs models[].replicas"
+    main = _main(worker)
+    assert main["name"] == "main", "the operator finds the main container by name"
+    assert main["resources"]["limits"]["nvidia.com/gpu"] == "1", "GPUs per worker come from acceleratorsPerReplica"
+    assert main["command"] == ["python3", "-m", "dynamo.vllm"]
+    assert main["args"][:4] == ["--model", "Qwen/Qwen3-8B", "--revision", "9c9b6f1b0f4a3c1c7f0d2f5e8e2b3a4c5d6e7f80"]
+    assert main["image"] == "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.2", "the pinned runtime image of the backend"
+
+
+def test_only_gpu_workers_tolerate_the_gpu_taint_and_the_frontend_stays_on_cpu_nodes():
+    comps = _components(_graph("qwen3-8b-dynamo"))
+    worker_spec = comps["Worker"]["podTemplate"]["spec"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in worker_spec["tolerations"]
+    assert "tolerations" not in comps["Frontend"]["podTemplate"]["spec"], "a CPU frontend must not hold a GPU node"
+
+
+def test_a_disaggregated_graph_has_prefill_and_decode_roles_on_the_same_backend_image_and_revision():
+    graph = _graph("qwen3-32b-disagg")
+    roles = {c["type"]: c for c in graph["spec"]["components"]}
+    assert set(roles) == {"frontend", "prefill", "decode"}
+    prefill, decode = _main(roles["prefill"]), _main(roles["decode"])
+    assert prefill["image"] == decode["image"], "KV transfer needs the same runtime on both roles"
+    assert prefill["command"] == decode["command"] == ["python3", "-m", "dynamo.vllm"]
+    revision = "2ab1e5c2d4f6a8b0c1d3e5f7a9b1c3d5e7f9a1b3"
+    for role in (prefill, decode):
+        assert role["args"][role["args"].index("--revision") + 1] == revision, "both roles load the same weights"
+        assert role["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert prefill["args"][prefill["args"].index("--disaggregation-mode") + 1] == "prefill"
+    assert decode["args"][decode["args"].index("--disaggregation-mode") + 1] == "decode"
+    assert "--kv-transfer-config" in prefill["args"], "the prefill role hands its KV cache over NIXL"
+    assert roles["prefill"]["replicas"] == 1 and roles["decode"]["replicas"] == 2
+    assert graph["spec"]["backendFramework"] == "vllm"
+
+
+def test_the_profiling_request_never_applies_a_second_graph():
+    config = config_of(serving_sections())
+    objects = manifests(spec_for(config, "qwen3-32b-disagg"))
+    request = next(o for o in objects if o["kind"] == "DynamoGraphDeploymentRequest")
+    assert request["spec"]["autoApply"] is False, (
+        "a DGDR profiles on the cluster's GPUs and, with autoApply (default true), creates its own DGD: "
+        "a second deployment and scaler owner for the same model"
+    )
+    assert request["spec"]["model"] == "Qwen/Qwen3-32B" and request["spec"]["backend"] == "vllm"
+    assert not any(o["kind"] == "DynamoGraphDeploymentRequest" for o in manifests(spec_for(config, "qwen3-8b-dynamo")))
+
+
+@pytest.mark.skipif(SCHEMAS is None, reason="needs INFERENCE_PLATFORM_SCHEMAS")
+@pytest.mark.parametrize("name", ["qwen3-8b-dynamo", "qwen3-32b-disagg"])
+def test_every_dynamo_object_passes_the_upstream_crd(name):
+    assert SCHEMAS is not None
+    config = config_of(serving_sections())
+    for obj in manifests(spec_for(config, name)):
+        assert conformance.validate_custom(obj, SCHEMAS) == [], obj["kind"]
+
+
+def test_clients_reach_the_operator_generated_frontend_service():
+    config = config_of(serving_sections())
+    model = next(m for m in config.models if m.name == "qwen3-8b-dynamo")
+    served = served_model(config, model)
+    assert (served.service, served.port) == ("qwen3-8b-dynamo-frontend", 8000), "<dgd name>-frontend on 8000"
+    assert dynamo.served_service(model) == (served.service, served.port)
+    assert served.scale_target == ("nvidia.com/v1beta1", "DynamoGraphDeployment", "qwen3-8b-dynamo")
+    assert ENGINE_INSTALLER["dynamo"] == "dynamo", "DGDs wait for the dynamo-platform release"
+
+
+def test_a_prefill_revision_that_differs_from_the_decode_revision_is_refused():
+    sections = serving_sections()
+    model_entry(sections, "qwen3-32b-disagg")["dynamo"]["prefillRevision"] = "0" * 40
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("models[1].dynamo.prefillRevision") for p in err.value.problems), err.value
+
+
+def test_a_disaggregated_graph_without_a_pinned_revision_is_refused():
+    sections = serving_sections()
+    del model_entry(sections, "qwen3-32b-disagg")["revision"]
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("models[1].revision") and "same weights" in p.message for p in err.value.problems)
+
+
+def test_prefill_and_decode_counts_are_refused_on_an_aggregated_graph():
+    sections = serving_sections()
+    model_entry(sections, "qwen3-8b-dynamo")["dynamo"]["decodeWorkers"] = 3
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("models[0].dynamo.decodeWorkers") for p in err.value.problems)
+
+
+def test_an_sglang_disaggregated_graph_transfers_kv_over_nixl_on_both_roles():
+    sections = serving_sections()
+    model_entry(sections, "qwen3-32b-disagg")["dynamo"]["backend"] = "sglang"
+    graph = manifests(spec_for(config_of(sections), "qwen3-32b-disagg"))[0]
+    roles = {c["type"]: _main(c) for c in graph["spec"]["components"] if c["type"] != "frontend"}
+    for role, main in roles.items():
+        assert main["command"] == ["python3", "-m", "dynamo.sglang"]
+        assert main["image"] == "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.2"
+        args = main["args"]
+        assert args[args.index("--disaggregation-mode") + 1] == role
+        assert args[args.index("--disaggregation-transfer-backend") + 1] == "nixl"
+
+
+def test_a_disaggregated_tensorrt_llm_graph_is_refused():
+    sections = serving_sections()
+    model_entry(sections, "qwen3-32b-disagg")["dynamo"]["backend"] = "trtllm"
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("models[1].dynamo.backend") for p in err.value.problems)
+
+
+def test_a_revision_the_tensorrt_llm_worker_would_ignore_is_refused():
+    sections = serving_sections()
+    model_entry(sections, "qwen3-8b-dynamo")["dynamo"]["backend"] = "trtllm"
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("models[0].revision") and "ignored" in p.message for p in err.value.problems)
+
+
+def test_gpu_workers_request_cpu_and_memory_so_they_are_not_best_effort():
+    worker = _main(_components(_graph("qwen3-32b-disagg"))["DecodeWorker"])
+    assert worker["resources"]["requests"] == {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"}
+    assert worker["resources"]["limits"]["memory"] == "32Gi", "memory limit equals the request"

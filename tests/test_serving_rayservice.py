@@ -1,0 +1,81 @@
+"""Ray Serve on KubeRay: a RayService with a CPU head, a bounded GPU worker group and a
+serveConfigV2 that serves the pinned model through Ray Serve's LLM API."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.engines import manifests
+from components.served import served_model
+from components.serving import ENGINE_INSTALLER
+from stacks import conformance
+from stacks.errors import ConfigError
+from tests.serving_support import SCHEMAS, config_of, model_entry, serving_sections, spec_for
+
+NAME = "qwen3-4b-ray"
+
+
+def _service() -> dict:
+    return manifests(spec_for(config_of(serving_sections()), NAME))[0]
+
+
+def test_the_head_runs_on_cpu_and_the_gpu_workers_scale_within_the_configured_bounds():
+    svc = _service()
+    assert svc["apiVersion"] == "ray.io/v1" and svc["kind"] == "RayService"
+    cluster = svc["spec"]["rayClusterConfig"]
+    head = cluster["headGroupSpec"]
+    assert head["rayStartParams"]["num-gpus"] == "0", "the head must not schedule GPU work"
+    head_pod = head["template"]["spec"]
+    assert "tolerations" not in head_pod and "nvidia.com/gpu" not in str(head_pod), "head stays off GPU nodes"
+    (group,) = cluster["workerGroupSpecs"]
+    assert (group["minReplicas"], group["maxReplicas"]) == (1, 3), "rayServe.minWorkers/maxWorkers"
+    assert group["rayStartParams"]["num-gpus"] == "1"
+    worker = group["template"]["spec"]
+    assert worker["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in worker["tolerations"]
+    assert cluster["enableInTreeAutoscaling"] is True, "workers follow Ray Serve's replica demand"
+
+
+def test_serve_config_is_a_yaml_string_serving_the_pinned_revision_through_the_llm_api():
+    serve = _service()["spec"]["serveConfigV2"]
+    assert isinstance(serve, str), "serveConfigV2 is a YAML string in the CRD"
+    (app,) = yaml.safe_load(serve)["applications"]
+    assert app["import_path"] == "ray.serve.llm:build_openai_app"
+    (llm,) = app["args"]["llm_configs"]
+    assert llm["model_loading_config"] == {"model_id": NAME, "model_source": "Qwen/Qwen3-4B"}
+    assert llm["engine_kwargs"]["revision"] == "1cfa9a7208912126459214e8b04321603b3df60c"
+    assert llm["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 3}
+
+
+def test_dependencies_reach_the_workers_through_the_image_and_runtime_env():
+    sections = serving_sections()
+    model_entry(sections, NAME)["rayServe"]["pip"] = ["transformers==4.57.1"]
+    svc = manifests(spec_for(config_of(sections), NAME))[0]
+    cluster = svc["spec"]["rayClusterConfig"]
+    images = {cluster["headGroupSpec"]["template"]["spec"]["containers"][0]["image"]}
+    images.add(cluster["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"])
+    assert images == {"rayproject/ray-llm:2.58.0-py311-cu128"}, "head and workers run the same ray-llm image"
+    (llm,) = yaml.safe_load(svc["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"]
+    assert llm["runtime_env"]["pip"] == ["transformers==4.57.1"], "runtime_env applies to replicas and engine workers"
+
+
+@pytest.mark.skipif(SCHEMAS is None, reason="needs INFERENCE_PLATFORM_SCHEMAS")
+def test_the_rayservice_passes_the_upstream_crd():
+    assert SCHEMAS is not None
+    assert conformance.validate_custom(_service(), SCHEMAS) == []
+
+
+def test_clients_reach_the_kuberay_serve_service():
+    config = config_of(serving_sections())
+    served = served_model(config, next(m for m in config.models if m.name == NAME))
+    assert (served.service, served.port) == (f"{NAME}-serve-svc", 8000)
+    assert ENGINE_INSTALLER["ray-serve"] == "kuberay", "RayServices wait for the KubeRay operator release"
+
+
+def test_more_min_workers_than_max_workers_is_refused():
+    sections = serving_sections()
+    model_entry(sections, NAME)["rayServe"] = {"minWorkers": 4, "maxWorkers": 2}
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("models[3].rayServe.minWorkers") for p in err.value.problems), err.value
