@@ -73,6 +73,12 @@ IMAGES: dict[str, Image] = {
     "dynamo-trtllm": Image("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"),
     "ray": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
     "litellm": Image("ghcr.io/berriai/litellm", "v1.100.1"),
+    # --- model preparation (components/storage/prepare.py) ---------------------------------------
+    # Copies a model's prefix from the model bucket (`aws s3 sync`).
+    "model-prep-s3": Image("public.ecr.aws/aws-cli/aws-cli", "2.32.9"),
+    # Downloads from Hugging Face with huggingface_hub.snapshot_download; the pinned vLLM image
+    # already carries huggingface_hub and is usually already on a GPU node.
+    "model-prep-hub": Image("vllm/vllm-openai", "v0.29.0"),
 }
 
 # EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions
