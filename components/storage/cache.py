@@ -23,6 +23,7 @@ import pulumi
 from stacks.config.models import ModelSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
+from stacks.rules.storage import BYTES_PER_PARAMETER
 
 from . import prepare
 
@@ -34,7 +35,6 @@ CACHE_VOLUME = "model-cache"
 # Engines that fetch their own artifacts (NGC profiles, Ollama pulls): they get the volume only.
 SELF_FETCHING = ("nim", "ollama")
 
-from stacks.rules.storage import BYTES_PER_PARAMETER
 # A deliberately conservative read rate for the startup budget: a floor to size a probe, not a
 # performance claim about any storage choice.
 ASSUMED_READ_MIBPS = 100

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from .base import Strict
 
@@ -36,17 +36,18 @@ class Fsx(Strict):
     import_path: S3Url | None = None
     data_compression: Literal["NONE", "LZ4"] = "LZ4"
 
-    @model_validator(mode="after")
-    def _capacity_steps(self) -> Self:
-        # PERSISTENT_2 takes 1200 GiB or any multiple of 2400 GiB.
-        cap = self.storage_capacity_gib
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _capacity_steps(cls, cap: int) -> int:
+        # PERSISTENT_2 SSD takes 1200 GiB or a multiple of 2400 GiB (FSx API reference,
+        # CreateFileSystem StorageCapacity; UpdateFileSystem grows in 2400 GiB steps).
         if cap != 1200 and cap % 2400 != 0:
             lower = max(1200, cap // 2400 * 2400)
             raise ValueError(
                 f"storageCapacityGiB {cap} is not a size FSx for Lustre PERSISTENT_2 accepts: use "
                 f"1200 or a multiple of 2400 (e.g. {lower} or {lower + 2400 if lower > 1200 else 2400})"
             )
-        return self
+        return cap
 
 
 class ModelBucket(Strict):
