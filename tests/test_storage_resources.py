@@ -201,3 +201,18 @@ def test_the_local_cache_creates_no_file_system_or_claim():
     assert not of_type("storage-local", "aws:fsx/lustreFileSystem:LustreFileSystem")
     assert not k8s_objects("storage-local", "PersistentVolumeClaim")
     assert k8s_objects("storage-local", "ServiceAccount"), "pods still read the bucket through Pod Identity"
+
+
+def test_every_model_namespace_gets_its_reader_and_its_claim_on_the_cluster_provider():
+    sections = sections_of(EXAMPLES / "Pulumi.storage-efs.yaml")
+    sections["models"][1]["namespace"] = "neuron-models"
+    resources = render_sections(sections).resources
+    associations = [r for r in resources if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"]
+    assert sorted(a.inputs["namespace"] for a in associations) == ["inference", "neuron-models"]
+    claims = [r for r in resources if r.type == "kubernetes:core/v1:PersistentVolumeClaim"]
+    assert sorted(c.inputs["metadata"]["namespace"] for c in claims) == ["inference", "neuron-models"]
+    provider = next(r for r in resources if r.type == "pulumi:providers:kubernetes")
+    storage_objects = [r for r in resources if r.type.startswith("kubernetes:") and "storage" in r.name]
+    assert storage_objects and all(r.provider.startswith(provider.urn) for r in storage_objects), (
+        "storage objects must target the cluster, never an ambient kubeconfig"
+    )

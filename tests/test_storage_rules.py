@@ -120,3 +120,14 @@ def test_production_refuses_unprotected_storage(dev):
     with pytest.raises(ConfigError) as info:
         parse_sections(dev, "us-west-2")
     assert "inference-platform:storage.protect" in str(info.value)
+
+
+def test_one_replica_on_a_readwriteonce_claim_warns_about_rollouts(dev):
+    from stacks.checks import stack_warnings
+
+    dev["storage"] = {"modelCache": "none", "existingClaim": {"name": "weights", "accessMode": "ReadWriteOnce"}}
+    for model in dev["models"]:
+        model["replicas"] = 1
+        model.pop("autoscaling", None)
+    warnings = [str(w) for w in stack_warnings(parse_sections(dev, "us-west-2"))]
+    assert any("models[0].replicas" in w and "rollout" in w for w in warnings), warnings

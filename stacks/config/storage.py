@@ -21,7 +21,7 @@ class Efs(Strict):
     def _provisioned(self) -> Self:
         if (self.throughput_mode == "provisioned") != (self.provisioned_throughput_mibps is not None):
             raise ValueError(
-                "provisionedThroughputMibps is required with throughputMode: provisioned and only allowed with it"
+                "provisionedThroughputMiBps is required with throughputMode: provisioned and only allowed with it"
             )
         return self
 

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable
 
 from ..capacity import ephemeral_mib, pool_types
-from ..checks import rule
+from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
 from ..hardware import catalog
@@ -99,6 +99,22 @@ def shared_claim_must_be_shareable(config: StackConfig) -> Iterable[Problem]:
                 f"{model.name} may run {most} replicas but storage.existingClaim {claim.name} is "
                 f"{claim.access_mode}, which mounts on one node only; use modelCache: efs or fsx "
                 f"(ReadWriteMany), modelCache: local (a cache per pod), or one replica",
+            )
+
+
+@warning
+def single_node_claim_and_rolling_updates(config: StackConfig) -> Iterable[Problem]:
+    """One replica on a ReadWriteOnce claim works, but a rolling update's surge pod may land on
+    another node and wait there for the volume."""
+    claim = config.storage.existing_claim
+    if claim is None or claim.access_mode not in SINGLE_NODE_MODES:
+        return
+    for i, model in enumerate(config.models):
+        if model.replicas == 1:
+            yield Problem(
+                key_path(["models", i, "replicas"]),
+                f"{claim.name} is {claim.access_mode}: a rollout's new pod can only start on the node "
+                f"that holds it; prefer modelCache: efs, fsx or local",
             )
 
 
