@@ -46,9 +46,11 @@ def test_a_shared_cache_mounts_the_namespace_claim_and_prepares_into_it():
     assert mount.service_account == "model-reader", "pods read the bucket only through Pod Identity"
 
 
-def test_fsx_mounts_its_static_claim_the_same_way():
+def test_fsx_mounts_its_static_claim_and_adopts_what_its_bucket_link_imported():
     mount, _ = mount_for("storage-fsx", claim_name="model-cache")
     assert mount.volumes[0]["persistentVolumeClaim"]["claimName"] == "model-cache"
+    bucket_step = {e["name"]: e["value"] for e in mount.init_containers[0]["env"]}
+    assert bucket_step["CACHE_IMPORTED"] == "true", "FSx already links the bucket: nothing is copied twice"
 
 
 def test_a_local_cache_is_an_emptydir_sized_to_the_model_with_a_matching_request():
@@ -160,8 +162,14 @@ exit 9
     return bin_dir
 
 
-def _run_s3(tmp: Path, bin_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = _env(tmp, MODEL_BUCKET="acme-models", MODEL_PREFIX="tiny/abc123", PATH=f"{bin_dir}:{os.environ['PATH']}")
+def _run_s3(tmp: Path, bin_dir: Path, imported: bool = False) -> subprocess.CompletedProcess[str]:
+    env = _env(
+        tmp,
+        MODEL_BUCKET="acme-models",
+        MODEL_PREFIX="tiny/abc123",
+        CACHE_IMPORTED="true" if imported else "false",
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+    )
     return subprocess.run(["/bin/sh", "-c", prepare.S3_STEP], env=env, capture_output=True, text=True, timeout=30)
 
 
@@ -251,3 +259,16 @@ def test_a_waiting_filler_takes_over_a_lock_whose_holder_died(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "taking over" in result.stdout
     assert (tmp_path / "cache" / "tiny" / "abc123" / ".prepared").is_file()
+
+
+def test_on_fsx_the_bucket_step_adopts_imported_files_without_copying(tmp_path):
+    bin_dir = _fake_aws(tmp_path, fail_syncs=0)
+    target = tmp_path / "cache" / "tiny" / "abc123"
+    empty = _run_s3(tmp_path, bin_dir, imported=True)
+    assert empty.returncode == 0 and not (target / ".prepared").exists(), "nothing imported: the hub step fills"
+    target.mkdir(parents=True)
+    (target / "model.safetensors").write_text("imported from s3")
+    result = _run_s3(tmp_path, bin_dir, imported=True)
+    assert result.returncode == 0, result.stderr
+    assert '"source": "fsx-import"' in (target / ".prepared").read_text()
+    assert not (tmp_path / "calls").exists(), "no S3 call: FSx loads the content on first read"

@@ -93,12 +93,6 @@ def test_an_existing_claim_beside_a_managed_cache_is_refused(dev):
     refused(dev, "storage", "existingClaim is used only with modelCache: none")
 
 
-def test_an_fsx_import_path_outside_the_model_bucket_is_refused():
-    sections = sections_of(EXAMPLES / "Pulumi.storage-fsx.yaml")
-    sections["storage"]["modelBucket"] = {"create": True}
-    refused(sections, "storage.fsx.importPath", "modelBucket: {create: false, name: acme-models}")
-
-
 def test_an_fsx_import_path_without_fsx_is_refused(dev):
     dev["storage"]["fsx"] = {"importPath": "s3://acme-models/"}
     refused(dev, "storage.fsx.importPath", "only applies with modelCache: fsx")

@@ -162,7 +162,12 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -
             lock_timeout_seconds=storage.preparation.lock_timeout_seconds,
         )
         inits = prepare.init_containers(
-            env=step_env, cache_mount=mount, bucket=ctx.bucket, bucket_prefix=bucket_prefix(model), token_secret=token
+            env=step_env,
+            cache_mount=mount,
+            bucket=ctx.bucket,
+            bucket_prefix=bucket_prefix(model),
+            token_secret=token,
+            imported=storage.model_cache == "fsx",
         )
     return CacheMount(
         model_dir=weights,

@@ -81,7 +81,8 @@ def fsx_volume_name(namespace: str) -> str:
 
 
 def fsx_volume_handle(file_system_id: str, namespace: str) -> str:
-    """The driver mounts by dnsname/mountname; the handle only has to be unique per volume."""
+    """NodePublishVolume mounts `<dnsname>@tcp:/<mountname>` from the volume attributes and uses the
+    handle only as an id (aws-fsx-csi-driver pkg/driver/node.go), so it only has to be unique."""
     return f"{file_system_id}::{namespace}"
 
 

@@ -7,6 +7,9 @@ completion marker; every later pod finds the marker and starts at once. On a nod
 new pod (hence each new node) refills its own volume, which is exactly when a refill is needed. A
 Job would have to be re-run on every new node for the local cache, and `pulumi up` would block on it.
 
+On FSx the bucket is already linked (data repository association), so the bucket step copies nothing:
+files imported under the model's directory are adopted by writing the marker.
+
 Each step: marker present -> exit 0 (idempotent); otherwise lock, fetch into `<dir>.partial` with a
 bounded number of attempts and backoff, rename into place, write the marker `<dir>/.prepared`, and
 unlock. A step that gives up exits non-zero with a message naming the model, revision, source and
@@ -30,6 +33,14 @@ S3_STEP = r"""set -eu
 dir="$MODEL_DIR"; mark="$dir/.prepared"; lock="$dir.lock"; part="$dir.partial"
 done_msg() { echo "model cache: $MODEL_ID@$MODEL_REVISION ready in $dir"; }
 if [ -f "$mark" ]; then done_msg; exit 0; fi
+if [ "$CACHE_IMPORTED" = "true" ]; then
+  # FSx imports the bucket itself: files under $dir come from S3 and load on first read.
+  if [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+    printf '{"model": "%s", "revision": "%s", "source": "fsx-import"}\n' "$MODEL_ID" "$MODEL_REVISION" > "$mark"
+    done_msg; exit 0
+  fi
+  echo "model cache: nothing imported at $dir; the Hugging Face step fills the cache"; exit 0
+fi
 mkdir -p "$(dirname "$dir")"
 waited=0
 until mkdir "$lock" 2>/dev/null; do
@@ -173,11 +184,18 @@ def init_containers(
     bucket: Any | None,
     bucket_prefix: str,
     token_secret: str | None,
+    imported: bool = False,
 ) -> list[dict[str, Any]]:
-    """The bucket step (when there is a bucket) then the Hugging Face step, in that order."""
+    """The bucket step (when there is a bucket) then the Hugging Face step, in that order. With
+    `imported` (FSx), the bucket step only adopts what the data repository association imported."""
     containers = []
     if bucket is not None:
-        s3_env = [*env, {"name": "MODEL_BUCKET", "value": bucket}, {"name": "MODEL_PREFIX", "value": bucket_prefix}]
+        s3_env = [
+            *env,
+            {"name": "MODEL_BUCKET", "value": bucket},
+            {"name": "MODEL_PREFIX", "value": bucket_prefix},
+            {"name": "CACHE_IMPORTED", "value": "true" if imported else "false"},
+        ]
         containers.append(
             _container(
                 "model-from-bucket", image("model-prep-s3").ref, ["/bin/sh", "-c", S3_STEP], s3_env, [cache_mount]

@@ -1,5 +1,5 @@
-"""Storage rules: caches the chosen nodes can hold, volumes replicas can share, FSx imports the
-preparation step can fill, and stateful resources protected in production."""
+"""Storage rules: caches the chosen nodes can hold, volumes replicas can share, FSx settings that
+are used, and stateful resources protected in production."""
 
 from __future__ import annotations
 
@@ -119,26 +119,15 @@ def single_node_claim_and_rolling_updates(config: StackConfig) -> Iterable[Probl
 
 
 @rule
-def fsx_import_path_is_the_model_bucket(config: StackConfig) -> Iterable[Problem]:
-    """FSx imports `importPath`; the preparation step and the readers use the model bucket. They must
-    be the same bucket, or pods would read files nobody prepared and may not list."""
+def fsx_import_path_needs_fsx(config: StackConfig) -> Iterable[Problem]:
+    """`importPath` is what the FSx data repository association imports; without FSx it would be
+    silently ignored."""
     storage = config.storage
-    path = storage.fsx.import_path
-    if path is None:
-        return
-    if storage.model_cache != "fsx":
+    if storage.fsx.import_path is not None and storage.model_cache != "fsx":
         yield Problem(
             key_path(["storage", "fsx", "importPath"]),
-            f"importPath only applies with modelCache: fsx (modelCache is {storage.model_cache}); remove it",
-        )
-        return
-    bucket = path.removeprefix("s3://").split("/", 1)[0]
-    if storage.model_bucket.name != bucket:
-        yield Problem(
-            key_path(["storage", "fsx", "importPath"]),
-            f"importPath reads bucket {bucket} but the model bucket is "
-            f"{storage.model_bucket.name or 'a new, generated one'}; adopt it with "
-            f"modelBucket: {{create: false, name: {bucket}}} so pods may read what FSx imports",
+            f"importPath only applies with modelCache: fsx (modelCache is {storage.model_cache}); "
+            f"remove it, or set modelCache: fsx",
         )
 
 
