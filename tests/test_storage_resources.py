@@ -162,6 +162,9 @@ def test_fsx_admits_the_lustre_ports_from_the_cluster_and_from_itself():
     assert len(sources) == 2, "from the cluster security group and from the file system's own group"
     assert all(r.inputs["ipProtocol"] == "tcp" and "cidrIpv4" not in r.inputs for r in rules)
     assert sg.name.endswith("fsx-sg")
+    egress = of_type("storage-fsx", "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+    assert {(r.inputs["fromPort"], r.inputs["toPort"]) for r in egress} == ports
+    assert {r.inputs["referencedSecurityGroupId"] for r in egress} == sources, "no egress beyond Lustre peers"
 
 
 def test_fsx_imports_the_model_bucket_path_through_a_data_repository_association():
