@@ -219,3 +219,18 @@ def test_every_model_namespace_gets_its_reader_and_its_claim_on_the_cluster_prov
     assert storage_objects and all(r.provider.startswith(provider.urn) for r in storage_objects), (
         "storage objects must target the cluster, never an ambient kubeconfig"
     )
+
+
+def test_a_generated_bucket_name_is_prefixed_by_the_cluster_within_the_s3_limit():
+    prefix = one("storage-efs", "aws:s3/bucket:Bucket").inputs["bucketPrefix"]
+    assert prefix == "storage-efs-models-" and len(prefix) <= 37, "S3 allows prefixes of at most 37 characters"
+
+
+def test_no_shared_cache_means_no_file_system_and_no_csi_addon(dev):
+    dev["storage"] = {"modelCache": "none"}
+    resources = render_sections(dev).resources
+    types = {r.type for r in resources}
+    assert "aws:efs/fileSystem:FileSystem" not in types and "aws:fsx/lustreFileSystem:LustreFileSystem" not in types
+    addons = {r.inputs["addonName"] for r in resources if r.type == "aws:eks/addon:Addon"}
+    assert not addons & {"aws-efs-csi-driver", "aws-fsx-csi-driver"}
+    assert "aws:s3/bucket:Bucket" in types, "the model bucket exists whatever the cache"
