@@ -20,6 +20,7 @@ from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
 from .served import served_models
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
+from .storage.component import ModelStorage, ModelStorageArgs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +142,24 @@ class Platform(pulumi.ComponentResource):
 
     def _storage(self, name: str, wiring: Wiring) -> None:
         """Model bucket, EFS / FSx / local cache (issue: model storage)."""
+        assert self.config.cluster is not None
+        storage = ModelStorage(
+            f"{name}-storage",
+            ModelStorageArgs(
+                storage=self.config.storage,
+                cluster=self.config.cluster,
+                cluster_name=wiring.cluster.name,
+                vpc_id=wiring.cluster.vpc_id,
+                private_subnet_ids=wiring.cluster.private_subnet_ids,
+                cluster_security_group_id=wiring.cluster.security_group_id,
+                namespaces=wiring.namespaces,
+                provider=wiring.cluster.provider,
+                tags=wiring.cluster.tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        wiring.extra["cache"] = storage.context
+        self.outputs["modelBucket"] = storage.bucket_name
 
     def _gateway_controller(self, name: str, wiring: Wiring) -> None:
         """The Envoy Gateway controller, before anything that attaches to it (issue: front door)."""

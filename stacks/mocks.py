@@ -34,6 +34,9 @@ class Record:
     inputs: dict[str, Any]
     custom: bool
     outputs: dict[str, Any] = field(default_factory=dict)
+    # Resource options the engine would honour: protect and retainOnDelete.
+    protect: bool = False
+    retain_on_delete: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -85,7 +88,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.records: list[Record] = []
         self.outputs: dict[str, Any] = {}
         self.monitor: RecordingMonitor | None = None
-        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str]] = {}
+        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool]] = {}
 
     def reset(self) -> None:
         self.records.clear()
@@ -117,7 +120,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     # -- pulumi.runtime.Mocks --------------------------------------------------------------------
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        parent, urn, deps, provider = self._pending.pop((args.typ, args.name), ("", "", [], ""))
+        parent, urn, deps, provider, protect, retain = self._pending.pop(
+            (args.typ, args.name), ("", "", [], "", False, False)
+        )
         resource_id, outputs = self._outputs(args)
         self.records.append(
             Record(
@@ -130,6 +135,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 inputs=args.inputs,
                 custom=bool(args.custom),
                 outputs=outputs,
+                protect=protect,
+                retain_on_delete=retain,
             )
         )
         return resource_id, outputs
@@ -293,6 +300,8 @@ class RecordingMonitor(MockMonitor):
                 urn,
                 sorted(set(request.dependencies)),
                 request.provider,
+                bool(request.protect),
+                bool(getattr(request, "retainOnDelete", False)),
             )
         return super().RegisterResource(request)
 

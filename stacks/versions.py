@@ -80,6 +80,12 @@ IMAGES: dict[str, Image] = {
     # LiteLLM's release workflow (ghcr_deploy.yml) tags images main-<release tag>; plain manifests.
     "litellm": Image("ghcr.io/berriai/litellm", "main-v1.100.1"),
     "redis": Image("redis", "7.4"),
+    # --- model preparation (components/storage/prepare.py) ---------------------------------------
+    # Copies a model's prefix from the model bucket (`aws s3 sync`).
+    "model-prep-s3": Image("public.ecr.aws/aws-cli/aws-cli", "2.32.9"),
+    # Downloads from Hugging Face with huggingface_hub.snapshot_download; the pinned vLLM image
+    # already carries huggingface_hub and is usually already on a GPU node.
+    "model-prep-hub": Image("vllm/vllm-openai", "v0.29.0"),
 }
 
 # EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions

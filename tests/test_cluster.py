@@ -34,7 +34,12 @@ def test_the_cluster_is_pinned_logged_encrypted_and_has_no_default_node_group(de
 
 
 def test_the_five_eks_addons_are_managed_and_ebs_csi_has_its_own_role(dev_render):
-    addons = {r.inputs["addonName"]: r for r in records(dev_render).of_type("aws:eks/addon:Addon")}
+    # The cluster's own add-ons; storage adds its CSI drivers (tests/test_storage_*.py).
+    addons = {
+        r.inputs["addonName"]: r
+        for r in records(dev_render).of_type("aws:eks/addon:Addon")
+        if r.name.startswith("platform-cluster-")
+    }
     assert set(addons) == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver"}
     assoc = addons["aws-ebs-csi-driver"].inputs["podIdentityAssociations"][0]
     assert assoc["serviceAccount"] == "ebs-csi-controller-sa"

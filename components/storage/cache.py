@@ -1,8 +1,20 @@
 """How a serving pod reaches its model's weights: the cache volume, where it is mounted, and what
-fills it. Pure functions; the engine modules put the result into their pod specs."""
+fills it. Pure functions; the engine modules put the result into their pod specs.
+
+Per `storage.modelCache`:
+- efs / fsx: the namespace's shared ReadWriteMany claim `model-cache`, filled once (the first pod
+  takes the lock) and reused by every replica and restart.
+- local: an emptyDir on the node's RAID0 instance store, sized to the model (weights plus
+  `storage.local.headroomPercent`) with a matching ephemeral-storage request, so the scheduler only
+  places the pod where the NVMe has room; every new pod (so every new node) refills it.
+- none: an emptyDir on the node's root volume, or `storage.existingClaim` when given.
+Engines that load Hugging Face weights (everything but NIM and Ollama, which fetch their own) get the
+preparation init containers of `prepare.py`; every pod runs as the read-only bucket reader.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,8 +23,24 @@ import pulumi
 from stacks.config.models import ModelSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
+from stacks.rules.storage import BYTES_PER_PARAMETER
+
+from . import prepare
 
 CACHE_ROOT = "/models"
+# Compiled Neuron artifacts: a separate tree, so weights and compiler output never mix. `_` cannot
+# start a model name (DNS label), so it cannot collide with a model directory.
+COMPILED_ROOT = f"{CACHE_ROOT}/_neuron"
+CACHE_VOLUME = "model-cache"
+# Engines that fetch their own artifacts (NGC profiles, Ollama pulls): they get the volume only.
+SELF_FETCHING = ("nim", "ollama")
+
+# A deliberately conservative read rate for the startup budget: a floor to size a probe, not a
+# performance claim about any storage choice.
+ASSUMED_READ_MIBPS = 100
+STARTUP_BASE_SECONDS = 180
+NEURON_COMPILE_SECONDS = 2700
+STARTUP_PERIOD_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -26,11 +54,28 @@ class CacheMount:
     env: list[dict[str, Any]] = field(default_factory=list)
     # Needs its own volume per replica (StatefulSet volumeClaimTemplates) rather than a shared one.
     per_replica: bool = False
+    # Neuron pools: where the engine keeps compiled artifacts (NEURON_COMPILED_ARTIFACTS).
+    compiled_dir: str | None = None
+    # Add to the serving container's requests (local caches sized to the model), e.g. "22Gi".
+    ephemeral_storage: str | None = None
+    # The pod's serviceAccountName: read-only access to the model bucket through Pod Identity.
+    service_account: str | None = None
+    # Seconds a startup probe should allow before the first successful check (startup_probe()).
+    startup_seconds: int = STARTUP_BASE_SECONDS
 
 
 def model_dir(model: ModelSection) -> str:
     """Weights live per model and revision, so a new revision never mixes with an old one."""
     return f"{CACHE_ROOT}/{model.name}/{model.revision or 'latest'}"
+
+
+def compiled_dir(model: ModelSection) -> str:
+    return f"{COMPILED_ROOT}/{model.name}/{model.revision or 'latest'}"
+
+
+def bucket_prefix(model: ModelSection) -> str:
+    """Where a model's weights sit in the model bucket: `<name>/<revision>/`, mirroring the cache."""
+    return f"{model.name}/{model.revision or 'latest'}"
 
 
 @dataclass(frozen=True)
@@ -43,10 +88,96 @@ class CacheContext:
     reader_service_account: str | None = None  # has read-only S3 access through Pod Identity
 
 
+def weight_bytes(model: ModelSection) -> int | None:
+    """Bytes of weights from parameters and dtype, or None when the stack file does not say."""
+    if model.parameter_count is None or model.dtype is None:
+        return None
+    return int(model.parameter_count * BYTES_PER_PARAMETER[model.dtype])
+
+
+def local_cache_gib(model: ModelSection, headroom_percent: int) -> int | None:
+    """The emptyDir size for a model: weights plus headroom, in whole GiB."""
+    size = weight_bytes(model)
+    if size is None:
+        return None
+    return max(1, math.ceil(size * (1 + headroom_percent / 100) / 2**30))
+
+
+def startup_budget_seconds(size_bytes: int | None, neuron: bool = False, read_mibps: int = ASSUMED_READ_MIBPS) -> int:
+    """Seconds to allow a server to load `size_bytes` of weights (plus a Neuron compile on first
+    start) before its startup probe gives up. Unknown size: the base allowance only."""
+    seconds = STARTUP_BASE_SECONDS
+    if size_bytes:
+        seconds += math.ceil(size_bytes / 2**20 / read_mibps)
+    if neuron:
+        seconds += NEURON_COMPILE_SECONDS
+    return seconds
+
+
+def startup_probe(path: str, port: int | str, seconds: int, period: int = STARTUP_PERIOD_SECONDS) -> dict[str, Any]:
+    """An HTTP startup probe that tolerates `seconds` of loading; liveness starts only after it."""
+    return {
+        "httpGet": {"path": path, "port": port},
+        "periodSeconds": period,
+        "timeoutSeconds": 5,
+        "failureThreshold": max(1, math.ceil(seconds / period)),
+    }
+
+
+def _volume(ctx: CacheContext, model: ModelSection) -> tuple[dict[str, Any], str | None]:
+    """The cache volume and, for node-local caches, the ephemeral storage to request."""
+    storage = ctx.storage
+    if storage.model_cache in ("efs", "fsx"):
+        return {"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": ctx.claim_name}}, None
+    if storage.model_cache == "none" and storage.existing_claim is not None:
+        return {"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": storage.existing_claim.name}}, None
+    gib = local_cache_gib(model, storage.local.headroom_percent)
+    if gib is None:
+        return {"name": CACHE_VOLUME, "emptyDir": {}}, None
+    return {"name": CACHE_VOLUME, "emptyDir": {"sizeLimit": f"{gib}Gi"}}, f"{gib}Gi"
+
+
 def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -> CacheMount:
     """The cache for this model under this stack's storage choice."""
+    storage = ctx.storage
+    volume, ephemeral = _volume(ctx, model)
+    mount = {"name": CACHE_VOLUME, "mountPath": CACHE_ROOT}
+    weights = model_dir(model)
+    neuron = pool.accelerator == "neuron"
+    compiled = compiled_dir(model) if neuron else None
+    env = [{"name": "MODEL_DIR", "value": weights}]
+    if compiled:
+        env.append({"name": "NEURON_COMPILED_ARTIFACTS", "value": compiled})
+    volumes = [volume]
+    inits: list[dict[str, Any]] = []
+    if model.engine not in SELF_FETCHING:
+        token = model.secrets.hugging_face_token
+        if token:
+            volumes.append(prepare.token_volume(token))
+        step_env = prepare.step_env(
+            model_id=model.model,
+            revision=model.revision or "main",
+            model_dir=weights,
+            attempts=storage.preparation.attempts,
+            lock_timeout_seconds=storage.preparation.lock_timeout_seconds,
+        )
+        inits = prepare.init_containers(
+            env=step_env,
+            cache_mount=mount,
+            bucket=ctx.bucket,
+            bucket_prefix=bucket_prefix(model),
+            token_secret=token,
+            imported=storage.model_cache == "fsx",
+        )
     return CacheMount(
-        model_dir=model_dir(model),
-        volumes=[{"name": "model-cache", "emptyDir": {}}],
-        volume_mounts=[{"name": "model-cache", "mountPath": CACHE_ROOT}],
+        model_dir=weights,
+        volumes=volumes,
+        volume_mounts=[mount],
+        init_containers=inits,
+        env=env,
+        per_replica=False,
+        compiled_dir=compiled,
+        ephemeral_storage=ephemeral,
+        service_account=ctx.reader_service_account,
+        startup_seconds=startup_budget_seconds(weight_bytes(model), neuron=neuron),
     )

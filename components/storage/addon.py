@@ -1,0 +1,61 @@
+"""A CSI driver installed as an EKS managed add-on, with its controller's IAM role bound through
+EKS Pod Identity (the cluster runs the eks-pod-identity-agent add-on)."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+
+from stacks.versions import EKS_ADDONS
+
+from .. import iam
+from ..naming import iam_role_name
+
+
+def csi_addon(
+    name: str,
+    *,
+    addon: str,
+    cluster_name: pulumi.Input[str],
+    cluster: str,
+    kubernetes_version: str,
+    service_account: str,
+    policy_arn: str,
+    tags: dict[str, str],
+    parent: pulumi.Resource,
+) -> aws.eks.Addon:
+    child = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(
+        f"{name}-role",
+        name=iam_role_name(cluster, addon),
+        assume_role_policy=json.dumps(iam.pod_identity_trust()),
+        tags=tags,
+        opts=child,
+    )
+    attachment = aws.iam.RolePolicyAttachment(f"{name}-policy", role=role.name, policy_arn=policy_arn, opts=child)
+    pinned = EKS_ADDONS.get(kubernetes_version, {}).get(addon)
+    version: pulumi.Input[str] = (
+        pinned
+        if pinned is not None
+        else aws.eks.get_addon_version_output(
+            addon_name=addon,
+            kubernetes_version=kubernetes_version,
+            most_recent=False,
+            opts=pulumi.InvokeOutputOptions(parent=parent),
+        ).version
+    )
+    return aws.eks.Addon(
+        name,
+        cluster_name=cluster_name,
+        addon_name=addon,
+        addon_version=version,
+        resolve_conflicts_on_create="OVERWRITE",
+        resolve_conflicts_on_update="OVERWRITE",
+        pod_identity_associations=[
+            aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=service_account)
+        ],
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[attachment]),
+    )

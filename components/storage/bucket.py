@@ -1,0 +1,159 @@
+"""The model bucket and the read-only identity serving pods use to read it.
+
+`ModelBucket` creates an S3 bucket (SSE-S3 encryption, which an FSx data repository association reads
+without extra key grants; versioning, every public-access block, owner-
+enforced objects, a TLS-only policy) or adopts an existing one by name. `ModelReaders` creates one
+IAM role trusted by EKS Pod Identity with list/read access to that bucket, and, in every model
+namespace, a ServiceAccount `model-reader` plus the Pod Identity association binding the two. Serving
+pods get bucket credentials only through that account, never from the node's instance role.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from stacks.config.storage import ModelBucket as ModelBucketConfig
+
+from .. import iam
+from ..k8s import apply
+from ..naming import TOKEN, iam_role_name, physical
+from .manifests import READER_SERVICE_ACCOUNT, service_account
+from .policies import read_only_policy, tls_only_policy
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelBucketArgs:
+    cluster_name: str
+    config: ModelBucketConfig
+    protect: bool
+    tags: dict[str, str]
+
+
+class ModelBucket(pulumi.ComponentResource):
+    """The S3 bucket model weights are kept in (created, or adopted by name)."""
+
+    name: pulumi.Output[str]
+    arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ModelBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:ModelBucket", name, None, opts)
+        cfg = args.config
+        if not cfg.create:
+            assert cfg.name is not None  # the config model requires a name to adopt
+            partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+            self.name = pulumi.Output.from_input(cfg.name)
+            self.arn = pulumi.Output.format("arn:{0}:s3:::{1}", partition, cfg.name)
+        else:
+            self._create(name, args)
+        self.register_outputs({"name": self.name, "arn": self.arn})
+
+    def _create(self, name: str, args: ModelBucketArgs) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        stateful = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
+        bucket = aws.s3.Bucket(
+            f"{name}-bucket",
+            bucket=args.config.name,
+            # A generated, globally unique name when none is given (a prefix is at most 37 characters).
+            bucket_prefix=None if args.config.name else f"{physical(args.cluster_name, 'models', limit=36)}-",
+            force_destroy=False,
+            tags=args.tags,
+            opts=stateful,
+        )
+        aws.s3.BucketOwnershipControls(
+            f"{name}-ownership",
+            bucket=bucket.id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=child,
+        )
+        block = aws.s3.BucketPublicAccessBlock(
+            f"{name}-public-access",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-encryption",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    ),
+                )
+            ],
+            opts=child,
+        )
+        aws.s3.BucketVersioning(
+            f"{name}-versioning",
+            bucket=bucket.id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+            opts=child,
+        )
+        aws.s3.BucketPolicy(
+            f"{name}-tls-only",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_policy(arn))),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[block]),
+        )
+        self.name = bucket.bucket
+        self.arn = bucket.arn
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelReadersArgs:
+    cluster_name: pulumi.Input[str]
+    cluster: str  # the stack's cluster name, for physical names
+    bucket_arn: pulumi.Input[str]
+    namespaces: dict[str, k8s.core.v1.Namespace]
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+class ModelReaders(pulumi.ComponentResource):
+    """Read-only bucket access for serving pods: one role, one ServiceAccount and one Pod Identity
+    association per model namespace."""
+
+    role_arn: pulumi.Output[str]
+    service_account: str = READER_SERVICE_ACCOUNT
+
+    def __init__(self, name: str, args: ModelReadersArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:ModelReaders", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-role",
+            name=iam_role_name(args.cluster, "model-reader"),
+            assume_role_policy=json.dumps(iam.pod_identity_trust()),
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-read",
+            role=role.id,
+            policy=pulumi.Output.from_input(args.bucket_arn).apply(lambda arn: json.dumps(read_only_policy(arn))),
+            opts=child,
+        )
+        for ns, namespace in sorted(args.namespaces.items()):
+            account = apply(
+                service_account(READER_SERVICE_ACCOUNT, ns),
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
+                name=f"{name}-sa-{ns}",
+            )
+            aws.eks.PodIdentityAssociation(
+                f"{name}-{ns}",
+                cluster_name=args.cluster_name,
+                namespace=ns,
+                service_account=READER_SERVICE_ACCOUNT,
+                role_arn=role.arn,
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            )
+        self.role_arn = role.arn
+        self.register_outputs({"roleArn": self.role_arn})

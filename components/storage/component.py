@@ -1,0 +1,93 @@
+"""ModelStorage: the storage concern's one entry point. Builds the model bucket and its read-only
+Pod Identity readers, then the cache the stack file chose (EFS, FSx for Lustre, or nothing shared
+for `local` and `none`), and returns the CacheContext engines build their pods from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config.cluster import ClusterSection
+from stacks.config.storage import StorageSection
+
+from ..naming import TOKEN
+from .bucket import ModelBucket, ModelBucketArgs, ModelReaders, ModelReadersArgs
+from .cache import CacheContext
+from .efs import EfsCache, EfsCacheArgs
+from .fsx import FsxCache, FsxCacheArgs
+
+
+def subnet_count(cluster: ClusterSection) -> int:
+    """Private subnets are known from the stack file: one per zone created, or those adopted."""
+    vpc = cluster.vpc
+    return len(vpc.private_subnet_ids) if vpc.adopted else vpc.availability_zones
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelStorageArgs:
+    storage: StorageSection
+    cluster: ClusterSection
+    cluster_name: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[list[str]]
+    cluster_security_group_id: pulumi.Input[str]
+    namespaces: dict[str, k8s.core.v1.Namespace]
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+class ModelStorage(pulumi.ComponentResource):
+    """Where model weights live and how serving pods reach them."""
+
+    context: CacheContext
+    bucket_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ModelStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:ModelStorage", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        cfg, cluster = args.storage, args.cluster.name
+        bucket = ModelBucket(
+            f"{name}-bucket",
+            ModelBucketArgs(cluster_name=cluster, config=cfg.model_bucket, protect=cfg.protect, tags=args.tags),
+            child,
+        )
+        readers = ModelReaders(
+            f"{name}-readers",
+            ModelReadersArgs(
+                cluster_name=args.cluster_name,
+                cluster=cluster,
+                bucket_arn=bucket.arn,
+                namespaces=args.namespaces,
+                provider=args.provider,
+                tags=args.tags,
+            ),
+            child,
+        )
+        common = dict(
+            cluster=cluster,
+            cluster_name=args.cluster_name,
+            kubernetes_version=args.cluster.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            cluster_security_group_id=args.cluster_security_group_id,
+            namespaces=args.namespaces,
+            provider=args.provider,
+            protect=cfg.protect,
+            tags=args.tags,
+        )
+        claim: str | None = None
+        if cfg.model_cache == "efs":
+            claim = EfsCache(
+                f"{name}-efs", EfsCacheArgs(config=cfg.efs, subnet_count=subnet_count(args.cluster), **common), child
+            ).claim_name
+        elif cfg.model_cache == "fsx":
+            claim = FsxCache(
+                f"{name}-fsx", FsxCacheArgs(config=cfg.fsx, bucket=bucket.name, **common), child
+            ).claim_name
+        self.bucket_name = bucket.name
+        self.context = CacheContext(
+            storage=cfg, bucket=bucket.name, claim_name=claim, reader_service_account=readers.service_account
+        )
+        self.register_outputs({"bucketName": bucket.name})

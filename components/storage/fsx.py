@@ -1,0 +1,164 @@
+"""FSx for Lustre model cache (`modelCache: fsx`): a PERSISTENT_2 file system in one private subnet,
+a security group admitting the Lustre ports (988, 1018-1023) from the cluster security group and
+from itself (file servers talk to each other), a data repository association that imports the model
+bucket (or `fsx.importPath`) and follows its changes, the FSx CSI driver as an EKS add-on with its
+Pod Identity role, and per model namespace a static PersistentVolume bound to a `model-cache` claim.
+
+Files appear in Lustre as S3 metadata first; content is loaded from S3 on first read. The cache does
+not push anything back to S3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from stacks.config.storage import Fsx
+
+from ..k8s import apply
+from ..naming import TOKEN
+from .addon import csi_addon
+from .manifests import CACHE_CLAIM, cache_claim, fsx_volume, fsx_volume_name
+from .policies import FSX_CSI_POLICY
+
+# FSx for Lustre User Guide, "File system access control with Amazon VPC".
+LUSTRE_PORTS = ((988, 988), (1018, 1023))
+LUSTRE_VERSION = "2.15"
+
+
+def data_repository_path(import_path: str | None, bucket: str) -> str:
+    """The S3 path the association imports: `importPath`, or the whole model bucket."""
+    path = import_path or f"s3://{bucket}/"
+    return path if path.endswith("/") else f"{path}/"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FsxCacheArgs:
+    config: Fsx
+    cluster: str
+    cluster_name: pulumi.Input[str]
+    kubernetes_version: str
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[list[str]]
+    cluster_security_group_id: pulumi.Input[str]
+    bucket: pulumi.Input[str]
+    namespaces: dict[str, k8s.core.v1.Namespace]
+    provider: k8s.Provider
+    protect: bool
+    tags: dict[str, str]
+
+
+class FsxCache(pulumi.ComponentResource):
+    """A shared FSx for Lustre model cache linked to the model bucket."""
+
+    file_system_id: pulumi.Output[str]
+    claim_name: str = CACHE_CLAIM
+
+    def __init__(self, name: str, args: FsxCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:FsxCache", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        cfg = args.config
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            description=f"FSx for Lustre model cache of {args.cluster}: Lustre from the cluster only",
+            tags={**args.tags, "Name": f"{args.cluster}-fsx-models"},
+            opts=child,
+        )
+        sources = {"cluster": args.cluster_security_group_id, "self": sg.id}
+        rules: list[pulumi.Resource] = []
+        for who, source in sources.items():
+            for low, high in LUSTRE_PORTS:
+                rules.append(
+                    aws.vpc.SecurityGroupIngressRule(
+                        f"{name}-lustre-{low}-from-{who}",
+                        security_group_id=sg.id,
+                        referenced_security_group_id=source,
+                        ip_protocol="tcp",
+                        from_port=low,
+                        to_port=high,
+                        description=f"Lustre {low}-{high} from the {who} security group",
+                        opts=child,
+                    )
+                )
+            for low, high in LUSTRE_PORTS:
+                rules.append(
+                    aws.vpc.SecurityGroupEgressRule(
+                        f"{name}-lustre-{low}-to-{who}",
+                        security_group_id=sg.id,
+                        referenced_security_group_id=source,
+                        ip_protocol="tcp",
+                        from_port=low,
+                        to_port=high,
+                        description=f"Lustre {low}-{high} to the {who} security group",
+                        opts=child,
+                    )
+                )
+        first_subnet = pulumi.Output.from_input(args.private_subnet_ids).apply(lambda ids: ids[0])
+        fs = aws.fsx.LustreFileSystem(
+            f"{name}-fs",
+            deployment_type="PERSISTENT_2",
+            storage_type="SSD",
+            storage_capacity=cfg.storage_capacity_gib,
+            per_unit_storage_throughput=cfg.throughput_per_tib,
+            data_compression_type=cfg.data_compression,
+            file_system_type_version=LUSTRE_VERSION,
+            subnet_ids=first_subnet,  # one subnet: PERSISTENT_2 lives in one zone
+            security_group_ids=[sg.id],
+            # A cache of the bucket: the bucket holds the data, so no backups of the cache itself.
+            automatic_backup_retention_days=0,
+            skip_final_backup=True,
+            tags={**args.tags, "Name": f"{args.cluster}-models"},
+            opts=pulumi.ResourceOptions(
+                parent=self, protect=args.protect, retain_on_delete=args.protect, depends_on=rules
+            ),
+        )
+        events = ["NEW", "CHANGED", "DELETED"]
+        association = aws.fsx.DataRepositoryAssociation(
+            f"{name}-dra",
+            file_system_id=fs.id,
+            file_system_path="/",
+            data_repository_path=pulumi.Output.from_input(args.bucket).apply(
+                lambda b: data_repository_path(cfg.import_path, b)
+            ),
+            batch_import_meta_data_on_create=True,
+            delete_data_in_filesystem=False,
+            s3=aws.fsx.DataRepositoryAssociationS3Args(
+                auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=events),
+            ),
+            tags=args.tags,
+            opts=child,
+        )
+        driver = csi_addon(
+            f"{name}-csi",
+            addon="aws-fsx-csi-driver",
+            cluster_name=args.cluster_name,
+            cluster=args.cluster,
+            kubernetes_version=args.kubernetes_version,
+            service_account="fsx-csi-controller-sa",
+            policy_arn=FSX_CSI_POLICY,
+            tags=args.tags,
+            parent=self,
+        )
+        for ns, namespace in sorted(args.namespaces.items()):
+            volume = apply(
+                fsx_volume(
+                    ns,
+                    pulumi.Output.format("{0}::{1}", fs.id, ns),
+                    fs.dns_name,
+                    fs.mount_name,
+                    cfg.storage_capacity_gib,
+                ),
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[driver, association]),
+                name=f"{name}-pv-{ns}",
+            )
+            apply(
+                cache_claim(ns, cfg.storage_capacity_gib, storage_class=None, volume_name=fsx_volume_name(ns)),
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[volume, namespace]),
+                name=f"{name}-claim-{ns}",
+            )
+        self.file_system_id = fs.id
+        self.register_outputs({"fileSystemId": fs.id})

@@ -1,0 +1,220 @@
+"""Model preparation: init containers that fill the cache from the model bucket or from Hugging Face
+at the pinned revision.
+
+Why init containers (not a Job): the same two containers work for every cache choice. On a shared
+cache (EFS, FSx) the first pod takes a lock (an atomic `mkdir`), fills the cache and writes the
+completion marker; every later pod finds the marker and starts at once. On a node-local cache each
+new pod (hence each new node) refills its own volume, which is exactly when a refill is needed. A
+Job would have to be re-run on every new node for the local cache, and `pulumi up` would block on it.
+
+On FSx the bucket is already linked (data repository association), so the bucket step copies nothing:
+files imported under the model's directory are adopted by writing the marker.
+
+Each step: marker present -> exit 0 (idempotent); otherwise lock, fetch into `<dir>.partial` with a
+bounded number of attempts and backoff, rename into place, write the marker `<dir>/.prepared`, and
+unlock. A step that gives up exits non-zero with a message naming the model, revision, source and
+fix; the pod then shows Init:Error with that message (terminationMessagePolicy
+FallbackToLogsOnError). The Hugging Face token is read from a mounted Secret file, never from env.
+Compiled Neuron artifacts live under a separate root (`COMPILED_ROOT`), never inside the weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.versions import image
+
+MARKER = ".prepared"
+TOKEN_DIR = "/var/run/secrets/huggingface"
+TOKEN_KEY = "token"  # the key the named Secret must hold
+TOKEN_VOLUME = "hf-token"
+
+S3_STEP = r"""set -eu
+dir="$MODEL_DIR"; mark="$dir/.prepared"; lock="$dir.lock"; part="$dir.partial"
+done_msg() { echo "model cache: $MODEL_ID@$MODEL_REVISION ready in $dir"; }
+if [ -f "$mark" ]; then done_msg; exit 0; fi
+if [ "$CACHE_IMPORTED" = "true" ]; then
+  # FSx imports the bucket itself: files under $dir come from S3 and load on first read.
+  if [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+    printf '{"model": "%s", "revision": "%s", "source": "fsx-import"}\n' "$MODEL_ID" "$MODEL_REVISION" > "$mark"
+    done_msg; exit 0
+  fi
+  echo "model cache: nothing imported at $dir; the Hugging Face step fills the cache"; exit 0
+fi
+mkdir -p "$(dirname "$dir")"
+waited=0
+until mkdir "$lock" 2>/dev/null; do
+  if [ -f "$mark" ]; then done_msg; exit 0; fi
+  if [ "$waited" -ge "$LOCK_TIMEOUT_SECONDS" ]; then
+    echo "model cache: lock $lock held for ${waited}s; its holder is gone, taking over"; rm -rf "$lock"; continue
+  fi
+  sleep "$LOCK_POLL_SECONDS"; waited=$((waited + LOCK_POLL_SECONDS))
+done
+trap 'rm -rf "$lock"' EXIT
+if [ -f "$mark" ]; then done_msg; exit 0; fi
+src="s3://$MODEL_BUCKET/$MODEL_PREFIX/"
+set +e; aws s3 ls "$src" >/dev/null 2>&1; rc=$?; set -e
+if [ "$rc" -eq 1 ]; then echo "model cache: no copy at $src; the Hugging Face step fills the cache"; exit 0; fi
+if [ "$rc" -ne 0 ]; then
+  echo "model preparation failed: cannot list $src (aws exit $rc);" \
+    "check the pod runs as the model-reader service account and the bucket exists" >&2
+  exit 1
+fi
+attempt=1
+while :; do
+  rm -rf "$part"
+  if aws s3 sync --only-show-errors "$src" "$part"; then break; fi
+  if [ "$attempt" -ge "$ATTEMPTS" ]; then
+    echo "model preparation failed: $MODEL_ID@$MODEL_REVISION from $src after $attempt attempts" >&2
+    rm -rf "$part"; exit 1
+  fi
+  echo "model cache: attempt $attempt of $ATTEMPTS failed; retrying"
+  sleep $((attempt * BACKOFF_SECONDS)); attempt=$((attempt + 1))
+done
+rm -rf "$dir"; mv "$part" "$dir"
+printf '{"model": "%s", "revision": "%s", "source": "%s"}\n' "$MODEL_ID" "$MODEL_REVISION" "$src" > "$mark"
+done_msg
+"""
+
+HUB_STEP = r"""
+import os, shutil, sys, time
+from pathlib import Path
+
+env = os.environ
+target, model, revision = Path(env["MODEL_DIR"]), env["MODEL_ID"], env["MODEL_REVISION"]
+mark, lock, part = target / ".prepared", Path(f"{target}.lock"), Path(f"{target}.partial")
+attempts, backoff = int(env["ATTEMPTS"]), int(env["BACKOFF_SECONDS"])
+poll, lock_timeout = int(env["LOCK_POLL_SECONDS"]), int(env["LOCK_TIMEOUT_SECONDS"])
+
+
+def ready():
+    if mark.is_file():
+        print(f"model cache: {model}@{revision} ready in {target}")
+        return True
+    return False
+
+
+if ready():
+    sys.exit(0)
+target.parent.mkdir(parents=True, exist_ok=True)
+waited = 0
+while True:
+    try:
+        lock.mkdir()
+        break
+    except FileExistsError:
+        if ready():
+            sys.exit(0)
+        if waited >= lock_timeout:
+            print(f"model cache: lock {lock} held for {waited}s; its holder is gone, taking over")
+            shutil.rmtree(lock, ignore_errors=True)
+            continue
+        time.sleep(poll)
+        waited += poll
+try:
+    if ready():
+        sys.exit(0)
+    token_file = Path(env.get("HF_TOKEN_FILE", ""))
+    token = token_file.read_text().strip() if env.get("HF_TOKEN_FILE") and token_file.is_file() else None
+    from huggingface_hub import snapshot_download
+
+    for attempt in range(1, attempts + 1):
+        shutil.rmtree(part, ignore_errors=True)
+        try:
+            snapshot_download(repo_id=model, revision=revision, local_dir=str(part), token=token)
+            break
+        except Exception as exc:  # every failure is retried the same bounded way
+            if attempt == attempts:
+                shutil.rmtree(part, ignore_errors=True)
+                hint = "" if token else " (no token mounted: a gated model needs models[].secrets.huggingFaceToken)"
+                sys.exit(
+                    f"model preparation failed: {model}@{revision} from Hugging Face after {attempt} attempts: "
+                    f"{exc}{hint}"
+                )
+            print(f"model cache: attempt {attempt} of {attempts} failed ({exc}); retrying")
+            time.sleep(attempt * backoff)
+    shutil.rmtree(target, ignore_errors=True)
+    part.rename(target)
+    mark.write_text(f'{{"model": "{model}", "revision": "{revision}", "source": "huggingface"}}\n')
+    ready()
+finally:
+    shutil.rmtree(lock, ignore_errors=True)
+"""
+
+
+def step_env(
+    *,
+    model_id: str,
+    revision: str,
+    model_dir: str,
+    attempts: int,
+    lock_timeout_seconds: int,
+    backoff_seconds: int = 30,
+    lock_poll_seconds: int = 10,
+) -> list[dict[str, Any]]:
+    values = {
+        "MODEL_ID": model_id,
+        "MODEL_REVISION": revision,
+        "MODEL_DIR": model_dir,
+        "ATTEMPTS": str(attempts),
+        "BACKOFF_SECONDS": str(backoff_seconds),
+        "LOCK_POLL_SECONDS": str(lock_poll_seconds),
+        "LOCK_TIMEOUT_SECONDS": str(lock_timeout_seconds),
+    }
+    return [{"name": k, "value": v} for k, v in values.items()]
+
+
+def _container(name: str, ref: str, command: list[str], env: list[dict[str, Any]], mounts: list[dict[str, Any]]):
+    return {
+        "name": name,
+        "image": ref,
+        "command": command,
+        "env": env,
+        "volumeMounts": mounts,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {"allowPrivilegeEscalation": False},
+        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}},
+    }
+
+
+def init_containers(
+    *,
+    env: list[dict[str, Any]],
+    cache_mount: dict[str, Any],
+    bucket: Any | None,
+    bucket_prefix: str,
+    token_secret: str | None,
+    imported: bool = False,
+) -> list[dict[str, Any]]:
+    """The bucket step (when there is a bucket) then the Hugging Face step, in that order. With
+    `imported` (FSx), the bucket step only adopts what the data repository association imported."""
+    containers = []
+    if bucket is not None:
+        s3_env = [
+            *env,
+            {"name": "MODEL_BUCKET", "value": bucket},
+            {"name": "MODEL_PREFIX", "value": bucket_prefix},
+            {"name": "CACHE_IMPORTED", "value": "true" if imported else "false"},
+        ]
+        containers.append(
+            _container(
+                "model-from-bucket", image("model-prep-s3").ref, ["/bin/sh", "-c", S3_STEP], s3_env, [cache_mount]
+            )
+        )
+    hub_env = list(env)
+    mounts = [cache_mount]
+    if token_secret:
+        hub_env.append({"name": "HF_TOKEN_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"})
+        mounts.append({"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True})
+    containers.append(
+        _container("model-from-hub", image("model-prep-hub").ref, ["python3", "-c", HUB_STEP], hub_env, mounts)
+    )
+    return containers
+
+
+def token_volume(secret: str) -> dict[str, Any]:
+    """The named Secret's `token` key as a read-only file."""
+    return {
+        "name": TOKEN_VOLUME,
+        "secret": {"secretName": secret, "items": [{"key": TOKEN_KEY, "path": TOKEN_KEY}], "defaultMode": 0o400},
+    }
