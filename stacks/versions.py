@@ -63,9 +63,9 @@ IMAGES: dict[str, Image] = {
     "sglang": Image("lmsysorg/sglang", "v0.5.19"),
     "tgi": Image("ghcr.io/huggingface/text-generation-inference", "3.3.7"),
     "ollama": Image("ollama/ollama", "0.34.0"),
-    "nim": Image("nvcr.io/nim/nvidia/llm-nim", "2.0.12"),
+    "nim": Image("nvcr.io/nim/nvidia/model-free-nim", "2.0.12"),
     "neuron-vllm": Image(
-        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py311-sdk2.32.0-ubuntu22.04"
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py312-sdk2.32.0-ubuntu24.04"
     ),
     # --- serving platforms ---------------------------------------------------------------------
     "dynamo-vllm": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
