@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..capacity import Requests, daemonset_overhead, explain_no_fit, fit
+from ..capacity import Requests, daemonset_overhead, explain_no_fit, fit, pool_types
 from ..checks import rule
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
@@ -46,6 +46,8 @@ def _placed(config: StackConfig) -> Iterable[tuple[int, ModelSection, NodePoolSe
 @rule
 def replica_fits_the_pool(config: StackConfig) -> Iterable[Problem]:
     for i, model, pool in _placed(config):
+        if pool.accelerator == "none" and not pool_types(pool):
+            continue  # CPU types are not in the accelerator hardware catalog
         requests = replica_requests(model, pool, config.storage)
         report = fit(requests, pool, daemonset_overhead(pool))
         if not report.ok:
