@@ -150,3 +150,21 @@ def test_an_explicit_replica_size_larger_than_any_instance_type_is_refused():
     m["resources"] = {"memory": "2000Gi"}
     found = problems(s)
     assert any(p.startswith(f"{P}models[{i}].resources:") and "memory" in p for p in found), found
+
+
+def test_an_hpa_on_another_engines_metric_is_refused():
+    s = example()
+    i, m = model(s, "qwen3-8b-sglang")
+    m["autoscaling"] = {"owner": "hpa", "maxReplicas": 2}
+    found = problems(s)
+    assert any(p.startswith(f"{P}models[{i}].autoscaling.metric:") and "sglang:num_queue_reqs" in p for p in found), (
+        found
+    )
+
+
+def test_an_hpa_on_ollama_is_refused_because_it_exports_no_metrics():
+    s = example()
+    i, m = model(s, "qwen3-ollama")
+    m["autoscaling"] = {"owner": "hpa"}
+    found = problems(s)
+    assert any(p.startswith(f"{P}models[{i}].autoscaling.owner:") for p in found), found

@@ -91,7 +91,8 @@ def test_nim_gets_an_explicit_profile_a_separate_pull_secret_and_its_key_only_as
     assert vol["secret"]["secretName"] == "ngc-api-key"
     assert any(m["name"] == "ngc-api-key" and m["readOnly"] for m in c["volumeMounts"])
     assert "command" not in c, "the image's own entrypoint must still run"
-    assert "cat /var/run/secrets/ngc/NGC_API_KEY" in c["args"][-1]
+    assert "cat /var/run/secrets/ngc/NGC_API_KEY" in c["args"][2]
+    assert flag(c["args"], "--served-model-name") == "llama-nim", "serve flags follow nim-serve"
     assert c["resources"]["limits"]["nvidia.com/gpu"] == "4"
 
 
@@ -102,7 +103,7 @@ def test_nim_with_a_prepared_model_path_needs_no_credential_at_all():
     del nim["secrets"]
     c = engine_container(objects(config_of(sections), "llama-nim")["Deployment"])
     assert env_of(c)["NIM_MODEL_PATH"] == "/models/llama-nim/prepared"
-    assert c["args"] == ["nim-serve"]
+    assert c["args"][:3] == ["nim-serve", "--served-model-name", "llama-nim"]
     assert not any(m["name"] == "ngc-api-key" for m in c["volumeMounts"])
 
 

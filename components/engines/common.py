@@ -50,6 +50,8 @@ class EngineContainer:
     extra_ports: list[dict[str, Any]] = field(default_factory=list)
     # The Hugging Face token file, when the engine downloads from the Hub itself.
     uses_hf_token: bool = True
+    # False when the engine places models[].engineArgs itself (NIM puts them after nim-serve).
+    append_engine_args: bool = True
     image_pull_secrets: list[str] = field(default_factory=list)
 
 
@@ -188,7 +190,7 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         "image": spec.image.ref,
         "imagePullPolicy": "IfNotPresent",
         **({"command": engine.command} if engine.command else {}),
-        "args": [*engine.args, *spec.model.engine_args],
+        "args": [*engine.args, *(spec.model.engine_args if engine.append_engine_args else [])],
         "ports": ports,
         "env": [{"name": "HOME", "value": HOME}, *spec.cache.env, *tok_env, *engine.env],
         "resources": container_resources(requests(spec)),

@@ -40,16 +40,21 @@ def nim_env(spec: WorkloadSpec) -> list[dict[str, Any]]:
     assert m.nim is not None
     env = [
         {"name": "NIM_MODEL_PROFILE", "value": m.nim.profile},
-        {"name": "NIM_SERVED_MODEL_NAME", "value": spec.served.served_model_name},
         {"name": "NIM_SERVER_PORT", "value": str(facts("nim").port)},
         {"name": "NIM_CACHE_PATH", "value": spec.cache.model_dir},
     ]
     source = m.nim.model_path or (m.model if "://" in m.model else None)
     if source:
         env.append({"name": "NIM_MODEL_PATH", "value": source})
-    if m.max_model_len:
-        env.append({"name": "NIM_MAX_MODEL_LEN", "value": str(m.max_model_len)})
     return env
+
+
+def serve_args(spec: WorkloadSpec) -> list[str]:
+    """vLLM-format flags NIM 2.0 takes after `nim-serve` (or in NIM_PASSTHROUGH_ARGS)."""
+    args = ["--served-model-name", spec.served.served_model_name]
+    if spec.model.max_model_len:
+        args += ["--max-model-len", str(spec.model.max_model_len)]
+    return [*args, *spec.model.engine_args]
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
@@ -65,13 +70,16 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         ]
         mounts = [{"name": "ngc-api-key", "mountPath": NGC_DIR, "readOnly": True}]
         # Runs through the image's ENTRYPOINT (command is left unset), which execs its arguments.
+        # "$@" carries the serve flags; "nim" fills $0.
         args = [
             "/bin/sh",
             "-c",
-            f'NGC_API_KEY="$(cat {NGC_DIR}/{NGC_KEY})" && export NGC_API_KEY && exec nim-serve',
+            f'NGC_API_KEY="$(cat {NGC_DIR}/{NGC_KEY})" && export NGC_API_KEY && exec nim-serve "$@"',
+            "nim",
+            *serve_args(spec),
         ]
     else:
-        args = ["nim-serve"]
+        args = ["nim-serve", *serve_args(spec)]
     return EngineContainer(
         command=None,
         args=args,
@@ -79,6 +87,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         volumes=volumes,
         volume_mounts=mounts,
         image_pull_secrets=[m.nim.image_pull_secret],
+        append_engine_args=False,
         startup_seconds=1800,
         run_as_user=RUN_AS,
     )
@@ -111,7 +120,10 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
         # The operator requires it and injects it as NGC_API_KEY from the Secret (not a file).
         "authSecret": m.secrets.ngc_api_key,
         "storage": _cache_storage(spec),
-        "env": [e for e in nim_env(spec) if e["name"] != "NIM_CACHE_PATH"],
+        "env": [
+            *(e for e in nim_env(spec) if e["name"] != "NIM_CACHE_PATH"),
+            {"name": "NIM_PASSTHROUGH_ARGS", "value": " ".join(serve_args(spec))},
+        ],
         "resources": container_resources(requests(spec)),
         "tolerations": spec.placement.tolerations,
         "nodeSelector": spec.placement.node_selector,

@@ -159,6 +159,36 @@ def nim_credentials_stay_files(config: StackConfig) -> Iterable[Problem]:
             )
 
 
+# Prefix of each engine's Prometheus metric names, and a queue-depth metric to scale on.
+QUEUE_METRICS = {
+    "vllm": ("vllm:", "vllm:num_requests_waiting"),
+    "neuron-vllm": ("vllm:", "vllm:num_requests_waiting"),
+    "nim": ("vllm:", "vllm:num_requests_waiting"),  # NIM 2.0 passes vLLM's own metrics through
+    "sglang": ("sglang:", "sglang:num_queue_reqs"),
+    "tgi": ("tgi_", "tgi_queue_size"),
+}
+
+
+@rule
+def hpa_scales_on_a_metric_the_engine_exports(config: StackConfig) -> Iterable[Problem]:
+    for i, model in enumerate(config.models):
+        if model.autoscaling.owner != "hpa" or model.engine not in WORKLOAD_ENGINES:
+            continue
+        known = QUEUE_METRICS.get(model.engine)
+        if known is None:
+            yield Problem(
+                key_path(["models", i, "autoscaling", "owner"]),
+                f"engine {model.engine} exports no Prometheus metrics to scale on; use owner: none "
+                f"and a fixed replicas count",
+            )
+        elif not model.autoscaling.metric.startswith(known[0]):
+            yield Problem(
+                key_path(["models", i, "autoscaling", "metric"]),
+                f"{model.autoscaling.metric} is not a metric engine {model.engine} exports; use one "
+                f"of its own, e.g. {known[1]}",
+            )
+
+
 def requests_of(config: StackConfig, model: ModelSection) -> Requests | None:
     pool = config.pool(model.pool)
     return None if pool is None else replica_requests(model, pool, config.storage)
