@@ -10,7 +10,8 @@ catalog.
 - cpu and memory: `models[].resources` when given; otherwise the replica's share of the smallest
   instance type of the pool that holds its accelerators (share = accelerators / accelerators on the
   type), less the platform's DaemonSets and a 10% margin, so one replica per accelerator group
-  always fits. CPU-only pools get a fixed modest share.
+  always fits. CPU-only pools get a fixed modest share. On Neuron the memory is at least the
+  weights plus room, since NxD Inference shards the checkpoint in host memory.
 - ephemeral storage: logs, home and compiler caches, plus the weights when the model cache lives on
   the node's own disk (`storage.modelCache: local | none`).
 - weights: parameters x bytes per parameter of the dtype (shared/facts/CAPACITY.md).
@@ -113,9 +114,19 @@ def _ephemeral(model: ModelSection, pool: NodePoolSection, storage: StorageSecti
     return math.ceil(total / GIB) * GIB
 
 
+def host_memory_floor_mib(model: ModelSection, pool: NodePoolSection) -> int:
+    """Neuron (NxD Inference) loads and shards the whole checkpoint in host memory before it moves
+    it to the devices: the replica needs the weights plus working room in RAM."""
+    w = weights(model)
+    if pool.accelerator != "neuron" or w is None:
+        return 0
+    return math.ceil((w.bytes * 1.25 / 2**20 + 8 * GIB) / GIB) * GIB
+
+
 def replica_requests(model: ModelSection, pool: NodePoolSection, storage: StorageSection | None = None) -> Requests:
     """What one replica of `model` requests on `pool` (accelerator requests equal limits)."""
     cpu, mem = _share(model, pool)
+    mem = max(mem, host_memory_floor_mib(model, pool))
     if model.resources.cpu:
         cpu = _quantity_m(model.resources.cpu)
     if model.resources.memory:

@@ -168,3 +168,27 @@ def test_an_hpa_on_ollama_is_refused_because_it_exports_no_metrics():
     m["autoscaling"] = {"owner": "hpa"}
     found = problems(s)
     assert any(p.startswith(f"{P}models[{i}].autoscaling.owner:") for p in found), found
+
+
+def test_a_non_power_of_two_neuron_request_is_warned_about():
+    from stacks.checks import stack_warnings
+
+    s = example()
+    i, m = model(s, "llama-inf2")
+    s["nodePools"][1]["instanceTypes"] = ["inf2.24xlarge"]
+    s["nodePools"][1]["limits"] = {"accelerators": 12}
+    m["acceleratorsPerReplica"] = 6
+    found = [str(w) for w in stack_warnings(parse_sections(s, "us-west-2"))]
+    assert any(w.startswith(f"{P}models[{i}].acceleratorsPerReplica:") and "12 NeuronCores" in w for w in found)
+
+
+def test_a_neuron_replica_holds_its_weights_in_host_memory():
+    from stacks.sizing import replica_requests
+
+    config = parse_sections(example(), "us-west-2")
+    llama = next(m for m in config.models if m.name == "llama-inf2")
+    pool = config.pool("inferentia")
+    assert pool is not None
+    req = replica_requests(llama, pool, config.storage)
+    assert req.memory_mib >= 8e9 * 2 * 1.25 / 2**20, "NxD Inference shards the checkpoint on the host"
+    assert req.neuron == 1 and req.gpu == 0

@@ -110,7 +110,7 @@ def test_nim_with_a_prepared_model_path_needs_no_credential_at_all():
 def test_tgi_shards_over_its_gpus_quantizes_only_awq_weights_and_waits_long_for_startup():
     c = engine_container(objects(CONFIG, "mistral-awq-tgi")["Deployment"])
     args = c["args"]
-    assert c["command"] == ["text-generation-launcher"]
+    assert "command" not in c, "the image entrypoint activates TGI's venv before the launcher"
     assert flag(args, "--model-id") == "TheBloke/Mistral-7B-Instruct-v0.2-AWQ"
     assert flag(args, "--num-shard") == "1"
     assert flag(args, "--quantize") == "awq"
@@ -171,14 +171,25 @@ def test_the_hugging_face_token_is_a_mounted_file_named_by_hf_token_path():
     assert any(m["mountPath"] == "/var/run/secrets/huggingface" and m["readOnly"] for m in c["volumeMounts"])
 
 
-@pytest.mark.parametrize("name", ["qwen3-8b", "qwen3-8b-sglang", "llama-nim", "mistral-awq-tgi", "qwen3-ollama"])
-def test_engine_containers_run_restricted_and_non_root(name):
+@pytest.mark.parametrize(
+    ("name", "non_root"),
+    [
+        ("qwen3-8b", True),
+        ("qwen3-8b-sglang", True),
+        ("llama-nim", True),
+        ("qwen3-ollama", True),
+        # Images that need root: TGI's Python lives under /root, the Neuron DLC needs its devices.
+        ("mistral-awq-tgi", False),
+        ("llama-inf2", False),
+    ],
+)
+def test_engine_containers_run_restricted_and_non_root_where_the_image_allows(name, non_root):
     c = engine_container(objects(CONFIG, name)["Deployment"])
     sc = c["securityContext"]
     assert sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert sc["runAsNonRoot"] is True
+    assert sc.get("runAsNonRoot", False) is non_root
     assert any(m["mountPath"] == "/home/engine" for m in c["volumeMounts"]), "caches are written to a volume"
 
 

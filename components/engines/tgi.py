@@ -5,7 +5,9 @@ and `tgi.quantize: awq|gptq` only for weights already in that format (stacks/con
 `text-generation-launcher` with the pinned revision, one shard per GPU, the hub cache on the model
 volume and a long startup deadline (downloads and warm-up run before /health answers). The token is
 mounted as a file both at HF_TOKEN_PATH (Python shards) and as `$HF_HOME/token`, where the Rust
-router's hub client looks for it.
+router's hub client looks for it. Checked against v3.3.7: the image's entrypoint execs
+`text-generation-launcher "$@"`, /health and /metrics are served on the main port (the launcher
+also opens a Prometheus listener on 9000), and the image runs as root.
 """
 
 from __future__ import annotations
@@ -49,12 +51,15 @@ def container(spec: WorkloadSpec) -> EngineContainer:
             {"name": "hf-token", "mountPath": f"{HF_HOME}/{HF_TOKEN_KEY}", "subPath": HF_TOKEN_KEY, "readOnly": True}
         )
     return EngineContainer(
-        command=["text-generation-launcher"],
+        # The image's /tgi-entrypoint.sh activates the venv and execs the launcher with these args.
+        command=None,
         args=args,
         env=[{"name": "HF_HOME", "value": HF_HOME}, {"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "0"}],
         volume_mounts=mounts,
         # Weights download, shard start-up and warm-up all precede /health.
         startup_seconds=3600,
+        # The image's Python interpreter lives under /root (uv-managed); another uid cannot run it.
+        run_as_user=None,
     )
 
 

@@ -18,11 +18,11 @@ import re
 from collections.abc import Iterable
 
 from ..capacity import Requests, daemonset_overhead, explain_no_fit, fit, pool_types
-from ..checks import rule
+from ..checks import rule, warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
-from ..sizing import WEIGHTS_FRACTION, accelerator_types, replica_requests, weights
+from ..sizing import WEIGHTS_FRACTION, accelerator_types, replica_requests, tensor_parallel, weights
 from ..versions import IMAGES
 from .models import ENGINE_ACCELERATORS
 
@@ -156,6 +156,19 @@ def nim_credentials_stay_files(config: StackConfig) -> Iterable[Problem]:
                 key_path(["models", i, "nim", "imagePullSecret"]),
                 "the image-pull secret (a dockerconfigjson for nvcr.io) and the runtime model "
                 "credential are different Secrets with different roles; name two Secrets",
+            )
+
+
+@warning
+def neuron_devices_in_powers_of_two(config: StackConfig) -> Iterable[Problem]:
+    for i, model, pool in _placed(config):
+        apr = model.accelerators_per_replica
+        if pool.accelerator == "neuron" and apr & (apr - 1):
+            yield Problem(
+                key_path(["models", i, "acceleratorsPerReplica"]),
+                f"{apr} Neuron devices: Karpenter asks for power-of-two aws.amazon.com/neuron requests, "
+                f"and the tensor parallel degree ({tensor_parallel(model, pool)} NeuronCores) must divide "
+                f"the model's attention heads; 1, 2, 4 or 8 devices are the usual choices",
             )
 
 
