@@ -94,3 +94,33 @@ def test_an_engine_whose_module_has_not_landed_is_skipped():
         import components.serving.dynamo  # noqa: F401
     except ImportError:
         assert model_manifests(dynamo) is None
+
+
+def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
+    import pulumi
+    import pulumi_kubernetes as k8s
+
+    from components.models import Models, ModelsArgs
+
+    sections = example()
+    sections["addons"]["nimOperator"] = {"enabled": True}
+    sections["models"] = [m for m in sections["models"] if m["name"] == "llama-nim"]
+    config = config_of(sections)
+
+    @pulumi.runtime.test
+    def program():
+        provider = k8s.Provider("test-k8s", kubeconfig="{}")
+        operator = k8s.helm.v3.Release(
+            "nim-operator", chart="k8s-nim-operator", opts=pulumi.ResourceOptions(provider=provider)
+        )
+        Models(
+            "test-models",
+            ModelsArgs(config=config, provider=provider, installers={"nim-operator": operator}),
+        )
+
+    program()
+    release = next(r for r in mocks.records if r.type == "kubernetes:helm.sh/v3:Release")
+    crs = [r for r in mocks.records if r.type == "kubernetes:apps.nvidia.com/v1alpha1:NIMService"]
+    assert len(crs) == 1
+    assert release.urn in crs[0].depends_on, "the CR must wait for the release that installs its CRD"
+    assert "test-k8s" in crs[0].provider
