@@ -132,6 +132,7 @@ def test_nim_without_a_prepared_path_or_a_file_credential_is_refused():
     s = example()
     i, m = model(s, "llama-nim")
     del m["secrets"]
+    m["model"] = "meta/llama-3.1-8b-instruct"  # a model-specific NIM: its weights come from NGC
     found = problems(s)
     assert any(p.startswith(f"{P}models[{i}].secrets.ngcApiKey:") and "nim.modelPath" in p for p in found), found
 
@@ -192,3 +193,18 @@ def test_a_neuron_replica_holds_its_weights_in_host_memory():
     req = replica_requests(llama, pool, config.storage)
     assert req.memory_mib >= 8e9 * 2 * 1.25 / 2**20, "NxD Inference shards the checkpoint on the host"
     assert req.neuron == 1 and req.gpu == 0
+
+
+def test_nim_serving_a_public_hugging_face_model_needs_no_ngc_key():
+    s = example()
+    _, m = model(s, "llama-nim")
+    m["secrets"] = {"huggingFaceToken": "hf-token"}
+    parse_sections(s, "us-west-2")
+
+
+def test_a_replica_asking_for_accelerators_on_a_cpu_pool_is_refused():
+    s = example()
+    i, m = model(s, "qwen3-ollama")
+    m["acceleratorsPerReplica"] = 1
+    found = problems(s)
+    assert any(p.startswith(f"{P}models[{i}].acceleratorsPerReplica:") and "0" in p for p in found), found

@@ -61,6 +61,17 @@ def replica_fits_the_pool(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
+def no_accelerators_on_cpu_pools(config: StackConfig) -> Iterable[Problem]:
+    for i, model, pool in _placed(config):
+        if pool.accelerator == "none" and model.accelerators_per_replica > 0:
+            yield Problem(
+                key_path(["models", i, "acceleratorsPerReplica"]),
+                f"pool {pool.name} has no accelerators; set acceleratorsPerReplica: 0 to run on its "
+                f"CPUs, or choose a GPU pool",
+            )
+
+
+@rule
 def pool_limits_allow_one_replica(config: StackConfig) -> Iterable[Problem]:
     for i, model, pool in _placed(config):
         cap = pool.limits.accelerators
@@ -138,11 +149,13 @@ def nim_credentials_stay_files(config: StackConfig) -> Iterable[Problem]:
     for i, model in enumerate(config.models):
         if model.engine != "nim" or model.nim is None:
             continue
-        if model.nim.model_path is None and model.secrets.ngc_api_key is None:
+        from_ngc = model.model.startswith("ngc://") or "://" not in model.model
+        if model.nim.model_path is None and from_ngc and model.secrets.ngc_api_key is None:
             yield Problem(
                 key_path(["models", i, "secrets", "ngcApiKey"]),
-                "NIM must get its model somehow: set nim.modelPath to a prepared model directory, or "
-                "secrets.ngcApiKey to an existing Secret (key NGC_API_KEY) that is mounted as a file",
+                f"{model.model} downloads from NGC, which needs a credential: set nim.modelPath to a "
+                f"prepared model directory, or secrets.ngcApiKey to an existing Secret (key "
+                f"NGC_API_KEY) that is mounted as a file",
             )
         elif config.addons.nim_operator.enabled and model.secrets.ngc_api_key is None:
             yield Problem(
