@@ -25,6 +25,7 @@ from .scheduling import placement
 from .served import served_model
 from .storage.cache import CacheContext, cache_mount
 
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "NIMService")
 # Engine -> the add-on whose release installs the CRD of the custom resources it emits.
 CRD_INSTALLERS = {"nim": "nim-operator", "dynamo": "dynamo", "ray-serve": "kuberay"}
 
@@ -86,16 +87,23 @@ class Models(pulumi.ComponentResource):
     """The stack's model servers: workload, Service, PodDisruptionBudget and HPA per model."""
 
     skipped: list[str]
+    # model name -> (apiVersion, kind, name) of what was built for it: the scale target for
+    # AIBrix/KEDA (a StatefulSet or NIMService where served.scale_target assumes a Deployment).
+    workloads: dict[str, tuple[str, str, str]]
 
     def __init__(self, name: str, args: ModelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Models", name, None, opts)
         self.skipped = []
+        self.workloads = {}
         for model in args.config.models:
             spec = workload_spec(args, model)
             objs = model_manifests(spec) if spec else None
             if spec is None or objs is None:
                 self.skipped.append(model.name)
                 continue
+            work = next((o for o in objs if o["kind"] in WORKLOAD_KINDS), None)
+            if work is not None:
+                self.workloads[model.name] = (work["apiVersion"], work["kind"], work["metadata"]["name"])
             deps: list[pulumi.Resource] = []
             if ns := args.namespaces.get(spec.served.namespace):
                 deps.append(ns)

@@ -151,7 +151,7 @@ class Platform(pulumi.ComponentResource):
         """One workload per models[] entry (issue: inference engines)."""
         if not self.config.models:
             return
-        wiring.extra["models"] = Models(
+        models = Models(
             f"{name}-models",
             ModelsArgs(
                 config=self.config,
@@ -164,6 +164,9 @@ class Platform(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self),
         )
+        wiring.extra["models"] = models
+        # What each model became (Deployment, StatefulSet or NIMService), for scalers that target it.
+        wiring.extra["model_workloads"] = models.workloads
 
     def _model_addons(self, name: str, wiring: Wiring) -> None:
         """Per-model objects of the serving platforms: AIBrix adapters and autoscalers (issue: serving

@@ -107,15 +107,19 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
     sections["models"] = [m for m in sections["models"] if m["name"] == "llama-nim"]
     config = config_of(sections)
 
+    built: list[Models] = []
+
     @pulumi.runtime.test
     def program():
         provider = k8s.Provider("test-k8s", kubeconfig="{}")
         operator = k8s.helm.v3.Release(
             "nim-operator", chart="k8s-nim-operator", opts=pulumi.ResourceOptions(provider=provider)
         )
-        Models(
-            "test-models",
-            ModelsArgs(config=config, provider=provider, installers={"nim-operator": operator}),
+        built.append(
+            Models(
+                "test-models",
+                ModelsArgs(config=config, provider=provider, installers={"nim-operator": operator}),
+            )
         )
 
     program()
@@ -124,3 +128,4 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
     assert len(crs) == 1
     assert release.urn in crs[0].depends_on, "the CR must wait for the release that installs its CRD"
     assert "test-k8s" in crs[0].provider
+    assert built[0].workloads == {"llama-nim": ("apps.nvidia.com/v1alpha1", "NIMService", "llama-nim")}
