@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 from stacks.config import StackConfig
 
 from .cluster import Cluster, ClusterArgs
+from .models import Models, ModelsArgs
 from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
 from .served import served_models
@@ -179,6 +180,24 @@ class Platform(pulumi.ComponentResource):
 
     def _models(self, name: str, wiring: Wiring) -> None:
         """One workload per models[] entry (issue: inference engines)."""
+        if not self.config.models:
+            return
+        models = Models(
+            f"{name}-models",
+            ModelsArgs(
+                config=self.config,
+                provider=wiring.cluster.provider,
+                cache=wiring.extra.get("cache"),
+                neuron_scheduler=wiring.neuron_scheduler,
+                namespaces=dict(wiring.namespaces),
+                installers=dict(wiring.installers),
+                service_accounts=wiring.extra.get("model_service_accounts", {}),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        wiring.extra["models"] = models
+        # What each model became (Deployment, StatefulSet or NIMService), for scalers that target it.
+        wiring.extra["model_workloads"] = models.workloads
 
     def _model_addons(self, name: str, wiring: Wiring) -> None:
         """Per-model objects of the serving platforms: AIBrix adapters and autoscalers (issue: serving

@@ -41,7 +41,19 @@ ENGINES: dict[str, EngineFacts] = {
         ready_path="/api/version",
         metrics_path=None,  # Ollama exports no Prometheus metrics
         route_paths=("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/embeddings"),
-        management_paths=("/api/pull", "/api/delete", "/api/create", "/api/push", "/api/copy", "/api/blobs"),
+        # Model management and ollama.com account paths (server/routes.go at 0.34).
+        management_paths=(
+            "/api/pull",
+            "/api/delete",
+            "/api/create",
+            "/api/push",
+            "/api/copy",
+            "/api/blobs",
+            "/api/me",
+            "/api/signout",
+            "/api/user/keys",
+            "/api/experimental",
+        ),
         accelerators=("nvidia", "none"),
     ),
     "dynamo": EngineFacts(port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics"),

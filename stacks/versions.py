@@ -64,9 +64,12 @@ IMAGES: dict[str, Image] = {
     "sglang": Image("lmsysorg/sglang", "v0.5.19"),
     "tgi": Image("ghcr.io/huggingface/text-generation-inference", "3.3.7"),
     "ollama": Image("ollama/ollama", "0.34.0"),
-    "nim": Image("nvcr.io/nim/nvidia/llm-nim", "2.0.12"),
+    "nim": Image("nvcr.io/nim/nvidia/model-free-nim", "2.0.12"),
+    # NxD Inference path (vLLM 0.16 line) on Neuron SDK 2.32. DLC tags seen upstream for this line:
+    # 0.16.0-neuronx-py312-sdk2.{29.1,30.0,31.1}-ubuntu24.04; the 2.32 tag follows that pattern.
+    # The 0.2x tags (vllm-neuron beta plugin) are Trn2/Trn3 only.
     "neuron-vllm": Image(
-        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py311-sdk2.32.0-ubuntu22.04"
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py312-sdk2.32.0-ubuntu24.04"
     ),
     # --- serving platforms ---------------------------------------------------------------------
     "dynamo-vllm": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),

@@ -1,0 +1,346 @@
+"""The one workload shape every engine module fills in.
+
+A model becomes a Deployment (a StatefulSet when each replica needs its own cache volume), a
+ClusterIP Service, a PodDisruptionBudget and, with `autoscaling.owner: hpa`, an autoscaling/v2 HPA.
+Every pod gets: accelerator requests equal to limits and cpu/memory from stacks/sizing.py (the same
+figures the fit rule checks), its pool's tolerations, node selector and scheduler, a zone spread,
+memory-backed /dev/shm when a replica spans several accelerators, a startup probe sized for model
+loading, readiness and liveness on the engine's real health paths (stacks/engines.py), a restricted
+security context with writable caches on volumes, the model cache from the storage concern, and
+secrets mounted as files. Engine modules supply only what differs: command, args, env, extra
+volumes, run-as user and startup budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from stacks.capacity import Requests
+from stacks.engines import facts
+from stacks.sizing import container_resources, replica_requests
+
+from . import WorkloadSpec
+
+HOME = "/home/engine"
+HF_TOKEN_DIR = "/var/run/secrets/huggingface"
+HF_TOKEN_KEY = "token"  # the key the huggingFaceToken Secret must carry
+SHM_PATH = "/dev/shm"
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+AIBRIX_NAME = "model.aibrix.ai/name"
+AIBRIX_PORT = "model.aibrix.ai/port"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineContainer:
+    """What an engine module decides; everything else is common."""
+
+    # None keeps the image's ENTRYPOINT (args then run through it).
+    command: list[str] | None
+    args: list[str]
+    env: list[dict[str, Any]] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    volume_mounts: list[dict[str, Any]] = field(default_factory=list)
+    init_containers: list[dict[str, Any]] = field(default_factory=list)
+    # Seconds the startup probe allows before the kubelet restarts a still-loading server.
+    startup_seconds: int = 1800
+    # None keeps the image's user (images that need root, e.g. the Neuron DLC).
+    run_as_user: int | None = 1000
+    extra_ports: list[dict[str, Any]] = field(default_factory=list)
+    # The Hugging Face token file, when the engine downloads from the Hub itself.
+    uses_hf_token: bool = True
+    # False when the engine places models[].engineArgs itself (NIM puts them after nim-serve).
+    append_engine_args: bool = True
+    image_pull_secrets: list[str] = field(default_factory=list)
+
+
+def name_of(spec: WorkloadSpec) -> str:
+    return spec.served.service
+
+
+def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
+    labels = {**spec.labels, "app.kubernetes.io/name": name_of(spec), "inference-platform.io/model": spec.model.name}
+    if spec.config.addons.aibrix.enabled:
+        # AIBrix's gateway plugin and ModelAdapter podSelector find model pods by these labels.
+        labels[AIBRIX_NAME] = spec.served.served_model_name
+        labels[AIBRIX_PORT] = str(spec.served.port)
+    return labels
+
+
+def selector(spec: WorkloadSpec) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name_of(spec), "inference-platform.io/model": spec.model.name}
+
+
+def metadata(spec: WorkloadSpec, name: str | None = None) -> dict[str, Any]:
+    return {"name": name or name_of(spec), "namespace": spec.served.namespace, "labels": dict(spec.labels)}
+
+
+def requests(spec: WorkloadSpec) -> Requests:
+    return replica_requests(spec.model, spec.pool, spec.config.storage)
+
+
+def hf_token(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(volumes, mounts, env) for the Hugging Face token Secret, as a file and HF_TOKEN_PATH."""
+    secret = spec.model.secrets.hugging_face_token
+    if secret is None:
+        return [], [], []
+    volumes = [
+        {
+            "name": "hf-token",
+            "secret": {"secretName": secret, "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}]},
+        }
+    ]
+    mounts = [{"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True}]
+    env = [{"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"}]
+    return volumes, mounts, env
+
+
+def probes(spec: WorkloadSpec, startup_seconds: int) -> dict[str, Any]:
+    f = facts(spec.model.engine)
+    period = 10
+    return {
+        "startupProbe": {
+            "httpGet": {"path": f.ready_path, "port": "http"},
+            "periodSeconds": period,
+            "timeoutSeconds": 5,
+            "failureThreshold": max(6, startup_seconds // period),
+        },
+        "readinessProbe": {
+            "httpGet": {"path": f.ready_path, "port": "http"},
+            "periodSeconds": period,
+            "timeoutSeconds": 5,
+            "failureThreshold": 3,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": f.health_path, "port": "http"},
+            "periodSeconds": 15,
+            "timeoutSeconds": 10,
+            "failureThreshold": 4,
+        },
+    }
+
+
+def security_context(run_as_user: int | None) -> dict[str, Any]:
+    ctx: dict[str, Any] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    if run_as_user is not None:
+        ctx.update({"runAsNonRoot": True, "runAsUser": run_as_user, "runAsGroup": run_as_user})
+    return ctx
+
+
+def topology_spread(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    # ScheduleAnyway: accelerators are scarce; a skewed replica beats a Pending one.
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": selector(spec)},
+        }
+        for key in (ZONE, HOSTNAME)
+    ]
+
+
+def shm_volume(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """NCCL and the engines' worker processes share tensors through /dev/shm; the container
+    runtime's 64Mi default breaks a tensor-parallel group."""
+    if spec.model.accelerators_per_replica <= 1:
+        return [], []
+    size = f"{min(16 * 1024, requests(spec).memory_mib // 4)}Mi"
+    return (
+        [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}],
+        [{"name": "dshm", "mountPath": SHM_PATH}],
+    )
+
+
+def helper_container(
+    spec: WorkloadSpec,
+    engine_run_as: int | None,
+    *,
+    name: str,
+    command: list[str],
+    env: list[dict[str, Any]],
+    cpu: str = "1",
+    memory: str = "2Gi",
+) -> dict[str, Any]:
+    """A preparation container beside the engine: same image, cache and home, small resources."""
+    return {
+        "name": name,
+        "image": spec.image.ref,
+        "imagePullPolicy": "IfNotPresent",
+        "command": command,
+        "env": [{"name": "HOME", "value": HOME}, *spec.cache.env, *env],
+        "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}},
+        "volumeMounts": [{"name": "home", "mountPath": HOME}, *spec.cache.volume_mounts],
+        "securityContext": security_context(engine_run_as),
+    }
+
+
+def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
+    f = facts(spec.model.engine)
+    tok_vols, tok_mounts, tok_env = hf_token(spec) if engine.uses_hf_token else ([], [], [])
+    shm_vols, shm_mounts = shm_volume(spec)
+    ports = [{"name": "http", "containerPort": f.port, "protocol": "TCP"}, *engine.extra_ports]
+    container = {
+        "name": "engine",
+        "image": spec.image.ref,
+        "imagePullPolicy": "IfNotPresent",
+        **({"command": engine.command} if engine.command else {}),
+        "args": [*engine.args, *(spec.model.engine_args if engine.append_engine_args else [])],
+        "ports": ports,
+        "env": [{"name": "HOME", "value": HOME}, *spec.cache.env, *tok_env, *engine.env],
+        "resources": container_resources(requests(spec)),
+        "volumeMounts": [
+            {"name": "home", "mountPath": HOME},
+            *spec.cache.volume_mounts,
+            *shm_mounts,
+            *tok_mounts,
+            *engine.volume_mounts,
+        ],
+        "securityContext": security_context(engine.run_as_user),
+        **probes(spec, engine.startup_seconds),
+    }
+    pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if engine.run_as_user is not None:
+        pod_security.update({"runAsNonRoot": True, "fsGroup": engine.run_as_user})
+    pod_spec: dict[str, Any] = {
+        "securityContext": pod_security,
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": 60,
+        "topologySpreadConstraints": topology_spread(spec),
+        "initContainers": [*spec.cache.init_containers, *engine.init_containers],
+        "containers": [container],
+        "volumes": [
+            {"name": "home", "emptyDir": {}},
+            *spec.cache.volumes,
+            *shm_vols,
+            *tok_vols,
+            *engine.volumes,
+        ],
+    }
+    if engine.image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": n} for n in engine.image_pull_secrets]
+    if spec.service_account:
+        pod_spec["serviceAccountName"] = spec.service_account
+    if not pod_spec["initContainers"]:
+        del pod_spec["initContainers"]
+    pod_spec = spec.placement.apply(pod_spec)
+    annotations = {}
+    if f.metrics_path:
+        annotations = {
+            "prometheus.io/scrape": "true",
+            "prometheus.io/path": f.metrics_path,
+            "prometheus.io/port": str(f.metrics_port or f.port),
+        }
+    meta: dict[str, Any] = {"labels": pod_labels(spec)}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"metadata": meta, "spec": pod_spec}
+
+
+def _claim_templates(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """Turn generic ephemeral volumes into StatefulSet claim templates, so each replica keeps its
+    own cache across restarts instead of re-downloading."""
+    claims, kept = [], []
+    for volume in template["spec"]["volumes"]:
+        tmpl = (volume.get("ephemeral") or {}).get("volumeClaimTemplate")
+        if tmpl is None:
+            kept.append(volume)
+        else:
+            claims.append({"metadata": {"name": volume["name"]}, "spec": tmpl["spec"]})
+    template["spec"]["volumes"] = kept
+    return claims
+
+
+def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
+    template = pod_template(spec, engine)
+    replicas = spec.model.replicas
+    if spec.model.autoscaling.owner == "hpa":
+        replicas = max(replicas, spec.model.autoscaling.min_replicas)
+    body: dict[str, Any] = {
+        "selector": {"matchLabels": selector(spec)},
+        "template": template,
+        "revisionHistoryLimit": 3,
+    }
+    if spec.model.autoscaling.owner in ("none", "hpa"):
+        body["replicas"] = replicas  # other owners (AIBrix, KEDA) set it themselves
+    if spec.cache.per_replica:
+        claims = _claim_templates(template)
+        body.update(
+            {
+                "serviceName": name_of(spec),
+                # Replicas are independent servers: ordered start would make each wait for the last.
+                "podManagementPolicy": "Parallel",
+                "updateStrategy": {"type": "RollingUpdate"},
+            }
+        )
+        if claims:
+            body["volumeClaimTemplates"] = claims
+        return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": metadata(spec), "spec": body}
+    # Surge would need a spare accelerator node per replica; replace one at a time instead.
+    body["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(spec), "spec": body}
+
+
+def service(spec: WorkloadSpec) -> dict[str, Any]:
+    f = facts(spec.model.engine)
+    ports = [{"name": "http", "port": spec.served.port, "targetPort": "http", "protocol": "TCP"}]
+    if f.metrics_port and f.metrics_port != f.port:
+        ports.append({"name": "metrics", "port": f.metrics_port, "targetPort": f.metrics_port, "protocol": "TCP"})
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(spec),
+        "spec": {"type": "ClusterIP", "selector": selector(spec), "ports": ports},
+    }
+
+
+def disruption_budget(spec: WorkloadSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": metadata(spec),
+        # Karpenter consolidation and node upgrades take one replica at a time.
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector(spec)}},
+    }
+
+
+def autoscaler(spec: WorkloadSpec, kind: str) -> dict[str, Any]:
+    a = spec.model.autoscaling
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": metadata(spec),
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": kind, "name": name_of(spec)},
+            "minReplicas": max(1, a.min_replicas),
+            "maxReplicas": a.max_replicas,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": a.metric.replace(":", "_")},
+                        "target": {"type": "AverageValue", "averageValue": a.target_value},
+                    },
+                }
+            ],
+            # Model servers take minutes to start: scale up promptly, down slowly.
+            "behavior": {
+                "scaleUp": {"stabilizationWindowSeconds": 0},
+                "scaleDown": {"stabilizationWindowSeconds": 600},
+            },
+        },
+    }
+
+
+def manifests(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any]]:
+    """Workload, Service, PodDisruptionBudget and (autoscaling.owner: hpa) HPA for one model."""
+    work = workload(spec, engine)
+    objs = [work, service(spec), disruption_budget(spec)]
+    if spec.model.autoscaling.owner == "hpa":
+        objs.append(autoscaler(spec, work["kind"]))
+    return objs

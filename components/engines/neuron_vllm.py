@@ -1,0 +1,56 @@
+"""vLLM on AWS Inferentia2 (and Trainium) through the NxD Inference plugin path.
+
+Neuron SDK 2.32 documents two paths: the NxD Inference plugin with vLLM 0.16 for Inf2/Trn1/Trn2
+(this module, on the Neuron DLC `pytorch-inference-vllm-neuronx`), and the vLLM Neuron beta for
+Trn2/Trn3 only, which stacks/rules/engines.py refuses on inf2. The pod asks for whole
+`aws.amazon.com/neuron` devices (`acceleratorsPerReplica`); the tensor parallel degree is the
+NeuronCores those devices hold (2 per Inferentia2 device). It uses the Neuron scheduler extension
+when installed. Compiled artifacts (NEFFs) live on their own volume, apart from the weights, keyed
+by model, revision and TP degree, so a recompile never mixes with the downloaded model. The DLC runs
+as root (Neuron runtime and device access); privilege escalation and capabilities stay off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.sizing import tensor_parallel
+
+from . import WorkloadSpec
+from .common import EngineContainer
+from .common import manifests as workload_manifests
+from .vllm import served_args
+
+ARTIFACTS = "/neuron-artifacts"
+ARTIFACTS_SIZE = "20Gi"
+# Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours
+# and may not fit device memory. Override with engineArgs (the last flag wins).
+MAX_NUM_SEQS = 8
+
+
+def artifacts_dir(spec: WorkloadSpec) -> str:
+    m = spec.model
+    return f"{ARTIFACTS}/{m.name}/{m.revision or 'latest'}/tp{tensor_parallel(m, spec.pool)}"
+
+
+def container(spec: WorkloadSpec) -> EngineContainer:
+    return EngineContainer(
+        command=["vllm", "serve"],
+        args=[*served_args(spec, spec.model.model), "--max-num-seqs", str(MAX_NUM_SEQS)],
+        env=[
+            {"name": "HF_HOME", "value": spec.cache.model_dir},
+            {"name": "VLLM_NEURON_FRAMEWORK", "value": "neuronx-distributed-inference"},
+            {"name": "NEURON_COMPILED_ARTIFACTS", "value": artifacts_dir(spec)},
+            {"name": "NEURON_COMPILE_CACHE_URL", "value": f"{ARTIFACTS}/compile-cache"},
+            {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+        ],
+        volumes=[{"name": "neuron-artifacts", "emptyDir": {"sizeLimit": ARTIFACTS_SIZE}}],
+        volume_mounts=[{"name": "neuron-artifacts", "mountPath": ARTIFACTS}],
+        # First start compiles the model for the Neuron devices before serving.
+        startup_seconds=3600,
+        run_as_user=None,
+    )
+
+
+def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    return workload_manifests(spec, container(spec))

@@ -1,0 +1,54 @@
+"""SGLang on NVIDIA GPUs: `python3 -m sglang.launch_server` for one model.
+
+Model path and pinned revision, tensor parallel size = `acceleratorsPerReplica`, host 0.0.0.0 so the
+Service reaches it, Prometheus metrics enabled (/metrics on the serving port) and the grammar
+backend from `models[].sglang.grammarBackend` (xgrammar by default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.engines import facts
+from stacks.sizing import tensor_parallel
+
+from . import WorkloadSpec
+from .common import EngineContainer
+from .common import manifests as workload_manifests
+
+
+def container(spec: WorkloadSpec) -> EngineContainer:
+    m = spec.model
+    grammar = m.sglang.grammar_backend if m.sglang else "xgrammar"
+    args = [
+        "--model-path",
+        m.model,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(facts("sglang").port),
+        "--served-model-name",
+        spec.served.served_model_name,
+        "--tp-size",
+        str(tensor_parallel(m, spec.pool)),
+        "--enable-metrics",
+        "--grammar-backend",
+        grammar,
+        "--download-dir",
+        spec.cache.model_dir,
+    ]
+    if m.revision:
+        args += ["--revision", m.revision]
+    if m.max_model_len:
+        args += ["--context-length", str(m.max_model_len)]
+    if m.trust_remote_code:
+        args.append("--trust-remote-code")
+    return EngineContainer(
+        command=["python3", "-m", "sglang.launch_server"],
+        args=args,
+        env=[{"name": "HF_HOME", "value": spec.cache.model_dir}],
+    )
+
+
+def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    return workload_manifests(spec, container(spec))

@@ -1,0 +1,67 @@
+"""Hugging Face TGI on NVIDIA GPUs, for existing deployments only.
+
+TGI is in maintenance mode upstream: the config refuses it unless `tgi.acceptMaintenanceMode: true`,
+and `tgi.quantize: awq|gptq` only for weights already in that format (stacks/config/models.py).
+`text-generation-launcher` with the pinned revision, one shard per GPU, the hub cache on the model
+volume and a long startup deadline (downloads and warm-up run before /health answers). The token is
+mounted as a file both at HF_TOKEN_PATH (Python shards) and as `$HF_HOME/token`, where the Rust
+router's hub client looks for it. Checked against v3.3.7: the image's entrypoint execs
+`text-generation-launcher "$@"`, /health and /metrics are served on the main port (the launcher
+also opens a Prometheus listener on 9000), and the image runs as root.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.engines import facts
+
+from . import WorkloadSpec
+from .common import HF_TOKEN_KEY, HOME, EngineContainer
+from .common import manifests as workload_manifests
+
+HF_HOME = f"{HOME}/.cache/huggingface"
+
+
+def container(spec: WorkloadSpec) -> EngineContainer:
+    m = spec.model
+    args = [
+        "--model-id",
+        m.model,
+        "--hostname",
+        "0.0.0.0",
+        "--port",
+        str(facts("tgi").port),
+        "--num-shard",
+        str(max(1, m.accelerators_per_replica)),
+        "--huggingface-hub-cache",
+        spec.cache.model_dir,
+    ]
+    if m.revision:
+        args += ["--revision", m.revision]
+    if m.max_model_len:
+        args += ["--max-total-tokens", str(m.max_model_len), "--max-input-tokens", str(m.max_model_len - 1)]
+    if m.tgi and m.tgi.quantize:
+        args += ["--quantize", m.tgi.quantize]
+    if m.trust_remote_code:
+        args.append("--trust-remote-code")
+    mounts = []
+    if m.secrets.hugging_face_token:
+        mounts.append(
+            {"name": "hf-token", "mountPath": f"{HF_HOME}/{HF_TOKEN_KEY}", "subPath": HF_TOKEN_KEY, "readOnly": True}
+        )
+    return EngineContainer(
+        # The image's /tgi-entrypoint.sh activates the venv and execs the launcher with these args.
+        command=None,
+        args=args,
+        env=[{"name": "HF_HOME", "value": HF_HOME}, {"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "0"}],
+        volume_mounts=mounts,
+        # Weights download, shard start-up and warm-up all precede /health.
+        startup_seconds=3600,
+        # The image's Python interpreter lives under /root (uv-managed); another uid cannot run it.
+        run_as_user=None,
+    )
+
+
+def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    return workload_manifests(spec, container(spec))

@@ -1,0 +1,59 @@
+"""vLLM on NVIDIA GPUs: the OpenAI-compatible server (`vllm serve`) for one model.
+
+Pinned model revision, tensor parallel size = `acceleratorsPerReplica`, `maxModelLen`, and
+`--trust-remote-code` only when the model entry opts in (it runs code from the model repository).
+Health at /health, Prometheus metrics at /metrics on the serving port (stacks/engines.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.engines import facts
+from stacks.sizing import tensor_parallel
+
+from . import WorkloadSpec
+from .common import EngineContainer
+from .common import manifests as workload_manifests
+
+
+def served_args(spec: WorkloadSpec, model_ref: str) -> list[str]:
+    """The vLLM flags the platform manages (shared with neuron-vllm)."""
+    m = spec.model
+    args = [
+        model_ref,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(facts(m.engine).port),
+        "--served-model-name",
+        spec.served.served_model_name,
+        "--tensor-parallel-size",
+        str(tensor_parallel(m, spec.pool)),
+        "--download-dir",
+        spec.cache.model_dir,
+    ]
+    if m.revision:
+        args += ["--revision", m.revision]
+    if m.max_model_len:
+        args += ["--max-model-len", str(m.max_model_len)]
+    if m.trust_remote_code:
+        args.append("--trust-remote-code")
+    return args
+
+
+def container(spec: WorkloadSpec) -> EngineContainer:
+    return EngineContainer(
+        command=["vllm", "serve"],
+        args=served_args(spec, spec.model.model),
+        env=[
+            {"name": "HF_HOME", "value": spec.cache.model_dir},
+            # Usage stats phone home by default; a platform does not.
+            {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+            {"name": "DO_NOT_TRACK", "value": "1"},
+        ],
+    )
+
+
+def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    return workload_manifests(spec, container(spec))

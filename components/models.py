@@ -1,0 +1,132 @@
+"""Models: one serving workload per `models[]` entry of the stack file.
+
+For each model it builds the WorkloadSpec (image from the versions catalog overridden by
+`models[].image`, placement on its pool, the model cache from the storage concern, the served-model
+facts) and applies what the engine module returns (components/engines). Engines built by the
+serving-platform concern (dynamo, ray-serve) are applied the same way once their modules exist.
+A custom resource (NIMService) waits for the add-on that installs its CRD.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config import ModelSection, StackConfig
+from stacks.versions import IMAGES, Image
+
+from . import engines
+from .k8s import apply
+from .naming import TOKEN, labels
+from .scheduling import placement
+from .served import served_model
+from .storage.cache import CacheContext, cache_mount
+
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "NIMService")
+# Engine -> the add-on whose release installs the CRD of the custom resources it emits.
+CRD_INSTALLERS = {"nim": "nim-operator", "dynamo": "dynamo", "ray-serve": "kuberay"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelsArgs:
+    config: StackConfig
+    provider: k8s.Provider
+    cache: CacheContext | None = None
+    neuron_scheduler: pulumi.Input[str] | None = None
+    namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
+    installers: dict[str, pulumi.Resource] = field(default_factory=dict)
+    service_accounts: dict[str, str] = field(default_factory=dict)  # model name -> service account
+
+
+def model_image(model: ModelSection) -> Image:
+    """The catalog image for the engine, overridden per model by repository, tag and digest."""
+    base = IMAGES.get(model.engine, Image("", ""))
+    override = model.image
+    repository = override.repository or base.repository
+    tag = override.tag or base.tag
+    # A digest belongs to one repository and tag; keep the catalog's only if neither changed.
+    keep = override.repository is None and override.tag is None
+    digest = override.digest or (base.digest if keep else None)
+    return Image(repository, tag, digest)
+
+
+def workload_spec(args: ModelsArgs, model: ModelSection) -> engines.WorkloadSpec | None:
+    """Everything the engine module needs; None when the pool is unknown (validation refuses that)."""
+    config = args.config
+    pool = config.pool(model.pool)
+    if pool is None:
+        return None
+    ctx = args.cache or CacheContext(storage=config.storage)
+    served = served_model(config, model)
+    return engines.WorkloadSpec(
+        config=config,
+        model=model,
+        pool=pool,
+        served=served,
+        placement=placement(pool, args.neuron_scheduler),  # type: ignore[arg-type]
+        cache=cache_mount(ctx, model, pool),
+        image=model_image(model),
+        labels=labels(served.service, model.name, **{"inference-platform.io/engine": model.engine}),
+        service_account=args.service_accounts.get(model.name),
+    )
+
+
+def model_manifests(spec: engines.WorkloadSpec) -> list[dict[str, Any]] | None:
+    """The engine module's objects, or None when the engine's module has not landed yet."""
+    try:
+        module = engines.engine_module(spec.model.engine)
+    except ImportError:
+        return None
+    return list(module.manifests(spec))
+
+
+class Models(pulumi.ComponentResource):
+    """The stack's model servers: workload, Service, PodDisruptionBudget and HPA per model."""
+
+    skipped: list[str]
+    # model name -> (apiVersion, kind, name) of what was built for it: the scale target for
+    # AIBrix/KEDA (a StatefulSet or NIMService where served.scale_target assumes a Deployment).
+    workloads: dict[str, tuple[str, str, str]]
+
+    def __init__(self, name: str, args: ModelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:Models", name, None, opts)
+        self.skipped = []
+        self.workloads = {}
+        for model in args.config.models:
+            spec = workload_spec(args, model)
+            objs = model_manifests(spec) if spec else None
+            if spec is None or objs is None:
+                self.skipped.append(model.name)
+                continue
+            work = next((o for o in objs if o["kind"] in WORKLOAD_KINDS), None)
+            if work is not None:
+                self.workloads[model.name] = (work["apiVersion"], work["kind"], work["metadata"]["name"])
+            deps: list[pulumi.Resource] = []
+            if ns := args.namespaces.get(spec.served.namespace):
+                deps.append(ns)
+            for obj in objs:
+                obj_deps = list(deps)
+                installer = CRD_INSTALLERS.get(model.engine)
+                if not _is_core(obj) and installer:
+                    if installer in args.installers:
+                        obj_deps.append(args.installers[installer])
+                    else:
+                        pulumi.log.warn(
+                            f"{obj['kind']} {obj['metadata']['name']}: no installer for the {installer} "
+                            f"CRD is wired; the object will fail to apply until it is installed",
+                            self,
+                        )
+                apply(
+                    obj,
+                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=obj_deps),
+                    name=f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",
+                )
+        self.register_outputs({"skipped": self.skipped})
+
+
+def _is_core(obj: dict[str, Any]) -> bool:
+    group = obj["apiVersion"].rpartition("/")[0]
+    return group in ("", "apps", "policy", "autoscaling")

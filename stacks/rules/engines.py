@@ -1,0 +1,220 @@
+"""Engine rules: a model replica can run where the stack puts it.
+
+- the replica's requests (stacks/sizing.py, the same figures the engine modules deploy) fit at least
+  one instance type of its pool after Karpenter's overheads and the platform's DaemonSets;
+- the pool's limits allow at least one replica;
+- with `parameters` and `dtype`, the weights fit the replica's accelerator memory with headroom for
+  the KV cache, on every instance type of the pool that could host it (Karpenter picks the cheapest);
+- neuron-vllm runs on Inferentia2 or Trainium, through the NxD Inference path on Inferentia2 (the
+  vLLM Neuron beta is Trn2/Trn3 only);
+- NIM gets its model without a credential in the environment: a prepared model path or a
+  file-mounted NGC key, and an image-pull secret distinct from that key.
+Engine x accelerator lives in stacks/rules/models.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..capacity import Requests, daemonset_overhead, explain_no_fit, fit, pool_types
+from ..checks import rule, warning
+from ..config import ModelSection, StackConfig
+from ..config.pools import NodePoolSection
+from ..errors import Problem, key_path
+from ..sizing import WEIGHTS_FRACTION, accelerator_types, replica_requests, tensor_parallel, weights
+from ..versions import IMAGES
+from .models import ENGINE_ACCELERATORS
+
+# Engines this module builds as plain workloads (dynamo and ray-serve are sized by their operators).
+WORKLOAD_ENGINES = ("vllm", "sglang", "nim", "tgi", "ollama", "neuron-vllm")
+NEURON_FAMILIES = ("inf2", "trn1", "trn1n", "trn2", "trn3")
+# vLLM Neuron beta (the vllm-neuron plugin, vLLM 0.24+ DLCs): Trn2/Trn3 only (Neuron SDK 2.32 notes).
+_BETA_TAG = re.compile(r"^0\.(1[7-9]|[2-9][0-9])\.")
+
+
+def _placed(config: StackConfig) -> Iterable[tuple[int, ModelSection, NodePoolSection]]:
+    for i, model in enumerate(config.models):
+        pool = config.pool(model.pool)
+        if pool is None or model.engine not in WORKLOAD_ENGINES:
+            continue
+        if pool.accelerator not in ENGINE_ACCELERATORS[model.engine]:
+            continue  # stacks/rules/models.py reports the engine on the wrong accelerator
+        yield i, model, pool
+
+
+@rule
+def replica_fits_the_pool(config: StackConfig) -> Iterable[Problem]:
+    for i, model, pool in _placed(config):
+        if pool.accelerator == "none" and not pool_types(pool):
+            continue  # CPU types are not in the accelerator hardware catalog
+        requests = replica_requests(model, pool, config.storage)
+        report = fit(requests, pool, daemonset_overhead(pool))
+        if not report.ok:
+            what = (
+                f"a replica of {model.name} ({model.accelerators_per_replica} "
+                f"{'GPU' if pool.accelerator == 'nvidia' else 'Neuron device'}(s), "
+                f"{requests.cpu_m}m cpu, {requests.memory_mib}Mi memory)"
+            )
+            key = "acceleratorsPerReplica" if not accelerator_types(model, pool) else "resources"
+            yield Problem(key_path(["models", i, key]), explain_no_fit(what, requests, pool, report))
+
+
+@rule
+def no_accelerators_on_cpu_pools(config: StackConfig) -> Iterable[Problem]:
+    for i, model, pool in _placed(config):
+        if pool.accelerator == "none" and model.accelerators_per_replica > 0:
+            yield Problem(
+                key_path(["models", i, "acceleratorsPerReplica"]),
+                f"pool {pool.name} has no accelerators; set acceleratorsPerReplica: 0 to run on its "
+                f"CPUs, or choose a GPU pool",
+            )
+
+
+@rule
+def pool_limits_allow_one_replica(config: StackConfig) -> Iterable[Problem]:
+    for i, model, pool in _placed(config):
+        cap = pool.limits.accelerators
+        if cap is not None and model.accelerators_per_replica > cap:
+            yield Problem(
+                key_path(["models", i, "acceleratorsPerReplica"]),
+                f"one replica needs {model.accelerators_per_replica} accelerators but pool {pool.name} "
+                f"is limited to {cap} (nodePools[].limits.accelerators); raise the limit or use fewer "
+                f"accelerators per replica",
+            )
+        requests = replica_requests(model, pool, config.storage)
+        if pool.limits.cpu is not None and requests.cpu_m > _cpu_m(pool.limits.cpu):
+            yield Problem(
+                key_path(["models", i, "resources", "cpu"]),
+                f"one replica requests {requests.cpu_m}m cpu but pool {pool.name} is limited to "
+                f"{pool.limits.cpu}; raise nodePools[].limits.cpu or lower resources.cpu",
+            )
+
+
+def _cpu_m(quantity: str) -> int:
+    if quantity.endswith("m"):
+        return int(float(quantity[:-1]))
+    return int(float(re.sub(r"[A-Za-z]+$", "", quantity)) * 1000)
+
+
+@rule
+def weights_fit_accelerator_memory(config: StackConfig) -> Iterable[Problem]:
+    for i, model, pool in _placed(config):
+        w = weights(model)
+        types = accelerator_types(model, pool)
+        if w is None or not types or model.accelerators_per_replica == 0:
+            continue
+        apr = model.accelerators_per_replica
+        small = min(types, key=lambda t: t.memory_per_accelerator_gib)
+        total = apr * small.memory_per_accelerator_gib
+        usable = total * WEIGHTS_FRACTION
+        if w.gib > usable:
+            unit = small.gpu_name or small.neuron_accelerator or "accelerator"
+            need = -(-w.gib // (small.memory_per_accelerator_gib * WEIGHTS_FRACTION))
+            yield Problem(
+                key_path(["models", i, "acceleratorsPerReplica"]),
+                f"weights do not fit: {model.parameters} parameters x {w.bytes / w.parameters:g} bytes "
+                f"({w.dtype}) = {w.gib:.1f} GiB, but {apr} x {small.memory_per_accelerator_gib:g} GiB "
+                f"({unit} on {small.name}) = {total:.1f} GiB, of which {WEIGHTS_FRACTION:.0%} "
+                f"({usable:.1f} GiB) may hold weights, leaving the rest for the KV cache. Use at least "
+                f"{int(need)} accelerators per replica on a type that has them, larger accelerators, "
+                f"or a smaller dtype",
+            )
+
+
+@rule
+def neuron_vllm_on_inferentia_or_trainium(config: StackConfig) -> Iterable[Problem]:
+    for i, model, pool in _placed(config):
+        if model.engine != "neuron-vllm":
+            continue
+        types = accelerator_types(model, pool) or []
+        wrong = sorted({t.family for t in types if t.family not in NEURON_FAMILIES})
+        if wrong:
+            yield Problem(
+                key_path(["models", i, "pool"]),
+                f"neuron-vllm runs on inf2 or trn instance types; pool {pool.name} allows {', '.join(wrong)}",
+            )
+        tag = model.image.tag or IMAGES["neuron-vllm"].tag
+        if _BETA_TAG.match(tag) and any(t.family == "inf2" for t in types):
+            yield Problem(
+                key_path(["models", i, "image", "tag"]),
+                f"{tag} is a vLLM Neuron beta (vllm-neuron plugin) image, which supports Trn2/Trn3 "
+                f"only; on inf2 use the NxD Inference DLC ({IMAGES['neuron-vllm'].tag}) or move the "
+                f"model to a trn2 pool",
+            )
+
+
+@rule
+def nim_credentials_stay_files(config: StackConfig) -> Iterable[Problem]:
+    for i, model in enumerate(config.models):
+        if model.engine != "nim" or model.nim is None:
+            continue
+        from_ngc = model.model.startswith("ngc://") or "://" not in model.model
+        if model.nim.model_path is None and from_ngc and model.secrets.ngc_api_key is None:
+            yield Problem(
+                key_path(["models", i, "secrets", "ngcApiKey"]),
+                f"{model.model} downloads from NGC, which needs a credential: set nim.modelPath to a "
+                f"prepared model directory, or secrets.ngcApiKey to an existing Secret (key "
+                f"NGC_API_KEY) that is mounted as a file",
+            )
+        elif config.addons.nim_operator.enabled and model.secrets.ngc_api_key is None:
+            yield Problem(
+                key_path(["models", i, "secrets", "ngcApiKey"]),
+                "a NIMService (addons.nimOperator.enabled) requires authSecret: set secrets.ngcApiKey "
+                "to an existing Secret holding NGC_API_KEY, or turn the operator off to run NIM from "
+                "the prepared nim.modelPath without a credential",
+            )
+        if model.secrets.ngc_api_key is not None and model.secrets.ngc_api_key == model.nim.image_pull_secret:
+            yield Problem(
+                key_path(["models", i, "nim", "imagePullSecret"]),
+                "the image-pull secret (a dockerconfigjson for nvcr.io) and the runtime model "
+                "credential are different Secrets with different roles; name two Secrets",
+            )
+
+
+@warning
+def neuron_devices_in_powers_of_two(config: StackConfig) -> Iterable[Problem]:
+    for i, model, pool in _placed(config):
+        apr = model.accelerators_per_replica
+        if pool.accelerator == "neuron" and apr & (apr - 1):
+            yield Problem(
+                key_path(["models", i, "acceleratorsPerReplica"]),
+                f"{apr} Neuron devices: Karpenter asks for power-of-two aws.amazon.com/neuron requests, "
+                f"and the tensor parallel degree ({tensor_parallel(model, pool)} NeuronCores) must divide "
+                f"the model's attention heads; 1, 2, 4 or 8 devices are the usual choices",
+            )
+
+
+# Prefix of each engine's Prometheus metric names, and a queue-depth metric to scale on.
+QUEUE_METRICS = {
+    "vllm": ("vllm:", "vllm:num_requests_waiting"),
+    "neuron-vllm": ("vllm:", "vllm:num_requests_waiting"),
+    "nim": ("vllm:", "vllm:num_requests_waiting"),  # NIM 2.0 passes vLLM's own metrics through
+    "sglang": ("sglang:", "sglang:num_queue_reqs"),
+    "tgi": ("tgi_", "tgi_queue_size"),
+}
+
+
+@rule
+def hpa_scales_on_a_metric_the_engine_exports(config: StackConfig) -> Iterable[Problem]:
+    for i, model in enumerate(config.models):
+        if model.autoscaling.owner != "hpa" or model.engine not in WORKLOAD_ENGINES:
+            continue
+        known = QUEUE_METRICS.get(model.engine)
+        if known is None:
+            yield Problem(
+                key_path(["models", i, "autoscaling", "owner"]),
+                f"engine {model.engine} exports no Prometheus metrics to scale on; use owner: none "
+                f"and a fixed replicas count",
+            )
+        elif not model.autoscaling.metric.startswith(known[0]):
+            yield Problem(
+                key_path(["models", i, "autoscaling", "metric"]),
+                f"{model.autoscaling.metric} is not a metric engine {model.engine} exports; use one "
+                f"of its own, e.g. {known[1]}",
+            )
+
+
+def requests_of(config: StackConfig, model: ModelSection) -> Requests | None:
+    pool = config.pool(model.pool)
+    return None if pool is None else replica_requests(model, pool, config.storage)

@@ -1,0 +1,172 @@
+"""Replica sizing: the ONE place that decides what a model replica requests.
+
+The engine builders put these figures into the container's resources and the fit rule
+(stacks/rules/engines.py) checks the very same figures against the pool's instance types, so what
+is validated is what is deployed. Pure functions over the validated config and the hardware
+catalog.
+
+- accelerators: `acceleratorsPerReplica` whole GPUs (`nvidia.com/gpu`) or whole Neuron devices
+  (`aws.amazon.com/neuron`); requests equal limits.
+- cpu and memory: `models[].resources` when given; otherwise the replica's share of the smallest
+  instance type of the pool that holds its accelerators (share = accelerators / accelerators on the
+  type), less the platform's DaemonSets and a 10% margin, so one replica per accelerator group
+  always fits. CPU-only pools get a fixed modest share. On Neuron the memory is at least the
+  weights plus room, since NxD Inference shards the checkpoint in host memory.
+- ephemeral storage: logs, home and compiler caches, plus the weights when the model cache lives on
+  the node's own disk (`storage.modelCache: local | none`).
+- weights: parameters x bytes per parameter of the dtype (shared/facts/CAPACITY.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .capacity import GIB, Requests, daemonset_overhead, pool_types
+from .config.models import ModelSection
+from .config.pools import NodePoolSection
+from .config.storage import StorageSection
+from .hardware import InstanceType
+
+BYTES_PER_PARAMETER = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+# Fraction of accelerator memory the weights may take; the rest is for the KV cache and activations.
+WEIGHTS_FRACTION = 0.75
+MARGIN = 0.9  # of a replica's share of the node, kept back for spikes and unlisted agents
+BASE_EPHEMERAL_MIB = 10 * GIB
+NEURON_ARTIFACTS_MIB = 20 * GIB  # compiled NEFFs when the artifact cache is node-local
+UNKNOWN_WEIGHTS_MIB = 50 * GIB  # weights on node disk with no `parameters` given
+CPU_POOL_CPU_M = 8000
+CPU_POOL_MEMORY_MIB = 32 * GIB
+
+
+@dataclass(frozen=True)
+class Weights:
+    parameters: int
+    dtype: str
+
+    @property
+    def bytes(self) -> float:
+        return self.parameters * BYTES_PER_PARAMETER[self.dtype]
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / 2**30
+
+
+def weights(model: ModelSection) -> Weights | None:
+    count = model.parameter_count
+    return Weights(count, model.dtype) if count is not None and model.dtype is not None else None
+
+
+def _quantity_m(cpu: str) -> int:
+    return int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
+
+
+def _quantity_mib(memory: str) -> int:
+    units = {"Mi": 1, "Gi": GIB, "Ti": GIB * 1024}
+    return int(memory[:-2]) * units[memory[-2:]]
+
+
+def accelerator_types(model: ModelSection, pool: NodePoolSection) -> list[InstanceType]:
+    """The pool's instance types that can hold one replica's accelerators."""
+    return [t for t in pool_types(pool) if t.accelerator_count >= model.accelerators_per_replica]
+
+
+def _share(model: ModelSection, pool: NodePoolSection) -> tuple[int, int]:
+    """(cpu millicores, memory MiB) of the replica's share of the smallest fitting type."""
+    overhead = daemonset_overhead(pool)
+    if pool.accelerator == "none" or model.accelerators_per_replica == 0:
+        types = pool_types(pool)
+        if not types:
+            return CPU_POOL_CPU_M, CPU_POOL_MEMORY_MIB
+        small = min(types, key=lambda t: (t.alloc_cpu_m, t.alloc_memory_mib))
+        cpu = min(CPU_POOL_CPU_M, int((small.alloc_cpu_m - overhead.cpu_m) * MARGIN))
+        mem = min(CPU_POOL_MEMORY_MIB, int((small.alloc_memory_mib - overhead.memory_mib) * MARGIN))
+    else:
+        types = accelerator_types(model, pool)
+        if not types:
+            return 0, 0  # no type holds the accelerators: the fit rule names that
+        shares = [
+            (
+                int((t.alloc_cpu_m - overhead.cpu_m) * MARGIN * model.accelerators_per_replica / t.accelerator_count),
+                int(
+                    (t.alloc_memory_mib - overhead.memory_mib)
+                    * MARGIN
+                    * model.accelerators_per_replica
+                    / t.accelerator_count
+                ),
+            )
+            for t in types
+        ]
+        cpu, mem = min(s[0] for s in shares), min(s[1] for s in shares)
+    # Round down to tidy quantities: 500m and 1Gi steps.
+    return max(500, cpu // 500 * 500), max(GIB, mem // GIB * GIB)
+
+
+def _ephemeral(model: ModelSection, pool: NodePoolSection, storage: StorageSection | None) -> int:
+    total = BASE_EPHEMERAL_MIB
+    on_node = storage is None or storage.model_cache in ("local", "none")
+    if on_node:
+        w = weights(model)
+        total += math.ceil(w.bytes * 1.1 / 2**20) if w else UNKNOWN_WEIGHTS_MIB
+        if pool.accelerator == "neuron":
+            total += NEURON_ARTIFACTS_MIB
+    return math.ceil(total / GIB) * GIB
+
+
+def host_memory_floor_mib(model: ModelSection, pool: NodePoolSection) -> int:
+    """Neuron (NxD Inference) loads and shards the whole checkpoint in host memory before it moves
+    it to the devices: the replica needs the weights plus working room in RAM."""
+    w = weights(model)
+    if pool.accelerator != "neuron" or w is None:
+        return 0
+    return math.ceil((w.bytes * 1.25 / 2**20 + 8 * GIB) / GIB) * GIB
+
+
+def replica_requests(model: ModelSection, pool: NodePoolSection, storage: StorageSection | None = None) -> Requests:
+    """What one replica of `model` requests on `pool` (accelerator requests equal limits)."""
+    cpu, mem = _share(model, pool)
+    mem = max(mem, host_memory_floor_mib(model, pool))
+    if model.resources.cpu:
+        cpu = _quantity_m(model.resources.cpu)
+    if model.resources.memory:
+        mem = _quantity_mib(model.resources.memory)
+    apr = model.accelerators_per_replica
+    return Requests(
+        cpu_m=cpu,
+        memory_mib=mem,
+        ephemeral_mib=_ephemeral(model, pool, storage),
+        gpu=apr if pool.accelerator == "nvidia" else 0,
+        neuron=apr if pool.accelerator == "neuron" else 0,
+    )
+
+
+def container_resources(requests: Requests) -> dict[str, dict[str, str]]:
+    """Kubernetes container resources: accelerators and memory with limits equal to requests
+    (no overcommit of what a model cannot live without); no CPU limit, so a busy tokenizer is never
+    throttled."""
+    req = {
+        "cpu": f"{requests.cpu_m}m",
+        "memory": f"{requests.memory_mib}Mi",
+        "ephemeral-storage": f"{requests.ephemeral_mib}Mi",
+    }
+    # No ephemeral-storage limit: an emptyDir model cache counts against it and would get the pod
+    # evicted mid-download; the request still reserves the space on the node.
+    lim = {"memory": req["memory"]}
+    for name, value in (("nvidia.com/gpu", requests.gpu), ("aws.amazon.com/neuron", requests.neuron)):
+        if value:
+            req[name] = lim[name] = str(value)
+    return {"requests": req, "limits": lim}
+
+
+def neuron_cores_per_device(pool: NodePoolSection) -> int:
+    """NeuronCores on one `aws.amazon.com/neuron` device of this pool (2 on Inferentia2)."""
+    per = {t.neuron_cores // t.neuron_devices for t in pool_types(pool) if t.neuron_devices}
+    return min(per) if per else 2
+
+
+def tensor_parallel(model: ModelSection, pool: NodePoolSection) -> int:
+    """Tensor-parallel degree: GPUs on NVIDIA; the NeuronCores of the requested devices on Neuron."""
+    if pool.accelerator == "neuron":
+        return model.accelerators_per_replica * neuron_cores_per_device(pool)
+    return max(1, model.accelerators_per_replica)

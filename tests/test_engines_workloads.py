@@ -1,0 +1,229 @@
+"""Each engine's workload as it would be applied: command, ports, probes, metrics, resources,
+placement, security and secrets (pure builders, from the engines example stack)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engines_helpers import config_of, engine_container, env_of, example, flag, objects
+
+CONFIG = config_of(example())
+
+
+def pod(objs):
+    return objs["Deployment"]["spec"]["template"]
+
+
+@pytest.mark.parametrize(
+    ("name", "port", "live", "ready", "metrics"),
+    [
+        ("qwen3-8b", 8000, "/health", "/health", "/metrics"),
+        ("qwen3-8b-sglang", 30000, "/health", "/health", "/metrics"),
+        ("llama-nim", 8000, "/v1/health/live", "/v1/health/ready", "/v1/metrics"),
+        ("mistral-awq-tgi", 8080, "/health", "/health", "/metrics"),
+        ("llama-inf2", 8000, "/health", "/health", "/metrics"),
+        ("qwen3-ollama", 11434, "/", "/api/version", None),
+    ],
+)
+def test_every_engine_serves_on_its_port_with_probes_on_its_real_health_paths(name, port, live, ready, metrics):
+    objs = objects(CONFIG, name)
+    c = engine_container(objs["Deployment"])
+    assert c["ports"][0] == {"name": "http", "containerPort": port, "protocol": "TCP"}
+    assert c["livenessProbe"]["httpGet"]["path"] == live, "liveness must hit the engine's own health path"
+    assert c["readinessProbe"]["httpGet"]["path"] == ready
+    assert c["startupProbe"]["httpGet"]["path"] == ready
+    startup = c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"]
+    assert startup >= 600, "model loading takes minutes; a short startup deadline restarts it forever"
+    annotations = pod(objs)["metadata"].get("annotations", {})
+    assert annotations.get("prometheus.io/path") == metrics, "scrapers must read the engine's metrics path"
+    svc = objs["Service"]
+    assert svc["spec"]["type"] == "ClusterIP" and svc["spec"]["ports"][0]["port"] == port
+    assert svc["spec"]["selector"] == objs["Deployment"]["spec"]["selector"]["matchLabels"]
+    assert objs["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1
+
+
+def test_vllm_runs_the_openai_server_with_the_pinned_revision_and_tp_equal_to_the_gpus():
+    c = engine_container(objects(CONFIG, "qwen3-8b")["Deployment"])
+    args = c["args"]
+    assert c["command"] == ["vllm", "serve"] and args[0] == "Qwen/Qwen3-8B"
+    assert flag(args, "--revision") == "b968826d9c46dd6066d109eabc6255188de91218"
+    assert flag(args, "--tensor-parallel-size") == "1"
+    assert flag(args, "--max-model-len") == "8192"
+    assert flag(args, "--host") == "0.0.0.0"
+    assert "--trust-remote-code" not in args, "remote code runs only when the stack opts in"
+
+
+def test_vllm_trusts_remote_code_only_when_the_model_entry_says_so():
+    sections = example()
+    sections["models"][0]["trustRemoteCode"] = True
+    args = engine_container(objects(config_of(sections), "qwen3-8b")["Deployment"])["args"]
+    assert "--trust-remote-code" in args
+
+
+def test_sglang_launches_with_tp_host_metrics_and_the_chosen_grammar_backend():
+    c = engine_container(objects(CONFIG, "qwen3-8b-sglang")["Deployment"])
+    args = c["args"]
+    assert c["command"] == ["python3", "-m", "sglang.launch_server"]
+    assert flag(args, "--model-path") == "Qwen/Qwen3-8B"
+    assert flag(args, "--revision") == "b968826d9c46dd6066d109eabc6255188de91218"
+    assert flag(args, "--tp-size") == "1"
+    assert flag(args, "--host") == "0.0.0.0", "bound to localhost the Service could not reach it"
+    assert "--enable-metrics" in args
+    assert flag(args, "--grammar-backend") == "llguidance"
+
+
+def test_sglang_defaults_to_xgrammar():
+    sections = example()
+    del sections["models"][1]["sglang"]
+    args = engine_container(objects(config_of(sections), "qwen3-8b-sglang")["Deployment"])["args"]
+    assert flag(args, "--grammar-backend") == "xgrammar"
+
+
+def test_nim_gets_an_explicit_profile_a_separate_pull_secret_and_its_key_only_as_a_file():
+    objs = objects(CONFIG, "llama-nim")
+    spec = pod(objs)["spec"]
+    c = engine_container(objs["Deployment"])
+    env = env_of(c)
+    assert env["NIM_MODEL_PROFILE"] == "replace-with-an-id-from-list-model-profiles"
+    assert spec["imagePullSecrets"] == [{"name": "ngc-registry"}]
+    assert "NGC_API_KEY" not in env, "the runtime credential is mounted as a file, never an env value"
+    vol = next(v for v in spec["volumes"] if v["name"] == "ngc-api-key")
+    assert vol["secret"]["secretName"] == "ngc-api-key"
+    assert any(m["name"] == "ngc-api-key" and m["readOnly"] for m in c["volumeMounts"])
+    assert "command" not in c, "the image's own entrypoint must still run"
+    assert "cat /var/run/secrets/ngc/NGC_API_KEY" in c["args"][2]
+    assert flag(c["args"], "--served-model-name") == "llama-nim", "serve flags follow nim-serve"
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "4"
+
+
+def test_nim_with_a_prepared_model_path_needs_no_credential_at_all():
+    sections = example()
+    nim = sections["models"][2]
+    nim["nim"]["modelPath"] = "/models/llama-nim/prepared"
+    del nim["secrets"]
+    c = engine_container(objects(config_of(sections), "llama-nim")["Deployment"])
+    assert env_of(c)["NIM_MODEL_PATH"] == "/models/llama-nim/prepared"
+    assert c["args"][:3] == ["nim-serve", "--served-model-name", "llama-nim"]
+    assert not any(m["name"] == "ngc-api-key" for m in c["volumeMounts"])
+
+
+def test_tgi_shards_over_its_gpus_quantizes_only_awq_weights_and_waits_long_for_startup():
+    c = engine_container(objects(CONFIG, "mistral-awq-tgi")["Deployment"])
+    args = c["args"]
+    assert "command" not in c, "the image entrypoint activates TGI's venv before the launcher"
+    assert flag(args, "--model-id") == "TheBloke/Mistral-7B-Instruct-v0.2-AWQ"
+    assert flag(args, "--num-shard") == "1"
+    assert flag(args, "--quantize") == "awq"
+    assert flag(args, "--hostname") == "0.0.0.0" and flag(args, "--port") == "8080"
+    probe = c["startupProbe"]
+    assert probe["periodSeconds"] * probe["failureThreshold"] >= 3600
+
+
+def test_ollama_listens_on_all_interfaces_and_pulls_in_a_bounded_preparation_step():
+    objs = objects(CONFIG, "qwen3-ollama")
+    spec = pod(objs)["spec"]
+    c = engine_container(objs["Deployment"])
+    env = env_of(c)
+    assert env["OLLAMA_HOST"] == "0.0.0.0:11434", "bound to localhost the Service could not reach it"
+    assert env["OLLAMA_MODELS"].startswith("/models/"), "models live on the model volume"
+    assert "lifecycle" not in c, "no postStart sleep pretending to wait for a pull"
+    pull = next(i for i in spec["initContainers"] if i["name"] == "pull-models")
+    script = pull["command"][-1]
+    assert "ollama pull" in script and "qwen3:8b" in script
+    assert "-ge 5" in script and "exit 1" in script, "pulls retry a bounded number of times, then fail"
+    assert "until ollama list" in script, "the pull waits for the private server to answer"
+    assert "nvidia.com/gpu" not in c["resources"]["requests"], "a CPU pool replica asks for no GPU"
+    assert c["resources"]["requests"]["cpu"] == "4000m" and c["resources"]["requests"]["memory"] == "16384Mi"
+
+
+def test_neuron_vllm_asks_for_whole_devices_and_uses_their_neuroncores_for_tensor_parallelism():
+    objs = objects(CONFIG, "llama-inf2", neuron_scheduler="neuron-scheduler")
+    spec = pod(objs)["spec"]
+    c = engine_container(objs["Deployment"])
+    res = c["resources"]
+    assert res["requests"]["aws.amazon.com/neuron"] == res["limits"]["aws.amazon.com/neuron"] == "1"
+    assert flag(c["args"], "--tensor-parallel-size") == "2", "one Inferentia2 device holds two NeuronCores"
+    env = env_of(c)
+    assert env["VLLM_NEURON_FRAMEWORK"] == "neuronx-distributed-inference"
+    assert env["NEURON_COMPILED_ARTIFACTS"].startswith("/neuron-artifacts/"), "artifacts apart from weights"
+    assert not env["NEURON_COMPILED_ARTIFACTS"].startswith(env["HF_HOME"])
+    assert spec["schedulerName"] == "neuron-scheduler"
+    assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert "sdk2.32" in c["image"] and ":0.16." in c["image"]
+
+
+def test_gpu_pods_tolerate_the_gpu_taint_land_on_their_pool_and_request_what_they_limit():
+    spec = pod(objects(CONFIG, "qwen3-8b"))["spec"]
+    c = engine_container({"spec": {"template": {"spec": spec}}})
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert spec["nodeSelector"] == {"inference-platform.io/pool": "gpu"}
+    res = c["resources"]
+    assert res["requests"]["nvidia.com/gpu"] == res["limits"]["nvidia.com/gpu"] == "1"
+    assert res["requests"]["memory"] == res["limits"]["memory"]
+    assert {t["topologyKey"] for t in spec["topologySpreadConstraints"]} >= {"topology.kubernetes.io/zone"}
+
+
+def test_the_hugging_face_token_is_a_mounted_file_named_by_hf_token_path():
+    c = engine_container(objects(CONFIG, "qwen3-8b")["Deployment"])
+    env = env_of(c)
+    assert env["HF_TOKEN_PATH"] == "/var/run/secrets/huggingface/token"
+    assert "HF_TOKEN" not in env, "a token is never an env value"
+    assert any(m["mountPath"] == "/var/run/secrets/huggingface" and m["readOnly"] for m in c["volumeMounts"])
+
+
+@pytest.mark.parametrize(
+    ("name", "non_root"),
+    [
+        ("qwen3-8b", True),
+        ("qwen3-8b-sglang", True),
+        ("llama-nim", True),
+        ("qwen3-ollama", True),
+        # Images that need root: TGI's Python lives under /root, the Neuron DLC needs its devices.
+        ("mistral-awq-tgi", False),
+        ("llama-inf2", False),
+    ],
+)
+def test_engine_containers_run_restricted_and_non_root_where_the_image_allows(name, non_root):
+    c = engine_container(objects(CONFIG, name)["Deployment"])
+    sc = c["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert sc.get("runAsNonRoot", False) is non_root
+    assert any(m["mountPath"] == "/home/engine" for m in c["volumeMounts"]), "caches are written to a volume"
+
+
+def test_a_replica_spanning_several_gpus_gets_a_memory_backed_dev_shm():
+    objs = objects(CONFIG, "llama-nim")
+    spec = pod(objs)["spec"]
+    shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["medium"] == "Memory"
+    assert any(m["mountPath"] == "/dev/shm" for m in engine_container(objs["Deployment"])["volumeMounts"])
+    single = pod(objects(CONFIG, "qwen3-8b"))["spec"]
+    assert not any(v["name"] == "dshm" for v in single["volumes"])
+
+
+def test_an_hpa_owner_gets_an_autoscaling_v2_hpa_on_the_workload():
+    objs = objects(CONFIG, "qwen3-8b")
+    hpa = objs["HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen3-8b"}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
+    assert "HorizontalPodAutoscaler" not in objects(CONFIG, "qwen3-8b-sglang")
+
+
+def test_aibrix_labels_are_on_the_pods_only_when_aibrix_is_on():
+    assert "model.aibrix.ai/name" not in pod(objects(CONFIG, "qwen3-8b"))["metadata"]["labels"]
+    sections = example()
+    sections["addons"]["aibrix"] = {"enabled": True}
+    labels = pod(objects(config_of(sections), "qwen3-8b"))["metadata"]["labels"]
+    assert labels["model.aibrix.ai/name"] == "qwen3-8b"
+    assert labels["model.aibrix.ai/port"] == "8000"
+
+
+def test_an_image_override_replaces_repository_tag_and_digest():
+    sections = example()
+    digest = "sha256:" + "a" * 64
+    sections["models"][0]["image"] = {"tag": "v0.31.0", "digest": digest}
+    c = engine_container(objects(config_of(sections), "qwen3-8b")["Deployment"])
+    assert c["image"] == f"vllm/vllm-openai:v0.31.0@{digest}"
