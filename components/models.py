@@ -24,6 +24,7 @@ from .naming import TOKEN, labels
 from .scheduling import placement
 from .served import served_model
 from .storage.cache import CacheContext, cache_mount
+from .storage.manifests import CACHE_CLAIM
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "NIMService")
 # Engine -> the add-on whose release installs the CRD of the custom resources it emits.
@@ -59,7 +60,10 @@ def workload_spec(args: ModelsArgs, model: ModelSection) -> engines.WorkloadSpec
     pool = config.pool(model.pool)
     if pool is None:
         return None
-    ctx = args.cache or CacheContext(storage=config.storage)
+    # Without a storage component in this stack (a workloads stack), the shared cache claim has the
+    # name the storage component gives it in every model namespace.
+    shared = config.storage.model_cache in ("efs", "fsx")
+    ctx = args.cache or CacheContext(storage=config.storage, claim_name=CACHE_CLAIM if shared else None)
     served = served_model(config, model)
     return engines.WorkloadSpec(
         config=config,

@@ -12,6 +12,7 @@ from components.naming import labels
 from components.scheduling import placement
 from components.served import served_model
 from components.storage.cache import CacheContext, cache_mount
+from components.storage.manifests import CACHE_CLAIM as STORAGE_CLAIM
 from stacks import conformance
 from stacks.config import StackConfig
 from stacks.load import ROOT, parse_sections
@@ -44,7 +45,7 @@ def spec_for(config: StackConfig, name: str) -> WorkloadSpec:
         pool=pool,
         served=served_model(config, model),
         placement=placement(pool),
-        cache=cache_mount(CacheContext(storage=config.storage), model, pool),
+        cache=cache_mount(CacheContext(storage=config.storage, claim_name=STORAGE_CLAIM), model, pool),
         image=image("vllm"),
         labels=labels(model.name, model.name),
     )

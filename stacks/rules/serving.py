@@ -77,8 +77,6 @@ def serving_addons_enabled(config: StackConfig) -> Iterable[Problem]:
                 key_path(["models", i, "autoscaling", "owner"]),
                 "autoscaling.owner: aibrix needs addons.aibrix.enabled: true (the PodAutoscaler CRD and controller)",
             )
-        if model.engine == "nim" and not (config.addons.nim_operator.enabled or workloads):
-            yield Problem(key_path(["models", i, "engine"]), "engine nim needs addons.nimOperator.enabled: true")
 
 
 @rule
