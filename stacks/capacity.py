@@ -128,10 +128,6 @@ class NodeDaemonSet:
     runs_on: Callable[[NodePoolSection, StackConfig | None], bool] = lambda pool, config: True
 
 
-def _accelerator(kind: str) -> Callable[[NodePoolSection, StackConfig | None], bool]:
-    return lambda pool, config: pool.accelerator == kind
-
-
 def _neuron_npd(pool: NodePoolSection, config: StackConfig | None) -> bool:
     return pool.accelerator == "neuron" and (config is None or config.addons.neuron.node_problem_detector)
 
@@ -160,13 +156,14 @@ NODE_DAEMONSETS: list[NodeDaemonSet] = [
         "nvidia-device-plugin",
         Requests(),
         "NVIDIA/k8s-device-plugin v0.20.0 values.yaml: resources {}",
-        _accelerator("nvidia"),
+        # Only on AL2023: Bottlerocket's NVIDIA variant runs its plugin outside Kubernetes.
+        lambda pool, config: pool.accelerator == "nvidia" and pool.ami_family == "al2023",
     ),
     NodeDaemonSet(
         "neuron-device-plugin",
         Requests(),
         "aws-neuron/neuron-helm-charts 1.9.0 values.yaml: devicePlugin.resources {}",
-        _accelerator("neuron"),
+        lambda pool, config: pool.accelerator == "neuron",
     ),
     NodeDaemonSet(
         "neuron-node-problem-detector",
