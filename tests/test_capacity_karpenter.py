@@ -198,3 +198,12 @@ def test_the_stack_exports_its_pools(dev_render):
         "accelerator": "neuron",
         "instanceTypes": ["inf2.xlarge", "inf2.24xlarge"],
     }
+
+
+def test_queue_and_rule_names_are_per_cluster_and_within_aws_limits():
+    from components.capacity.karpenter import queue_name, rule_name
+
+    long = "a-very-long-cluster-name-for-a-team-that-likes-long-names-xyz"
+    names = [rule_name(c, e) for c in ("one", "two", long) for e in policies.INTERRUPTION_EVENTS]
+    assert len(set(names)) == len(names), "two clusters in one account never share a rule"
+    assert all(len(n) <= 64 for n in names) and len(queue_name(long)) <= 80

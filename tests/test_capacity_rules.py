@@ -114,3 +114,9 @@ def test_a_neuron_request_that_is_not_a_power_of_two_warns(dev):
     config = parse_sections(dev, "us-west-2")
     warnings = [str(w) for w in stack_warnings(config)]
     assert any("models[1].acceleratorsPerReplica" in w and "power-of-two" in w for w in warnings), warnings
+
+
+def test_a_cpu_type_outside_the_catalog_warns_that_its_fit_is_unchecked(dev):
+    dev["nodePools"].append({"name": "cpu", "accelerator": "none", "instanceTypes": ["m6i.large"]})
+    warnings = [str(w) for w in stack_warnings(parse_sections(dev, "us-west-2"))]
+    assert any(w.startswith("inference-platform:nodePools[2].instanceTypes[0]: m6i.large") for w in warnings)

@@ -25,6 +25,7 @@ from ..capacity import (
 from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from ..hardware import catalog
 
 # The model key a shortfall of each resource points at.
 RESOURCE_KEYS = {
@@ -152,3 +153,18 @@ def neuron_requests_are_powers_of_two(config: StackConfig) -> Iterable[Problem]:
                 f"{n} Neuron devices: Karpenter's docs ask for same-sized power-of-two Neuron requests "
                 f"(1, 2, 4, 8 ...) so devices pack onto nodes without stranding",
             )
+
+
+@warning
+def cpu_types_outside_the_catalog(config: StackConfig) -> Iterable[Problem]:
+    known = catalog()
+    for i, pool in enumerate(config.node_pools):
+        if pool.accelerator != "none":
+            continue  # accelerator types must be in the catalog (stacks/rules/pools.py)
+        for j, name in enumerate(pool.instance_types):
+            if name not in known:
+                yield Problem(
+                    key_path(["nodePools", i, "instanceTypes", j]),
+                    f"{name} is not in the hardware catalog, so what fits on it is not checked; the catalog "
+                    f"knows the m7i and c7i families for CPU pools",
+                )
