@@ -151,7 +151,7 @@ def test_no_device_plugin_is_installed_where_no_pool_needs_it(dev, mocks):
     dev["nodePools"] = [{"name": "cpu", "accelerator": "none", "instanceTypes": ["m7i.large"]}]
     dev["models"] = []
     rels = releases(render_sections(dev))
-    assert set(rels) == {"karpenter"}, set(rels)
+    assert set(rels) == {"karpenter-crd", "karpenter"}, set(rels)
 
 
 def test_a_bottlerocket_only_gpu_stack_skips_the_nvidia_plugin(dev, mocks):
@@ -207,3 +207,11 @@ def test_queue_and_rule_names_are_per_cluster_and_within_aws_limits():
     names = [rule_name(c, e) for c in ("one", "two", long) for e in policies.INTERRUPTION_EVENTS]
     assert len(set(names)) == len(names), "two clusters in one account never share a rule"
     assert all(len(n) <= 64 for n in names) and len(queue_name(long)) <= 80
+
+
+def test_karpenter_crds_come_from_their_own_chart_at_the_same_version(dev_render):
+    rels = releases(dev_render)
+    crd, controller = rels["karpenter-crd"], rels["karpenter"]
+    assert crd.inputs["chart"] == "oci://public.ecr.aws/karpenter/karpenter-crd"
+    assert crd.inputs["version"] == controller.inputs["version"], "CRDs and controller move together"
+    assert controller.inputs["skipCrds"] is True and crd.urn in controller.depends_on

@@ -77,6 +77,7 @@ class Capacity(pulumi.ComponentResource):
                 cluster=args.cluster,
                 region=config.aws_region,
                 chart=chart("karpenter", addons.karpenter.version),
+                crd_chart=chart("karpenter-crd"),
                 provider=args.provider,
                 tags=args.tags,
             ),

@@ -3,9 +3,9 @@
 Creates the node IAM role (worker, CNI, ECR pull, SSM) with an EKS access entry of type EC2_LINUX so
 nodes can join; the controller role, reached through EKS Pod Identity, with the cluster-scoped
 policies of components/capacity/policies.py; the SQS interruption queue (SSE, 5-minute retention,
-TLS-only policy) and the EventBridge rules that feed it; and the Karpenter chart on the system nodes
-in kube-system. The release installs the CRDs (NodePool, EC2NodeClass, NodeClaim), so every
-Karpenter custom resource depends on `release`.
+TLS-only policy) and the EventBridge rules that feed it; the karpenter-crd chart (NodePool, EC2NodeClass, NodeClaim
+CRDs, upgraded with each version) and the Karpenter chart on the system nodes in kube-system. Every
+Karpenter custom resource depends on `release`, which itself waits for the CRDs.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class KarpenterArgs:
     cluster: pulumi.Input[str]  # the same name as the Cluster component's output: waits for the cluster
     region: str
     chart: Chart
+    crd_chart: Chart  # karpenter-crd, installed at `chart`'s version
     provider: k8s.Provider
     tags: dict[str, str]
 
@@ -155,19 +156,30 @@ class Karpenter(pulumi.ComponentResource):
             opts=child,
         )
 
+        # CRDs from their own chart at the controller's version: Helm never upgrades a chart's crds/
+        # directory, so CRDs installed with the controller chart would stay at the first version.
+        crds = k8s.helm.v3.Release(
+            f"{name}-crd",
+            name="karpenter-crd",
+            chart=chart_ref(args.crd_chart),
+            version=args.chart.version,
+            namespace=KARPENTER_NAMESPACE,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+        )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name="karpenter",
             chart=chart_ref(args.chart),
             version=args.chart.version,
             namespace=KARPENTER_NAMESPACE,
+            skip_crds=True,
             values=karpenter_values(cluster=cluster, queue=queue.name),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
-                # Credentials and the node access entry first: a controller without them launches
-                # nothing, or launches nodes that never join.
-                depends_on=[association, access, *attachments],
+                # CRDs, credentials and the node access entry first: a controller without them
+                # crashes, launches nothing, or launches nodes that never join.
+                depends_on=[crds, association, access, *attachments],
             ),
         )
         self.node_role_name = node_role.name
