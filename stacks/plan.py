@@ -61,6 +61,9 @@ def plan(config: StackConfig) -> str:
         req = interim_replica_requests(model, target)
         report = fit(req, target, daemonset_overhead(target, config))
         asked = f"cpu {req.cpu_m}m, memory {req.memory_mib}Mi, gpu {req.gpu}, neuron {req.neuron}"
-        where = ", ".join(report.fits) if report.ok else "NOTHING (see `stacks validate`)"
+        if not pool_types(target):
+            where = "unchecked (no instance type of the pool is in the catalog)"
+        else:
+            where = ", ".join(report.fits) if report.ok else "NOTHING (see `stacks validate`)"
         lines.append(f"model {model.name} on pool {target.name} ({asked} per replica): fits {where}")
     return "\n".join(lines) + "\n"

@@ -120,3 +120,10 @@ def test_a_cpu_type_outside_the_catalog_warns_that_its_fit_is_unchecked(dev):
     dev["nodePools"].append({"name": "cpu", "accelerator": "none", "instanceTypes": ["m6i.large"]})
     warnings = [str(w) for w in stack_warnings(parse_sections(dev, "us-west-2"))]
     assert any(w.startswith("inference-platform:nodePools[2].instanceTypes[0]: m6i.large") for w in warnings)
+
+
+def test_cpu_limits_that_stop_the_only_type_a_replica_fits_are_refused(dev):
+    dev["nodePools"][0]["limits"] = {"cpu": "8", "memory": "64Gi"}
+    dev["models"][0]["resources"] = {"cpu": "16"}
+    message = one(dev, "nodePools[0].limits")
+    assert "qwen3-8b fits only g6.12xlarge" in message and "cpu (48 vCPU)" in message

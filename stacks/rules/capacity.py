@@ -5,7 +5,7 @@
 - the AMI family and architecture the pool's types need, and the device plugin each accelerator
   needs to advertise its devices (without it Karpenter never considers the node initialized);
 - every model replica fits some type of its pool after Karpenter's overheads and the platform's
-  DaemonSets, and the pool's accelerator limit admits at least one replica.
+  DaemonSets, and the pool's limits admit at least one node that replica fits on.
 """
 
 from __future__ import annotations
@@ -139,6 +139,18 @@ def replicas_fit_their_pool(config: StackConfig) -> Iterable[Problem]:
                 key_path(["models", i, "acceleratorsPerReplica"]),
                 f"one replica of {model.name} needs {model.accelerators_per_replica} accelerators but pool "
                 f"{pool.name} is limited to {limit} (nodePools limits.accelerators); raise the limit",
+            )
+            continue
+        limits = pool_limits(pool)
+        types = {t.name: t for t in pool_types(pool)}
+        blocked = {n: blocked_by_limits(pool, types[n], limits) for n in report.fits}
+        pool_blocked = all(blocked_by_limits(pool, t, limits) for t in types.values())  # reported above
+        if all(blocked.values()) and not pool_blocked:
+            why = "; ".join(f"{n}: {', '.join(b)}" for n, b in blocked.items())
+            yield Problem(
+                key_path(["nodePools", config.node_pools.index(pool), "limits"]),
+                f"model {model.name} fits only {', '.join(report.fits)}, and the pool's limits stop even one "
+                f"such node ({why}); raise the limits",
             )
 
 
