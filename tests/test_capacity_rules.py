@@ -127,3 +127,9 @@ def test_cpu_limits_that_stop_the_only_type_a_replica_fits_are_refused(dev):
     dev["models"][0]["resources"] = {"cpu": "16"}
     message = one(dev, "nodePools[0].limits")
     assert "qwen3-8b fits only g6.12xlarge" in message and "cpu (48 vCPU)" in message
+
+
+def test_a_cpu_family_outside_the_catalog_warns_too(dev):
+    dev["nodePools"].append({"name": "cpu", "accelerator": "none", "instanceFamilies": ["r7i"]})
+    warnings = [str(w) for w in stack_warnings(parse_sections(dev, "us-west-2"))]
+    assert any(w.startswith("inference-platform:nodePools[2].instanceFamilies[0]: family r7i") for w in warnings)

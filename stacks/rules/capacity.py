@@ -180,3 +180,10 @@ def cpu_types_outside_the_catalog(config: StackConfig) -> Iterable[Problem]:
                     f"{name} is not in the hardware catalog, so what fits on it is not checked; the catalog "
                     f"knows the m7i and c7i families for CPU pools",
                 )
+        for j, family in enumerate(pool.instance_families):
+            if not any(t.family == family for t in known.values()):
+                yield Problem(
+                    key_path(["nodePools", i, "instanceFamilies", j]),
+                    f"family {family} is not in the hardware catalog, so what fits on it is not checked; the "
+                    f"catalog knows the m7i and c7i families for CPU pools",
+                )
