@@ -202,8 +202,8 @@ def refusals(requests: Requests) -> list[Shortfall]:
             Shortfall(
                 NEURONDEVICE,
                 str(requests.neurondevice),
-                "never (Karpenter does not model it, so it never provisions a node for the pod; request "
-                "aws.amazon.com/neuron for whole devices or aws.amazon.com/neuroncore for cores)",
+                "never schedulable: Karpenter does not model it, so it never provisions a node for the pod "
+                "(request aws.amazon.com/neuron for whole devices or aws.amazon.com/neuroncore for cores)",
             )
         ]
     return []
@@ -239,9 +239,9 @@ def explain_no_fit(what: str, requests: Requests, pool: NodePoolSection, report:
     big = largest(types)
     short = report.misses.get(big.name, [])
     detail = "; ".join(
-        f"{s.resource} {s.requested} > {s.available} allocatable"
-        if s.resource != NEURONDEVICE
-        else f"{s.resource} {s.requested} is schedulable {s.available}"
+        f"{s.resource} {s.requested}: {s.available}"
+        if s.resource == NEURONDEVICE
+        else f"{s.resource} {s.requested} > {s.available} allocatable"
         for s in short
     )
     return (
