@@ -33,6 +33,9 @@ test: install
 render: install
 	$(BIN)/python -m stacks render $(STACK) --out $(OUT)
 
+plan: install
+	$(BIN)/python -m stacks plan $(STACK)
+
 bench: install
 	$(BIN)/python -m stacks bench
 

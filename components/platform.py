@@ -13,8 +13,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.capacity import pool_types
 from stacks.config import StackConfig
 
+from .capacity import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .models import Models, ModelsArgs
 from .naming import MANAGED_BY, TOKEN, tags
@@ -130,6 +132,25 @@ class Platform(pulumi.ComponentResource):
 
     def _capacity(self, name: str, wiring: Wiring) -> None:
         """Karpenter, NodePools and device plugins (issue: accelerator capacity)."""
+        if not self.config.addons.karpenter.enabled:
+            return
+        capacity = Capacity(
+            f"{name}-capacity",
+            CapacityArgs(
+                config=self.config,
+                cluster=wiring.cluster.name,
+                provider=wiring.cluster.provider,
+                tags=wiring.cluster.tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        wiring.installers.update(capacity.installers)
+        wiring.neuron_scheduler = capacity.neuron_scheduler
+        wiring.extra["karpenter_node_role"] = capacity.node_role_name
+        self.outputs["nodePools"] = [
+            {"name": p.name, "accelerator": p.accelerator, "instanceTypes": [t.name for t in pool_types(p)]}
+            for p in self.config.node_pools
+        ]
 
     def _namespaces(self, name: str, wiring: Wiring) -> None:
         """One Namespace per distinct model namespace, before anything is put into them."""

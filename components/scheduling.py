@@ -20,9 +20,15 @@ def pool_taints(pool: NodePoolSection) -> list[dict[str, str]]:
     return [{"key": key, "value": "true", "effect": "NoSchedule"}] if key else []
 
 
+def needs_nvidia_device_plugin(pool: NodePoolSection) -> bool:
+    """AL2023's NVIDIA AMI ships the driver but no device plugin; Bottlerocket's NVIDIA variant runs
+    its own, so our DaemonSet stays off those nodes (it lands only where the label below is)."""
+    return pool.accelerator == "nvidia" and pool.ami_family == "al2023"
+
+
 def pool_labels(pool: NodePoolSection) -> dict[str, str]:
     labels = {POOL_LABEL: pool.name, ACCELERATOR_LABEL: pool.accelerator}
-    if pool.accelerator == "nvidia":
+    if needs_nvidia_device_plugin(pool):
         # The NVIDIA device plugin's default affinity needs this label when NFD is not installed.
         labels["nvidia.com/gpu.present"] = "true"
     return labels

@@ -1,4 +1,4 @@
-"""Command line: `python -m stacks {render,validate,bench}`.
+"""Command line: `python -m stacks {render,validate,plan,bench}`.
 
 Every command validates the stack file first; a bad file prints one line per problem on stderr and
 exits 1, with no traceback and nothing written.
@@ -50,6 +50,14 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .plan import plan
+
+    path = resolve_stack(args.stack)
+    print(plan(load_stack_file(path)), end="")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import main as bench
 
@@ -66,6 +74,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
     r.add_argument("--out", default="build/render", help="output directory (default: build/render)")
     r.set_defaults(fn=cmd_render)
+    pl = sub.add_parser("plan", help="per pool: allowed instance types and allocatable; per model: where it fits")
+    pl.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
+    pl.set_defaults(fn=cmd_plan)
     b = sub.add_parser("bench", help="render synthetic stacks of growing size and report wall time")
     b.add_argument("--sizes", default="2,8,32", help="comma-separated pool/model counts")
     b.add_argument("--repeat", type=int, default=3)

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .config import StackConfig
 from .config.pools import NodePoolSection
 from .hardware import InstanceType, expand
 
@@ -111,22 +112,109 @@ def allocatable(pool: NodePoolSection, itype: InstanceType, overhead: Requests =
     )
 
 
-def daemonset_overhead(pool: NodePoolSection) -> Requests:
-    """Requests of the platform's own DaemonSets on every node of this pool (device plugin, CNI,
-    kube-proxy, CSI node drivers, exporters), which Karpenter adds when it packs pods."""
-    return Requests()
+@dataclass(frozen=True)
+class NodeDaemonSet:
+    """A DaemonSet of the platform that runs on every node of the pools `runs_on` accepts.
+
+    `runs_on(pool, config)` gets config=None when the caller has only the pool: answer True when the
+    DaemonSet may be there (overstating overhead refuses a borderline fit; understating it lets
+    Karpenter launch a node the pod then does not fit on).
+    """
+
+    name: str
+    requests: Requests
+    source: str
+    runs_on: Callable[[NodePoolSection, StackConfig | None], bool] = lambda pool, config: True
+
+
+def _neuron_npd(pool: NodePoolSection, config: StackConfig | None) -> bool:
+    return pool.accelerator == "neuron" and (config is None or config.addons.neuron.node_problem_detector)
+
+
+# The platform's DaemonSets and their requests, per container summed. Concerns that add a node agent
+# (a CSI node driver, an exporter) append an entry here so every fit check accounts for it.
+NODE_DAEMONSETS: list[NodeDaemonSet] = [
+    NodeDaemonSet(
+        "aws-node",
+        Requests(cpu_m=25),
+        "aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml (v1.15.1): resources.requests.cpu 25m",
+    ),
+    NodeDaemonSet("kube-proxy", Requests(cpu_m=100), "EKS kube-proxy add-on DaemonSet: requests cpu 100m"),
+    NodeDaemonSet(
+        "eks-pod-identity-agent",
+        Requests(),
+        "aws/eks-pod-identity-agent charts/eks-pod-identity-agent/values.yaml: resources {}",
+    ),
+    NodeDaemonSet(
+        "ebs-csi-node",
+        Requests(cpu_m=10, memory_mib=40),
+        "kubernetes-sigs/aws-ebs-csi-driver charts/aws-ebs-csi-driver/values.yaml: node.resources.requests "
+        "cpu 10m, memory 40Mi (sidecars resources {})",
+    ),
+    NodeDaemonSet(
+        "nvidia-device-plugin",
+        Requests(),
+        "NVIDIA/k8s-device-plugin v0.20.0 values.yaml: resources {}",
+        # Only on AL2023: Bottlerocket's NVIDIA variant runs its plugin outside Kubernetes.
+        lambda pool, config: pool.accelerator == "nvidia" and pool.ami_family == "al2023",
+    ),
+    NodeDaemonSet(
+        "neuron-device-plugin",
+        Requests(),
+        "aws-neuron/neuron-helm-charts 1.9.0 values.yaml: devicePlugin.resources {}",
+        lambda pool, config: pool.accelerator == "neuron",
+    ),
+    NodeDaemonSet(
+        "neuron-node-problem-detector",
+        Requests(cpu_m=10, memory_mib=80),
+        "aws-neuron/neuron-helm-charts 1.9.0 values.yaml: npd.nodeProblemDetector.resources.requests 10m/80Mi",
+        _neuron_npd,
+    ),
+]
+
+
+def daemonsets_on(pool: NodePoolSection, config: StackConfig | None = None) -> list[NodeDaemonSet]:
+    return [d for d in NODE_DAEMONSETS if d.runs_on(pool, config)]
+
+
+def daemonset_overhead(pool: NodePoolSection, config: StackConfig | None = None) -> Requests:
+    """Requests of the platform's own DaemonSets on every node of this pool (CNI, kube-proxy, Pod
+    Identity agent, EBS CSI node, the pool's device plugin and node agents, whatever else is in
+    NODE_DAEMONSETS), which Karpenter adds when it packs pods."""
+    total = Requests()
+    for daemonset in daemonsets_on(pool, config):
+        total = total + daemonset.requests
+    return total
 
 
 def pool_types(pool: NodePoolSection) -> list[InstanceType]:
     return expand(pool.instance_types, pool.instance_families)
 
 
+NEURONDEVICE = "aws.amazon.com/neurondevice"
+
+
+def refusals(requests: Requests) -> list[Shortfall]:
+    """Requests no instance type can ever satisfy, whatever its size."""
+    if requests.neurondevice:
+        return [
+            Shortfall(
+                NEURONDEVICE,
+                str(requests.neurondevice),
+                "never schedulable: Karpenter does not model it, so it never provisions a node for the pod "
+                "(request aws.amazon.com/neuron for whole devices or aws.amazon.com/neuroncore for cores)",
+            )
+        ]
+    return []
+
+
 def fit(requests: Requests, pool: NodePoolSection, overhead: Requests = Requests()) -> FitReport:
     """Which of the pool's instance types can hold one pod with these requests."""
     report = FitReport(pool=pool.name)
+    refused = refusals(requests)
     for itype in pool_types(pool):
         alloc = allocatable(pool, itype, overhead)
-        short = [
+        short = refused + [
             Shortfall(name, show(getattr(requests, attr)), show(getattr(alloc, attr)))
             for name, (attr, show) in RESOURCES.items()
             if getattr(requests, attr) > getattr(alloc, attr)
@@ -149,8 +237,94 @@ def explain_no_fit(what: str, requests: Requests, pool: NodePoolSection, report:
         return f"{what}: pool {pool.name} allows no instance type the hardware catalog knows"
     big = largest(types)
     short = report.misses.get(big.name, [])
-    detail = "; ".join(f"{s.resource} {s.requested} > {s.available} allocatable" for s in short)
+    detail = "; ".join(
+        f"{s.resource} {s.requested}: {s.available}"
+        if s.resource == NEURONDEVICE
+        else f"{s.resource} {s.requested} > {s.available} allocatable"
+        for s in short
+    )
     return (
         f"{what} fits no instance type of pool {pool.name}: on the largest, {big.name}, "
         f"{detail or 'nothing is short'}. Give the pool a larger instance type or ask for less"
     )
+
+
+# ---- quantities --------------------------------------------------------------------------------
+
+_BINARY = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024**2}
+
+
+def cpu_millicores(quantity: str) -> int:
+    """'8' -> 8000, '500m' -> 500, '2.5' -> 2500."""
+    quantity = quantity.strip()
+    if quantity.endswith("m"):
+        return int(quantity[:-1])
+    return math.ceil(float(quantity) * 1000)
+
+
+def memory_mib(quantity: str) -> int:
+    """'24Gi' -> 24576, '512Mi' -> 512; a bare number is bytes."""
+    quantity = quantity.strip()
+    for suffix, factor in _BINARY.items():
+        if quantity.endswith(suffix):
+            return math.ceil(float(quantity[: -len(suffix)]) * factor)
+    return math.ceil(float(quantity) / 2**20)
+
+
+# ---- NodePool limits ---------------------------------------------------------------------------
+
+ACCELERATOR_RESOURCE = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
+
+
+@dataclass(frozen=True)
+class PoolLimits:
+    """A NodePool's spec.limits: node capacity summed over the pool (Karpenter counts capacity, not
+    allocatable). Derived cpu/memory never stop the pool short of its accelerator limit and always
+    admit one whole largest instance."""
+
+    cpu_m: int | None
+    memory_mib: int | None
+    accelerators: int | None
+
+    def manifest(self, accelerator: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.cpu_m is not None:
+            out["cpu"] = str(self.cpu_m // 1000) if self.cpu_m % 1000 == 0 else f"{self.cpu_m}m"
+        if self.memory_mib is not None:
+            out["memory"] = f"{math.ceil(self.memory_mib / GIB)}Gi"
+        if self.accelerators is not None and accelerator in ACCELERATOR_RESOURCE:
+            out[ACCELERATOR_RESOURCE[accelerator]] = str(self.accelerators)
+        return out
+
+
+def pool_limits(pool: NodePoolSection) -> PoolLimits:
+    """Given limits as written; cpu and memory derived when only accelerators are limited."""
+    given = pool.limits
+    cpu = cpu_millicores(given.cpu) if given.cpu else None
+    memory = memory_mib(given.memory) if given.memory else None
+    types = pool_types(pool)
+    if given.accelerators is not None and types and pool.accelerator != "none":
+        accelerated = [t for t in types if t.accelerator_count]
+        if accelerated:
+            # Enough for `accelerators` devices on the type richest in cpu/memory per device, and
+            # never less than one of the largest instance.
+            per_cpu = max(t.vcpu * 1000 / t.accelerator_count for t in accelerated)
+            per_mem = max(t.memory_gib * GIB / t.accelerator_count for t in accelerated)
+            big = max(accelerated, key=lambda t: (t.vcpu, t.memory_gib))
+            if cpu is None:
+                cpu = max(math.ceil(per_cpu * given.accelerators), big.vcpu * 1000)
+            if memory is None:
+                memory = max(math.ceil(per_mem * given.accelerators), math.ceil(big.memory_gib * GIB))
+    return PoolLimits(cpu_m=cpu, memory_mib=memory, accelerators=given.accelerators)
+
+
+def blocked_by_limits(pool: NodePoolSection, itype: InstanceType, limits: PoolLimits) -> list[str]:
+    """The limits that stop Karpenter from launching even one node of this type."""
+    blocked = []
+    if limits.cpu_m is not None and itype.vcpu * 1000 > limits.cpu_m:
+        blocked.append(f"cpu ({itype.vcpu} vCPU)")
+    if limits.memory_mib is not None and itype.memory_gib * GIB > limits.memory_mib:
+        blocked.append(f"memory ({itype.memory_gib:g}GiB)")
+    if limits.accelerators is not None and itype.accelerator_count > limits.accelerators:
+        blocked.append(f"accelerators ({itype.accelerator_count})")
+    return blocked

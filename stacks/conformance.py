@@ -67,6 +67,10 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
     "lws": ([("", "lws/v0.10.0/chart/values.yaml")], None),
 }
 
+# Values keys that are Kubernetes label/annotation maps wherever they appear: any key is valid under
+# them, even when the chart's default map is not empty (karpenter's nodeSelector has kubernetes.io/os).
+OPEN_MAP_KEYS = {"nodeSelector", "podLabels", "podAnnotations", "additionalLabels", "additionalAnnotations"}
+
 # Keys a chart reads in its templates but leaves commented out in values.yaml: (chart, dotted path) -> why.
 COMMENTED_KEYS: dict[tuple[str, str], str] = {}
 
@@ -217,6 +221,8 @@ def unknown_keys(values: Any, defaults: Any, prefix: str = "") -> Iterator[str]:
         path = f"{prefix}.{key}" if prefix else key
         if key not in defaults:
             yield path
+        elif key in OPEN_MAP_KEYS:
+            continue
         elif isinstance(defaults[key], dict):
             yield from unknown_keys(value, defaults[key], path)
 

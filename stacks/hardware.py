@@ -1,10 +1,12 @@
-"""Hardware catalog: the EC2 GPU, Inferentia2 and Trainium instance types the platform knows.
+"""Hardware catalog: the EC2 GPU, Inferentia2, Trainium and CPU instance types the platform knows.
 
 Facts, not estimates: `stacks/data/instances.json` is a copy of shared/facts/instances.json, whose
 every entry names its sources (Karpenter's generated instance-type reference at v1.14, the EC2
 instance-type guide, the EKS AMI's ENI table). The allocatable figures are Karpenter's for AL2023,
 VPC CNI without prefix delegation and a 20Gi root volume; `stacks/capacity.py` adjusts them for a
-pool's own root volume or RAID0 instance store.
+pool's own root volume or RAID0 instance store. `stacks/data/instances-cpu.json` adds the m7i and c7i
+families for `accelerator: none` pools, computed with the same formulas and checked against the same
+Karpenter reference (tests/test_capacity_fit.py recomputes every entry).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 DATA = Path(__file__).resolve().parent / "data" / "instances.json"
+DATA_CPU = Path(__file__).resolve().parent / "data" / "instances-cpu.json"
 
 AcceleratorKind = Literal["nvidia", "neuron", "none"]
 
@@ -39,6 +42,9 @@ class InstanceType:
     alloc_memory_mib: int
     alloc_pods: int
     sources: tuple[str, ...]
+    architecture: str = "amd64"
+    max_enis: int = 0
+    ipv4_per_eni: int = 0
 
     @property
     def accelerator(self) -> AcceleratorKind:
@@ -83,12 +89,16 @@ def _from_json(entry: dict) -> InstanceType:
         alloc_memory_mib=alloc["memory_mib"],
         alloc_pods=alloc["pods"],
         sources=tuple(entry.get("sources", ())),
+        # Every type in the catalog is x86_64 unless its entry says otherwise.
+        architecture=entry.get("architecture", "amd64"),
+        max_enis=entry.get("max_enis_default_card") or 0,
+        ipv4_per_eni=entry.get("ipv4_per_eni") or 0,
     )
 
 
 @cache
 def catalog() -> dict[str, InstanceType]:
-    entries = json.loads(DATA.read_text())["instances"]
+    entries = [e for path in (DATA, DATA_CPU) for e in json.loads(path.read_text())["instances"]]
     return {e["name"]: _from_json(e) for e in entries}
 
 

@@ -41,6 +41,8 @@ class Image:
 CHARTS: dict[str, Chart] = {
     # --- capacity (Karpenter, device plugins) -------------------------------------------------
     "karpenter": Chart("karpenter", "1.14.1", "oci://public.ecr.aws/karpenter"),
+    # The CRDs as templates, so `helm upgrade` updates them (a chart's crds/ directory is install-only).
+    "karpenter-crd": Chart("karpenter-crd", "1.14.1", "oci://public.ecr.aws/karpenter"),
     "nvidia-device-plugin": Chart("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin"),
     "neuron": Chart("neuron-helm-chart", "1.10.0", "oci://public.ecr.aws/neuron"),
     # --- storage -------------------------------------------------------------------------------

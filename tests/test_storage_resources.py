@@ -90,7 +90,13 @@ def test_serving_pods_read_the_bucket_through_pod_identity_not_the_node_role():
     policy = json.loads(one("storage-efs", "aws:iam/rolePolicy:RolePolicy").inputs["policy"])
     actions = {a for s in policy["Statement"] for a in s["Action"]}
     assert actions == {"s3:ListBucket", "s3:GetBucketLocation", "s3:GetObject"}, "read-only, nothing else"
-    association = one("storage-efs", "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    readers = [
+        a
+        for a in of_type("storage-efs", "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if "storage" in a.name
+    ]
+    assert len(readers) == 1, readers
+    association = readers[0]
     assert association.inputs["namespace"] == "inference"
     assert association.inputs["serviceAccount"] == "model-reader"
     accounts = k8s_objects("storage-efs", "ServiceAccount")
@@ -210,7 +216,11 @@ def test_every_model_namespace_gets_its_reader_and_its_claim_on_the_cluster_prov
     sections = sections_of(EXAMPLES / "Pulumi.storage-efs.yaml")
     sections["models"][1]["namespace"] = "neuron-models"
     resources = render_sections(sections).resources
-    associations = [r for r in resources if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"]
+    associations = [
+        r
+        for r in resources
+        if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation" and "storage-readers" in r.name
+    ]
     assert sorted(a.inputs["namespace"] for a in associations) == ["inference", "neuron-models"]
     claims = [r for r in resources if r.type == "kubernetes:core/v1:PersistentVolumeClaim"]
     assert sorted(c.inputs["metadata"]["namespace"] for c in claims) == ["inference", "neuron-models"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..capacity import Requests, daemonset_overhead, explain_no_fit, fit, pool_types
+from ..capacity import Requests
 from ..checks import rule, warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
@@ -44,23 +44,6 @@ def _placed(config: StackConfig) -> Iterable[tuple[int, ModelSection, NodePoolSe
 
 
 @rule
-def replica_fits_the_pool(config: StackConfig) -> Iterable[Problem]:
-    for i, model, pool in _placed(config):
-        if pool.accelerator == "none" and not pool_types(pool):
-            continue  # CPU types are not in the accelerator hardware catalog
-        requests = replica_requests(model, pool, config.storage)
-        report = fit(requests, pool, daemonset_overhead(pool))
-        if not report.ok:
-            what = (
-                f"a replica of {model.name} ({model.accelerators_per_replica} "
-                f"{'GPU' if pool.accelerator == 'nvidia' else 'Neuron device'}(s), "
-                f"{requests.cpu_m}m cpu, {requests.memory_mib}Mi memory)"
-            )
-            key = "acceleratorsPerReplica" if not accelerator_types(model, pool) else "resources"
-            yield Problem(key_path(["models", i, key]), explain_no_fit(what, requests, pool, report))
-
-
-@rule
 def no_accelerators_on_cpu_pools(config: StackConfig) -> Iterable[Problem]:
     for i, model, pool in _placed(config):
         if pool.accelerator == "none" and model.accelerators_per_replica > 0:
@@ -74,14 +57,7 @@ def no_accelerators_on_cpu_pools(config: StackConfig) -> Iterable[Problem]:
 @rule
 def pool_limits_allow_one_replica(config: StackConfig) -> Iterable[Problem]:
     for i, model, pool in _placed(config):
-        cap = pool.limits.accelerators
-        if cap is not None and model.accelerators_per_replica > cap:
-            yield Problem(
-                key_path(["models", i, "acceleratorsPerReplica"]),
-                f"one replica needs {model.accelerators_per_replica} accelerators but pool {pool.name} "
-                f"is limited to {cap} (nodePools[].limits.accelerators); raise the limit or use fewer "
-                f"accelerators per replica",
-            )
+        # The accelerator limit is checked with the fit (stacks/rules/capacity.py).
         requests = replica_requests(model, pool, config.storage)
         if pool.limits.cpu is not None and requests.cpu_m > _cpu_m(pool.limits.cpu):
             yield Problem(

@@ -1,0 +1,130 @@
+"""Accelerator capacity: Karpenter, one EC2NodeClass and NodePool per `nodePools[]` entry, and the
+device plugins those pools need.
+
+`Capacity` builds the Karpenter component (components/capacity/karpenter.py), applies the pure
+manifests of components/capacity/nodepools.py after the Karpenter release (which installs their
+CRDs), and installs the NVIDIA device plugin and the AWS Neuron chart only where some pool needs
+them (components/capacity/plugins.py). It exposes the node role name, the installers by add-on name
+and, when the Neuron scheduler is on, the scheduler name Neuron workloads must use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config import StackConfig
+from stacks.versions import Chart, chart
+
+from ..k8s import apply
+from ..naming import TOKEN
+from .karpenter import Karpenter, KarpenterArgs, chart_ref
+from .nodepools import ec2_node_class, node_pool
+from .plugins import (
+    NEURON_SCHEDULER,
+    needs_neuron_chart,
+    needs_nvidia_plugin,
+    neuron_values,
+    nvidia_values,
+)
+
+__all__ = ["Capacity", "CapacityArgs", "Karpenter", "KarpenterArgs"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityArgs:
+    config: StackConfig  # validated; its cluster section is set
+    cluster: pulumi.Input[str]  # the Cluster component's name output (carries the dependency)
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+def _release(name: str, release: str, spec: Chart, namespace: str, values: dict, opts: pulumi.ResourceOptions):
+    oci = spec.repo.startswith("oci://")
+    return k8s.helm.v3.Release(
+        name,
+        name=release,
+        chart=chart_ref(spec) if oci else spec.chart,
+        version=spec.version,
+        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=spec.repo),
+        namespace=namespace,
+        values=values,
+        opts=opts,
+    )
+
+
+class Capacity(pulumi.ComponentResource):
+    """Karpenter, the stack's NodePools and the device plugins they need."""
+
+    node_role_name: pulumi.Output[str]
+    neuron_scheduler: str | None
+    installers: dict[str, pulumi.Resource]
+
+    def __init__(self, name: str, args: CapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:Capacity", name, None, opts)
+        config = args.config
+        assert config.cluster is not None
+        addons = config.addons
+        cluster = config.cluster.name
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+
+        karpenter = Karpenter(
+            f"{name}-karpenter",
+            KarpenterArgs(
+                cluster_name=cluster,
+                cluster=args.cluster,
+                region=config.aws_region,
+                chart=chart("karpenter", addons.karpenter.version),
+                crd_chart=chart("karpenter-crd"),
+                provider=args.provider,
+                tags=args.tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        self.installers = {"karpenter": karpenter.release}
+        self.node_role_name = karpenter.node_role_name
+
+        after_crds = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[karpenter.release]))
+        for pool in config.node_pools:
+            node_class = apply(
+                ec2_node_class(pool, cluster=cluster, node_role=karpenter.node_role_name, tags=args.tags),
+                after_crds,
+                name=f"{name}-nodeclass-{pool.name}",
+            )
+            apply(
+                node_pool(pool),
+                pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=[node_class])),
+                name=f"{name}-nodepool-{pool.name}",
+            )
+
+        if needs_nvidia_plugin(config):
+            self.installers["nvidia-device-plugin"] = _release(
+                f"{name}-nvidia-device-plugin",
+                "nvidia-device-plugin",
+                chart("nvidia-device-plugin", addons.nvidia_device_plugin.version),
+                "kube-system",
+                nvidia_values(),
+                k8s_opts,
+            )
+        self.neuron_scheduler = None
+        if needs_neuron_chart(config):
+            self.installers["neuron"] = _release(
+                f"{name}-neuron",
+                "neuron",
+                chart("neuron", addons.neuron.version),
+                "kube-system",
+                neuron_values(addons.neuron),
+                k8s_opts,
+            )
+            if addons.neuron.scheduler:
+                self.neuron_scheduler = NEURON_SCHEDULER
+
+        self.register_outputs(
+            {
+                "nodeRoleName": self.node_role_name,
+                "neuronScheduler": self.neuron_scheduler,
+                "interruptionQueue": karpenter.queue_name,
+            }
+        )

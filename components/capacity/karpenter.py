@@ -1,0 +1,187 @@
+"""The Karpenter controller: its AWS side and its Helm release.
+
+Creates the node IAM role (worker, CNI, ECR pull, SSM) with an EKS access entry of type EC2_LINUX so
+nodes can join; the controller role, reached through EKS Pod Identity, with the cluster-scoped
+policies of components/capacity/policies.py; the SQS interruption queue (SSE, 5-minute retention,
+TLS-only policy) and the EventBridge rules that feed it; the karpenter-crd chart (NodePool, EC2NodeClass, NodeClaim
+CRDs, upgraded with each version) and the Karpenter chart on the system nodes in kube-system. Every
+Karpenter custom resource depends on `release`, which itself waits for the CRDs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from stacks.versions import Chart
+
+from .. import iam
+from ..naming import TOKEN, iam_role_name, physical
+from . import policies
+from .plugins import KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT, karpenter_values
+
+
+@dataclass(frozen=True, kw_only=True)
+class KarpenterArgs:
+    cluster_name: str  # as in the stack file: scopes every policy and names the queue and rules
+    cluster: pulumi.Input[str]  # the same name as the Cluster component's output: waits for the cluster
+    region: str
+    chart: Chart
+    crd_chart: Chart  # karpenter-crd, installed at `chart`'s version
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+def queue_name(cluster: str) -> str:
+    """SQS names: at most 80 characters of letters, digits, - and _."""
+    return physical(cluster, "karpenter", limit=80)
+
+
+def rule_name(cluster: str, event: str) -> str:
+    """EventBridge rule names are unique per account and region: the cluster name keeps them apart."""
+    return physical(cluster, "karpenter", event, limit=64)
+
+
+def _dump(key: str, documents: dict[str, dict[str, Any]]) -> str:
+    return json.dumps(documents[key])
+
+
+def chart_ref(chart: Chart) -> str:
+    return f"{chart.repo}/{chart.chart}"
+
+
+class Karpenter(pulumi.ComponentResource):
+    """Karpenter v1 for one EKS cluster."""
+
+    node_role_name: pulumi.Output[str]
+    queue_name: pulumi.Output[str]
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:Karpenter", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        cluster = args.cluster_name
+
+        node_role = aws.iam.Role(
+            f"{name}-node",
+            name=iam_role_name(cluster, "karpenter-node"),
+            assume_role_policy=json.dumps(iam.ec2_trust()),
+            tags=args.tags,
+            opts=child,
+        )
+        for i, arn in enumerate(policies.NODE_POLICIES):
+            aws.iam.RolePolicyAttachment(f"{name}-node-{i}", role=node_role.name, policy_arn=arn, opts=child)
+        access = aws.eks.AccessEntry(
+            f"{name}-node",
+            cluster_name=args.cluster,
+            principal_arn=node_role.arn,
+            type="EC2_LINUX",
+            tags=args.tags,
+            opts=child,
+        )
+
+        queue = aws.sqs.Queue(
+            f"{name}-interruption",
+            name=queue_name(cluster),
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            tags=args.tags,
+            opts=child,
+        )
+        aws.sqs.QueuePolicy(
+            f"{name}-interruption",
+            queue_url=queue.url,
+            policy=queue.arn.apply(lambda arn: json.dumps(policies.queue_policy(arn))),
+            opts=child,
+        )
+        for event, pattern in policies.INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{event}",
+                name=rule_name(cluster, event),
+                event_pattern=json.dumps(pattern),
+                tags=args.tags,
+                opts=child,
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{event}",
+                rule=rule.name,
+                arn=queue.arn,
+                target_id="KarpenterInterruptionQueueTarget",
+                opts=child,
+            )
+
+        controller_role = aws.iam.Role(
+            f"{name}-controller",
+            name=iam_role_name(cluster, "karpenter"),
+            assume_role_policy=json.dumps(iam.pod_identity_trust()),
+            tags=args.tags,
+            opts=child,
+        )
+        identity = aws.get_caller_identity_output()
+        partition = aws.get_partition_output()
+        documents = pulumi.Output.all(identity.account_id, partition.partition, node_role.arn, queue.arn).apply(
+            lambda v: policies.controller_policies(
+                policies.Scope(cluster=cluster, region=args.region, account=v[0], partition=v[1]),
+                node_role_arn=v[2],
+                queue_arn=v[3],
+            )
+        )
+        attachments = []
+        for key in ("node-lifecycle", "iam-integration", "eks-integration", "interruption", "resource-discovery"):
+            policy = aws.iam.Policy(
+                f"{name}-{key}",
+                name=physical("karpenter", key, cluster, limit=128),
+                policy=documents.apply(functools.partial(_dump, key)),
+                tags=args.tags,
+                opts=child,
+            )
+            attachments.append(
+                aws.iam.RolePolicyAttachment(
+                    f"{name}-{key}", role=controller_role.name, policy_arn=policy.arn, opts=child
+                )
+            )
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-controller",
+            cluster_name=args.cluster,
+            namespace=KARPENTER_NAMESPACE,
+            service_account=KARPENTER_SERVICE_ACCOUNT,
+            role_arn=controller_role.arn,
+            tags=args.tags,
+            opts=child,
+        )
+
+        # CRDs from their own chart at the controller's version: Helm never upgrades a chart's crds/
+        # directory, so CRDs installed with the controller chart would stay at the first version.
+        crds = k8s.helm.v3.Release(
+            f"{name}-crd",
+            name="karpenter-crd",
+            chart=chart_ref(args.crd_chart),
+            version=args.chart.version,
+            namespace=KARPENTER_NAMESPACE,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="karpenter",
+            chart=chart_ref(args.chart),
+            version=args.chart.version,
+            namespace=KARPENTER_NAMESPACE,
+            skip_crds=True,
+            values=karpenter_values(cluster=cluster, queue=queue.name),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                # CRDs, credentials and the node access entry first: a controller without them
+                # crashes, launches nothing, or launches nodes that never join.
+                depends_on=[crds, association, access, *attachments],
+            ),
+        )
+        self.node_role_name = node_role.name
+        self.queue_name = queue.name
+        self.register_outputs({"nodeRoleName": self.node_role_name, "queueName": self.queue_name})

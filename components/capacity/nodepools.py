@@ -1,0 +1,130 @@
+"""EC2NodeClass and NodePool manifests (karpenter.k8s.aws/v1, karpenter.sh/v1) for one `nodePools[]`
+entry. Pure functions: a pool in, a manifest dict out.
+
+What each object carries and why:
+- EC2NodeClass: the AMI by alias (al2023 or bottlerocket; Karpenter pairs the NVIDIA and Neuron
+  variants with accelerated types itself), subnets and security groups found by the cluster's
+  `karpenter.sh/discovery` tag, the Karpenter node role, IMDSv2 with hop limit 1 (pods cannot reach
+  the node's credentials), an encrypted gp3 root volume of `rootVolumeGiB`, and RAID0 over the
+  instance store when `localNvme: raid0`.
+- NodePool: requirements from the pool's instance types or families, capacity types and
+  architecture; the accelerator taint and labels from components/scheduling.py (one source for the
+  taint and its toleration); limits from stacks/capacity.py; disruption with consolidateAfter and,
+  by default on accelerator pools, a business-hours budget that keeps serving nodes in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from stacks.capacity import pool_limits
+from stacks.config.pools import DisruptionBudget, NodePoolSection
+
+from ..scheduling import pool_labels, pool_taints
+
+DISCOVERY_TAG = "karpenter.sh/discovery"
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
+
+# Mon-Fri 09:00-18:00 UTC: no consolidation or drift replacement of non-empty accelerator nodes, so a
+# serving replica (minutes to load its weights) is not moved while users are on it.
+BUSINESS_HOURS = DisruptionBudget.model_validate(
+    {"nodes": "0", "schedule": "0 9 * * 1-5", "duration": "9h", "reasons": ["Underutilized", "Drifted"]}
+)
+DEFAULT_BUDGET = DisruptionBudget.model_validate({"nodes": "10%"})
+
+
+def block_devices(pool: NodePoolSection) -> list[dict[str, Any]]:
+    """AL2023 boots and runs containers from /dev/xvda; Bottlerocket keeps a small OS volume on
+    /dev/xvda and its data (images, ephemeral storage) on /dev/xvdb, which is the `rootVolume`."""
+    data = {
+        "volumeSize": f"{pool.root_volume_gib}Gi",
+        "volumeType": "gp3",
+        "encrypted": True,
+        "deleteOnTermination": True,
+    }
+    if pool.ami_family == "bottlerocket":
+        os_volume = {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+        return [
+            {"deviceName": "/dev/xvda", "ebs": os_volume},
+            {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": data},
+        ]
+    return [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": data}]
+
+
+def ec2_node_class(
+    pool: NodePoolSection, *, cluster: str, node_role: pulumi.Input[str], tags: dict[str, str]
+) -> dict[str, Any]:
+    discovery = [{"tags": {DISCOVERY_TAG: cluster}}]
+    spec: dict[str, Any] = {
+        "role": node_role,
+        "amiSelectorTerms": [{"alias": pool.ami_alias}],
+        "subnetSelectorTerms": discovery,
+        "securityGroupSelectorTerms": discovery,
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+        },
+        "blockDeviceMappings": block_devices(pool),
+        "tags": {**tags, "inference-platform:pool": pool.name},
+    }
+    if pool.local_nvme == "raid0":
+        spec["instanceStorePolicy"] = "RAID0"
+    return {
+        "apiVersion": f"{NODE_CLASS_GROUP}/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": pool.name},
+        "spec": spec,
+    }
+
+
+def requirements(pool: NodePoolSection) -> list[dict[str, Any]]:
+    if pool.instance_types:
+        selector = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(pool.instance_types)}
+    else:
+        selector = {
+            "key": f"{NODE_CLASS_GROUP}/instance-family",
+            "operator": "In",
+            "values": list(pool.instance_families),
+        }
+    return [
+        selector,
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(pool.capacity_types)},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": [pool.architecture]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+    ]
+
+
+def budgets(pool: NodePoolSection) -> list[dict[str, Any]]:
+    chosen = pool.disruption_budgets
+    if chosen is None:
+        chosen = [DEFAULT_BUDGET] if pool.accelerator == "none" else [DEFAULT_BUDGET, BUSINESS_HOURS]
+    return [b.model_dump(by_alias=True, exclude_none=True) for b in chosen]
+
+
+def node_pool(pool: NodePoolSection) -> dict[str, Any]:
+    template_spec: dict[str, Any] = {
+        "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": "EC2NodeClass", "name": pool.name},
+        "requirements": requirements(pool),
+        "expireAfter": pool.expire_after,
+    }
+    taints = pool_taints(pool)
+    if taints:
+        template_spec["taints"] = taints
+    spec: dict[str, Any] = {
+        "template": {"metadata": {"labels": pool_labels(pool)}, "spec": template_spec},
+        "disruption": {
+            "consolidationPolicy": pool.consolidation_policy,
+            "consolidateAfter": pool.consolidate_after,
+            "budgets": budgets(pool),
+        },
+    }
+    limits = pool_limits(pool).manifest(pool.accelerator)
+    if limits:
+        spec["limits"] = limits
+    if pool.weight is not None:
+        spec["weight"] = pool.weight
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool.name}, "spec": spec}

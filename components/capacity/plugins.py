@@ -1,0 +1,85 @@
+"""Helm values for the device plugins and Karpenter, and which of them a stack needs. Pure functions.
+
+- NVIDIA device plugin (NVIDIA/k8s-device-plugin): installed when some NVIDIA pool runs AL2023,
+  whose NVIDIA AMI ships the driver and container toolkit but no plugin. It uses the host's driver
+  (nothing installs one), tolerates the GPU taint, and lands on nodes labelled
+  `nvidia.com/gpu.present=true` (the pool label; no NFD/GFD is installed).
+- AWS Neuron chart (aws-neuron/neuron-helm-charts): installed when some pool is Neuron. Device
+  plugin always; the scheduler extension and the node problem detector as `addons.neuron` asks.
+  With the scheduler on, Neuron pods must name NEURON_SCHEDULER: the Capacity component exports it
+  and the engines read it from there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.naming import SYSTEM_NODE_LABEL
+from stacks.config import StackConfig
+from stacks.config.addons import Neuron
+
+from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS, needs_nvidia_device_plugin
+
+# The custom kube-scheduler's name: the chart uses scheduler.customScheduler.fullnameOverride as the
+# profile's schedulerName (templates/scheduler/scheduler-custom-config.yaml).
+NEURON_SCHEDULER = "neuron-scheduler"
+
+KARPENTER_NAMESPACE = "kube-system"
+KARPENTER_SERVICE_ACCOUNT = "karpenter"
+
+
+def needs_nvidia_plugin(config: StackConfig) -> bool:
+    return config.addons.nvidia_device_plugin.enabled and any(needs_nvidia_device_plugin(p) for p in config.node_pools)
+
+
+def needs_neuron_chart(config: StackConfig) -> bool:
+    return config.addons.neuron.enabled and any(p.accelerator == "neuron" for p in config.node_pools)
+
+
+def _toleration(accelerator: str) -> dict[str, str]:
+    return {"key": TAINT_KEYS[accelerator], "operator": "Exists", "effect": "NoSchedule"}
+
+
+def nvidia_values() -> dict[str, Any]:
+    return {
+        # The AL2023 NVIDIA AMI has the driver at the host root; the plugin installs none.
+        "nvidiaDriverRoot": "/",
+        "gfd": {"enabled": False},
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _toleration("nvidia")],
+        "priorityClassName": "system-node-critical",
+    }
+
+
+def neuron_values(addon: Neuron) -> dict[str, Any]:
+    system = dict(SYSTEM_NODE_LABEL)
+    values: dict[str, Any] = {
+        "devicePlugin": {"enabled": True},
+        "scheduler": {"enabled": addon.scheduler},
+        "npd": {"enabled": addon.node_problem_detector},
+    }
+    if addon.scheduler:
+        values["scheduler"].update(
+            {
+                "nodeSelector": system,
+                "customScheduler": {"enabled": True, "fullnameOverride": NEURON_SCHEDULER, "nodeSelector": system},
+            }
+        )
+    if addon.node_problem_detector:
+        values["npd"]["nodeSelector"] = {ACCELERATOR_LABEL: "neuron"}
+    return values
+
+
+def karpenter_values(*, cluster: str, queue: pulumi.Input[str]) -> dict[str, Any]:
+    return {
+        "settings": {"clusterName": cluster, "interruptionQueue": queue},
+        "replicas": 2,
+        "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
+        # On the managed system nodes: Karpenter must never run on a node it manages itself.
+        "nodeSelector": {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABEL},
+        "serviceAccount": {"create": True, "name": KARPENTER_SERVICE_ACCOUNT},
+        "controller": {
+            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
+        },
+    }
