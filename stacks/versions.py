@@ -52,9 +52,11 @@ CHARTS: dict[str, Chart] = {
     "litellm": Chart("litellm-helm", "1.100.1", "oci://ghcr.io/berriai"),
     # --- front door and monitoring -------------------------------------------------------------
     "envoy-gateway": Chart("gateway-helm", "v1.9.0", "oci://docker.io/envoyproxy"),
+    # gateway-helm installs the Gateway API CRDs and Envoy Gateway's own CRDs (crds.enabled).
     "kube-prometheus-stack": Chart(
-        "kube-prometheus-stack", "79.5.0", "https://prometheus-community.github.io/helm-charts"
+        "kube-prometheus-stack", "81.6.2", "https://prometheus-community.github.io/helm-charts"
     ),
+    "dcgm-exporter": Chart("dcgm-exporter", "4.8.4", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
 }
 
 IMAGES: dict[str, Image] = {
@@ -73,6 +75,8 @@ IMAGES: dict[str, Image] = {
     "dynamo-trtllm": Image("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"),
     "ray": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
     "litellm": Image("ghcr.io/berriai/litellm", "v1.100.1"),
+    # --- monitoring ----------------------------------------------------------------------------
+    "neuron-monitor": Image("public.ecr.aws/neuron/neuron-monitor", "1.3.0"),
 }
 
 # EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions
