@@ -87,9 +87,6 @@ CRDS_NOT_ON_FILE: dict[tuple[str, str], str] = {
         "prometheus-operator/prometheus-operator example/prometheus-operator-crd/"
         "monitoring.coreos.com_prometheusrules.yaml"
     ),
-    ("gateway.envoyproxy.io", "EnvoyProxy"): (
-        "envoyproxy/gateway charts/gateway-helm/crds/generated/gateway.envoyproxy.io_envoyproxies.yaml"
-    ),
 }
 
 
