@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,11 @@ from components.gateway.manifests import (
 from components.served import ServedModel, served_models
 from stacks.engines import ENGINES
 from stacks.load import parse_sections
-from tests.conftest import ALL_STACKS, DEV, render_sections, sections_of
+from tests.conftest import ALL_STACKS, DEV, render_sections, sections_of, stack_manifests
 
 
-@cache
 def manifests_of(path: Path) -> list[dict[str, Any]]:
-    return render_sections(sections_of(path)).manifests()
+    return stack_manifests(path)
 
 
 def of_kind(objs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 
 from components.monitoring.dashboards import accelerator_dashboard, engine_dashboard
 from stacks.metrics import ENGINE_METRICS, NODE_METRICS, Metric
-from tests.conftest import ALL_STACKS, render_sections, sections_of
+from tests.conftest import ALL_STACKS, sections_of, stack_manifests
 
 # Expected Grafana unit, written out here independently of the builders: (how the query uses the
 # metric, the metric's unit) -> unit id. Seconds stay seconds, milliseconds stay milliseconds.
@@ -61,9 +60,8 @@ def check(board: dict[str, Any]) -> None:
             assert unit == EXPECTED_UNIT[(how, m.unit)], f"{panel['title']}: {m.name} ({m.unit}) shown as {unit}"
 
 
-@cache
 def dashboards_of(path: Path) -> list[dict[str, Any]]:
-    objs = render_sections(sections_of(path)).manifests()
+    objs = stack_manifests(path)
     maps = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["labels"].get("grafana_dashboard") == "1"]
     return [json.loads(v) for cm in maps for v in cm["data"].values()]
 
