@@ -19,6 +19,7 @@ from components.gateway.manifests import (
 from components.served import ServedModel, served_models
 from stacks.engines import ENGINES
 from stacks.load import parse_sections
+from stacks.versions import chart
 from tests.conftest import ALL_STACKS, DEV, render_sections, sections_of, stack_manifests
 
 
@@ -116,6 +117,12 @@ def test_ollamas_management_api_is_never_routed_even_if_its_paths_were_offered()
 
 def test_the_http_listener_only_redirects_to_https(dev_render):
     objs = dev_render.manifests()
+    listener_policies = [
+        t for p in of_kind(objs, "SecurityPolicy") for t in p["spec"]["targetRefs"] if t["kind"] == "Gateway"
+    ]
+    assert listener_policies and all(t.get("sectionName") == "https" for t in listener_policies), (
+        "authentication sits on the HTTPS listener, so plain HTTP still gets its redirect rather than a 401"
+    )
     on_http = [
         r for r in of_kind(objs, "HTTPRoute") if any(p.get("sectionName") == "http" for p in r["spec"]["parentRefs"])
     ]
@@ -203,3 +210,21 @@ def test_with_aibrix_the_routes_attach_to_its_gateway_and_no_second_gateway_exis
     assert gateway_policy, "AIBrix's own routes are authenticated too"
     releases = {r["name"] for r in aibrix_render.releases()}
     assert "envoy-gateway" in releases, "AIBrix's gateway runs on Envoy Gateway"
+
+
+def test_envoy_gateway_is_pinned_and_every_gateway_object_waits_for_its_crds(dev_render):
+    (release,) = [
+        r for r in dev_render.mocks.of_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("name") == "envoy-gateway"
+    ]
+    pinned = chart("envoy-gateway")
+    assert release.inputs["chart"] == f"{pinned.repo}/{pinned.chart}" == "oci://docker.io/envoyproxy/gateway-helm"
+    assert release.inputs["version"] == pinned.version == "v1.9.0"
+    assert release.inputs["namespace"] == "envoy-gateway-system"
+    crs = [
+        r
+        for r in dev_render.resources
+        if r.type.startswith(("kubernetes:gateway.networking.k8s.io/", "kubernetes:gateway.envoyproxy.io/"))
+    ]
+    assert crs, "the front door's custom resources are registered"
+    for r in crs:
+        assert release.urn in r.depends_on, f"{r.type} {r.name} must wait for the chart that installs its CRD"

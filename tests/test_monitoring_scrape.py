@@ -182,3 +182,11 @@ def test_rendered_podmonitors_and_rules_have_the_shape_the_prometheus_operator_e
             for r in group["rules"]:
                 assert set(r) == {"alert", "expr", "for", "labels", "annotations"}
                 assert r["for"][-1] in "smh"
+
+
+def test_the_dev_stack_runs_an_exporter_for_each_accelerator_it_has(dev_render):
+    releases = {r["name"]: r for r in dev_render.releases()}
+    assert releases["dcgm-exporter"]["version"] == chart("dcgm-exporter").version, "GPU pool: DCGM exporter"
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in dev_render.manifests()}
+    assert ("DaemonSet", "neuron-monitor") in kinds, "Neuron pool: neuron-monitor"
+    assert ("PodMonitor", "neuron-monitor") in kinds

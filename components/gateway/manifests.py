@@ -215,16 +215,18 @@ def _auth(gw: GatewaySection) -> dict[str, Any]:
     return {"jwt": {"providers": [provider]}}
 
 
-def security_policy(config: StackConfig, name: str, namespace: str, target_kind: str, target: str) -> dict[str, Any]:
-    """Authentication in front of a route (or a whole Gateway)."""
+def security_policy(
+    config: StackConfig, name: str, namespace: str, target_kind: str, target: str, section: str | None = None
+) -> dict[str, Any]:
+    """Authentication in front of a route, or a Gateway listener (`section`)."""
+    ref = {"group": "gateway.networking.k8s.io", "kind": target_kind, "name": target}
+    if section:
+        ref["sectionName"] = section
     return {
         "apiVersion": EG_API,
         "kind": "SecurityPolicy",
         "metadata": _meta(name, namespace),
-        "spec": {
-            "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": target_kind, "name": target}],
-            **_auth(config.gateway),
-        },
+        "spec": {"targetRefs": [ref], **_auth(config.gateway)},
     }
 
 
@@ -279,13 +281,17 @@ def model_routing(config: StackConfig, served: ServedModel, parent: Parent) -> l
 
 
 def gateway_objects(config: StackConfig, parent: Parent) -> list[dict[str, Any]]:
-    """The Gateway itself (own gateway only) and a gateway-wide SecurityPolicy: a backstop for any
-    route attached later, by hand or by AIBrix's controller, without its own policy."""
+    """The Gateway itself (own gateway only) and a SecurityPolicy on the models' listener: a backstop
+    for any route attached later, by hand or by AIBrix's controller, without its own policy."""
     objs: list[dict[str, Any]] = []
     if parent.own:
         objs += [gateway_class(), gateway(config), redirect_route(config)]
     if config.gateway.auth != "none":
-        objs.append(security_policy(config, f"{parent.name}-auth", parent.namespace, "Gateway", parent.name))
+        # On the listener models use: the HTTP listener of our own Gateway must still answer with its
+        # redirect, not a 401.
+        objs.append(
+            security_policy(config, f"{parent.name}-auth", parent.namespace, "Gateway", parent.name, parent.section)
+        )
     return objs
 
 
