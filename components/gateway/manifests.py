@@ -29,7 +29,11 @@ CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller"
 # Envoy Gateway's controller namespace; in its default ControllerNamespace mode the Envoy proxies run
 # here too, which is where model pods receive gateway traffic from.
 EG_NAMESPACE = "envoy-gateway-system"
-PROXY_POD_LABELS = {"app.kubernetes.io/managed-by": "envoy-gateway", "app.kubernetes.io/component": "proxy"}
+PROXY_POD_LABELS = {
+    "app.kubernetes.io/name": "envoy",
+    "app.kubernetes.io/component": "proxy",
+    "app.kubernetes.io/managed-by": "envoy-gateway",
+}
 GATEWAY_NAMESPACE = "inference-gateway"
 GATEWAY_NAME = "inference"
 HTTPS_LISTENER = "https"
