@@ -18,7 +18,10 @@ from stacks.config import StackConfig
 
 from .capacity import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
+from .gateway import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
+from .gateway.manifests import AIBRIX_GATEWAY, load_balancer_annotations, parent_gateway
 from .models import Models, ModelsArgs
+from .monitoring import MONITORING_NAMESPACE, Monitoring, MonitoringArgs
 from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
 from .served import served_models
@@ -184,7 +187,18 @@ class Platform(pulumi.ComponentResource):
         self.outputs["modelBucket"] = storage.bucket_name
 
     def _gateway_controller(self, name: str, wiring: Wiring) -> None:
-        """The Envoy Gateway controller, before anything that attaches to it (issue: front door)."""
+        """The Envoy Gateway controller, before anything that attaches to it (issue: front door).
+        AIBrix's gateway runs on Envoy Gateway too, so it is installed for either."""
+        config = self.config
+        if not config.addons.envoy_gateway.enabled:
+            return
+        if config.gateway.enabled or config.addons.aibrix.enabled:
+            controller = GatewayController(
+                f"{name}-gateway-controller",
+                GatewayControllerArgs(config=config, provider=wiring.cluster.provider),
+                pulumi.ResourceOptions(parent=self),
+            )
+            wiring.installers["envoy-gateway"] = controller.release
 
     def _serving_platforms(self, name: str, wiring: Wiring) -> None:
         """Dynamo, AIBrix, KubeRay, NIM Operator, LiteLLM installations (issue: serving platforms)."""
@@ -236,6 +250,46 @@ class Platform(pulumi.ComponentResource):
 
     def _front_door(self, name: str, wiring: Wiring) -> None:
         """Gateway, routes, authentication, network policies (issue: front door)."""
+        config = self.config
+        served = served_models(config)
+        parent = parent_gateway(config, wiring.extra.get("aibrix_gateway", AIBRIX_GATEWAY))
+        installers = [wiring.installers[k] for k in ("envoy-gateway",) if k in wiring.installers]
+        if not parent.own and "aibrix" in wiring.installers:
+            installers.append(wiring.installers["aibrix"])
+        door = FrontDoor(
+            f"{name}-front-door",
+            FrontDoorArgs(
+                config=config,
+                provider=wiring.cluster.provider,
+                parent_gateway=parent,
+                served=served,
+                depends_on=installers,
+                namespaces=dict(wiring.namespaces),
+                scraper_namespace=MONITORING_NAMESPACE if config.addons.monitoring.enabled else None,
+                platform_namespaces=dict(wiring.extra.get("platform_namespaces", {})),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        # AIBrix's chart owns its Envoy Service: these are the annotations it needs for the NLB.
+        wiring.extra["gateway_service_annotations"] = load_balancer_annotations(config.gateway)
+        if any(s.expose for s in served) and (config.gateway.enabled or not parent.own):
+            self.outputs["inferenceUrl"] = door.url
 
     def _monitoring(self, name: str, wiring: Wiring) -> None:
         """Prometheus, scrapers, dashboards and alerts (issue: front door and eyes)."""
+        config = self.config
+        if not config.addons.monitoring.enabled:
+            return
+        monitoring = Monitoring(
+            f"{name}-monitoring",
+            MonitoringArgs(
+                config=config,
+                provider=wiring.cluster.provider,
+                served=served_models(config),
+                namespaces=dict(wiring.namespaces),
+                depends_on=[wiring.installers[k] for k in ("prometheus-operator",) if k in wiring.installers],
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        if monitoring.installer is not None:
+            wiring.installers["kube-prometheus-stack"] = monitoring.installer

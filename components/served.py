@@ -9,6 +9,9 @@ from stacks.config import ModelSection, StackConfig
 from stacks.engines import facts
 
 DEFAULT_NAMESPACE = "inference"
+# The label every pod (and the Service) of a served model carries, so the gateway's network policies,
+# the scrapers and the model's own peers can select exactly that model's pods.
+MODEL_LABEL = "inference-platform.io/model"
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,11 @@ class ServedModel:
     expose: bool
     # The workload a scaler targets: (apiVersion, kind, name).
     scale_target: tuple[str, str, str]
+
+    @property
+    def selector(self) -> dict[str, str]:
+        """Labels selecting this model's pods: engine modules put them on every pod they create."""
+        return {MODEL_LABEL: self.name}
 
 
 def namespace_of(config: StackConfig, model: ModelSection) -> str:

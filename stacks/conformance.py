@@ -74,6 +74,25 @@ OPEN_MAP_KEYS = {"nodeSelector", "podLabels", "podAnnotations", "additionalLabel
 # Keys a chart reads in its templates but leaves commented out in values.yaml: (chart, dotted path) -> why.
 COMMENTED_KEYS: dict[tuple[str, str], str] = {}
 
+# (group, kind) of custom resources the platform renders whose upstream CRD is NOT in the schema
+# directory, with where to fetch it. Objects of these kinds cannot be schema-checked: the conformance
+# test reports them as skipped, by name, and unit tests check their structure instead. Once the CRD
+# is fetched into the schema directory (README, "Schemas"), `crd_on_file` finds it and the objects are
+# validated like every other custom resource.
+CRDS_NOT_ON_FILE: dict[tuple[str, str], str] = {
+    ("monitoring.coreos.com", "PodMonitor"): (
+        "prometheus-operator/prometheus-operator example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml"
+    ),
+    ("monitoring.coreos.com", "ServiceMonitor"): (
+        "prometheus-operator/prometheus-operator example/prometheus-operator-crd/"
+        "monitoring.coreos.com_servicemonitors.yaml"
+    ),
+    ("monitoring.coreos.com", "PrometheusRule"): (
+        "prometheus-operator/prometheus-operator example/prometheus-operator-crd/"
+        "monitoring.coreos.com_prometheusrules.yaml"
+    ),
+}
+
 
 def schema_dir() -> Path | None:
     raw = os.environ.get(ENV)
@@ -154,6 +173,17 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if "properties" in schema:
         schema["properties"]["metadata"] = {"type": "object"}
     return schema
+
+
+def crd_on_file(root: Path, group: str, kind: str) -> bool:
+    return (group, kind) in crd_files(root)
+
+
+def unvalidated(obj: dict[str, Any], root: Path) -> bool:
+    """True for an object of a kind listed in CRDS_NOT_ON_FILE whose CRD is still missing."""
+    group, _ = api_group(obj.get("apiVersion", ""))
+    kind = obj.get("kind", "")
+    return (group, kind) in CRDS_NOT_ON_FILE and not crd_on_file(root, group, kind)
 
 
 def validate_custom(obj: dict[str, Any], root: Path) -> list[str]:

@@ -55,9 +55,11 @@ CHARTS: dict[str, Chart] = {
     "nim-operator": Chart("k8s-nim-operator", "3.1.2", "https://helm.ngc.nvidia.com/nvidia"),
     # --- front door and monitoring -------------------------------------------------------------
     "envoy-gateway": Chart("gateway-helm", "v1.9.0", "oci://docker.io/envoyproxy"),
+    # gateway-helm installs the Gateway API CRDs and Envoy Gateway's own CRDs (crds.enabled).
     "kube-prometheus-stack": Chart(
-        "kube-prometheus-stack", "79.5.0", "https://prometheus-community.github.io/helm-charts"
+        "kube-prometheus-stack", "81.6.2", "https://prometheus-community.github.io/helm-charts"
     ),
+    "dcgm-exporter": Chart("dcgm-exporter", "4.8.4", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
 }
 
 IMAGES: dict[str, Image] = {
@@ -91,6 +93,8 @@ IMAGES: dict[str, Image] = {
     # Downloads from Hugging Face with huggingface_hub.snapshot_download; the pinned vLLM image
     # already carries huggingface_hub and is usually already on a GPU node.
     "model-prep-hub": Image("vllm/vllm-openai", "v0.29.0"),
+    # --- monitoring ----------------------------------------------------------------------------
+    "neuron-monitor": Image("public.ecr.aws/neuron/neuron-monitor", "1.3.0"),
 }
 
 # EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions

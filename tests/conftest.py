@@ -4,6 +4,7 @@ reset before every test, plus helpers that render a stack from a dict of section
 from __future__ import annotations
 
 import copy
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,12 @@ def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rend
     """Validate like `pulumi up` would, then run __main__.py under the mocks."""
     parse_sections(sections, region)
     return run_program(sections_to_pulumi_config(sections, region))
+
+
+@cache
+def stack_manifests(path: Path) -> list[dict[str, Any]]:
+    """The Kubernetes objects a stack file renders to, rendered once per test process."""
+    return render_sections(sections_of(path)).manifests()
 
 
 @pytest.fixture

@@ -151,7 +151,8 @@ def test_no_device_plugin_is_installed_where_no_pool_needs_it(dev, mocks):
     dev["nodePools"] = [{"name": "cpu", "accelerator": "none", "instanceTypes": ["m7i.large"]}]
     dev["models"] = []
     rels = releases(render_sections(dev))
-    assert set(rels) == {"karpenter-crd", "karpenter"}, set(rels)
+    plugins = {"nvidia-device-plugin", "neuron"}
+    assert {"karpenter-crd", "karpenter"} <= set(rels) and not plugins & set(rels), set(rels)
 
 
 def test_a_bottlerocket_only_gpu_stack_skips_the_nvidia_plugin(dev, mocks):
@@ -182,7 +183,7 @@ def _wiring(sections) -> Wiring:
 def test_later_concerns_get_the_scheduler_name_node_role_and_installers(dev, mocks):
     wiring = _wiring(dev)
     assert wiring.neuron_scheduler == NEURON_SCHEDULER
-    assert set(wiring.installers) == {"karpenter", "nvidia-device-plugin", "neuron"}
+    assert {"karpenter", "nvidia-device-plugin", "neuron"} <= set(wiring.installers)
     assert "karpenter_node_role" in wiring.extra
 
 

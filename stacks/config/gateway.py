@@ -35,8 +35,11 @@ class Tls(Strict):
 
 
 class RateLimit(Strict):
+    """Per-client request limit. The client id header is set by the gateway from the authenticated
+    identity (API-key client name or the JWT `sub`), so a client cannot pick its own bucket."""
+
     requests_per_minute: int = Field(ge=1, le=1_000_000)
-    client_header: str = "x-client-id"
+    client_header: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+$", max_length=64)] = "x-client-id"
 
 
 class GatewaySection(Strict):
@@ -50,6 +53,9 @@ class GatewaySection(Strict):
     allow_unauthenticated: bool = False
     tls: Tls | None = None
     rate_limit: RateLimit | None = None
+    # Where clients put the API key; Envoy strips a leading "Bearer " (Authorization: Bearer <key>).
+    api_key_header: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9-]+$", max_length=64)] = "Authorization"
+    scheme: Literal["internet-facing", "internal"] = "internet-facing"  # the AWS load balancer's scheme
 
     @model_validator(mode="after")
     def _auth(self) -> Self:

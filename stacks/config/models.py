@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from .base import DnsLabel, SecretName, Strict
+from .slo import Slo
 
 Engine = Literal["vllm", "sglang", "nim", "tgi", "ollama", "neuron-vllm", "dynamo", "ray-serve"]
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
@@ -159,6 +160,7 @@ class ModelSection(Strict):
     secrets: ModelSecrets = Field(default_factory=ModelSecrets)
     expose: bool = True
     namespace: DnsLabel | None = None
+    slo: Slo | None = None  # serving objectives alerted on (monitoring)
 
     @field_validator("parameters")
     @classmethod

@@ -1,0 +1,116 @@
+"""The front door: Envoy Gateway, the authenticated HTTPS Gateway, one route per exposed model and the
+model namespaces' network isolation.
+
+Two components, because other concerns sit between them: `GatewayController` installs Envoy Gateway
+(its chart carries the Gateway API and Envoy Gateway CRDs, which AIBrix's gateway also needs), and
+`FrontDoor` creates the objects that attach to it once the models exist. Manifests come from the pure
+builders in `manifests.py` and `isolation.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config import StackConfig
+from stacks.versions import chart
+
+from ..k8s import apply
+from ..naming import MANAGED_BY, TOKEN
+from ..served import ServedModel
+from . import isolation
+from .manifests import EG_NAMESPACE, GATEWAY_NAMESPACE, Parent, envoy_gateway_values, gateway_objects, model_routing
+
+__all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayControllerArgs:
+    config: StackConfig
+    provider: k8s.Provider
+
+
+class GatewayController(pulumi.ComponentResource):
+    """Envoy Gateway (gateway-helm) in envoy-gateway-system, with its CRDs."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: GatewayControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:GatewayController", name, None, opts)
+        pinned = chart("envoy-gateway", args.config.addons.envoy_gateway.version)
+        self.release = k8s.helm.v3.Release(
+            f"{name}-envoy-gateway",
+            name="envoy-gateway",
+            chart=f"{pinned.repo}/{pinned.chart}",
+            version=pinned.version,
+            namespace=EG_NAMESPACE,
+            create_namespace=True,
+            values=envoy_gateway_values(args.config),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+        )
+        self.register_outputs({"release": self.release.name})
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrontDoorArgs:
+    config: StackConfig
+    provider: k8s.Provider
+    parent_gateway: Parent
+    served: list[ServedModel]
+    # Installers whose CRDs the objects need (Envoy Gateway; AIBrix when its gateway is the parent).
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    # Namespaces that already exist (created by the platform), by name.
+    namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
+    scraper_namespace: str | None = None
+    # Serving-platform controller namespaces allowed into model pods, by engine.
+    platform_namespaces: dict[str, str] = field(default_factory=dict)
+
+
+class FrontDoor(pulumi.ComponentResource):
+    """Gateway, routes, SecurityPolicies, rate limits, ReferenceGrants and NetworkPolicies."""
+
+    url: pulumi.Output[str]
+
+    def __init__(self, name: str, args: FrontDoorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:FrontDoor", name, None, opts)
+        config, parent = args.config, args.parent_gateway
+        plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        namespaces = dict(args.namespaces)
+        if parent.own and parent.namespace not in namespaces:
+            namespaces[parent.namespace] = k8s.core.v1.Namespace(
+                f"{name}-ns",
+                metadata={"name": GATEWAY_NAMESPACE, "labels": {**MANAGED_BY}},
+                opts=plain,
+            )
+
+        def after(*namespaces_used: str, crds: bool = True) -> pulumi.ResourceOptions:
+            deps = [namespaces[n] for n in namespaces_used if n in namespaces]
+            return pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[*deps, *(args.depends_on if crds else [])]
+            )
+
+        exposed = [s for s in args.served if s.expose]
+        if config.gateway.enabled or not parent.own:
+            for obj in gateway_objects(config, parent):
+                apply(obj, after(parent.namespace))
+            for served in exposed:
+                for obj in model_routing(config, served, parent):
+                    apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
+
+        by_namespace: dict[str, list[ServedModel]] = {}
+        for served in args.served:
+            by_namespace.setdefault(served.namespace, []).append(served)
+        gateway_namespaces = [EG_NAMESPACE] + ([] if parent.own else [parent.namespace])
+        for ns, models in sorted(by_namespace.items()):
+            for obj in isolation.namespace_policies(
+                models,
+                gateway_namespaces=gateway_namespaces if exposed else [],
+                scraper_namespace=args.scraper_namespace,
+                platform_namespaces=args.platform_namespaces,
+            ):
+                apply(obj, after(ns, crds=False))
+
+        self.url = pulumi.Output.from_input(f"https://{config.gateway.hostname}")
+        self.register_outputs({"url": self.url})

@@ -1,0 +1,311 @@
+"""Pure builders for the front door: the Gateway, one HTTPRoute per exposed model, the
+SecurityPolicy that authenticates every route, per-client rate limits, ReferenceGrants and the
+model namespaces' NetworkPolicies. Dict in, dict out; no Pulumi.
+
+Routing: every model shares the gateway's hostname, and a Gateway API route cannot match on the JSON
+body's `model` field, so each model gets its own path prefix: a client's OpenAI base URL is
+`https://<hostname>/<model>/v1`. Only the engine's OpenAI-style paths are routed (each rewritten to
+the path the engine serves); management paths (Ollama's /api/pull, /api/delete, ...) never are, and
+anything else gets Envoy's 404.
+
+Routes live in the Gateway's namespace next to their SecurityPolicy and the API-key Secret; they
+reach the model's Service across namespaces through a ReferenceGrant the model namespace issues.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stacks.config import StackConfig
+from stacks.config.gateway import GatewaySection
+
+from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
+from ..served import ServedModel
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+EG_API = "gateway.envoyproxy.io/v1alpha1"
+CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller"
+# Envoy Gateway's controller namespace; in its default ControllerNamespace mode the Envoy proxies run
+# here too, which is where model pods receive gateway traffic from.
+EG_NAMESPACE = "envoy-gateway-system"
+PROXY_POD_LABELS = {
+    "app.kubernetes.io/name": "envoy",
+    "app.kubernetes.io/component": "proxy",
+    "app.kubernetes.io/managed-by": "envoy-gateway",
+}
+GATEWAY_NAMESPACE = "inference-gateway"
+GATEWAY_NAME = "inference"
+HTTPS_LISTENER = "https"
+HTTP_LISTENER = "http"
+# AIBrix 0.7.0's chart (dist/chart/templates/gateway-instance/gateway.yaml) creates GatewayClass and
+# Gateway `<fullname>-eg` in the release namespace, with one HTTP listener named `http` on port 80 and
+# the default allowedRoutes (same namespace only).
+AIBRIX_GATEWAY = ("aibrix-system", "aibrix-eg", "http")
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The Gateway (and listener) the model routes attach to."""
+
+    namespace: str
+    name: str
+    section: str
+    own: bool  # True: this stack's Gateway; False: AIBrix's
+
+
+def parent_gateway(config: StackConfig, aibrix: tuple[str, str, str] = AIBRIX_GATEWAY) -> Parent:
+    if config.addons.aibrix.enabled:
+        return Parent(namespace=aibrix[0], name=aibrix[1], section=aibrix[2], own=False)
+    return Parent(namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, section=HTTPS_LISTENER, own=True)
+
+
+def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {**MANAGED_BY, "app.kubernetes.io/component": "gateway", **labels}}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def tls_secret_name(gateway: GatewaySection) -> str:
+    """The certificate Secret the HTTPS listener terminates with (when TLS is not on the NLB)."""
+    if gateway.tls and gateway.tls.secret_name:
+        return gateway.tls.secret_name
+    return f"{GATEWAY_NAME}-tls"
+
+
+def terminates_on_load_balancer(gateway: GatewaySection) -> bool:
+    return bool(gateway.tls and gateway.tls.certificate_arn)
+
+
+def load_balancer_annotations(gateway: GatewaySection) -> dict[str, str]:
+    """AWS Load Balancer Controller annotations for the Envoy Service: an NLB sending traffic straight
+    to the proxy pods; with an ACM certificate, the NLB terminates TLS on 443 and port 80 stays plain
+    TCP so Envoy can answer it with a redirect."""
+    annotations = {
+        "service.beta.kubernetes.io/aws-load-balancer-type": "external",
+        "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+        "service.beta.kubernetes.io/aws-load-balancer-scheme": gateway.scheme,
+    }
+    if gateway.tls and gateway.tls.certificate_arn:
+        annotations |= {
+            "service.beta.kubernetes.io/aws-load-balancer-ssl-cert": gateway.tls.certificate_arn,
+            "service.beta.kubernetes.io/aws-load-balancer-ssl-ports": "443",
+            "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy": TLS_POLICY,
+            "service.beta.kubernetes.io/aws-load-balancer-backend-protocol": "tcp",
+        }
+    return annotations
+
+
+def gateway_class() -> dict[str, Any]:
+    return {
+        "apiVersion": GATEWAY_API,
+        "kind": "GatewayClass",
+        "metadata": _meta(GATEWAY_NAME),
+        "spec": {"controllerName": CONTROLLER_NAME},
+    }
+
+
+def gateway(config: StackConfig) -> dict[str, Any]:
+    """HTTPS on `hostname` (443) and HTTP (80) that only redirects. With an ACM certificate the NLB
+    terminates TLS and forwards plaintext to the 443 listener; otherwise Envoy terminates with the
+    referenced kubernetes.io/tls Secret."""
+    gw = config.gateway
+    same = {"namespaces": {"from": "Same"}}
+    if terminates_on_load_balancer(gw):
+        https: dict[str, Any] = {"name": HTTPS_LISTENER, "protocol": "HTTP", "port": 443}
+    else:
+        https = {
+            "name": HTTPS_LISTENER,
+            "protocol": "HTTPS",
+            "port": 443,
+            "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": tls_secret_name(gw)}]},
+        }
+    https |= {"hostname": gw.hostname, "allowedRoutes": same}
+    http = {"name": HTTP_LISTENER, "protocol": "HTTP", "port": 80, "hostname": gw.hostname, "allowedRoutes": same}
+    return {
+        "apiVersion": GATEWAY_API,
+        "kind": "Gateway",
+        "metadata": _meta(GATEWAY_NAME, GATEWAY_NAMESPACE),
+        "spec": {
+            "gatewayClassName": GATEWAY_NAME,
+            "infrastructure": {"annotations": load_balancer_annotations(gw)},
+            "listeners": [https, http],
+        },
+    }
+
+
+def redirect_route(config: StackConfig) -> dict[str, Any]:
+    """The only route on the HTTP listener: a 301 to the same URL over https."""
+    return {
+        "apiVersion": GATEWAY_API,
+        "kind": "HTTPRoute",
+        "metadata": _meta("https-redirect", GATEWAY_NAMESPACE),
+        "spec": {
+            "parentRefs": [{"name": GATEWAY_NAME, "sectionName": HTTP_LISTENER}],
+            "hostnames": [config.gateway.hostname],
+            "rules": [
+                {"filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]}
+            ],
+        },
+    }
+
+
+def route_prefix(served: ServedModel) -> str:
+    return f"/{served.name}"
+
+
+def routed_paths(served: ServedModel) -> list[str]:
+    """The engine paths this model's route forwards: its OpenAI paths minus any management path."""
+    blocked = served.management_paths
+    return [p for p in served.route_paths if not any(p == b or p.startswith(b.rstrip("/") + "/") for b in blocked)]
+
+
+def http_route(config: StackConfig, served: ServedModel, parent: Parent) -> dict[str, Any]:
+    """`/<model>/v1/...` -> the model's Service at `/v1/...`, one rule per allowed path."""
+    rules = []
+    for path in routed_paths(served):
+        rules.append(
+            {
+                "matches": [{"path": {"type": "PathPrefix", "value": route_prefix(served) + path}}],
+                "filters": [
+                    {
+                        "type": "URLRewrite",
+                        "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": path}},
+                    }
+                ],
+                "backendRefs": [
+                    {"kind": "Service", "name": served.service, "namespace": served.namespace, "port": served.port}
+                ],
+                # Generation can stream for minutes; Envoy Gateway's 15s default would cut it off.
+                "timeouts": {"request": "30m"},
+            }
+        )
+    return {
+        "apiVersion": GATEWAY_API,
+        "kind": "HTTPRoute",
+        "metadata": _meta(served.name, parent.namespace, **{"inference-platform.io/model": served.name}),
+        "spec": {
+            "parentRefs": [{"name": parent.name, "namespace": parent.namespace, "sectionName": parent.section}],
+            "hostnames": [config.gateway.hostname],
+            "rules": rules,
+        },
+    }
+
+
+def _auth(gw: GatewaySection) -> dict[str, Any]:
+    client = gw.rate_limit.client_header if gw.rate_limit else "x-client-id"
+    if gw.auth == "apiKey":
+        return {
+            "apiKeyAuth": {
+                "credentialRefs": [{"group": "", "kind": "Secret", "name": gw.api_keys_secret}],
+                "extractFrom": [{"headers": [gw.api_key_header]}],
+                # The authenticated client's name (its key in the Secret), overwriting anything the
+                # client sent: rate limits and access logs key on it.
+                "forwardClientIDHeader": client,
+                "sanitize": True,
+            }
+        }
+    assert gw.jwt is not None
+    provider: dict[str, Any] = {
+        "name": "stack",
+        "issuer": str(gw.jwt.issuer),
+        "remoteJWKS": {"uri": str(gw.jwt.jwks_uri)},
+        "claimToHeaders": [{"claim": "sub", "header": client}],
+    }
+    if gw.jwt.audiences:
+        provider["audiences"] = list(gw.jwt.audiences)
+    return {"jwt": {"providers": [provider]}}
+
+
+def security_policy(
+    config: StackConfig, name: str, namespace: str, target_kind: str, target: str, section: str | None = None
+) -> dict[str, Any]:
+    """Authentication in front of a route, or a Gateway listener (`section`)."""
+    ref = {"group": "gateway.networking.k8s.io", "kind": target_kind, "name": target}
+    if section:
+        ref["sectionName"] = section
+    return {
+        "apiVersion": EG_API,
+        "kind": "SecurityPolicy",
+        "metadata": _meta(name, namespace),
+        "spec": {"targetRefs": [ref], **_auth(config.gateway)},
+    }
+
+
+def rate_limit_policy(config: StackConfig, served: ServedModel, parent: Parent) -> dict[str, Any]:
+    """Per-client local rate limit (each distinct authenticated client id gets its own bucket, per
+    Envoy replica)."""
+    rl = config.gateway.rate_limit
+    assert rl is not None
+    return {
+        "apiVersion": EG_API,
+        "kind": "BackendTrafficPolicy",
+        "metadata": _meta(f"{served.name}-ratelimit", parent.namespace),
+        "spec": {
+            "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": served.name}],
+            "rateLimit": {
+                "local": {
+                    "rules": [
+                        {
+                            "clientSelectors": [{"headers": [{"name": rl.client_header, "type": "Distinct"}]}],
+                            "limit": {"requests": rl.requests_per_minute, "unit": "Minute"},
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+def reference_grant(served: ServedModel, parent: Parent) -> dict[str, Any]:
+    """Lets the route in the Gateway's namespace send traffic to this one model Service."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1beta1",
+        "kind": "ReferenceGrant",
+        "metadata": _meta(f"{served.name}-from-gateway", served.namespace),
+        "spec": {
+            "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": parent.namespace}],
+            "to": [{"group": "", "kind": "Service", "name": served.service}],
+        },
+    }
+
+
+def model_routing(config: StackConfig, served: ServedModel, parent: Parent) -> list[dict[str, Any]]:
+    """Everything one exposed model needs at the front door."""
+    objs = [http_route(config, served, parent)]
+    if config.gateway.auth != "none":
+        objs.append(security_policy(config, f"{served.name}-auth", parent.namespace, "HTTPRoute", served.name))
+    if config.gateway.rate_limit:
+        objs.append(rate_limit_policy(config, served, parent))
+    if served.namespace != parent.namespace:
+        objs.append(reference_grant(served, parent))
+    return objs
+
+
+def gateway_objects(config: StackConfig, parent: Parent) -> list[dict[str, Any]]:
+    """The Gateway itself (own gateway only) and a SecurityPolicy on the models' listener: a backstop
+    for any route attached later, by hand or by AIBrix's controller, without its own policy."""
+    objs: list[dict[str, Any]] = []
+    if parent.own:
+        objs += [gateway_class(), gateway(config), redirect_route(config)]
+    if config.gateway.auth != "none":
+        # On the listener models use: the HTTP listener of our own Gateway must still answer with its
+        # redirect, not a 401.
+        objs.append(
+            security_policy(config, f"{parent.name}-auth", parent.namespace, "Gateway", parent.name, parent.section)
+        )
+    return objs
+
+
+def envoy_gateway_values(config: StackConfig) -> dict[str, Any]:
+    """gateway-helm values (keys from the v1.9.0 chart's values.tmpl.yaml)."""
+    prod = config.stack.prod
+    return {
+        "deployment": {
+            "replicas": 2 if prod else 1,
+            "pod": {"nodeSelector": dict(SYSTEM_NODE_LABEL)},
+        },
+        "podDisruptionBudget": {"minAvailable": 1 if prod else 0},
+    }

@@ -1,0 +1,103 @@
+"""The eyes: kube-prometheus-stack (or an existing Prometheus), the accelerator exporters, one
+PodMonitor per served model, Grafana dashboards and the SLO alert rules.
+
+With `addons.monitoring.existingPrometheus: true` nothing is installed but the PodMonitors,
+PrometheusRules and dashboard ConfigMaps (the Prometheus Operator CRDs must then already exist).
+Builders live in `manifests.py` and `dashboards.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config import StackConfig
+from stacks.versions import chart
+
+from ..k8s import apply
+from ..naming import MANAGED_BY, TOKEN
+from ..served import ServedModel
+from .dashboards import dashboards
+from .manifests import (
+    MONITORING_NAMESPACE,
+    dcgm_exporter_values,
+    neuron_monitor,
+    pod_monitor,
+    prometheus_rule,
+    prometheus_stack_values,
+)
+
+__all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitoringArgs:
+    config: StackConfig
+    provider: k8s.Provider
+    served: list[ServedModel]
+    namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
+    # What must exist before a PodMonitor/PrometheusRule can be created when Prometheus is not ours.
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class Monitoring(pulumi.ComponentResource):
+    """Prometheus, exporters, PodMonitors, dashboards and rules."""
+
+    installer: pulumi.Resource | None
+
+    def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:Monitoring", name, None, opts)
+        config = args.config
+        mon = config.addons.monitoring
+        plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata={"name": MONITORING_NAMESPACE, "labels": {**MANAGED_BY}}, opts=plain
+        )
+        crd_deps: list[pulumi.Resource] = list(args.depends_on)
+        self.installer = None
+        if not mon.existing_prometheus:
+            pinned = chart("kube-prometheus-stack", mon.version)
+            self.installer = k8s.helm.v3.Release(
+                f"{name}-kube-prometheus-stack",
+                name="kube-prometheus-stack",
+                chart=pinned.chart,
+                version=pinned.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pinned.repo),
+                namespace=MONITORING_NAMESPACE,
+                values=prometheus_stack_values(config),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns]),
+            )
+            crd_deps.append(self.installer)
+
+        accelerators: set[str] = {p.accelerator for p in config.node_pools}
+        if "nvidia" in accelerators:
+            dcgm = chart("dcgm-exporter")
+            k8s.helm.v3.Release(
+                f"{name}-dcgm-exporter",
+                name="dcgm-exporter",
+                chart=dcgm.chart,
+                version=dcgm.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=dcgm.repo),
+                namespace=MONITORING_NAMESPACE,
+                values=dcgm_exporter_values(),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps]),
+            )
+        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns])
+        after_crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps])
+        if "neuron" in accelerators:
+            for obj in neuron_monitor():
+                apply(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
+
+        models = {m.name: m for m in config.models}
+        for served in args.served:
+            model_ns = [args.namespaces[served.namespace]] if served.namespace in args.namespaces else []
+            opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*model_ns, *crd_deps])
+            for maybe in (pod_monitor(served), prometheus_rule(models[served.name], served)):
+                if maybe is not None:
+                    apply(maybe, opts)
+
+        for obj in dashboards({s.engine for s in args.served}, accelerators):
+            apply(obj, after_ns)
+        self.register_outputs({})

@@ -1,0 +1,152 @@
+"""Grafana dashboards as ConfigMaps for the kube-prometheus-stack Grafana sidecar (label
+grafana_dashboard=1): one per engine the stack serves, one for accelerator utilisation.
+
+Every query names a metric from `stacks/metrics.py` and every panel's unit is the unit that metric
+carries (seconds shown as seconds, milliseconds as milliseconds, 0-1 fractions as percentunit, DCGM's
+0-100 as percent): nothing is relabelled, so nothing is off by a factor of 1000 or 100.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from stacks.metrics import ENGINE_METRICS, GRAFANA_UNITS, NODE_METRICS, Metric
+
+from ..naming import MANAGED_BY
+from .manifests import DASHBOARD_LABEL, MODEL_TARGET_LABEL, MONITORING_NAMESPACE
+
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+BY_MODEL = f"namespace, {MODEL_TARGET_LABEL}"
+LEGEND = f"{{{{{MODEL_TARGET_LABEL}}}}}"
+
+TITLES = {
+    "ttft": "Time to first token",
+    "itl": "Inter-token latency",
+    "e2e": "End-to-end request latency",
+    "tokens": "Generated tokens per second",
+    "requests": "Requests per second",
+    "queue": "Queue depth (requests waiting)",
+    "running": "Requests running",
+    "kv_cache": "KV-cache use",
+}
+
+
+def _panel(pid: int, title: str, unit: str, targets: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "id": pid,
+        "type": "timeseries",
+        "title": title,
+        "datasource": DATASOURCE,
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "gridPos": {"h": 8, "w": 12, "x": 12 * ((pid - 1) % 2), "y": 8 * ((pid - 1) // 2)},
+        "targets": [
+            {"refId": chr(ord("A") + i), "expr": expr, "legendFormat": legend}
+            for i, (expr, legend) in enumerate(targets)
+        ],
+    }
+
+
+def latency_targets(m: Metric) -> list[tuple[str, str]]:
+    return [
+        (f"histogram_quantile({p}, sum by (le, {BY_MODEL}) (rate({m.name}_bucket[5m])))", f"p{int(p * 100)} {LEGEND}")
+        for p in (0.5, 0.95)
+    ]
+
+
+def signal_panel(pid: int, signal: str, m: Metric) -> dict[str, Any]:
+    """The panel for one signal, in the unit its query yields."""
+    if m.kind == "histogram" and m.unit in ("s", "ms"):
+        return _panel(pid, f"{TITLES[signal]} ({m.unit})", GRAFANA_UNITS[m.unit], latency_targets(m))
+    if m.kind == "counter" or (m.kind == "histogram" and m.unit == "tokens"):
+        series = m.name if m.kind == "counter" else f"{m.name}_sum"
+        unit = f"{m.unit}/s"
+        return _panel(pid, TITLES[signal], GRAFANA_UNITS[unit], [(f"sum by ({BY_MODEL}) (rate({series}[5m]))", LEGEND)])
+    return _panel(pid, TITLES[signal], GRAFANA_UNITS[m.unit], [(f"sum by ({BY_MODEL}) ({m.name})", LEGEND)])
+
+
+def _dashboard(uid: str, title: str, tags: list[str], panels: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "uid": uid,
+        "title": title,
+        "tags": ["inference-platform", *tags],
+        "schemaVersion": 39,
+        "time": {"from": "now-6h", "to": "now"},
+        "refresh": "30s",
+        "templating": {
+            "list": [{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"}]
+        },
+        "panels": panels,
+    }
+
+
+def engine_dashboard(engine: str) -> dict[str, Any] | None:
+    """TTFT, ITL, end-to-end latency, throughput, queue depth, running requests and KV-cache use, as
+    far as the engine exports them (TGI has no TTFT or KV-cache metric, Ollama none at all)."""
+    table = ENGINE_METRICS.get(engine, {})
+    if not table:
+        return None
+    order = ["ttft", "itl", "e2e", "tokens", "requests", "queue", "running", "kv_cache"]
+    panels = [signal_panel(i, s, table[s]) for i, s in enumerate((s for s in order if s in table), start=1)]
+    return _dashboard(f"ip-{engine}", f"Inference: {engine}", [f"engine:{engine}"], panels)
+
+
+def accelerator_dashboard(accelerators: set[str]) -> dict[str, Any] | None:
+    """GPU utilisation and memory (DCGM) and NeuronCore utilisation (neuron-monitor)."""
+    panels: list[dict[str, Any]] = []
+    if "nvidia" in accelerators:
+        util, mem = NODE_METRICS["nvidia"]["utilization"], NODE_METRICS["nvidia"]["memory_used"]
+        panels.append(
+            _panel(
+                1,
+                "GPU utilisation",
+                GRAFANA_UNITS[util.unit],
+                [(f"avg by (Hostname, gpu) ({util.name})", "{{Hostname}} gpu{{gpu}}")],
+            )
+        )
+        panels.append(
+            _panel(
+                2,
+                "GPU memory used",
+                GRAFANA_UNITS[mem.unit],
+                [(f"sum by (Hostname, gpu) ({mem.name})", "{{Hostname}} gpu{{gpu}}")],
+            )
+        )
+    if "neuron" in accelerators:
+        nc = NODE_METRICS["neuron"]["utilization"]
+        panels.append(
+            _panel(
+                len(panels) + 1,
+                "NeuronCore utilisation",
+                GRAFANA_UNITS[nc.unit],
+                [(f"avg by (instance_id, neuroncore) ({nc.name})", "{{instance_id}} nc{{neuroncore}}")],
+            )
+        )
+    if not panels:
+        return None
+    return _dashboard("ip-accelerators", "Inference: accelerators", ["accelerators"], panels)
+
+
+def dashboard_configmap(name: str, dashboard: dict[str, Any], namespace: str = MONITORING_NAMESPACE) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"dashboard-{name}",
+            "namespace": namespace,
+            "labels": {**MANAGED_BY, **DASHBOARD_LABEL},
+        },
+        "data": {f"{name}.json": json.dumps(dashboard, indent=1, sort_keys=True)},
+    }
+
+
+def dashboards(engines: set[str], accelerators: set[str]) -> list[dict[str, Any]]:
+    out = []
+    for engine in sorted(engines):
+        board = engine_dashboard(engine)
+        if board:
+            out.append(dashboard_configmap(engine, board))
+    acc = accelerator_dashboard(accelerators)
+    if acc:
+        out.append(dashboard_configmap("accelerators", acc))
+    return out

@@ -1,0 +1,217 @@
+"""Pure builders for metrics collection: kube-prometheus-stack and DCGM-exporter values, a PodMonitor
+per served model on the engine's real metrics path and port, neuron-monitor on Neuron nodes, and the
+PrometheusRules for the SLOs a stack states. Metric names and units come from `stacks/metrics.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.config import ModelSection, StackConfig
+from stacks.metrics import ENGINE_METRICS, Metric, metric, seconds_in
+from stacks.versions import image
+
+from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
+from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS
+from ..served import MODEL_LABEL, ServedModel
+
+MONITORING_NAMESPACE = "monitoring"
+MONITORING_API = "monitoring.coreos.com/v1"
+# The label the Grafana sidecar of kube-prometheus-stack watches for dashboards.
+DASHBOARD_LABEL = {"grafana_dashboard": "1"}
+# The target label a model's series carry (the pod label MODEL_LABEL, sanitised by Prometheus).
+MODEL_TARGET_LABEL = "inference_platform_io_model"
+NEURON_MONITOR_PORT = 8000
+# What each node exporter asks for on every accelerator node (Karpenter packs it with the model pods).
+EXPORTER_REQUESTS = {"nvidia": {"cpu": "100m", "memory": "128Mi"}, "neuron": {"cpu": "100m", "memory": "128Mi"}}
+
+
+def _meta(name: str, namespace: str, **labels: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": {**MANAGED_BY, "app.kubernetes.io/component": "monitoring", **labels},
+    }
+
+
+def _gpu_toleration(accelerator: str) -> dict[str, str]:
+    return {"key": TAINT_KEYS[accelerator], "operator": "Exists", "effect": "NoSchedule"}
+
+
+def prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
+    """kube-prometheus-stack: Prometheus selects every PodMonitor/ServiceMonitor/PrometheusRule in the
+    cluster (not only the chart's own), Grafana's sidecar loads dashboards labelled
+    grafana_dashboard=1 from every namespace. Controllers run on the system nodes."""
+    mon = config.addons.monitoring
+    system = dict(SYSTEM_NODE_LABEL)
+    return {
+        "prometheus": {
+            "prometheusSpec": {
+                "retention": mon.retention,
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+                "ruleSelectorNilUsesHelmValues": False,
+                "nodeSelector": system,
+            }
+        },
+        "alertmanager": {"alertmanagerSpec": {"nodeSelector": system}},
+        "prometheusOperator": {"nodeSelector": system},
+        "grafana": {
+            "enabled": mon.grafana,
+            "nodeSelector": system,
+            "sidecar": {
+                "dashboards": {
+                    "enabled": True,
+                    "label": "grafana_dashboard",
+                    "labelValue": "1",
+                    "searchNamespace": "ALL",
+                }
+            },
+        },
+    }
+
+
+def dcgm_exporter_values() -> dict[str, Any]:
+    """DCGM exporter on GPU nodes only, tolerating their taint; its ServiceMonitor is picked up by the
+    Prometheus above (which selects every ServiceMonitor)."""
+    return {
+        "nodeSelector": {ACCELERATOR_LABEL: "nvidia"},
+        "tolerations": [_gpu_toleration("nvidia")],
+        "resources": {"requests": EXPORTER_REQUESTS["nvidia"]},
+        "serviceMonitor": {"enabled": True},
+    }
+
+
+def neuron_monitor(namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]]:
+    """neuron-monitor piped into its Prometheus exporter on every Neuron node, and its PodMonitor.
+    Privileged: it reads the Neuron devices and sysfs (AWS's own DaemonSet does the same)."""
+    img = image("neuron-monitor")
+    labels = {"app.kubernetes.io/name": "neuron-monitor"}
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": _meta("neuron-monitor", namespace, **labels),
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": {**labels, **MANAGED_BY}},
+                "spec": {
+                    "nodeSelector": {ACCELERATOR_LABEL: "neuron"},
+                    "tolerations": [_gpu_toleration("neuron")],
+                    "containers": [
+                        {
+                            "name": "neuron-monitor",
+                            "image": img.ref,
+                            "command": ["/bin/sh", "-c"],
+                            "args": [f"neuron-monitor | neuron-monitor-prometheus.py --port {NEURON_MONITOR_PORT}"],
+                            "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
+                            "resources": {
+                                "requests": EXPORTER_REQUESTS["neuron"],
+                                "limits": {"memory": "256Mi"},
+                            },
+                            "securityContext": {"privileged": True},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+    monitor = {
+        "apiVersion": MONITORING_API,
+        "kind": "PodMonitor",
+        "metadata": _meta("neuron-monitor", namespace),
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}],
+        },
+    }
+    return [daemonset, monitor]
+
+
+def pod_monitor(served: ServedModel) -> dict[str, Any] | None:
+    """Scrape the model's pods on the engine's own metrics port and path (vLLM/SGLang/TGI `/metrics`,
+    NIM `/v1/metrics`, Dynamo frontend `/metrics`, Ray `/metrics` on 8080); none for Ollama."""
+    if not served.metrics_path or not served.metrics_port:
+        return None
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "PodMonitor",
+        "metadata": _meta(served.name, served.namespace, **{MODEL_LABEL: served.name}),
+        "spec": {
+            "selector": {"matchLabels": served.selector},
+            "podTargetLabels": [MODEL_LABEL],
+            "podMetricsEndpoints": [
+                {"portNumber": served.metrics_port, "path": served.metrics_path, "interval": "15s"}
+            ],
+        },
+    }
+
+
+def model_filter(served: ServedModel) -> str:
+    return f'namespace="{served.namespace}",{MODEL_TARGET_LABEL}="{served.name}"'
+
+
+def _quantile(m: Metric, p: float, selector: str) -> str:
+    return f"histogram_quantile({p}, sum by (le) (rate({m.name}_bucket{{{selector}}}[5m])))"
+
+
+def slo_rules(model: ModelSection, served: ServedModel) -> list[dict[str, Any]]:
+    """One alert per objective the stack states, on the engine's own metric; a threshold given in
+    seconds is converted explicitly into the metric's unit (Ray Serve's latency is in ms)."""
+    slo = model.slo
+    if slo is None:
+        return []
+    selector = model_filter(served)
+    rules: list[dict[str, Any]] = []
+    for signal, target, label in (
+        ("ttft", slo.ttft_seconds, "TimeToFirstToken"),
+        ("itl", slo.itl_seconds, "InterTokenLatency"),
+        ("e2e", slo.e2e_seconds, "EndToEndLatency"),
+    ):
+        m = metric(served.engine, signal)
+        if target is None or m is None:
+            continue
+        threshold = target * seconds_in(m.unit)
+        rules.append(
+            {
+                "alert": f"{label}SloMissed",
+                "expr": f"{_quantile(m, slo.p, selector)} > {threshold:g}",
+                "for": slo.for_,
+                "labels": {"severity": "warning", "model": served.name},
+                "annotations": {
+                    "summary": f"{served.name}: p{slo.p * 100:g} {signal} above {target:g}s",
+                    "description": f"{m.name} ({m.unit}) p{slo.p * 100:g} over 5m exceeds {threshold:g} {m.unit}.",
+                },
+            }
+        )
+    queue = metric(served.engine, "queue")
+    if slo.max_queue_depth is not None and queue is not None:
+        rules.append(
+            {
+                "alert": "QueueDepthSloMissed",
+                "expr": f"sum({queue.name}{{{selector}}}) > {slo.max_queue_depth}",
+                "for": slo.for_,
+                "labels": {"severity": "warning", "model": served.name},
+                "annotations": {
+                    "summary": f"{served.name}: more than {slo.max_queue_depth} requests waiting",
+                    "description": f"{queue.name} summed over the model's pods.",
+                },
+            }
+        )
+    return rules
+
+
+def prometheus_rule(model: ModelSection, served: ServedModel) -> dict[str, Any] | None:
+    rules = slo_rules(model, served)
+    if not rules:
+        return None
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "PrometheusRule",
+        "metadata": _meta(f"{served.name}-slo", served.namespace, **{MODEL_LABEL: served.name}),
+        "spec": {"groups": [{"name": f"{served.name}.slo", "rules": rules}]},
+    }
+
+
+def exported_signals(engine: str) -> set[str]:
+    return set(ENGINE_METRICS.get(engine, {}))

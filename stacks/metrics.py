@@ -1,0 +1,125 @@
+"""The metric catalog: engine -> signal -> the Prometheus metric the engine really exports, with its
+type and unit. Dashboards, alert rules, the SLO checks and the tests all read this one table, so a
+name or a unit is written once.
+
+Sources (names and units as each project's own code/docs spell them at the pinned versions):
+- vLLM v1 engine (0.29; also the vLLM inside NIM 2.0.12, which passes native vLLM metrics through at
+  `/v1/metrics`, and the NxD-backed vLLM on Neuron): `vllm/v1/metrics/loggers.py`. Latency histograms
+  are in seconds; `vllm:kv_cache_usage_perc` is a 0-1 fraction despite its name; the older
+  `vllm:time_per_output_token_seconds` was superseded by `vllm:inter_token_latency_seconds`.
+- SGLang 0.5.x `python/sglang/srt/metrics/collector.py` (only with `--enable-metrics`):
+  `sglang:token_usage` is a 0-1 fraction of the KV pool.
+- TGI 3.x router: `tgi_request_duration`, `tgi_request_mean_time_per_token_duration` (seconds,
+  no `_seconds` suffix), `tgi_queue_size`; TGI exports no time-to-first-token and no KV-cache metric.
+- Dynamo frontend (`lib/runtime/src/metrics/prometheus_names.rs`): `dynamo_frontend_*`, seconds.
+- Ray Serve: `ray_serve_http_request_latency_ms` is in MILLISECONDS.
+- Ollama exports no Prometheus metrics at all.
+- DCGM exporter: `DCGM_FI_DEV_GPU_UTIL` is a percentage 0-100; neuron-monitor's
+  `neuroncore_utilization_ratio` is a 0-1 fraction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["histogram", "gauge", "counter"]
+# Units as the metric carries them. A rate() of a counter or of a histogram's _sum is "<unit>/s".
+Unit = Literal["s", "ms", "ratio", "percent", "tokens", "requests", "MiB"]
+
+# The signals a serving dashboard and an SLO talk about.
+Signal = Literal["ttft", "itl", "e2e", "tokens", "queue", "running", "kv_cache", "requests"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    kind: Kind
+    unit: Unit
+    help: str
+
+
+def _vllm() -> dict[str, Metric]:
+    return {
+        "ttft": Metric("vllm:time_to_first_token_seconds", "histogram", "s", "time to first token"),
+        "itl": Metric("vllm:inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
+        "e2e": Metric("vllm:e2e_request_latency_seconds", "histogram", "s", "end-to-end request latency"),
+        "tokens": Metric("vllm:generation_tokens_total", "counter", "tokens", "generated tokens"),
+        "queue": Metric("vllm:num_requests_waiting", "gauge", "requests", "requests waiting"),
+        "running": Metric("vllm:num_requests_running", "gauge", "requests", "requests running"),
+        "kv_cache": Metric("vllm:kv_cache_usage_perc", "gauge", "ratio", "KV-cache blocks in use (0-1)"),
+    }
+
+
+ENGINE_METRICS: dict[str, dict[str, Metric]] = {
+    "vllm": _vllm(),
+    "neuron-vllm": _vllm(),
+    "nim": _vllm(),
+    "sglang": {
+        "ttft": Metric("sglang:time_to_first_token_seconds", "histogram", "s", "time to first token"),
+        "itl": Metric("sglang:inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
+        "e2e": Metric("sglang:e2e_request_latency_seconds", "histogram", "s", "end-to-end request latency"),
+        "tokens": Metric("sglang:generation_tokens_total", "counter", "tokens", "generated tokens"),
+        "queue": Metric("sglang:num_queue_reqs", "gauge", "requests", "requests in the waiting queue"),
+        "running": Metric("sglang:num_running_reqs", "gauge", "requests", "requests running"),
+        "kv_cache": Metric("sglang:token_usage", "gauge", "ratio", "KV pool token usage (0-1)"),
+    },
+    "tgi": {
+        "itl": Metric("tgi_request_mean_time_per_token_duration", "histogram", "s", "mean time per generated token"),
+        "e2e": Metric("tgi_request_duration", "histogram", "s", "end-to-end request duration"),
+        "tokens": Metric("tgi_request_generated_tokens", "histogram", "tokens", "generated tokens per request"),
+        "queue": Metric("tgi_queue_size", "gauge", "requests", "requests in the queue"),
+        "running": Metric("tgi_batch_current_size", "gauge", "requests", "current batch size"),
+    },
+    "dynamo": {
+        "ttft": Metric("dynamo_frontend_time_to_first_token_seconds", "histogram", "s", "time to first token"),
+        "itl": Metric("dynamo_frontend_inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
+        "e2e": Metric("dynamo_frontend_request_duration_seconds", "histogram", "s", "request duration"),
+        "tokens": Metric("dynamo_frontend_output_sequence_tokens", "histogram", "tokens", "output tokens per request"),
+        "queue": Metric("dynamo_frontend_queued_requests", "gauge", "requests", "requests queued"),
+        "running": Metric("dynamo_frontend_inflight_requests", "gauge", "requests", "requests in flight"),
+    },
+    "ray-serve": {
+        "e2e": Metric("ray_serve_http_request_latency_ms", "histogram", "ms", "HTTP request latency at the proxy"),
+        "requests": Metric("ray_serve_num_http_requests_total", "counter", "requests", "HTTP requests"),
+        "queue": Metric("ray_serve_deployment_queued_queries", "gauge", "requests", "queries waiting"),
+    },
+    "ollama": {},  # no Prometheus endpoint
+}
+
+# Accelerator exporters, by accelerator.
+NODE_METRICS: dict[str, dict[str, Metric]] = {
+    "nvidia": {
+        "utilization": Metric("DCGM_FI_DEV_GPU_UTIL", "gauge", "percent", "GPU utilization (0-100)"),
+        "memory_used": Metric("DCGM_FI_DEV_FB_USED", "gauge", "MiB", "GPU framebuffer memory used"),
+    },
+    "neuron": {
+        "utilization": Metric("neuroncore_utilization_ratio", "gauge", "ratio", "NeuronCore utilization (0-1)"),
+    },
+}
+
+# Grafana unit ids: the metric's unit shown as-is (seconds as seconds), never relabelled.
+GRAFANA_UNITS: dict[str, str] = {
+    "s": "s",
+    "ms": "ms",
+    "ratio": "percentunit",
+    "percent": "percent",
+    "MiB": "decmbytes",
+    "tokens/s": "suffix: tokens/s",
+    "requests/s": "reqps",
+    "requests": "short",
+}
+
+
+def metric(engine: str, signal: str) -> Metric | None:
+    return ENGINE_METRICS.get(engine, {}).get(signal)
+
+
+def all_metric_names() -> set[str]:
+    names = {m.name for table in ENGINE_METRICS.values() for m in table.values()}
+    return names | {m.name for table in NODE_METRICS.values() for m in table.values()}
+
+
+def seconds_in(unit: str) -> float:
+    """How many of `unit` make one second: thresholds in seconds are converted explicitly."""
+    return {"s": 1.0, "ms": 1000.0}[unit]

@@ -1,0 +1,102 @@
+"""Front-door rules: no unauthenticated gateway in prod, no unauthenticated exposure of an engine that
+has no authentication of its own, no `expose: true` that nothing would honour, and TLS that exists.
+
+`models[].expose: true` while no gateway would carry the model (gateway.enabled: false and no AIBrix
+gateway) is an ERROR, not a warning: a parsed option must be used, and a silently cluster-internal
+model is exactly the "a ClusterIP is not authentication / not exposure" confusion the seed warns about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..checks import rule, warning
+from ..config import StackConfig
+from ..engines import facts
+from ..errors import Problem, key_path
+
+
+def _carried(config: StackConfig) -> bool:
+    """Whether some gateway carries exposed models: ours, or AIBrix's."""
+    return config.gateway.enabled or config.addons.aibrix.enabled
+
+
+@rule
+def no_unauthenticated_gateway_in_prod(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.prod and config.gateway.auth == "none" and _carried(config):
+        yield Problem(
+            key_path(["gateway", "auth"]),
+            "auth: none is refused in environment: prod (allowUnauthenticated does not apply there); "
+            "use auth: apiKey with apiKeysSecret, or auth: jwt with jwt.issuer and jwt.jwksUri",
+        )
+
+
+@rule
+def no_open_engine_without_auth(config: StackConfig) -> Iterable[Problem]:
+    if config.gateway.auth != "none" or not _carried(config):
+        return
+    for i, model in enumerate(config.models):
+        f = facts(model.engine)
+        if model.expose and (f.management_paths or model.engine == "ollama"):
+            yield Problem(
+                key_path(["models", i, "expose"]),
+                f"engine {model.engine} has no authentication of its own and a model-management API; "
+                f"it cannot be exposed while gateway.auth is none. Set gateway.auth: apiKey or jwt, "
+                f"or expose: false",
+            )
+
+
+@rule
+def exposed_models_need_a_gateway(config: StackConfig) -> Iterable[Problem]:
+    if _carried(config):
+        return
+    for i, model in enumerate(config.models):
+        if model.expose:
+            yield Problem(
+                key_path(["models", i, "expose"]),
+                "expose: true but gateway.enabled is false (and AIBrix's gateway is off): nothing would "
+                "route to this model. Set gateway.enabled: true, or expose: false to keep it cluster-internal",
+            )
+
+
+@rule
+def gateway_needs_envoy_gateway(config: StackConfig) -> Iterable[Problem]:
+    if _carried(config) and not config.addons.envoy_gateway.enabled:
+        yield Problem(
+            key_path(["addons", "envoyGateway", "enabled"]),
+            "the gateway (and AIBrix's) runs on Envoy Gateway; set addons.envoyGateway.enabled: true, "
+            "or gateway.enabled: false with addons.aibrix.enabled: false",
+        )
+
+
+@rule
+def aibrix_gateway_terminates_tls_on_the_load_balancer(config: StackConfig) -> Iterable[Problem]:
+    tls = config.gateway.tls
+    if config.addons.aibrix.enabled and tls is not None and tls.secret_name:
+        yield Problem(
+            key_path(["gateway", "tls", "secretName"]),
+            "with AIBrix, models attach to AIBrix's gateway, whose only listener is plain HTTP: a "
+            "certificate Secret cannot be used there. Use tls.certificateArn (ACM on the load balancer)",
+        )
+
+
+def _no_tls(config: StackConfig) -> Iterable[Problem]:
+    if config.gateway.enabled and not config.addons.aibrix.enabled and config.gateway.tls is None:
+        yield Problem(
+            key_path(["gateway", "tls"]),
+            "no TLS configured: the HTTPS listener expects a kubernetes.io/tls Secret named inference-tls "
+            "in namespace inference-gateway (e.g. from cert-manager). Set tls.certificateArn (ACM on the "
+            "load balancer) or tls.secretName",
+        )
+
+
+@rule
+def prod_gateway_names_its_tls(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.prod:
+        yield from _no_tls(config)
+
+
+@warning
+def dev_gateway_tls(config: StackConfig) -> Iterable[Problem]:
+    if not config.stack.prod:
+        yield from _no_tls(config)

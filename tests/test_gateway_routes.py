@@ -1,0 +1,230 @@
+"""The front door: an authenticated HTTPS route per exposed model, nothing else routed."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.gateway.manifests import (
+    GATEWAY_NAMESPACE,
+    gateway,
+    gateway_objects,
+    model_routing,
+    parent_gateway,
+    routed_paths,
+)
+from components.served import ServedModel, served_models
+from stacks.engines import ENGINES
+from stacks.load import parse_sections
+from stacks.versions import chart
+from tests.conftest import ALL_STACKS, DEV, render_sections, sections_of, stack_manifests
+
+
+def manifests_of(path: Path) -> list[dict[str, Any]]:
+    return stack_manifests(path)
+
+
+def of_kind(objs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objs if o["kind"] == kind]
+
+
+def targets(policy: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(t["kind"], t["name"]) for t in policy["spec"]["targetRefs"]}
+
+
+def model_routes(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in of_kind(objs, "HTTPRoute") if "inference-platform.io/model" in r["metadata"]["labels"]]
+
+
+def test_the_dev_stack_exposes_its_models_through_an_authenticated_https_route(dev_render, dev):
+    objs = dev_render.manifests()
+    (gw,) = of_kind(objs, "Gateway")
+    https = next(li for li in gw["spec"]["listeners"] if li["name"] == "https")
+    assert https["port"] == 443 and https["hostname"] == dev["gateway"]["hostname"], "HTTPS on the stack's hostname"
+    annotations = gw["spec"]["infrastructure"]["annotations"]
+    assert (
+        annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == dev["gateway"]["tls"]["certificateArn"]
+    )
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443", "TLS on 443 only"
+
+    exposed = {m["name"] for m in dev["models"] if m.get("expose", True)}
+    routes = {r["metadata"]["name"]: r for r in model_routes(objs)}
+    assert set(routes) == exposed, "one route per exposed model"
+    policies = of_kind(objs, "SecurityPolicy")
+    for name, route in routes.items():
+        assert route["spec"]["parentRefs"] == [
+            {"name": "inference", "namespace": GATEWAY_NAMESPACE, "sectionName": "https"}
+        ]
+        assert route["spec"]["hostnames"] == [dev["gateway"]["hostname"]]
+        auth = [p for p in policies if ("HTTPRoute", name) in targets(p)]
+        assert len(auth) == 1, f"{name}: exactly one SecurityPolicy on its route"
+        key_auth = auth[0]["spec"]["apiKeyAuth"]
+        assert key_auth["credentialRefs"] == [{"group": "", "kind": "Secret", "name": dev["gateway"]["apiKeysSecret"]}]
+        assert key_auth["extractFrom"] == [{"headers": ["Authorization"]}], "Authorization: Bearer <key>"
+    assert dev_render.outputs["inferenceUrl"] == f"https://{dev['gateway']['hostname']}"
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_no_exposed_route_lacks_a_security_policy(path):
+    objs = manifests_of(path)
+    config = parse_sections(sections_of(path), "us-west-2")
+    if config.gateway.auth == "none":
+        pytest.skip("this stack accepts an unauthenticated gateway (allowUnauthenticated, not prod)")
+    protected = {(p["metadata"]["namespace"], t) for p in of_kind(objs, "SecurityPolicy") for t in targets(p)}
+    for route in model_routes(objs):
+        ns, name = route["metadata"]["namespace"], route["metadata"]["name"]
+        assert (ns, ("HTTPRoute", name)) in protected, f"route {ns}/{name} has no SecurityPolicy"
+    for gw in of_kind(objs, "Gateway"):
+        ns, name = gw["metadata"]["namespace"], gw["metadata"]["name"]
+        assert (ns, ("Gateway", name)) in protected, "a gateway-wide policy backs up routes added later"
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_no_management_path_is_routed(path):
+    management = {p for f in ENGINES.values() for p in f.management_paths}
+    for route in model_routes(manifests_of(path)):
+        for rule in route["spec"]["rules"]:
+            for match in rule["matches"]:
+                prefix = "/" + route["metadata"]["name"]
+                engine_path = match["path"]["value"].removeprefix(prefix)
+                assert engine_path.startswith("/v1/"), f"only OpenAI paths are routed, not {engine_path}"
+                assert not any(engine_path.startswith(m) for m in management), f"{engine_path} is a management path"
+            rewrites = [f["urlRewrite"]["path"]["replacePrefixMatch"] for f in rule["filters"]]
+            assert not any(r.startswith("/api/") for r in rewrites), "nothing reaches Ollama's /api"
+
+
+def test_ollamas_management_api_is_never_routed_even_if_its_paths_were_offered():
+    f = ENGINES["ollama"]
+    crafted = ServedModel(
+        name="m",
+        served_model_name="m",
+        engine="ollama",
+        namespace="inference",
+        service="m",
+        port=f.port,
+        metrics_path=None,
+        metrics_port=None,
+        route_paths=(*f.route_paths, "/api/pull", "/api/delete/x"),
+        management_paths=f.management_paths,
+        expose=True,
+        scale_target=("apps/v1", "Deployment", "m"),
+    )
+    assert not {"/api/pull", "/api/delete/x"} & set(routed_paths(crafted)), "management paths are filtered out"
+
+
+def test_the_http_listener_only_redirects_to_https(dev_render):
+    objs = dev_render.manifests()
+    listener_policies = [
+        t for p in of_kind(objs, "SecurityPolicy") for t in p["spec"]["targetRefs"] if t["kind"] == "Gateway"
+    ]
+    assert listener_policies and all(t.get("sectionName") == "https" for t in listener_policies), (
+        "authentication sits on the HTTPS listener, so plain HTTP still gets its redirect rather than a 401"
+    )
+    on_http = [
+        r for r in of_kind(objs, "HTTPRoute") if any(p.get("sectionName") == "http" for p in r["spec"]["parentRefs"])
+    ]
+    assert [r["metadata"]["name"] for r in on_http] == ["https-redirect"]
+    (rule,) = on_http[0]["spec"]["rules"]
+    assert rule["filters"] == [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]
+    assert "backendRefs" not in rule, "the redirect reaches no backend"
+
+
+def test_a_certificate_secret_terminates_tls_at_envoy(dev):
+    dev["gateway"]["tls"] = {"secretName": "inference-dev-tls"}
+    gw = gateway(parse_sections(dev, "us-west-2"))
+    https = next(li for li in gw["spec"]["listeners"] if li["name"] == "https")
+    assert https["protocol"] == "HTTPS"
+    assert https["tls"] == {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "inference-dev-tls"}]}
+    assert "service.beta.kubernetes.io/aws-load-balancer-ssl-cert" not in gw["spec"]["infrastructure"]["annotations"]
+
+
+def test_api_keys_are_stripped_and_the_client_named_before_the_model_sees_the_request(dev):
+    config = parse_sections(dev, "us-west-2")
+    served = served_models(config)[0]
+    policy = next(o for o in model_routing(config, served, parent_gateway(config)) if o["kind"] == "SecurityPolicy")
+    assert policy["spec"]["apiKeyAuth"]["sanitize"] is True, "the key never reaches the engine"
+    assert policy["spec"]["apiKeyAuth"]["forwardClientIDHeader"] == "x-client-id"
+
+
+def test_jwt_authentication_checks_issuer_and_jwks(dev):
+    dev["gateway"] |= {
+        "auth": "jwt",
+        "jwt": {"issuer": "https://login.example.com/", "jwksUri": "https://login.example.com/jwks.json"},
+    }
+    config = parse_sections(dev, "us-west-2")
+    policy = next(o for o in gateway_objects(config, parent_gateway(config)) if o["kind"] == "SecurityPolicy")
+    (provider,) = policy["spec"]["jwt"]["providers"]
+    assert provider["issuer"] == "https://login.example.com/"
+    assert provider["remoteJWKS"] == {"uri": "https://login.example.com/jwks.json"}
+    assert "apiKeyAuth" not in policy["spec"]
+
+
+def test_rate_limits_are_per_authenticated_client(dev):
+    config = parse_sections(dev, "us-west-2")
+    served = served_models(config)[0]
+    (btp,) = [o for o in model_routing(config, served, parent_gateway(config)) if o["kind"] == "BackendTrafficPolicy"]
+    (rule,) = btp["spec"]["rateLimit"]["local"]["rules"]
+    assert rule["clientSelectors"] == [{"headers": [{"name": "x-client-id", "type": "Distinct"}]}], (
+        "one bucket per client"
+    )
+    assert rule["limit"] == {"requests": dev["gateway"]["rateLimit"]["requestsPerMinute"], "unit": "Minute"}
+
+
+def test_no_rate_limit_policy_unless_asked(dev):
+    del dev["gateway"]["rateLimit"]
+    config = parse_sections(dev, "us-west-2")
+    objs = model_routing(config, served_models(config)[0], parent_gateway(config))
+    assert not of_kind(objs, "BackendTrafficPolicy")
+
+
+def test_a_route_reaches_another_namespace_only_through_a_grant_for_that_one_service(dev_render):
+    objs = dev_render.manifests()
+    grants = {(g["metadata"]["namespace"], t["name"]) for g in of_kind(objs, "ReferenceGrant") for t in g["spec"]["to"]}
+    for route in model_routes(objs):
+        for rule in route["spec"]["rules"]:
+            for ref in rule["backendRefs"]:
+                if ref["namespace"] != route["metadata"]["namespace"]:
+                    assert (ref["namespace"], ref["name"]) in grants, f"no ReferenceGrant for {ref}"
+
+
+@pytest.fixture(scope="module")
+def aibrix_render():
+    sections = copy.deepcopy(sections_of(DEV))
+    sections["addons"]["aibrix"] = {"enabled": True}
+    sections["gateway"]["enabled"] = False
+    return render_sections(sections)
+
+
+def test_with_aibrix_the_routes_attach_to_its_gateway_and_no_second_gateway_exists(aibrix_render):
+    objs = aibrix_render.manifests()
+    assert not of_kind(objs, "Gateway") and not of_kind(objs, "GatewayClass"), "AIBrix's gateway is the only one"
+    for route in model_routes(objs):
+        assert route["metadata"]["namespace"] == "aibrix-system"
+        assert route["spec"]["parentRefs"] == [
+            {"name": "aibrix-eg", "namespace": "aibrix-system", "sectionName": "http"}
+        ]
+    gateway_policy = [p for p in of_kind(objs, "SecurityPolicy") if ("Gateway", "aibrix-eg") in targets(p)]
+    assert gateway_policy, "AIBrix's own routes are authenticated too"
+    releases = {r["name"] for r in aibrix_render.releases()}
+    assert "envoy-gateway" in releases, "AIBrix's gateway runs on Envoy Gateway"
+
+
+def test_envoy_gateway_is_pinned_and_every_gateway_object_waits_for_its_crds(dev_render):
+    (release,) = [
+        r for r in dev_render.mocks.of_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("name") == "envoy-gateway"
+    ]
+    pinned = chart("envoy-gateway")
+    assert release.inputs["chart"] == f"{pinned.repo}/{pinned.chart}" == "oci://docker.io/envoyproxy/gateway-helm"
+    assert release.inputs["version"] == pinned.version == "v1.9.0"
+    assert release.inputs["namespace"] == "envoy-gateway-system"
+    crs = [
+        r
+        for r in dev_render.resources
+        if r.type.startswith(("kubernetes:gateway.networking.k8s.io/", "kubernetes:gateway.envoyproxy.io/"))
+    ]
+    assert crs, "the front door's custom resources are registered"
+    for r in crs:
+        assert release.urn in r.depends_on, f"{r.type} {r.name} must wait for the chart that installs its CRD"

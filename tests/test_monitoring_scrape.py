@@ -1,0 +1,192 @@
+"""Scraping and alerting: a PodMonitor per workload on its engine's real path and port, exporters on
+accelerator nodes, SLO alerts only as the stack states them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.monitoring.manifests import (
+    dcgm_exporter_values,
+    neuron_monitor,
+    pod_monitor,
+    prometheus_rule,
+)
+from components.served import served_model
+from stacks.errors import ConfigError
+from stacks.load import parse_sections
+from stacks.versions import chart
+
+
+def model(engine: str, **extra: Any) -> dict[str, Any]:
+    blocks: dict[str, Any] = {
+        "nim": {"nim": {"profile": "abc", "modelPath": "/models/prepared"}},
+        "tgi": {"tgi": {"acceptMaintenanceMode": True}},
+    }
+    return {
+        "name": f"m-{engine}",
+        "engine": engine,
+        "model": "org/model",
+        "pool": "gpu",
+        **blocks.get(engine, {}),
+        **extra,
+    }
+
+
+def served_of(dev: dict[str, Any], engine: str, **extra: Any):
+    dev["models"] = [model(engine, **extra)]
+    if engine == "ray-serve":
+        dev["addons"]["kuberay"] = {"enabled": True}
+    if engine == "dynamo":
+        dev["addons"]["dynamo"] = {"enabled": True}
+    config = parse_sections(dev, "us-west-2")
+    return config, config.models[0], served_model(config, config.models[0])
+
+
+@pytest.mark.parametrize(
+    ("engine", "port", "path"),
+    [
+        ("vllm", 8000, "/metrics"),
+        ("sglang", 30000, "/metrics"),
+        ("nim", 8000, "/v1/metrics"),
+        ("tgi", 8080, "/metrics"),
+        ("dynamo", 8000, "/metrics"),
+        ("ray-serve", 8080, "/metrics"),
+    ],
+)
+def test_each_workload_is_scraped_on_its_engines_real_port_and_path(dev, engine, port, path):
+    _, _, served = served_of(dev, engine)
+    monitor = pod_monitor(served)
+    assert monitor is not None and monitor["kind"] == "PodMonitor"
+    assert monitor["spec"]["podMetricsEndpoints"] == [{"portNumber": port, "path": path, "interval": "15s"}]
+    assert monitor["spec"]["selector"] == {"matchLabels": served.selector}
+    assert monitor["metadata"]["namespace"] == served.namespace
+
+
+def test_ollama_is_not_scraped_because_it_has_no_metrics_endpoint(dev):
+    _, _, served = served_of(dev, "ollama")
+    assert pod_monitor(served) is None
+
+
+def test_kube_prometheus_stack_is_pinned_and_selects_every_monitor(dev_render):
+    (stack,) = [r for r in dev_render.releases() if r["name"] == "kube-prometheus-stack"]
+    assert stack["version"] == chart("kube-prometheus-stack").version
+    spec = stack["values"]["prometheus"]["prometheusSpec"]
+    for key in (
+        "serviceMonitorSelectorNilUsesHelmValues",
+        "podMonitorSelectorNilUsesHelmValues",
+        "ruleSelectorNilUsesHelmValues",
+    ):
+        assert spec[key] is False, f"{key}: the platform's monitors are not labelled for the chart's release"
+
+
+def test_an_existing_prometheus_gets_only_monitors_rules_and_dashboards(dev):
+    from tests.conftest import render_sections
+
+    dev["addons"]["monitoring"] = {"enabled": True, "existingPrometheus": True}
+    rendered = render_sections(dev)
+    assert "kube-prometheus-stack" not in {r["name"] for r in rendered.releases()}
+    kinds = {o["kind"] for o in rendered.manifests()}
+    assert {"PodMonitor", "PrometheusRule", "ConfigMap"} <= kinds
+
+
+def test_dcgm_runs_on_gpu_nodes_tolerating_their_taint():
+    values = dcgm_exporter_values()
+    assert values["nodeSelector"] == {"inference-platform.io/accelerator": "nvidia"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["tolerations"]
+
+
+def test_neuron_monitor_runs_on_neuron_nodes_and_is_scraped():
+    daemonset, monitor = neuron_monitor()
+    pod = daemonset["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"inference-platform.io/accelerator": "neuron"}
+    assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    assert "neuron-monitor-prometheus.py --port 8000" in pod["containers"][0]["args"][0]
+    assert monitor["spec"]["selector"] == daemonset["spec"]["selector"]
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+
+
+def test_slo_alerts_use_the_stacks_thresholds_on_the_engines_metric(dev):
+    _, m, served = served_of(dev, "vllm", slo={"ttftSeconds": 2.0, "itlSeconds": 0.1, "p": 0.95})
+    rule = prometheus_rule(m, served)
+    assert rule is not None
+    alerts = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
+    assert set(alerts) == {"TimeToFirstTokenSloMissed", "InterTokenLatencySloMissed"}, "only the stated objectives"
+    ttft = alerts["TimeToFirstTokenSloMissed"]["expr"]
+    assert ttft.startswith("histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{")
+    assert ttft.endswith("> 2"), "seconds compared with seconds"
+    assert alerts["TimeToFirstTokenSloMissed"]["for"] == "10m"
+
+
+def test_a_seconds_objective_on_a_millisecond_metric_is_converted(dev):
+    _, m, served = served_of(dev, "ray-serve", slo={"e2eSeconds": 1.5})
+    rule = prometheus_rule(m, served)
+    assert rule is not None
+    (alert,) = rule["spec"]["groups"][0]["rules"]
+    assert "ray_serve_http_request_latency_ms_bucket" in alert["expr"] and alert["expr"].endswith("> 1500")
+
+
+def test_no_slo_no_rule(dev):
+    _, m, served = served_of(dev, "vllm")
+    assert prometheus_rule(m, served) is None, "no universal thresholds"
+
+
+def test_an_objective_the_engine_cannot_measure_is_refused(dev):
+    dev["models"] = [model("tgi", slo={"ttftSeconds": 1.0})]
+    with pytest.raises(ConfigError) as info:
+        parse_sections(dev, "us-west-2")
+    assert any(
+        str(p).startswith("inference-platform:models[0].slo.ttftSeconds: engine tgi exports no metric")
+        for p in info.value.problems
+    )
+
+
+def test_an_slo_without_monitoring_is_refused(dev):
+    dev["addons"]["monitoring"] = {"enabled": False}
+    dev["models"][0]["slo"] = {"ttftSeconds": 1.0}
+    with pytest.raises(ConfigError) as info:
+        parse_sections(dev, "us-west-2")
+    assert any(
+        str(p).startswith("inference-platform:models[0].slo: an slo is alerted on by Prometheus")
+        for p in info.value.problems
+    )
+
+
+def test_an_empty_slo_is_refused(dev):
+    dev["models"][0]["slo"] = {"p": 0.9}
+    with pytest.raises(ConfigError) as info:
+        parse_sections(dev, "us-west-2")
+    assert any("at least one of ttftSeconds" in str(p) for p in info.value.problems)
+
+
+# ---- structure of the kinds whose CRD is not on file (stacks/conformance.CRDS_NOT_ON_FILE) ----------
+
+
+def test_rendered_podmonitors_and_rules_have_the_shape_the_prometheus_operator_expects(dev_render):
+    objs = dev_render.manifests()
+    monitors = [o for o in objs if o["kind"] == "PodMonitor"]
+    rules = [o for o in objs if o["kind"] == "PrometheusRule"]
+    assert monitors and rules
+    allowed_endpoint = {"port", "portNumber", "path", "interval"}
+    for mon in monitors:
+        assert mon["apiVersion"] == "monitoring.coreos.com/v1"
+        assert set(mon["spec"]) <= {"selector", "podMetricsEndpoints", "podTargetLabels"}
+        assert mon["spec"]["selector"]["matchLabels"], "a PodMonitor without a selector scrapes every pod"
+        for ep in mon["spec"]["podMetricsEndpoints"]:
+            assert set(ep) <= allowed_endpoint and ({"port", "portNumber"} & set(ep)), ep
+            assert ep["path"].startswith("/")
+    for rule in rules:
+        for group in rule["spec"]["groups"]:
+            assert set(group) == {"name", "rules"}
+            for r in group["rules"]:
+                assert set(r) == {"alert", "expr", "for", "labels", "annotations"}
+                assert r["for"][-1] in "smh"
+
+
+def test_the_dev_stack_runs_an_exporter_for_each_accelerator_it_has(dev_render):
+    releases = {r["name"]: r for r in dev_render.releases()}
+    assert releases["dcgm-exporter"]["version"] == chart("dcgm-exporter").version, "GPU pool: DCGM exporter"
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in dev_render.manifests()}
+    assert ("DaemonSet", "neuron-monitor") in kinds, "Neuron pool: neuron-monitor"
+    assert ("PodMonitor", "neuron-monitor") in kinds
