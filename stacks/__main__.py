@@ -1,4 +1,4 @@
-"""Command line: `python -m stacks {render,validate,bench,new,schema}`.
+"""Command line: `python -m stacks {render,validate,bench,new,schema,changed}`.
 
 Every command validates the stack file first; a bad file prints one line per problem on stderr and
 exits 1, with no traceback and nothing written.
@@ -85,6 +85,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_changed(args: argparse.Namespace) -> int:
+    from .ci import main as changed
+
+    return changed(args.base, args.head)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m stacks", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -111,6 +117,10 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="write stacks/stack.schema.json (JSON Schema of the stack file)")
     s.add_argument("--check", action="store_true", help="exit 1 if the committed schema is out of date")
     s.set_defaults(fn=cmd_schema)
+    c = sub.add_parser("changed", help="JSON of the deployable stacks a git range touches, by role (CI)")
+    c.add_argument("base", help="base commit (e.g. the PR's base sha)")
+    c.add_argument("head", nargs="?", default="HEAD")
+    c.set_defaults(fn=cmd_changed)
     return p
 
 
