@@ -217,7 +217,7 @@ class Platform(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, provider=provider),
             )
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[wiring.namespaces[stack.team]])
-        for obj in guardrails(stack.team, stack.team, stack.quota):
+        for obj in guardrails(stack.team, stack.team, stack.quota, stack.environment):
             wiring.extra.setdefault("guardrails", []).append(manifests.apply(obj, child))
         self._models(name, wiring)
         self._model_addons(name, wiring)

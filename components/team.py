@@ -13,12 +13,18 @@ from stacks.config.stack import Quota
 
 from .naming import labels
 
+ENV_LABEL = "inference-platform.io/environment"  # read by the policy pack (image digests in prod)
 
-def resource_quota(team: str, namespace: str, quota: Quota) -> dict[str, Any]:
+
+def resource_quota(team: str, namespace: str, quota: Quota, environment: str = "dev") -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
-        "metadata": {"name": f"{team}-quota", "namespace": namespace, "labels": labels("team-quota", team)},
+        "metadata": {
+            "name": f"{team}-quota",
+            "namespace": namespace,
+            "labels": labels("team-quota", team, **{ENV_LABEL: environment}),
+        },
         "spec": {
             "hard": {
                 "requests.nvidia.com/gpu": str(quota.gpus),
@@ -49,5 +55,5 @@ def limit_range(team: str, namespace: str, quota: Quota) -> dict[str, Any]:
     }
 
 
-def guardrails(team: str, namespace: str, quota: Quota) -> list[dict[str, Any]]:
-    return [resource_quota(team, namespace, quota), limit_range(team, namespace, quota)]
+def guardrails(team: str, namespace: str, quota: Quota, environment: str = "dev") -> list[dict[str, Any]]:
+    return [resource_quota(team, namespace, quota, environment), limit_range(team, namespace, quota)]
