@@ -67,6 +67,8 @@ def cmd_new(args: argparse.Namespace) -> int:
         platform=args.platform,
         team=args.team,
         environment=args.environment,
+        ami_version=args.ami_version,
+        image_digest=args.image_digest,
     )
     print(f"{path}: written and valid; next: python -m stacks render {path}")
     return 0
@@ -112,6 +114,8 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--team", help="workloads: the team (namespace and quota owner)")
     n.add_argument("--preset", choices=["gpu-small", "inf2", "mixed"], help="platform/all-in-one pools")
     n.add_argument("--environment", choices=["dev", "staging", "prod"], default="dev")
+    n.add_argument("--ami-version", help="prod platforms: the pinned AL2023 AMI release, e.g. v20261015")
+    n.add_argument("--image-digest", help="prod models: sha256 digest of the engine image")
     n.add_argument("--out-dir", default=str(ROOT), help="where to write (default: the project root)")
     n.set_defaults(fn=cmd_new)
     s = sub.add_parser("schema", help="write stacks/stack.schema.json (JSON Schema of the stack file)")

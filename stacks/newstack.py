@@ -31,9 +31,9 @@ POOLS = {
       accelerator: nvidia
       instanceTypes: [g6.xlarge, g6.12xlarge]
       capacityTypes: [on-demand]
-      amiAlias: al2023@latest   # pin a release (al2023@v20261015) before prod
+      amiAlias: {ami}   # prod requires a pinned release (al2023@vYYYYMMDD)
       rootVolumeGiB: 200
-      limits: {accelerators: 16}  # the pool never grows past this many GPUs
+      limits: {{accelerators: 16}}  # the pool never grows past this many GPUs
       consolidateAfter: 10m
 """,
     "inferentia": """\
@@ -41,8 +41,8 @@ POOLS = {
     - name: inferentia
       accelerator: neuron
       instanceTypes: [inf2.xlarge, inf2.24xlarge]
-      amiAlias: al2023@latest
-      limits: {accelerators: 12}
+      amiAlias: {ami}
+      limits: {{accelerators: 12}}
 """,
 }
 PRESETS = {"gpu-small": ("gpu",), "inf2": ("inferentia",), "mixed": ("gpu", "inferentia")}
@@ -61,7 +61,7 @@ MODELS = {
       dtype: bf16
       secrets: {{huggingFaceToken: hf-token}}   # an existing Secret, mounted as a file
       expose: true                # route it through the platform's authenticated gateway
-""",
+{image}""",
     "neuron": """\
     - name: llama-3-8b-neuron
       engine: neuron-vllm
@@ -75,16 +75,22 @@ MODELS = {
       dtype: bf16
       secrets: {{huggingFaceToken: hf-token}}
       expose: true
-""",
+{image}""",
 }
 
 
-def platform_text(name: str, role: str, preset: str, environment: str) -> str:
+def image_line(digest: str | None) -> str:
+    if digest is None:
+        return ""
+    return f'      image: {{digest: "{digest}"}}   # the engine image this model runs, pinned\n'
+
+
+def platform_text(name: str, role: str, preset: str, environment: str, ami: str, digest: str | None) -> str:
     pools = PRESETS[preset]
     model = ""
     if role == "all-in-one":
         first = "nvidia" if "gpu" in pools else "neuron"
-        model = f"  {PROJECT}:models:\n" + MODELS[first].format(pool=pools[0])
+        model = f"  {PROJECT}:models:\n" + MODELS[first].format(pool=pools[0], image=image_line(digest))
     on = str("inferentia" in pools).lower()
     return f"""\
 # {name}: a {role} stack (preset {preset}). Validate with `python -m stacks validate {name}`,
@@ -105,7 +111,7 @@ config:
       publicAccessCidrs: [203.0.113.0/24]   # replace with your office/VPN ranges
     admins: []                  # IAM role ARNs given cluster-admin, e.g. arn:aws:iam::<acct>:role/platform-admins
   {PROJECT}:nodePools:
-{"".join(POOLS[p] for p in pools)}  {PROJECT}:addons:
+{"".join(POOLS[p].format(ami=ami) for p in pools)}  {PROJECT}:addons:
     nvidiaDevicePlugin: {{enabled: {str("gpu" in pools).lower()}}}
     neuron: {{enabled: {on}, scheduler: {on}, nodeProblemDetector: {on}}}
     monitoring: {{enabled: true}}
@@ -133,7 +139,7 @@ def _team_model(platform: str) -> tuple[str, str, str]:
     raise ConfigError([Problem(platform, "the platform exports no accelerator pool a model could run on")])
 
 
-def workloads_text(name: str, platform: str, team: str, environment: str) -> str:
+def workloads_text(name: str, platform: str, team: str, environment: str, digest: str | None) -> str:
     accelerator, pool, note = _team_model(platform)
     gpus, neuron = (2, 0) if accelerator == "nvidia" else (0, 2)
     return f"""\
@@ -153,7 +159,7 @@ def workloads_text(name: str, platform: str, team: str, environment: str) -> str
       cpu: "32"                 # requests.cpu
       memory: 128Gi             # requests.memory
   {PROJECT}:models:
-{MODELS[accelerator].format(pool=pool)}"""
+{MODELS[accelerator].format(pool=pool, image=image_line(digest))}"""
 
 
 def check(text: str, source: str) -> None:
@@ -171,6 +177,8 @@ def new_stack(
     platform: str | None = None,
     team: str | None = None,
     environment: str = "dev",
+    ami_version: str | None = None,
+    image_digest: str | None = None,
 ) -> Path:
     path = out_dir / f"Pulumi.{name}.yaml"
     problems = []
@@ -180,13 +188,22 @@ def new_stack(
         problems.append(Problem("--platform/--team", "a workloads stack needs --platform org/project/stack and --team"))
     if role != "workloads" and (platform is not None or team is not None):
         problems.append(Problem("--platform/--team", f"only a workloads stack takes them (role is {role})"))
+    if environment == "prod" and role != "workloads" and ami_version is None:
+        problems.append(
+            Problem("--ami-version", "prod pins node AMIs: give the EKS AL2023 release to run, e.g. v20261015")
+        )
+    if environment == "prod" and role != "platform" and image_digest is None:
+        problems.append(
+            Problem("--image-digest", "prod pins images: give the sha256 digest of the engine image the model runs")
+        )
     if problems:
         raise ConfigError(problems)
     if role == "workloads":
         assert platform is not None and team is not None
-        text = workloads_text(name, platform, team, environment)
+        text = workloads_text(name, platform, team, environment, image_digest)
     else:
-        text = platform_text(name, role, preset or "gpu-small", environment)
+        ami = f"al2023@{ami_version}" if ami_version else "al2023@latest"
+        text = platform_text(name, role, preset or "gpu-small", environment, ami, image_digest)
     schema = Path(__file__).resolve().parent / "stack.schema.json"
     text = SCHEMA_MODELINE.format(schema=os.path.relpath(schema, out_dir.resolve())) + text
     check(text, str(path))

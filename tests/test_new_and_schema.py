@@ -25,6 +25,16 @@ from tests.conftest import ALL_STACKS
         ("platform", {"preset": "inf2"}),
         ("platform", {"preset": "mixed", "environment": "staging"}),
         ("all-in-one", {"preset": "inf2"}),
+        ("platform", {"preset": "mixed", "environment": "prod", "ami_version": "v20261015"}),
+        (
+            "workloads",
+            {
+                "platform": "acme/inference-platform/platform",
+                "team": "search",
+                "environment": "prod",
+                "image_digest": "sha256:" + "0" * 64,
+            },
+        ),
     ],
 )
 def test_a_new_stack_validates_as_written_and_carries_comments(tmp_path, role, kwargs):
@@ -78,3 +88,9 @@ def test_the_schema_catches_an_unknown_key_and_an_unknown_section():
     assert len(errors) == 2, [e.message for e in errors]
     keys = set(stack_file_schema()["properties"]["config"]["properties"]) - {"aws:region"}
     assert keys == {f"inference-platform:{section}" for section in SECTIONS}, "one key per stack-file section"
+
+
+def test_a_prod_stack_needs_its_pins_given_rather_than_guessed(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        new_stack("fresh", "all-in-one", out_dir=tmp_path, preset="gpu-small", environment="prod")
+    assert {p.path for p in info.value.problems} == {"--ami-version", "--image-digest"}
