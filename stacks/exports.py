@@ -17,6 +17,8 @@ capacity checks (`stacks/capacity.py fit`) run against exactly the pools the pla
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,10 +154,16 @@ def platform_stack_file(stack_ref: str, root: Path | None = None) -> Path | None
 
 
 def exports_from_file(path: Path) -> dict[str, Any]:
-    """The config-derived exports of a platform stack file (ConfigError if that file is invalid)."""
+    """The config-derived exports of a platform stack file (ConfigError if that file is invalid).
+    Cached per file version: every rule and model of a workloads stack asks for them."""
+    return copy.deepcopy(_exports_cached(str(path), path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=32)
+def _exports_cached(path: str, mtime_ns: int) -> dict[str, Any]:
     from .load import load_stack_file
 
-    return platform_exports(load_stack_file(path))
+    return platform_exports(load_stack_file(Path(path)))
 
 
 def platform_for(stack_ref: str) -> PlatformSource | None:
