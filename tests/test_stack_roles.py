@@ -189,3 +189,21 @@ def test_a_platform_stack_serves_no_models(dev):
 def test_team_and_quota_are_refused_outside_a_workloads_stack(dev):
     dev["stack"]["team"] = "search"
     assert any("team is only read by a workloads stack" in p for p in problems(dev))
+
+
+def test_under_pulumi_the_stack_reference_outputs_decide_and_a_misfit_registers_nothing(mocks, team, monkeypatch):
+    from stacks.load import sections_to_pulumi_config
+    from stacks.render import run_program
+
+    answer = mocks._stack_reference_outputs
+
+    def platform_without_inferentia(stack_ref: str) -> dict[str, Any]:
+        out = answer(stack_ref)
+        out["outputs"]["nodePools"] = [p for p in out["outputs"]["nodePools"] if p["name"] != "inferentia"]
+        return out
+
+    monkeypatch.setattr(mocks, "_stack_reference_outputs", platform_without_inferentia)
+    with pytest.raises(Exception, match=r"models\[1\]\.pool.*exports no pool named 'inferentia'"):
+        run_program(sections_to_pulumi_config(team, "us-west-2"))
+    registered = {r.type for r in mocks.records}
+    assert registered <= {"pulumi:pulumi:StackReference"}, f"nothing but the reference is registered: {registered}"
