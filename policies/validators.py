@@ -26,7 +26,7 @@ from pulumi_policy import (
 )
 
 from components.scheduling import ACCELERATOR_LABEL, POOL_LABEL, TAINT_KEYS
-from stacks.capacity import Requests, explain_no_fit, fit
+from stacks.capacity import Requests, daemonset_overhead, explain_no_fit, fit
 from stacks.config.pools import NodePoolSection
 from stacks.guards import (
     accelerator_taint_problem,
@@ -242,7 +242,7 @@ def schedulable_replicas(args: StackValidationArgs, report: Report) -> None:
         if pool is None:
             continue
         requests = pod_requests(pod)
-        result = fit(requests, pool)
+        result = fit(requests, pool, daemonset_overhead(pool))
         if not result.ok:
             report(explain_no_fit(f"a replica of {_ident(res.props, res.name)}", requests, pool, result), res.urn)
 
