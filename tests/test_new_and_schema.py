@@ -94,3 +94,26 @@ def test_a_prod_stack_needs_its_pins_given_rather_than_guessed(tmp_path):
     with pytest.raises(ConfigError) as info:
         new_stack("fresh", "all-in-one", out_dir=tmp_path, preset="gpu-small", environment="prod")
     assert {p.path for p in info.value.problems} == {"--ami-version", "--image-digest"}
+
+
+def test_the_command_line_writes_a_valid_stack_and_checks_the_schema(tmp_path):
+    from tests.test_cli import run
+
+    made = run(
+        "new",
+        "team-x",
+        "--role",
+        "workloads",
+        "--platform",
+        "acme/inference-platform/platform",
+        "--team",
+        "x",
+        "--out-dir",
+        str(tmp_path),
+    )
+    assert made.returncode == 0, made.stderr
+    checked = run("validate", str(tmp_path / "Pulumi.team-x.yaml"))
+    assert checked.returncode == 0 and "ok" in checked.stdout, checked.stderr
+    again = run("new", "team-x", "--role", "workloads", "--team", "x", "--out-dir", str(tmp_path))
+    assert again.returncode == 1 and "already exists" in again.stderr and "Traceback" not in again.stderr
+    assert run("schema", "--check").returncode == 0, "the committed schema is current"
