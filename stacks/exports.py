@@ -161,9 +161,21 @@ def exports_from_file(path: Path) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=32)
 def _exports_cached(path: str, mtime_ns: int) -> dict[str, Any]:
+    from .errors import ConfigError, Problem, key_path
     from .load import load_stack_file
 
-    return platform_exports(load_stack_file(Path(path)))
+    config = load_stack_file(Path(path))
+    if config.cluster is None:
+        raise ConfigError(
+            [
+                Problem(
+                    key_path(["stack", "role"]),
+                    f"is {config.stack.role}: only a platform or all-in-one stack exports a cluster",
+                )
+            ],
+            path,
+        )
+    return platform_exports(config)
 
 
 def platform_for(stack_ref: str) -> PlatformSource | None:

@@ -207,3 +207,11 @@ def test_under_pulumi_the_stack_reference_outputs_decide_and_a_misfit_registers_
         run_program(sections_to_pulumi_config(team, "us-west-2"))
     registered = {r.type for r in mocks.records}
     assert registered <= {"pulumi:pulumi:StackReference"}, f"nothing but the reference is registered: {registered}"
+
+
+def test_a_platform_stack_that_is_itself_a_workloads_stack_is_refused(team):
+    team["stack"]["platformStack"] = "acme/inference-platform/team-search"
+    found = problems(team)
+    assert any(
+        p.startswith("inference-platform:stack.platformStack:") and "only a platform or all-in-one" in p for p in found
+    ), found
