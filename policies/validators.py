@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from pydantic import ValidationError
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
@@ -221,10 +222,13 @@ def pool_section(props: Mapping[str, Any]) -> NodePoolSection | None:
         elif req.get("operator") == "In" and req.get("key") == "karpenter.k8s.aws/instance-family":
             families = list(req.get("values") or [])
     if not name or bool(types) == bool(families):
+        return None  # no instance-type bound this check can reason about
+    try:
+        return NodePoolSection.model_validate(
+            {"name": name, "accelerator": pool_accelerator(props), "instanceTypes": types, "instanceFamilies": families}
+        )
+    except ValidationError:
         return None
-    return NodePoolSection.model_validate(
-        {"name": name, "accelerator": pool_accelerator(props), "instanceTypes": types, "instanceFamilies": families}
-    )
 
 
 def schedulable_replicas(args: StackValidationArgs, report: Report) -> None:
