@@ -14,7 +14,6 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from pydantic import ValidationError
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
@@ -25,6 +24,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pydantic import ValidationError
 
 from components.scheduling import ACCELERATOR_LABEL, POOL_LABEL, TAINT_KEYS
 from stacks.capacity import Requests, daemonset_overhead, explain_no_fit, fit
