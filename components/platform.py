@@ -15,7 +15,9 @@ import pulumi_kubernetes as k8s
 
 from stacks.capacity import pool_types
 from stacks.config import StackConfig
+from stacks.exports import effective_config, platform_exports
 
+from . import k8s as manifests
 from .capacity import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .gateway import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
@@ -24,14 +26,18 @@ from .models import Models, ModelsArgs
 from .monitoring import MONITORING_NAMESPACE, Monitoring, MonitoringArgs
 from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
+from .platform_stack import PlatformStack
 from .served import served_models
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
 from .storage.component import ModelStorage, ModelStorageArgs
+from .team import guardrails
 
 
 @dataclass(frozen=True, kw_only=True)
 class PlatformArgs:
     config: StackConfig
+    # The platform stack a workloads stack runs on (read in __main__.py before validation).
+    platform: PlatformStack | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +76,9 @@ class Platform(pulumi.ComponentResource):
         super().__init__(f"{TOKEN}:Platform", name, None, opts)
         self.config = args.config
         self.outputs = {}
-        if self.config.cluster is not None:
+        if self.config.stack.role == "workloads":
+            self._workloads(name, args.platform)
+        elif self.config.cluster is not None:
             wiring = self._foundation(name)
             self._capacity(name, wiring)
             self._namespaces(name, wiring)
@@ -81,6 +89,7 @@ class Platform(pulumi.ComponentResource):
             self._model_addons(name, wiring)
             self._front_door(name, wiring)
             self._monitoring(name, wiring)
+            self._export_platform(wiring)
         self.register_outputs(self.outputs)
 
     def _foundation(self, name: str) -> Wiring:
@@ -288,8 +297,68 @@ class Platform(pulumi.ComponentResource):
                 served=served_models(config),
                 namespaces=dict(wiring.namespaces),
                 depends_on=[wiring.installers[k] for k in ("prometheus-operator",) if k in wiring.installers],
+                models_only=config.stack.role == "workloads",
             ),
             pulumi.ResourceOptions(parent=self),
         )
         if monitoring.installer is not None:
             wiring.installers["kube-prometheus-stack"] = monitoring.installer
+
+    # ---- stack roles (issue: self-service stacks) ------------------------------------------------
+
+    def _export_platform(self, wiring: Wiring) -> None:
+        """What workloads stacks read (stacks/exports.py): the config-derived contract, then the values
+        only the cloud knows. Any concern may add export keys in `wiring.extra["exports"]`."""
+        exports: dict[str, Any] = dict(platform_exports(self.config))
+        if wiring.neuron_scheduler is not None:
+            exports["schedulerNames"] = {"neuron": wiring.neuron_scheduler}
+        exports.update(wiring.extra.get("exports", {}))
+        exports["clusterSecurityGroupId"] = wiring.cluster.security_group_id
+        for key, value in exports.items():
+            self.outputs.setdefault(key, value)
+
+    def _workloads(self, name: str, platform: PlatformStack | None) -> None:
+        """A team's stack: its namespace, quota and models on the platform stack's cluster, nothing else."""
+        if platform is None:
+            raise ValueError("a workloads stack needs PlatformArgs.platform (read in __main__.py)")
+        stack = self.config.stack
+        assert stack.team is not None and stack.quota is not None
+        # The model builders look pools, add-ons and gateway up in the config as for any stack.
+        self.config = effective_config(self.config, platform.exports)
+        provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=platform.output("kubeconfig"),
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        wiring = Wiring(
+            cluster=ClusterRef(
+                name=platform.output("clusterName"),
+                endpoint=platform.output("clusterEndpoint"),
+                oidc_provider_arn=platform.output("oidcProviderArn"),
+                security_group_id=platform.output("clusterSecurityGroupId"),
+                vpc_id=platform.output("vpcId"),
+                private_subnet_ids=platform.output("privateSubnetIds"),
+                provider=provider,
+                tags=tags(platform.exports["clusterName"], stack.environment, team=stack.team),
+            ),
+            neuron_scheduler=(platform.exports.get("schedulerNames") or {}).get("neuron"),
+        )
+        wiring.extra["platform"] = platform.exports
+        self._namespaces(name, wiring)
+        if stack.team not in wiring.namespaces:  # a team stack with no models yet still gets its quota
+            wiring.namespaces[stack.team] = k8s.core.v1.Namespace(
+                f"{name}-ns-{stack.team}",
+                metadata={"name": stack.team, "labels": {**MANAGED_BY, "inference-platform.io/models": "true"}},
+                opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            )
+        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[wiring.namespaces[stack.team]])
+        for obj in guardrails(stack.team, stack.team, stack.quota, stack.environment):
+            wiring.extra.setdefault("guardrails", []).append(manifests.apply(obj, child))
+        self._models(name, wiring)
+        self._model_addons(name, wiring)
+        self._front_door(name, wiring)
+        self._monitoring(name, wiring)
+        self.outputs.update(
+            {"team": stack.team, "namespace": stack.team, "models": [m.name for m in self.config.models]}
+        )

@@ -1,4 +1,4 @@
-"""Command line: `python -m stacks {render,validate,plan,bench}`.
+"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,changed}`.
 
 Every command validates the stack file first; a bad file prints one line per problem on stderr and
 exits 1, with no traceback and nothing written.
@@ -64,6 +64,43 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench([int(k) for k in args.sizes.split(",")], args.repeat)
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from .newstack import new_stack
+
+    path = new_stack(
+        args.name,
+        args.role,
+        out_dir=Path(args.out_dir),
+        preset=args.preset,
+        platform=args.platform,
+        team=args.team,
+        environment=args.environment,
+        ami_version=args.ami_version,
+        image_digest=args.image_digest,
+    )
+    print(f"{path}: written and valid; next: python -m stacks render {path}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .schema import SCHEMA_PATH, render, write
+
+    if args.check:
+        if not SCHEMA_PATH.exists() or SCHEMA_PATH.read_text() != render():
+            print(f"{SCHEMA_PATH} is out of date: run python -m stacks schema", file=sys.stderr)
+            return 1
+        print(f"{SCHEMA_PATH}: up to date")
+        return 0
+    print(f"{write()}: written")
+    return 0
+
+
+def cmd_changed(args: argparse.Namespace) -> int:
+    from .ci import main as changed
+
+    return changed(args.base, args.head)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m stacks", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -81,6 +118,24 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--sizes", default="2,8,32", help="comma-separated pool/model counts")
     b.add_argument("--repeat", type=int, default=3)
     b.set_defaults(fn=cmd_bench)
+    n = sub.add_parser("new", help="write a commented Pulumi.<name>.yaml that validates as written")
+    n.add_argument("name", help="the stack name (file Pulumi.<name>.yaml)")
+    n.add_argument("--role", choices=["workloads", "platform", "all-in-one"], required=True)
+    n.add_argument("--platform", help="workloads: the platform stack, org/project/stack")
+    n.add_argument("--team", help="workloads: the team (namespace and quota owner)")
+    n.add_argument("--preset", choices=["gpu-small", "inf2", "mixed"], help="platform/all-in-one pools")
+    n.add_argument("--environment", choices=["dev", "staging", "prod"], default="dev")
+    n.add_argument("--ami-version", help="prod platforms: the pinned AL2023 AMI release, e.g. v20261015")
+    n.add_argument("--image-digest", help="prod models: sha256 digest of the engine image")
+    n.add_argument("--out-dir", default=str(ROOT), help="where to write (default: the project root)")
+    n.set_defaults(fn=cmd_new)
+    s = sub.add_parser("schema", help="write stacks/stack.schema.json (JSON Schema of the stack file)")
+    s.add_argument("--check", action="store_true", help="exit 1 if the committed schema is out of date")
+    s.set_defaults(fn=cmd_schema)
+    c = sub.add_parser("changed", help="JSON of the deployable stacks a git range touches, by role (CI)")
+    c.add_argument("base", help="base commit (e.g. the PR's base sha)")
+    c.add_argument("head", nargs="?", default="HEAD")
+    c.set_defaults(fn=cmd_changed)
     return p
 
 

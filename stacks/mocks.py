@@ -242,10 +242,35 @@ class RecordingMocks(pulumi.runtime.Mocks):
         elif typ == "aws:acm/certificate:Certificate":
             rid = _arn("acm", f"certificate/{h[:8]}-{h[8:12]}-{h[12:16]}")
             out.update(arn=rid)
+        elif typ == "pulumi:pulumi:StackReference":
+            rid = inputs.get("name") or name
+            out.update(self._stack_reference_outputs(rid))
         elif typ == "eks:index:Cluster":
             rid = inputs.get("name") or name
             out.update(self._cluster_outputs(args, rid))
         return rid, out
+
+    def _stack_reference_outputs(self, stack_ref: str) -> dict[str, Any]:
+        """A platform stack's outputs: its exports computed from its stack file in this repository
+        (stacks/exports.py), plus the cloud-only values as the cluster mock would report them."""
+        from .exports import SECRET_KEYS, exports_from_file, platform_stack_file
+
+        path = platform_stack_file(stack_ref)
+        if path is None:
+            return {"name": stack_ref, "outputs": {}, "secretOutputNames": []}
+        exports = exports_from_file(path)
+        cluster = exports["clusterName"]
+        kubeconfig = _kubeconfig(cluster)
+        exports.update(
+            clusterEndpoint=kubeconfig["clusters"][0]["cluster"]["server"],
+            kubeconfig=json.dumps(kubeconfig),
+            oidcProviderArn=f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.{REGION}.amazonaws.com/id/"
+            f"{_hex(cluster, 32).upper()}",
+            clusterSecurityGroupId=f"sg-{_hex(cluster + 'cluster')}",
+            vpcId=f"vpc-{_hex(cluster + 'vpc')}",
+            privateSubnetIds=[f"subnet-{_hex(cluster + str(i))}" for i in range(3)],
+        )
+        return {"name": stack_ref, "outputs": exports, "secretOutputNames": list(SECRET_KEYS)}
 
     def _cluster_outputs(self, args: MockResourceArgs, cluster_name: str) -> dict[str, Any]:
         h = _hex(cluster_name, 32).upper()

@@ -60,8 +60,11 @@ def mocks() -> RecordingMocks:
 
 def run_program(pulumi_config: dict[str, str]) -> Rendered:
     """Run __main__.py under the mocks with this Pulumi config; return what it registered."""
+    from .exports import forget
+
     recording = mocks()
     recording.reset()
+    forget()  # platform exports a previous run read from a StackReference
     pulumi.runtime.set_all_config(pulumi_config)
     root = pulumi.runtime.get_root_resource()
     if root is not None and hasattr(root, "outputs"):

@@ -79,7 +79,12 @@ def test_a_workloads_stack_without_platform_stack_is_refused():
 def test_a_workloads_stack_cannot_define_platform_resources():
     found = problems(
         {
-            "stack": {"role": "workloads", "team": "search", "platformStack": "acme/inference-platform/platform-prod"},
+            "stack": {
+                "role": "workloads",
+                "team": "search",
+                "platformStack": "acme/inference-platform/platform-prod",
+                "quota": {"gpus": 4, "cpu": "32", "memory": "256Gi"},
+            },
             "cluster": {"name": "x"},
         }
     )

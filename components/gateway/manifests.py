@@ -52,13 +52,15 @@ class Parent:
     namespace: str
     name: str
     section: str
-    own: bool  # True: this stack's Gateway; False: AIBrix's
+    own: bool  # True: this stack's Gateway; False: AIBrix's, or the platform stack's (workloads stacks)
 
 
 def parent_gateway(config: StackConfig, aibrix: tuple[str, str, str] = AIBRIX_GATEWAY) -> Parent:
     if config.addons.aibrix.enabled:
         return Parent(namespace=aibrix[0], name=aibrix[1], section=aibrix[2], own=False)
-    return Parent(namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, section=HTTPS_LISTENER, own=True)
+    # A workloads stack attaches its routes to the platform stack's Gateway; it never creates one.
+    own = config.stack.role != "workloads"
+    return Parent(namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, section=HTTPS_LISTENER, own=own)
 
 
 def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
@@ -288,6 +290,8 @@ def gateway_objects(config: StackConfig, parent: Parent) -> list[dict[str, Any]]
     """The Gateway itself (own gateway only) and a SecurityPolicy on the models' listener: a backstop
     for any route attached later, by hand or by AIBrix's controller, without its own policy."""
     objs: list[dict[str, Any]] = []
+    if config.stack.role == "workloads":
+        return objs  # the platform stack owns the Gateway and its listener policy
     if parent.own:
         objs += [gateway_class(), gateway(config), redirect_route(config)]
     if config.gateway.auth != "none":

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks.config import StackConfig
+from stacks.engines import ENGINES
 from stacks.versions import chart
 
 from ..k8s import apply
@@ -40,6 +41,8 @@ class MonitoringArgs:
     namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
     # What must exist before a PodMonitor/PrometheusRule can be created when Prometheus is not ours.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    # A workloads stack: only its models' PodMonitors and rules; the platform stack owns the rest.
+    models_only: bool = False
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -50,13 +53,17 @@ class Monitoring(pulumi.ComponentResource):
     def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Monitoring", name, None, opts)
         config = args.config
+        self.installer = None
+        if args.models_only:
+            self._model_monitors(args, list(args.depends_on))
+            self.register_outputs({})
+            return
         mon = config.addons.monitoring
         plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
         ns = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": MONITORING_NAMESPACE, "labels": {**MANAGED_BY}}, opts=plain
         )
         crd_deps: list[pulumi.Resource] = list(args.depends_on)
-        self.installer = None
         if not mon.existing_prometheus:
             pinned = chart("kube-prometheus-stack", mon.version)
             self.installer = k8s.helm.v3.Release(
@@ -90,14 +97,21 @@ class Monitoring(pulumi.ComponentResource):
             for obj in neuron_monitor():
                 apply(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
 
-        models = {m.name: m for m in config.models}
+        self._model_monitors(args, crd_deps)
+        engines = {s.engine for s in args.served}
+        if config.stack.role == "platform":
+            # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
+            engines |= {e for e, f in ENGINES.items() if accelerators & set(f.accelerators)}
+        for obj in dashboards(engines, accelerators):
+            apply(obj, after_ns)
+        self.register_outputs({})
+
+    def _model_monitors(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
+        """A PodMonitor on each model's real metrics endpoint, and its SLO rules when the stack sets some."""
+        models = {m.name: m for m in args.config.models}
         for served in args.served:
             model_ns = [args.namespaces[served.namespace]] if served.namespace in args.namespaces else []
             opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*model_ns, *crd_deps])
             for maybe in (pod_monitor(served), prometheus_rule(models[served.name], served)):
                 if maybe is not None:
                     apply(maybe, opts)
-
-        for obj in dashboards({s.engine for s in args.served}, accelerators):
-            apply(obj, after_ns)
-        self.register_outputs({})

@@ -26,6 +26,15 @@ SECTIONS = {
     "models": "models",
 }
 
+# Sections only a platform (or all-in-one) stack may set: (stack-file key, attribute).
+PLATFORM_OWNED = (
+    ("cluster", "cluster"),
+    ("nodePools", "node_pools"),
+    ("addons", "addons"),
+    ("storage", "storage"),
+    ("gateway", "gateway"),
+)
+
 
 class StackConfig(Strict):
     """Everything under the `inference-platform:` namespace of a Pulumi.<stack>.yaml."""
@@ -42,12 +51,18 @@ class StackConfig(Strict):
     @model_validator(mode="after")
     def _role_shapes_sections(self) -> Self:
         if self.stack.role == "workloads":
-            owned = [key for key, attr in (("cluster", "cluster"), ("nodePools", "node_pools")) if getattr(self, attr)]
+            # The platform stack owns these; a team stack sees them through the platform's exports.
+            owned = [key for key, attr in PLATFORM_OWNED if attr in self.model_fields_set and getattr(self, attr)]
             if owned:
                 raise ValueError(
                     f"a workloads stack cannot change platform resources; remove {', '.join(owned)} "
                     f"(the platform stack {self.stack.platform_stack} owns them)"
                 )
+        elif self.stack.role == "platform" and self.models:
+            raise ValueError(
+                "a platform stack serves no models of its own; move models to a workloads stack "
+                "(python -m stacks new <name> --role workloads ...) or use role: all-in-one"
+            )
         elif self.cluster is None:
             raise ValueError(f"the cluster section is required (at least cluster.name) for a {self.stack.role} stack")
         return self

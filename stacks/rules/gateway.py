@@ -81,6 +81,8 @@ def aibrix_gateway_terminates_tls_on_the_load_balancer(config: StackConfig) -> I
 
 
 def _no_tls(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.role == "workloads":
+        return  # the platform stack owns the Gateway and its TLS
     if config.gateway.enabled and not config.addons.aibrix.enabled and config.gateway.tls is None:
         yield Problem(
             key_path(["gateway", "tls"]),

@@ -49,6 +49,8 @@ def model_pool_and_accelerator(config: StackConfig) -> Iterable[Problem]:
 
 @rule
 def engine_addons(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.role == "workloads":
+        return  # the platform's add-ons are checked in stacks/rules/workloads.py
     for i, model in enumerate(config.models):
         addon = ENGINE_ADDONS.get(model.engine)
         if addon and not getattr(config.addons, addon).enabled:

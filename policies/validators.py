@@ -1,0 +1,366 @@
+"""The policy pack's validators: the same checks as `stacks validate`, on resource properties.
+
+Resource policies see one resource (`ResourceValidationArgs`); stack policies see every resource of
+the stack (`StackValidationArgs`) for rules that relate resources (a route and its SecurityPolicy, a
+replica and its NodePool, a workload and its autoscalers). Properties are camelCase, as the engine
+sends them; Kubernetes objects carry apiVersion/kind/metadata/spec. Field names follow the CRDs in
+shared/schemas (Karpenter v1 NodePool, Gateway API v1 HTTPRoute, Envoy Gateway v1alpha1
+SecurityPolicy, autoscaling/v2 HPA, AIBrix v1alpha1 PodAutoscaler, KEDA v1alpha1 ScaledObject).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyConfigSchema,
+    PolicyResource,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pydantic import ValidationError
+
+from components.scheduling import ACCELERATOR_LABEL, POOL_LABEL, TAINT_KEYS
+from stacks.capacity import Requests, daemonset_overhead, explain_no_fit, fit
+from stacks.config.pools import NodePoolSection
+from stacks.guards import (
+    accelerator_taint_problem,
+    chart_version_problem,
+    image_digest_problem,
+    route_auth_problem,
+    scaler_owner_problems,
+    stateful_protection_problem,
+)
+from stacks.hardware import catalog
+
+Report = Callable[[str, str | None], None]
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
+WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
+SCALERS = {
+    "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": "HPA",
+    "kubernetes:autoscaling.aibrix.ai/v1alpha1:PodAutoscaler": "AIBrix PodAutoscaler",
+    "kubernetes:keda.sh/v1alpha1:ScaledObject": "KEDA ScaledObject",
+}
+STATEFUL = {
+    "aws:s3/bucket:Bucket": "the S3 bucket",
+    "aws:s3/bucketV2:BucketV2": "the S3 bucket",
+    "aws:efs/fileSystem:FileSystem": "the EFS file system",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "the FSx for Lustre file system",
+}
+AUTH_FIELDS = ("apiKeyAuth", "jwt", "extAuth", "oidc", "basicAuth")
+ENV_TAG = "inference-platform:environment"
+ENV_LABEL = "inference-platform.io/environment"
+
+
+# ---- reading props ---------------------------------------------------------------------------------
+
+
+def _meta(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    return props.get("metadata") or {}
+
+
+def _spec(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    return props.get("spec") or {}
+
+
+def _ident(props: Mapping[str, Any], fallback: str) -> str:
+    meta = _meta(props)
+    name = meta.get("name") or fallback
+    return f"{meta['namespace']}/{name}" if meta.get("namespace") else name
+
+
+def containers(node: Any) -> Iterator[Mapping[str, Any]]:
+    """Every container and init container anywhere in an object (pod templates of Deployments,
+    StatefulSets, DynamoGraphDeployments, RayServices alike)."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key in ("containers", "initContainers") and isinstance(value, list):
+                yield from (c for c in value if isinstance(c, Mapping))
+            else:
+                yield from containers(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from containers(value)
+
+
+def environment(resources: list[PolicyResource], config: Mapping[str, Any] | None) -> str | None:
+    """The stack's environment: the pack's config, else the tags/labels the program puts on resources."""
+    if config and config.get("environment"):
+        return str(config["environment"])
+    for res in resources:
+        tags = res.props.get("tags") or {}
+        if isinstance(tags, Mapping) and tags.get(ENV_TAG):
+            return str(tags[ENV_TAG])
+        labels = _meta(res.props).get("labels") or {}
+        if isinstance(labels, Mapping) and labels.get(ENV_LABEL):
+            return str(labels[ENV_LABEL])
+    return None
+
+
+# ---- resource policies -----------------------------------------------------------------------------
+
+
+def pinned_chart_versions(args: ResourceValidationArgs, report: Report) -> None:
+    if args.resource_type != HELM_RELEASE:
+        return
+    chart = str(args.props.get("chart") or args.name).rsplit("/", 1)[-1]
+    if problem := chart_version_problem(chart, args.props.get("version")):
+        report(problem, None)
+
+
+def pool_accelerator(props: Mapping[str, Any]) -> str:
+    """nvidia | neuron | none, from the pool's label or the instance types/families it allows."""
+    template = _spec(props).get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if labels.get(ACCELERATOR_LABEL):
+        return str(labels[ACCELERATOR_LABEL])
+    known = catalog()
+    for req in (template.get("spec") or {}).get("requirements") or []:
+        if req.get("operator") != "In":
+            continue
+        values = req.get("values") or []
+        if req.get("key") == "node.kubernetes.io/instance-type":
+            kinds = {known[v].accelerator for v in values if v in known}
+        elif req.get("key") == "karpenter.k8s.aws/instance-family":
+            kinds = {t.accelerator for t in known.values() if t.family in values}
+        elif req.get("key") == "karpenter.k8s.aws/instance-gpu-manufacturer" and "nvidia" in values:
+            kinds = {"nvidia"}
+        else:
+            continue
+        kinds.discard("none")
+        if kinds:
+            return sorted(kinds)[0]
+    return "none"
+
+
+def tainted_accelerator_pools(args: ResourceValidationArgs, report: Report) -> None:
+    if args.resource_type != NODE_POOL:
+        return
+    accelerator = pool_accelerator(args.props)
+    taints = ((_spec(args.props).get("template") or {}).get("spec") or {}).get("taints") or []
+    problem = accelerator_taint_problem(_ident(args.props, args.name), accelerator, TAINT_KEYS.get(accelerator), taints)
+    if problem:
+        report(problem, None)
+
+
+def protected_stateful_resources(args: ResourceValidationArgs, report: Report) -> None:
+    what = STATEFUL.get(args.resource_type)
+    if what is None:
+        return
+    env = (args.get_config() or {}).get("environment") or (args.props.get("tags") or {}).get(ENV_TAG)
+    if problem := stateful_protection_problem(f"{what} {args.name}", bool(args.opts.protect), env == "prod"):
+        report(problem, None)
+
+
+# ---- stack policies --------------------------------------------------------------------------------
+
+_CPU = re.compile(r"^([0-9.]+)(m?)$")
+_MEMORY = {
+    "Ki": 1 / 1024,
+    "Mi": 1,
+    "Gi": 1024,
+    "Ti": 1024 * 1024,
+    "K": 1000 / 2**20,
+    "M": 10**6 / 2**20,
+    "G": 10**9 / 2**20,
+}
+
+
+def _cpu_m(value: Any) -> int:
+    match = _CPU.match(str(value))
+    return int(float(match.group(1)) * (1 if match.group(2) else 1000)) if match else 0
+
+
+def _memory_mib(value: Any) -> int:
+    text = str(value)
+    for suffix, scale in _MEMORY.items():
+        if text.endswith(suffix):
+            return int(float(text[: -len(suffix)]) * scale)
+    return int(int(text) / 2**20) if text.isdigit() else 0
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> Requests:
+    """One pod's requests as Karpenter packs it (extended resources: the limit when no request)."""
+    total = Requests()
+    for container in pod_spec.get("containers") or []:
+        res = container.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+
+        def ext(name: str, req: Mapping[str, Any] = req, lim: Mapping[str, Any] = lim) -> int:
+            return int(req.get(name) or lim.get(name) or 0)
+
+        total = total + Requests(
+            cpu_m=_cpu_m(req.get("cpu", 0)),
+            memory_mib=_memory_mib(req.get("memory", 0)),
+            gpu=ext("nvidia.com/gpu"),
+            neuron=ext("aws.amazon.com/neuron"),
+            neuroncore=ext("aws.amazon.com/neuroncore"),
+        )
+    return total
+
+
+def pool_section(props: Mapping[str, Any]) -> NodePoolSection | None:
+    """The NodePool as the capacity check's model (instance types or families from requirements)."""
+    template = _spec(props).get("template") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    name = labels.get(POOL_LABEL) or _meta(props).get("name")
+    types: list[str] = []
+    families: list[str] = []
+    for req in (template.get("spec") or {}).get("requirements") or []:
+        if req.get("operator") == "In" and req.get("key") == "node.kubernetes.io/instance-type":
+            types = list(req.get("values") or [])
+        elif req.get("operator") == "In" and req.get("key") == "karpenter.k8s.aws/instance-family":
+            families = list(req.get("values") or [])
+    if not name or bool(types) == bool(families):
+        return None  # no instance-type bound this check can reason about
+    try:
+        return NodePoolSection.model_validate(
+            {"name": name, "accelerator": pool_accelerator(props), "instanceTypes": types, "instanceFamilies": families}
+        )
+    except ValidationError:
+        return None
+
+
+def schedulable_replicas(args: StackValidationArgs, report: Report) -> None:
+    pools: dict[str, NodePoolSection] = {}
+    for res in args.resources:
+        if res.resource_type == NODE_POOL and (pool := pool_section(res.props)) is not None:
+            pools[pool.name] = pool
+    if not pools:
+        return  # a workloads stack: its pools were checked against the platform's exports
+    for res in args.resources:
+        if res.resource_type not in WORKLOADS:
+            continue
+        pod = (_spec(res.props).get("template") or {}).get("spec") or {}
+        pool = pools.get((pod.get("nodeSelector") or {}).get(POOL_LABEL, ""))
+        if pool is None:
+            continue
+        requests = pod_requests(pod)
+        result = fit(requests, pool, daemonset_overhead(pool))
+        if not result.ok:
+            report(explain_no_fit(f"a replica of {_ident(res.props, res.name)}", requests, pool, result), res.urn)
+
+
+def _targets(policy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = _spec(policy)
+    return [*(spec.get("targetRefs") or []), *([spec["targetRef"]] if spec.get("targetRef") else [])]
+
+
+def authenticated_routes(args: StackValidationArgs, report: Report) -> None:
+    allow = bool((args.get_config() or {}).get("allowUnauthenticated"))
+    protected: set[tuple[str, str, str]] = set()  # (kind, namespace, name)
+    selectors: list[tuple[str, Mapping[str, str]]] = []  # (namespace, matchLabels) for HTTPRoutes
+    for res in args.resources:
+        if res.resource_type != SECURITY_POLICY or not any(_spec(res.props).get(f) for f in AUTH_FIELDS):
+            continue
+        ns = _meta(res.props).get("namespace") or "default"
+        for ref in _targets(res.props):
+            protected.add((str(ref.get("kind")), ns, str(ref.get("name"))))
+        for sel in _spec(res.props).get("targetSelectors") or []:
+            if sel.get("kind") == "HTTPRoute" and sel.get("matchLabels"):
+                selectors.append((ns, sel["matchLabels"]))
+    for res in args.resources:
+        if res.resource_type != HTTP_ROUTE:
+            continue
+        meta = _meta(res.props)
+        ns, name, labels = meta.get("namespace") or "default", meta.get("name") or res.name, meta.get("labels") or {}
+        covered = ("HTTPRoute", ns, name) in protected
+        covered = covered or any(
+            ("Gateway", parent.get("namespace") or ns, parent.get("name")) in protected
+            for parent in _spec(res.props).get("parentRefs") or []
+        )
+        covered = covered or any(
+            sel_ns == ns and all(labels.get(k) == v for k, v in match.items()) for sel_ns, match in selectors
+        )
+        if problem := route_auth_problem(f"{ns}/{name}", covered, allow):
+            report(problem, res.urn)
+
+
+def image_digests_in_prod(args: StackValidationArgs, report: Report) -> None:
+    if environment(args.resources, args.get_config()) != "prod":
+        return
+    for res in args.resources:
+        if not res.resource_type.startswith("kubernetes:"):
+            continue
+        for container in containers(res.props):
+            image = container.get("image")
+            if isinstance(image, str) and (problem := image_digest_problem(image)):
+                report(f"{_ident(res.props, res.name)}: {problem}", res.urn)
+
+
+def one_scaler_owner(args: StackValidationArgs, report: Report) -> None:
+    owners: dict[str, list[str]] = {}
+    for res in args.resources:
+        kind = SCALERS.get(res.resource_type)
+        if kind is None:
+            continue
+        ref = _spec(res.props).get("scaleTargetRef") or {}
+        ns = _meta(res.props).get("namespace") or "default"
+        target = f"{ns}/{ref.get('kind') or 'Deployment'}/{ref.get('name')}"
+        owners.setdefault(target, []).append(f"{kind} {_meta(res.props).get('name') or res.name}")
+    for problem in scaler_owner_problems(owners):
+        report(problem, None)
+
+
+MANDATORY = EnforcementLevel.MANDATORY
+
+ENVIRONMENT = PolicyConfigSchema(properties={"environment": {"type": "string", "enum": ["dev", "staging", "prod"]}})
+OPEN_ROUTES = PolicyConfigSchema(properties={"allowUnauthenticated": {"type": "boolean"}})
+
+POLICIES: list[Policy] = [
+    ResourceValidationPolicy(
+        name="pinned-chart-versions",
+        description="Every Helm release installs an exact chart version.",
+        validate=pinned_chart_versions,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="tainted-accelerator-pools",
+        description="GPU and Neuron NodePools carry their NoSchedule taint.",
+        validate=tainted_accelerator_pools,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="protected-stateful-resources",
+        description="Model bucket and file systems are protected from deletion in prod.",
+        validate=protected_stateful_resources,
+        enforcement_level=MANDATORY,
+        config_schema=ENVIRONMENT,
+    ),
+    StackValidationPolicy(
+        name="schedulable-replicas",
+        description="Every serving replica fits at least one instance type of its NodePool.",
+        validate=schedulable_replicas,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="authenticated-routes",
+        description="Every HTTPRoute is covered by an authenticating SecurityPolicy.",
+        validate=authenticated_routes,
+        enforcement_level=MANDATORY,
+        config_schema=OPEN_ROUTES,
+    ),
+    StackValidationPolicy(
+        name="image-digests-in-prod",
+        description="In prod, every container image is pinned by digest.",
+        validate=image_digests_in_prod,
+        enforcement_level=MANDATORY,
+        config_schema=ENVIRONMENT,
+    ),
+    StackValidationPolicy(
+        name="one-scaler-owner",
+        description="Each workload has at most one autoscaler.",
+        validate=one_scaler_owner,
+        enforcement_level=MANDATORY,
+    ),
+]

@@ -1,0 +1,72 @@
+"""Guardrail checks shared by `stacks validate` (stacks/rules/guards.py, on the stack config) and the
+CrossGuard policy pack (policies/, on resource properties at preview). Each takes plain values and
+returns a message, or None when the value is fine, so both sides say the same thing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .config.base import SHA256_DIGEST
+
+# An exact chart version: 1.14.1, v1.9.0, 3.1.2-rc.1. Not a range (^1, ~1.2, >=1, 1.x, *), not latest.
+_EXACT_VERSION = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$")
+
+
+def chart_version_problem(chart: str, version: str | None) -> str | None:
+    if not version:
+        return f"chart {chart} has no version: Helm would install whatever is newest; pin an exact version"
+    if not _EXACT_VERSION.match(version):
+        return (
+            f"chart {chart} version {version!r} is not an exact version (a range or tag can move under a running "
+            f"stack); pin one such as 1.14.1"
+        )
+    return None
+
+
+def image_digest_problem(image: str) -> str | None:
+    """A container image reference must name its digest (`repo:tag@sha256:<64 hex>`)."""
+    _, sep, digest = image.partition("@")
+    if not sep or not SHA256_DIGEST.match(digest):
+        return f"image {image} has no sha256 digest; a tag can be re-pushed: add @sha256:... (prod requires it)"
+    return None
+
+
+def accelerator_taint_problem(pool: str, accelerator: str, taint_key: str | None, taints: Iterable[dict]) -> str | None:
+    """An accelerator pool must carry its NoSchedule taint so pods without a toleration stay off."""
+    if taint_key is None:
+        return None
+    if not any(t.get("key") == taint_key and t.get("effect") == "NoSchedule" for t in taints):
+        return (
+            f"pool {pool} has {accelerator} accelerators but no {taint_key}:NoSchedule taint: CPU pods would "
+            f"land on (and keep alive) expensive accelerator nodes"
+        )
+    return None
+
+
+def stateful_protection_problem(what: str, protected: bool, prod: bool) -> str | None:
+    """Stateful resources (model bucket, file systems) survive `pulumi destroy` unless a dev stack opts out."""
+    if protected:
+        return None
+    if prod:
+        return f"{what} holds state and is not protected; a prod stack keeps storage.protect: true"
+    return None
+
+
+def scaler_owner_problems(owners: dict[str, list[str]]) -> list[str]:
+    """`owners`: scale target -> the autoscalers that target it. Two owners fight over replicas."""
+    return [
+        f"{target} is scaled by {len(by)} autoscalers ({', '.join(sorted(by))}); keep exactly one owner"
+        for target, by in sorted(owners.items())
+        if len(by) > 1
+    ]
+
+
+def route_auth_problem(route: str, protected: bool, allow_unauthenticated: bool) -> str | None:
+    if protected or allow_unauthenticated:
+        return None
+    return (
+        f"route {route} is exposed without authentication: attach a SecurityPolicy (apiKeyAuth, jwt, extAuth or "
+        f"oidc) to it or its Gateway, or set gateway.allowUnauthenticated: true to accept an open endpoint"
+    )

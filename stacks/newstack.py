@@ -1,0 +1,213 @@
+"""`python -m stacks new`: write a commented Pulumi.<name>.yaml that validates as written.
+
+- `--role workloads --platform org/project/stack --team <team>`: an app team's stack. When the
+  platform's stack file is in this repository, the starter model is put on one of its exported pools
+  (an NVIDIA pool if there is one, else a Neuron pool) and the quota is sized to hold it.
+- `--role platform|all-in-one --preset gpu-small|inf2|mixed`: a platform stack with accelerator
+  pools chosen from the hardware catalog (all-in-one adds a starter model).
+The text is validated with the same load step as `stacks validate` before it is written; an
+existing file is never overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .config import PROJECT
+from .errors import ConfigError, Problem
+from .exports import platform_for, platform_pools
+from .load import parse_sections
+
+SCHEMA_MODELINE = "# yaml-language-server: $schema={schema}\n"
+
+POOLS = {
+    "gpu": """\
+    # NVIDIA GPUs: 1-GPU replicas land on g6.xlarge, 4-GPU tensor-parallel groups on g6.12xlarge.
+    - name: gpu
+      accelerator: nvidia
+      instanceTypes: [g6.xlarge, g6.12xlarge]
+      capacityTypes: [on-demand]
+      amiAlias: {ami}   # prod requires a pinned release (al2023@vYYYYMMDD)
+      rootVolumeGiB: 200
+      limits: {{accelerators: 16}}  # the pool never grows past this many GPUs
+      consolidateAfter: 10m
+""",
+    "inferentia": """\
+    # AWS Inferentia2: whole Neuron devices (aws.amazon.com/neuron); inf2.24xlarge holds 6.
+    - name: inferentia
+      accelerator: neuron
+      instanceTypes: [inf2.xlarge, inf2.24xlarge]
+      amiAlias: {ami}
+      limits: {{accelerators: 12}}
+""",
+}
+PRESETS = {"gpu-small": ("gpu",), "inf2": ("inferentia",), "mixed": ("gpu", "inferentia")}
+
+MODELS = {
+    "nvidia": """\
+    - name: qwen3-8b
+      engine: vllm                # vllm | sglang | nim | tgi | ollama | dynamo | ray-serve
+      model: Qwen/Qwen3-8B
+      revision: 9c9b6f1b0f4a3c1c7f0d2f5e8e2b3a4c5d6e7f80   # the Hugging Face commit: pin it
+      pool: {pool}
+      acceleratorsPerReplica: 1   # GPUs per replica (the tensor-parallel group)
+      replicas: 1
+      maxModelLen: 8192
+      parameters: 8B              # with dtype, the weights are checked against GPU memory
+      dtype: bf16
+      secrets: {{huggingFaceToken: hf-token}}   # an existing Secret, mounted as a file
+      expose: true                # route it through the platform's authenticated gateway
+{image}""",
+    "neuron": """\
+    - name: llama-3-8b-neuron
+      engine: neuron-vllm
+      model: meta-llama/Llama-3.1-8B-Instruct
+      revision: 0e9e39f249a16976918f6564b8830bc894c89659   # the Hugging Face commit: pin it
+      pool: {pool}
+      acceleratorsPerReplica: 1   # whole Neuron devices (2 NeuronCores and 32 GiB HBM each)
+      replicas: 1
+      maxModelLen: 4096
+      parameters: 8B
+      dtype: bf16
+      secrets: {{huggingFaceToken: hf-token}}
+      expose: true
+{image}""",
+}
+
+
+def image_line(digest: str | None) -> str:
+    if digest is None:
+        return ""
+    return f'      image: {{digest: "{digest}"}}   # the engine image this model runs, pinned\n'
+
+
+def platform_text(name: str, role: str, preset: str, environment: str, ami: str, digest: str | None) -> str:
+    pools = PRESETS[preset]
+    model = ""
+    if role == "all-in-one":
+        first = "nvidia" if "gpu" in pools else "neuron"
+        model = f"  {PROJECT}:models:\n" + MODELS[first].format(pool=pools[0], image=image_line(digest))
+    on = str("inferentia" in pools).lower()
+    return f"""\
+# {name}: a {role} stack (preset {preset}). Validate with `python -m stacks validate {name}`,
+# preview offline with `python -m stacks render {name}`. Every key is documented in README.md.
+config:
+  aws:region: us-west-2
+  {PROJECT}:stack:
+    role: {role}
+    environment: {environment}       # dev | staging | prod (prod refuses unpinned AMIs and images)
+  {PROJECT}:cluster:
+    name: {name}
+    kubernetesVersion: "1.34"
+    vpc:
+      cidr: 10.42.0.0/16        # a new VPC; or adopt one with id/privateSubnetIds/publicSubnetIds
+      availabilityZones: 3
+    endpoint:
+      publicAccess: true
+      publicAccessCidrs: [203.0.113.0/24]   # replace with your office/VPN ranges
+    admins: []                  # IAM role ARNs given cluster-admin, e.g. arn:aws:iam::<acct>:role/platform-admins
+  {PROJECT}:nodePools:
+{"".join(POOLS[p].format(ami=ami) for p in pools)}  {PROJECT}:addons:
+    nvidiaDevicePlugin: {{enabled: {str("gpu" in pools).lower()}}}
+    neuron: {{enabled: {on}, scheduler: {on}, nodeProblemDetector: {on}}}
+    monitoring: {{enabled: true}}
+  {PROJECT}:storage:
+    modelCache: efs             # efs | fsx | local | none: where model weights are cached
+    modelBucket: {{create: true}}
+  {PROJECT}:gateway:
+    enabled: true
+    hostname: inference.{name}.example.com
+    auth: apiKey                # apiKey | jwt; keys live in the existing Secret below
+    apiKeysSecret: inference-api-keys
+    tls:                        # a kubernetes.io/tls Secret in inference-gateway (e.g. from cert-manager),
+      secretName: inference-tls #   or certificateArn: arn:aws:acm:... to terminate TLS on the NLB
+{model}"""
+
+
+def _team_model(platform: str) -> tuple[str, str, str]:
+    """(accelerator, pool, note) for the starter model, from the platform's exports when known."""
+    source = platform_for(platform)
+    if source is None:
+        return "nvidia", "gpu", f"# {platform} is not in this repository: check that it exports a pool named gpu.\n"
+    pools = platform_pools(source.exports)
+    for accelerator in ("nvidia", "neuron"):
+        match = next((p for p in pools if p.accelerator == accelerator), None)
+        if match is not None:
+            return accelerator, match.name, f"# Pools exported by {platform}: {', '.join(p.name for p in pools)}.\n"
+    raise ConfigError([Problem(platform, "the platform exports no accelerator pool a model could run on")])
+
+
+def workloads_text(name: str, platform: str, team: str, environment: str, digest: str | None) -> str:
+    accelerator, pool, note = _team_model(platform)
+    gpus, neuron = (2, 0) if accelerator == "nvidia" else (0, 2)
+    return f"""\
+# {name}: the {team} team's models on the platform stack {platform}.
+# A workloads stack sets only `stack` and `models`: cluster, pools, add-ons, storage and gateway
+# are the platform's and are read from its exports through a StackReference.
+{note}config:
+  aws:region: us-west-2
+  {PROJECT}:stack:
+    role: workloads
+    environment: {environment}
+    platformStack: {platform}
+    team: {team}                # the namespace the models run in, and the quota's owner
+    quota:                      # a ResourceQuota on the namespace; one replica of each model must fit
+      gpus: {gpus}                   # requests.nvidia.com/gpu
+      neuronDevices: {neuron}          # requests.aws.amazon.com/neuron
+      cpu: "32"                 # requests.cpu
+      memory: 128Gi             # requests.memory
+  {PROJECT}:models:
+{MODELS[accelerator].format(pool=pool, image=image_line(digest))}"""
+
+
+def check(text: str, source: str) -> None:
+    doc: dict[str, Any] = yaml.safe_load(text)
+    sections = {k.split(":", 1)[1]: v for k, v in doc["config"].items() if k.startswith(f"{PROJECT}:")}
+    parse_sections(sections, doc["config"].get("aws:region"), source=source)
+
+
+def new_stack(
+    name: str,
+    role: str,
+    *,
+    out_dir: Path,
+    preset: str | None = None,
+    platform: str | None = None,
+    team: str | None = None,
+    environment: str = "dev",
+    ami_version: str | None = None,
+    image_digest: str | None = None,
+) -> Path:
+    path = out_dir / f"Pulumi.{name}.yaml"
+    problems = []
+    if path.exists():
+        problems.append(Problem(str(path), "already exists; choose another name or remove the file"))
+    if role == "workloads" and (platform is None or team is None):
+        problems.append(Problem("--platform/--team", "a workloads stack needs --platform org/project/stack and --team"))
+    if role != "workloads" and (platform is not None or team is not None):
+        problems.append(Problem("--platform/--team", f"only a workloads stack takes them (role is {role})"))
+    if environment == "prod" and role != "workloads" and ami_version is None:
+        problems.append(
+            Problem("--ami-version", "prod pins node AMIs: give the EKS AL2023 release to run, e.g. v20261015")
+        )
+    if environment == "prod" and role != "platform" and image_digest is None:
+        problems.append(
+            Problem("--image-digest", "prod pins images: give the sha256 digest of the engine image the model runs")
+        )
+    if problems:
+        raise ConfigError(problems)
+    if role == "workloads":
+        assert platform is not None and team is not None
+        text = workloads_text(name, platform, team, environment, image_digest)
+    else:
+        ami = f"al2023@{ami_version}" if ami_version else "al2023@latest"
+        text = platform_text(name, role, preset or "gpu-small", environment, ami, image_digest)
+    schema = Path(__file__).resolve().parent / "stack.schema.json"
+    text = SCHEMA_MODELINE.format(schema=os.path.relpath(schema, out_dir.resolve())) + text
+    check(text, str(path))
+    path.write_text(text)
+    return path

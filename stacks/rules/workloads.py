@@ -1,0 +1,218 @@
+"""Workloads-stack rules: a team's models must fit the platform's pools and the team's quota.
+
+The platform's pools come from its exports (stacks/exports.py): read from the StackReference under
+`pulumi up`, or computed from the platform's stack file when it is in this repository. Fit uses the
+same `stacks/capacity.py` functions as an all-in-one stack, so a model refused there is refused here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..capacity import Requests, daemonset_overhead, explain_no_fit, fit
+from ..checks import rule, warning
+from ..config import ModelSection, StackConfig
+from ..config.pools import NodePoolSection
+from ..errors import ConfigError, Problem, key_path
+from ..exports import EXPORTS_VERSION, PlatformSource, platform_addons, platform_for, platform_pools
+from .models import ENGINE_ACCELERATORS, ENGINE_ADDONS
+
+_CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
+_MEM = {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
+
+
+def cpu_millis(quantity: str) -> int:
+    number, milli = _CPU.match(quantity).groups()  # type: ignore[union-attr]  # pattern-checked by the model
+    return int(float(number) * (1 if milli else 1000))
+
+
+def memory_mib(quantity: str) -> int:
+    return int(quantity[:-2]) * _MEM[quantity[-2:]]
+
+
+def replica_requests(model: ModelSection, accelerator: str) -> Requests:
+    """What one replica asks of a node: its accelerators, and cpu/memory when the model states them.
+    (Engine default sizing is applied by the engine modules; here only what the stack file says.)"""
+    accel = model.accelerators_per_replica
+    return Requests(
+        cpu_m=cpu_millis(model.resources.cpu) if model.resources.cpu else 0,
+        memory_mib=memory_mib(model.resources.memory) if model.resources.memory else 0,
+        gpu=accel if accelerator == "nvidia" else 0,
+        neuron=accel if accelerator == "neuron" else 0,
+    )
+
+
+def _source(config: StackConfig) -> tuple[PlatformSource | None, list[Problem]]:
+    ref = config.stack.platform_stack
+    assert ref is not None
+    try:
+        source = platform_for(ref)
+    except ConfigError as exc:
+        first = exc.problems[0] if exc.problems else "invalid"
+        return None, [
+            Problem(
+                key_path(["stack", "platformStack"]),
+                f"the platform stack file {exc.source} is invalid ({first}); fix the platform stack first",
+            )
+        ]
+    if source is not None and source.exports.get("exportsVersion") != EXPORTS_VERSION:
+        return None, [
+            Problem(
+                key_path(["stack", "platformStack"]),
+                f"{source.where} exports contract version {source.exports.get('exportsVersion')!r}, this "
+                f"program reads version {EXPORTS_VERSION}; update the platform stack or this checkout",
+            )
+        ]
+    return source, []
+
+
+def _model_on_platform(
+    i: int, model: ModelSection, pools: dict[str, NodePoolSection], source: PlatformSource
+) -> Iterable[Problem]:
+    pool = pools.get(model.pool)
+    if pool is None:
+        yield Problem(
+            key_path(["models", i, "pool"]),
+            f"the platform ({source.where}) exports no pool named {model.pool!r}; its pools: "
+            f"{', '.join(pools) or '(none)'}",
+        )
+        return
+    allowed = ENGINE_ACCELERATORS[model.engine]
+    if pool.accelerator not in allowed:
+        yield Problem(
+            key_path(["models", i, "engine"]),
+            f"engine {model.engine} runs on {' or '.join(allowed)} but the platform's pool {pool.name} is "
+            f"{pool.accelerator}; choose one of the platform's {allowed[0]} pools",
+        )
+        return
+    requests = replica_requests(model, pool.accelerator)
+    report = fit(requests, pool, daemonset_overhead(pool))
+    if not report.ok:
+        yield Problem(key_path(["models", i]), explain_no_fit(f"a replica of {model.name}", requests, pool, report))
+    limit = pool.limits.accelerators
+    if limit is not None and model.accelerators_per_replica > limit:
+        yield Problem(
+            key_path(["models", i, "acceleratorsPerReplica"]),
+            f"{model.accelerators_per_replica} accelerators per replica exceed the platform pool "
+            f"{pool.name}'s limit of {limit}; ask the platform team to raise limits.accelerators",
+        )
+
+
+@rule
+def workloads_fit_the_platform(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.role != "workloads":
+        return
+    source, problems = _source(config)
+    yield from problems
+    if source is None:
+        return
+    pools = {p.name: p for p in platform_pools(source.exports)}
+    addons = platform_addons(source.exports)
+    for i, model in enumerate(config.models):
+        yield from _model_on_platform(i, model, pools, source)
+        addon = ENGINE_ADDONS.get(model.engine)
+        if addon and not getattr(addons, addon).enabled:
+            yield Problem(
+                key_path(["models", i, "engine"]),
+                f"engine {model.engine} needs the {addon} add-on, which the platform ({source.where}) does "
+                f"not install; ask the platform team to enable addons.{addon}",
+            )
+
+
+def _one_replica(config: StackConfig, model: ModelSection) -> Requests:
+    pools = {}
+    source = platform_for(config.stack.platform_stack or "") if config.stack.platform_stack else None
+    if source is not None:
+        pools = {p.name: p.accelerator for p in platform_pools(source.exports)}
+    # Without the platform's pools, the engine tells the accelerator kind.
+    accelerator = pools.get(model.pool) or ENGINE_ACCELERATORS[model.engine][0]
+    return replica_requests(model, accelerator)
+
+
+QUOTA_FIELDS = (
+    ("gpus", "gpu", "requests.nvidia.com/gpu", str),
+    ("neuronDevices", "neuron", "requests.aws.amazon.com/neuron", str),
+    ("cpu", "cpu_m", "requests.cpu", lambda v: f"{v}m"),
+    ("memory", "memory_mib", "requests.memory", lambda v: f"{v}Mi"),
+)
+
+
+def quota_requests(config: StackConfig) -> Requests:
+    quota = config.stack.quota
+    assert quota is not None
+    return Requests(
+        cpu_m=cpu_millis(quota.cpu), memory_mib=memory_mib(quota.memory), gpu=quota.gpus, neuron=quota.neuron_devices
+    )
+
+
+@rule
+def quota_holds_one_replica(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.role != "workloads" or config.stack.quota is None:
+        return
+    try:
+        limit = quota_requests(config)
+        for i, model in enumerate(config.models):
+            need = _one_replica(config, model)
+            for key, attr, resource, show in QUOTA_FIELDS:
+                if getattr(need, attr) > getattr(limit, attr):
+                    yield Problem(
+                        key_path(["stack", "quota", key]),
+                        f"one replica of models[{i}] ({model.name}) needs {resource} {show(getattr(need, attr))} "
+                        f"but the team quota allows {show(getattr(limit, attr))}; raise quota.{key} or "
+                        f"shrink the model",
+                    )
+    except ConfigError:
+        return  # an invalid platform stack is reported by workloads_fit_the_platform
+
+
+@warning
+def quota_holds_every_replica(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.role != "workloads" or config.stack.quota is None:
+        return
+    try:
+        limit = quota_requests(config)
+        total = Requests()
+        for model in config.models:
+            one = _one_replica(config, model)
+            for _ in range(model.replicas):
+                total = total + one
+    except ConfigError:
+        return
+    for key, attr, resource, show in QUOTA_FIELDS:
+        if getattr(total, attr) > getattr(limit, attr):
+            yield Problem(
+                key_path(["stack", "quota", key]),
+                f"all replicas together need {resource} {show(getattr(total, attr))}, more than the quota's "
+                f"{show(getattr(limit, attr))}: some replicas will stay Pending",
+            )
+
+
+@warning
+def platform_checked_offline(config: StackConfig) -> Iterable[Problem]:
+    ref = config.stack.platform_stack
+    if config.stack.role == "workloads" and ref is not None:
+        try:
+            found = platform_for(ref)
+        except ConfigError:
+            return
+        if found is None:
+            yield Problem(
+                key_path(["stack", "platformStack"]),
+                f"{ref} has no stack file in this repository, so the models are checked against its pools "
+                f"only at preview (through the StackReference)",
+            )
+
+
+@rule
+def models_stay_in_the_team_namespace(config: StackConfig) -> Iterable[Problem]:
+    team = config.stack.team
+    if config.stack.role != "workloads" or team is None:
+        return
+    for i, model in enumerate(config.models):
+        if model.namespace is not None and model.namespace != team:
+            yield Problem(
+                key_path(["models", i, "namespace"]),
+                f"a workloads stack deploys only into its team's namespace {team!r}; remove namespace "
+                f"(it defaults to the team) or set it to {team}",
+            )

@@ -1,0 +1,119 @@
+"""`stacks new` writes stack files that validate as written; the editor schema matches the models."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+import yaml
+
+from stacks.config import SECTIONS
+from stacks.errors import ConfigError
+from stacks.load import load_stack_file
+from stacks.newstack import new_stack
+from stacks.schema import SCHEMA_PATH, render, stack_file_schema
+from tests.conftest import ALL_STACKS
+
+
+@pytest.mark.parametrize(
+    ("role", "kwargs"),
+    [
+        ("workloads", {"platform": "acme/inference-platform/platform", "team": "search"}),
+        ("workloads", {"platform": "acme/inference-platform/platform-prod", "team": "ads"}),
+        ("platform", {"preset": "gpu-small"}),
+        ("platform", {"preset": "inf2"}),
+        ("platform", {"preset": "mixed", "environment": "staging"}),
+        ("all-in-one", {"preset": "inf2"}),
+        ("platform", {"preset": "mixed", "environment": "prod", "ami_version": "v20261015"}),
+        (
+            "workloads",
+            {
+                "platform": "acme/inference-platform/platform",
+                "team": "search",
+                "environment": "prod",
+                "image_digest": "sha256:" + "0" * 64,
+            },
+        ),
+    ],
+)
+def test_a_new_stack_validates_as_written_and_carries_comments(tmp_path, role, kwargs):
+    path = new_stack("fresh", role, out_dir=tmp_path, **kwargs)
+    config = load_stack_file(path)
+    assert config.stack.role == role
+    text = path.read_text()
+    assert text.startswith("# yaml-language-server: $schema="), "editors find the schema from the modeline"
+    assert sum(line.lstrip().startswith("#") or " # " in line for line in text.splitlines()) >= 5, "commented"
+    assert not list(jsonschema.Draft202012Validator(stack_file_schema()).iter_errors(yaml.safe_load(text)))
+
+
+def test_a_new_workloads_stack_lands_on_a_pool_the_platform_exports(tmp_path):
+    path = new_stack("fresh", "workloads", out_dir=tmp_path, platform="acme/inference-platform/platform", team="t")
+    config = load_stack_file(path)
+    assert config.models[0].pool == "gpu" and config.stack.quota is not None and config.stack.quota.gpus >= 1
+
+
+def test_a_preset_puts_the_right_accelerator_pools_in_the_platform(tmp_path):
+    config = load_stack_file(new_stack("fresh", "platform", out_dir=tmp_path, preset="mixed"))
+    assert {p.accelerator for p in config.node_pools} == {"nvidia", "neuron"}
+    assert config.addons.neuron.enabled and config.addons.nvidia_device_plugin.enabled
+
+
+def test_new_never_overwrites_and_a_workloads_stack_needs_platform_and_team(tmp_path):
+    new_stack("fresh", "platform", out_dir=tmp_path, preset="gpu-small")
+    with pytest.raises(ConfigError, match="already exists"):
+        new_stack("fresh", "platform", out_dir=tmp_path, preset="gpu-small")
+    with pytest.raises(ConfigError, match="--platform"):
+        new_stack("other", "workloads", out_dir=tmp_path, team="x")
+
+
+def test_the_committed_schema_matches_the_config_models():
+    assert SCHEMA_PATH.read_text() == render(), "run `python -m stacks schema` and commit stacks/stack.schema.json"
+
+
+def test_the_schema_is_valid_and_every_stack_conforms():
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in ALL_STACKS:
+        errors = [e.message for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+        assert not errors, (path.name, errors)
+
+
+def test_the_schema_catches_an_unknown_key_and_an_unknown_section():
+    doc = yaml.safe_load(ALL_STACKS[0].read_text())
+    doc["config"]["inference-platform:cluster"]["vpcs"] = {}
+    doc["config"]["inference-platform:clusters"] = {}
+    errors = list(jsonschema.Draft202012Validator(stack_file_schema()).iter_errors(doc))
+    assert len(errors) == 2, [e.message for e in errors]
+    keys = set(stack_file_schema()["properties"]["config"]["properties"]) - {"aws:region"}
+    assert keys == {f"inference-platform:{section}" for section in SECTIONS}, "one key per stack-file section"
+
+
+def test_a_prod_stack_needs_its_pins_given_rather_than_guessed(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        new_stack("fresh", "all-in-one", out_dir=tmp_path, preset="gpu-small", environment="prod")
+    assert {p.path for p in info.value.problems} == {"--ami-version", "--image-digest"}
+
+
+def test_the_command_line_writes_a_valid_stack_and_checks_the_schema(tmp_path):
+    from tests.test_cli import run
+
+    made = run(
+        "new",
+        "team-x",
+        "--role",
+        "workloads",
+        "--platform",
+        "acme/inference-platform/platform",
+        "--team",
+        "x",
+        "--out-dir",
+        str(tmp_path),
+    )
+    assert made.returncode == 0, made.stderr
+    checked = run("validate", str(tmp_path / "Pulumi.team-x.yaml"))
+    assert checked.returncode == 0 and "ok" in checked.stdout, checked.stderr
+    again = run("new", "team-x", "--role", "workloads", "--team", "x", "--out-dir", str(tmp_path))
+    assert again.returncode == 1 and "already exists" in again.stderr and "Traceback" not in again.stderr
+    assert run("schema", "--check").returncode == 0, "the committed schema is current"

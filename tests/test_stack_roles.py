@@ -1,0 +1,217 @@
+"""Stack roles: a platform stack exports what teams need; a team's workloads stack reads it through a
+StackReference, gets a quota'd namespace, and is refused when its models cannot run on the platform."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pulumi.runtime import rpc
+
+from stacks import exports
+from stacks.checks import stack_warnings
+from stacks.errors import ConfigError
+from stacks.load import ROOT, parse_sections
+from tests.conftest import render_sections, sections_of
+
+PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
+TEAM = ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml"
+PLATFORM_REF = "acme/inference-platform/platform"
+
+
+def problems(sections: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_sections(sections, "us-west-2")
+    return [str(p) for p in info.value.problems]
+
+
+@pytest.fixture
+def team() -> dict[str, Any]:
+    exports.forget()
+    return sections_of(TEAM)
+
+
+def test_the_platform_exports_its_pools_with_accelerators_and_resolved_instance_types():
+    config = parse_sections(sections_of(PLATFORM), "us-west-2")
+    out = exports.platform_exports(config)
+    pools = {p["name"]: p for p in out["nodePools"]}
+    assert pools["gpu"]["accelerator"] == "nvidia" and pools["gpu"]["instanceTypes"] == ["g6.xlarge", "g6.12xlarge"]
+    assert pools["inferentia"]["accelerator"] == "neuron"
+    assert out["clusterName"] == "inference-platform" and out["schedulerNames"] == {"neuron": "my-scheduler"}
+    assert out["gateway"]["hostname"] == "inference.staging.example.com"
+    assert out["storage"] == {"modelCache": "efs"}
+    json.dumps(out)  # stack outputs must be plain JSON
+
+
+def test_a_pool_given_by_family_is_exported_with_its_instance_types(dev):
+    dev["nodePools"][0].pop("instanceTypes")
+    dev["nodePools"][0]["instanceFamilies"] = ["g6"]
+    out = exports.platform_exports(parse_sections(dev, "us-west-2"))
+    gpu = out["nodePools"][0]
+    assert "g6.xlarge" in gpu["instanceTypes"] and "g6.48xlarge" in gpu["instanceTypes"], gpu
+    assert exports.platform_pools(out)[0].instance_types == gpu["instanceTypes"], "round trip for the fit check"
+
+
+def test_the_platform_render_exports_the_contract_and_keeps_the_kubeconfig_secret(mocks):
+    rendered = render_sections(sections_of(PLATFORM))
+    for key in ("clusterName", "clusterEndpoint", "nodePools", "schedulerNames", "gateway", "storage", "addons"):
+        assert key in rendered.outputs, f"workloads stacks read {key}"
+    for key in exports.OUTPUT_KEYS:
+        assert key in rendered.outputs, f"workloads stacks read {key}"
+    assert rendered.outputs["kubeconfig"] == "[secret]", "the kubeconfig is exported only as a secret"
+
+
+def test_the_workloads_stack_renders_against_the_platforms_exports(mocks, team):
+    rendered = render_sections(team)
+    ref = mocks.of_type("pulumi:pulumi:StackReference")
+    assert [r.inputs.get("name") for r in ref] == [PLATFORM_REF], "the platform is read through a StackReference"
+    providers = mocks.of_type("pulumi:providers:kubernetes")
+    kubeconfig = providers[0].inputs["kubeconfig"]
+    assert len(providers) == 1 and "inference-platform" in kubeconfig["value"], (
+        "the team's provider is built from the platform's kubeconfig export"
+    )
+    assert rpc._special_secret_sig in kubeconfig.values(), "the kubeconfig stays a secret in the team's state"
+    assert not mocks.of_type("eks:index:Cluster") and not mocks.of_type("aws:ec2/vpc:Vpc"), (
+        "a workloads stack creates no platform resources"
+    )
+    for obj in mocks.kubernetes_objects():
+        assert "::platform-k8s::" in obj.provider, f"{obj.type} {obj.name} must use the team's provider"
+    quota = mocks.named("kubernetes:core/v1:ResourceQuota", "resourcequota-search-search-quota").inputs
+    assert quota["metadata"]["namespace"] == "search"
+    assert quota["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "4",
+        "requests.aws.amazon.com/neuron": "6",
+        "requests.cpu": "48",
+        "requests.memory": "256Gi",
+        "pods": "100",
+    }
+    limits = mocks.named("kubernetes:core/v1:LimitRange", "limitrange-search-search-defaults").inputs
+    assert limits["spec"]["limits"][0]["defaultRequest"] == {"cpu": "250m", "memory": "512Mi"}, (
+        "a container without requests still counts against the quota"
+    )
+    assert rendered.outputs["namespace"] == "search"
+
+
+def test_a_workloads_model_on_a_pool_the_platform_does_not_export_is_refused(team):
+    team["models"][0]["pool"] = "h100"
+    found = problems(team)
+    assert any(p.startswith("inference-platform:models[0].pool:") and "gpu, inferentia" in p for p in found), found
+
+
+def test_a_workloads_model_that_fits_no_platform_instance_type_is_refused(team):
+    team["models"][0]["acceleratorsPerReplica"] = 8
+    team["stack"]["quota"]["gpus"] = 16
+    found = problems(team)
+    assert any(
+        p.startswith("inference-platform:models[0]:") and "fits no instance type of pool gpu" in p for p in found
+    ), found
+
+
+def test_a_workloads_model_on_the_wrong_accelerator_is_refused(team):
+    team["models"][0]["pool"] = "inferentia"
+    found = problems(team)
+    assert any(p.startswith("inference-platform:models[0].engine:") and "neuron" in p for p in found), found
+
+
+def test_a_team_quota_smaller_than_one_replica_is_refused(team):
+    team["stack"]["quota"]["neuronDevices"] = 2
+    found = problems(team)
+    assert any(
+        p.startswith("inference-platform:stack.quota.neuronDevices:") and "llama-3-8b-neuron" in p for p in found
+    ), found
+
+
+def test_a_quota_too_small_for_stated_memory_is_refused(team):
+    team["models"][0]["resources"] = {"cpu": "8", "memory": "300Gi"}
+    found = problems(team)
+    assert any(p.startswith("inference-platform:stack.quota.memory:") for p in found), found
+
+
+def test_a_quota_that_holds_one_replica_but_not_all_warns(team):
+    team["models"][0]["replicas"] = 5
+    config = parse_sections(team, "us-west-2")
+    assert any("stack.quota.gpus" in str(w) and "Pending" in str(w) for w in stack_warnings(config))
+
+
+def test_an_engine_whose_add_on_the_platform_lacks_is_refused(team):
+    team["models"][0].update(engine="dynamo")
+    found = problems(team)
+    assert any("models[0].engine" in p and "dynamo add-on" in p for p in found), found
+
+
+def test_the_exports_read_from_the_stack_reference_win_over_the_repository_file(team):
+    config = parse_sections(sections_of(PLATFORM), "us-west-2")
+    live = exports.platform_exports(config)
+    live["nodePools"] = [p for p in live["nodePools"] if p["name"] != "inferentia"]
+    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
+    try:
+        found = problems(team)
+    finally:
+        exports.forget()
+    assert any("models[1].pool" in p and "stack acme/inference-platform/platform" in p for p in found), found
+
+
+def test_a_platform_stack_outside_the_repository_is_checked_at_preview_with_a_warning(team):
+    team["stack"]["platformStack"] = "acme/inference-platform/platform-prod"
+    config = parse_sections(team, "us-west-2")
+    assert any("only at preview" in str(w) for w in stack_warnings(config))
+
+
+@pytest.mark.parametrize("section", ["cluster", "nodePools", "addons", "storage", "gateway"])
+def test_a_workloads_stack_cannot_set_platform_sections(team, section):
+    value: Any = {"name": "x"} if section == "cluster" else {"enabled": True}
+    if section == "nodePools":
+        value = [{"name": "gpu", "accelerator": "nvidia", "instanceTypes": ["g6.xlarge"]}]
+    elif section == "addons":
+        value = {"dynamo": {"enabled": True}}
+    elif section == "storage":
+        value = {"modelCache": "efs"}
+    team[section] = value
+    assert any("cannot change platform resources" in p and section in p for p in problems(team))
+
+
+def test_a_workloads_model_in_another_namespace_is_refused(team):
+    team["models"][0]["namespace"] = "ads"
+    assert any(p.startswith("inference-platform:models[0].namespace:") for p in problems(team))
+
+
+def test_a_workloads_stack_needs_a_quota(team):
+    team["stack"].pop("quota")
+    assert any(p.startswith("inference-platform:stack:") and "quota is required" in p for p in problems(team))
+
+
+def test_a_platform_stack_serves_no_models(dev):
+    dev["stack"]["role"] = "platform"
+    assert any("platform stack serves no models" in p for p in problems(dev))
+
+
+def test_team_and_quota_are_refused_outside_a_workloads_stack(dev):
+    dev["stack"]["team"] = "search"
+    assert any("team is only read by a workloads stack" in p for p in problems(dev))
+
+
+def test_under_pulumi_the_stack_reference_outputs_decide_and_a_misfit_registers_nothing(mocks, team, monkeypatch):
+    from stacks.load import sections_to_pulumi_config
+    from stacks.render import run_program
+
+    answer = mocks._stack_reference_outputs
+
+    def platform_without_inferentia(stack_ref: str) -> dict[str, Any]:
+        out = answer(stack_ref)
+        out["outputs"]["nodePools"] = [p for p in out["outputs"]["nodePools"] if p["name"] != "inferentia"]
+        return out
+
+    monkeypatch.setattr(mocks, "_stack_reference_outputs", platform_without_inferentia)
+    with pytest.raises(Exception, match=r"models\[1\]\.pool.*exports no pool named 'inferentia'"):
+        run_program(sections_to_pulumi_config(team, "us-west-2"))
+    registered = {r.type for r in mocks.records}
+    assert registered <= {"pulumi:pulumi:StackReference"}, f"nothing but the reference is registered: {registered}"
+
+
+def test_a_platform_stack_that_is_itself_a_workloads_stack_is_refused(team):
+    team["stack"]["platformStack"] = "acme/inference-platform/team-search"
+    found = problems(team)
+    assert any(
+        p.startswith("inference-platform:stack.platformStack:") and "only a platform or all-in-one" in p for p in found
+    ), found
