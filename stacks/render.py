@@ -95,8 +95,19 @@ def render_file(path: Path) -> Rendered:
     return run_program(sections_to_pulumi_config(sections, region))
 
 
+def integral(value: Any) -> Any:
+    """Numbers come back from the mocked engine as floats (protobuf Struct); 2.0 is applied as 2."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value
+
+
 def manifest(record: Record) -> dict[str, Any]:
-    inputs = dict(record.inputs)
+    inputs = integral(dict(record.inputs))
     head = {
         "apiVersion": inputs.pop("apiVersion", None),
         "kind": inputs.pop("kind", None),
@@ -106,7 +117,7 @@ def manifest(record: Record) -> dict[str, Any]:
 
 
 def release(record: Record) -> dict[str, Any]:
-    i = record.inputs
+    i = integral(record.inputs)
     return {
         "name": i.get("name") or record.name,
         "namespace": i.get("namespace"),
@@ -140,7 +151,7 @@ def write(rendered: Rendered, out: Path) -> None:
         shutil.rmtree(out / sub, ignore_errors=True)
         (out / sub).mkdir(parents=True)
     (out / "resources.json").write_text(
-        json.dumps(masked([r.as_json() for r in rendered.resources]), indent=2, default=str) + "\n"
+        json.dumps(integral(masked([r.as_json() for r in rendered.resources])), indent=2, default=str) + "\n"
     )
     (out / "outputs.json").write_text(json.dumps(masked(rendered.outputs), indent=2, default=str) + "\n")
     for obj in rendered.manifests():

@@ -65,3 +65,11 @@ def test_validate_prints_one_line_per_problem(tmp_path):
 def test_an_unknown_stack_name_is_a_clear_error():
     result = run("render", "no-such-stack")
     assert result.returncode == 1 and "no such stack" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_rendered_manifests_keep_integers_integers(tmp_path):
+    out = tmp_path / "out"
+    assert run("render", "dev", "--out", str(out)).returncode == 0
+    deployment = yaml.safe_load((out / "manifests" / "Deployment-inference-qwen3-8b.yaml").read_text())
+    port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
+    assert port == 8000 and isinstance(port, int), "a manifest is applied with 8000, not 8000.0"
