@@ -41,7 +41,9 @@ def aibrix_envoy_service(config: StackConfig, annotations: dict[str, str]) -> di
     front door's NLB annotations, so AIBrix's gateway gets the same load balancer as ours. AIBrix's
     Gateway has one plain-HTTP listener on 80; with an ACM certificate the NLB terminates TLS on 443
     (the annotations' ssl-ports), so the Service gets a 443 port onto that listener and loses its
-    plain port 80: keys never cross the network in clear text."""
+    plain port 80: keys never cross the network in clear text. Envoy Gateway applies
+    `envoyService.patch` as a strategic merge patch on the core Service
+    (KubernetesServiceSpec.ApplyMergePatch), so `$patch: delete` drops port 80 by its merge key."""
     service: dict[str, Any] = {"type": "LoadBalancer", "annotations": dict(annotations)}
     tls = config.gateway.tls
     if tls is not None and tls.certificate_arn:
