@@ -28,7 +28,14 @@ from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack
 from .served import served_models
-from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
+from .serving.platforms import (
+    ModelAddons,
+    ModelAddonsArgs,
+    ServingPlatforms,
+    ServingPlatformsArgs,
+    controller_namespaces,
+    platform_egress,
+)
 from .storage.component import ModelStorage, ModelStorageArgs
 from .team import guardrails
 
@@ -210,17 +217,25 @@ class Platform(pulumi.ComponentResource):
             wiring.installers["envoy-gateway"] = controller.release
 
     def _serving_platforms(self, name: str, wiring: Wiring) -> None:
-        """Dynamo, AIBrix, KubeRay, NIM Operator, LiteLLM installations (issue: serving platforms)."""
+        """Dynamo, AIBrix, KubeRay, NIM Operator, LiteLLM installations (issue: serving platforms).
+        Records which controller namespaces must reach which engine's pods (and what those pods
+        call), and the load-balancer annotations AIBrix's Envoy Service needs."""
+        config = self.config
+        # AIBrix's chart owns its Envoy Service: it gets the front door's NLB annotations.
+        wiring.extra["gateway_service_annotations"] = load_balancer_annotations(config.gateway)
         platforms = ServingPlatforms(
             f"{name}-serving",
             ServingPlatformsArgs(
-                config=self.config,
+                config=config,
                 provider=wiring.cluster.provider,
                 envoy_gateway=wiring.installers.get("envoy-gateway"),
+                gateway_service_annotations=wiring.extra["gateway_service_annotations"],
             ),
             pulumi.ResourceOptions(parent=self),
         )
         wiring.installers.update(platforms.installers)
+        wiring.extra["platform_namespaces"] = controller_namespaces(config)
+        wiring.extra["platform_egress"] = platform_egress(config)
 
     def _models(self, name: str, wiring: Wiring) -> None:
         """One workload per models[] entry (issue: inference engines)."""
@@ -275,12 +290,14 @@ class Platform(pulumi.ComponentResource):
                 depends_on=installers,
                 namespaces=dict(wiring.namespaces),
                 scraper_namespace=MONITORING_NAMESPACE if config.addons.monitoring.enabled else None,
-                platform_namespaces=dict(wiring.extra.get("platform_namespaces", {})),
+                # A workloads stack has no serving-platforms step: the platform's add-ons (in its
+                # effective config) name the same controllers.
+                platform_namespaces=dict(wiring.extra.get("platform_namespaces", controller_namespaces(config))),
+                platform_egress=dict(wiring.extra.get("platform_egress", platform_egress(config))),
+                litellm=wiring.installers.get("litellm"),
             ),
             pulumi.ResourceOptions(parent=self),
         )
-        # AIBrix's chart owns its Envoy Service: these are the annotations it needs for the NLB.
-        wiring.extra["gateway_service_annotations"] = load_balancer_annotations(config.gateway)
         if any(s.expose for s in served) and (config.gateway.enabled or not parent.own):
             self.outputs["inferenceUrl"] = door.url
 
@@ -298,6 +315,7 @@ class Platform(pulumi.ComponentResource):
                 namespaces=dict(wiring.namespaces),
                 depends_on=[wiring.installers[k] for k in ("prometheus-operator",) if k in wiring.installers],
                 models_only=config.stack.role == "workloads",
+                litellm=wiring.installers.get("litellm"),
             ),
             pulumi.ResourceOptions(parent=self),
         )

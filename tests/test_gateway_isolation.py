@@ -53,9 +53,7 @@ def test_an_unexposed_model_gets_no_gateway_ingress(dev):
     dev["models"][0]["expose"] = False
     config = parse_sections(dev, "us-west-2")
     served = served_models(config)[0]
-    spec = isolation.model_ingress(
-        served, gateway_namespaces=[EG_NAMESPACE], scraper_namespace=None, platform_namespace=None
-    )
+    spec = isolation.model_ingress(served, gateway_namespaces=[EG_NAMESPACE], scraper_namespace=None)
     assert all(EG_NAMESPACE not in sources(r) for r in spec["spec"]["ingress"])
 
 
@@ -68,15 +66,16 @@ def test_egress_is_dns_the_namespace_itself_https_and_the_serving_platforms(dev_
     assert rules[1] == {"to": [{"podSelector": {}}]}
     assert rules[2]["ports"] == [{"protocol": "TCP", "port": 443}], "S3, model hubs and registries over TLS only"
     assert len(rules) == 3, "nothing else leaves the namespace"
-    with_platform = isolation.egress("inference", ["dynamo-system"])
+    with_platform = isolation.egress("inference", [("dynamo-system", 4222)])
     assert with_platform["spec"]["egress"][-1] == {
-        "to": [{"namespaceSelector": {"matchLabels": {isolation.NS_LABEL: "dynamo-system"}}}]
-    }
+        "to": [{"namespaceSelector": {"matchLabels": {isolation.NS_LABEL: "dynamo-system"}}}],
+        "ports": [{"protocol": "TCP", "port": 4222}],
+    }, "a platform service is reached on its own port only"
 
 
 def test_a_serving_platform_controller_is_admitted_when_the_wiring_names_its_namespace(dev):
     served = served_models(parse_sections(dev, "us-west-2"))[0]
     spec = isolation.model_ingress(
-        served, gateway_namespaces=[], scraper_namespace=None, platform_namespace="kuberay-system"
+        served, gateway_namespaces=[], scraper_namespace=None, platform_namespaces=["kuberay-system"]
     )
     assert {"kuberay-system"} in [sources(r) for r in spec["spec"]["ingress"]]

@@ -228,3 +228,12 @@ def test_envoy_gateway_is_pinned_and_every_gateway_object_waits_for_its_crds(dev
     assert crs, "the front door's custom resources are registered"
     for r in crs:
         assert release.urn in r.depends_on, f"{r.type} {r.name} must wait for the chart that installs its CRD"
+
+
+def test_the_litellm_proxy_route_is_one_of_the_routes_that_must_carry_a_security_policy():
+    """The auth rule above covers the LiteLLM proxy's route: it carries the same label as a model's."""
+    from components.serving import litellm
+    from tests.serving_support import SERVING
+
+    names = {r["metadata"]["name"] for r in model_routes(manifests_of(SERVING))}
+    assert litellm.NAME in names, "with addons.litellm the proxy is routed, and so checked for a SecurityPolicy"

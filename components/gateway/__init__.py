@@ -3,7 +3,8 @@ model namespaces' network isolation.
 
 Two components, because other concerns sit between them: `GatewayController` installs Envoy Gateway
 (its chart carries the Gateway API and Envoy Gateway CRDs, which AIBrix's gateway also needs), and
-`FrontDoor` creates the objects that attach to it once the models exist. Manifests come from the pure
+`FrontDoor` creates the objects that attach to it once the models exist (and, with `addons.litellm`,
+the LiteLLM proxy's route and SecurityPolicy under `/litellm/v1/...`). Manifests come from the pure
 builders in `manifests.py` and `isolation.py`.
 """
 
@@ -20,6 +21,7 @@ from stacks.versions import chart
 from ..k8s import apply
 from ..naming import MANAGED_BY, TOKEN
 from ..served import ServedModel
+from ..serving import litellm
 from . import isolation
 from .manifests import EG_NAMESPACE, GATEWAY_NAMESPACE, Parent, envoy_gateway_values, gateway_objects, model_routing
 
@@ -65,7 +67,11 @@ class FrontDoorArgs:
     namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
     scraper_namespace: str | None = None
     # Serving-platform controller namespaces allowed into model pods, by engine.
-    platform_namespaces: dict[str, str] = field(default_factory=dict)
+    platform_namespaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # (namespace, port) of the platform services each engine's pods call (Dynamo's NATS), by engine.
+    platform_egress: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    # The LiteLLM proxy's installer, when `addons.litellm` is on: its route waits for its namespace.
+    litellm: pulumi.Resource | None = None
 
 
 class FrontDoor(pulumi.ComponentResource):
@@ -98,6 +104,15 @@ class FrontDoor(pulumi.ComponentResource):
             for served in exposed:
                 for obj in model_routing(config, served, parent):
                     apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
+            if config.addons.litellm.enabled and config.stack.role != "workloads":
+                # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
+                proxy_opts = after(parent.namespace)
+                if args.litellm is not None:
+                    proxy_opts = pulumi.ResourceOptions.merge(
+                        proxy_opts, pulumi.ResourceOptions(depends_on=[args.litellm])
+                    )
+                for obj in model_routing(config, litellm.proxy_served(), parent):
+                    apply(obj, proxy_opts)
 
         by_namespace: dict[str, list[ServedModel]] = {}
         for served in args.served:
@@ -109,6 +124,7 @@ class FrontDoor(pulumi.ComponentResource):
                 gateway_namespaces=gateway_namespaces if exposed else [],
                 scraper_namespace=args.scraper_namespace,
                 platform_namespaces=args.platform_namespaces,
+                platform_egress=args.platform_egress,
             ):
                 apply(obj, after(ns, crds=False))
 

@@ -6,9 +6,13 @@ Ingress to a model's pods comes only from
   serving port, and only for exposed models;
 - the metrics scraper's namespace, on the metrics port;
 - the model's own pods (Dynamo frontend and workers, Ray head and workers talk to each other);
-- the serving platform's controller namespace, when the wiring names one for the engine (the KubeRay
-  operator polls the Ray head, the Dynamo operator its components).
-Egress is limited to cluster DNS, the model's own pods, the platform namespaces and TCP 443. A
+- the serving platforms' controller namespaces the wiring names for the model's engine
+  (`platform_namespaces`, built by components/serving/platforms.py `controller_namespaces`): the
+  KubeRay operator polls the Ray head's dashboard, the Dynamo and NIM operators their pods, and
+  with AIBrix its controller manager (adapters, PodAutoscaler metrics) and gateway plugin (pod
+  metrics for routing) call every model pod.
+Egress is limited to cluster DNS, the model's own pods, TCP 443 and, per engine present in the
+namespace, the platform services its pods call (`platform_egress`: Dynamo's NATS). A
 NetworkPolicy cannot name a host: 443 is how pods reach the model bucket (S3, through the VPC
 gateway endpoint or its public addresses), Hugging Face or NGC and the registries a stack names.
 Image pulls are made by the kubelet on the node and EFS/FSx mounts by the CSI node driver; neither is
@@ -20,7 +24,7 @@ Enforced only where the CNI enforces NetworkPolicy: on EKS, the VPC CNI add-on w
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..naming import MANAGED_BY
@@ -47,7 +51,8 @@ def default_deny(namespace: str) -> dict[str, Any]:
     }
 
 
-def egress(namespace: str, platform_namespaces: Iterable[str]) -> dict[str, Any]:
+def egress(namespace: str, platform_targets: Iterable[tuple[str, int]] = ()) -> dict[str, Any]:
+    """`platform_targets`: (namespace, TCP port) pairs of platform services the pods call."""
     rules: list[dict[str, Any]] = [
         {
             "to": [{**_ns("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
@@ -56,9 +61,11 @@ def egress(namespace: str, platform_namespaces: Iterable[str]) -> dict[str, Any]
         {"to": [{"podSelector": {}}]},  # the namespace's own pods: peers of one model
         {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]},
     ]
-    platforms = sorted(set(platform_namespaces))
-    if platforms:
-        rules.append({"to": [_ns(ns) for ns in platforms]})
+    ports_by_namespace: dict[str, set[int]] = {}
+    for ns, port in platform_targets:
+        ports_by_namespace.setdefault(ns, set()).add(port)
+    for ns, ports in sorted(ports_by_namespace.items()):
+        rules.append({"to": [_ns(ns)], "ports": [{"protocol": "TCP", "port": p} for p in sorted(ports)]})
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -72,7 +79,7 @@ def model_ingress(
     *,
     gateway_namespaces: Iterable[str],
     scraper_namespace: str | None,
-    platform_namespace: str | None,
+    platform_namespaces: Iterable[str] = (),
 ) -> dict[str, Any]:
     rules: list[dict[str, Any]] = [{"from": [{"podSelector": {"matchLabels": served.selector}}]}]
     gateways = sorted(set(gateway_namespaces))
@@ -84,8 +91,9 @@ def model_ingress(
         rules.append({"from": sources, "ports": [{"protocol": "TCP", "port": served.port}]})
     if scraper_namespace and served.metrics_port:
         rules.append({"from": [_ns(scraper_namespace)], "ports": [{"protocol": "TCP", "port": served.metrics_port}]})
-    if platform_namespace:
-        rules.append({"from": [_ns(platform_namespace)]})
+    controllers = sorted(set(platform_namespaces))
+    if controllers:
+        rules.append({"from": [_ns(ns) for ns in controllers]})
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -99,19 +107,22 @@ def namespace_policies(
     *,
     gateway_namespaces: Iterable[str],
     scraper_namespace: str | None,
-    platform_namespaces: dict[str, str],
+    platform_namespaces: Mapping[str, Sequence[str]],
+    platform_egress: Mapping[str, Sequence[tuple[str, int]]] | None = None,
 ) -> list[dict[str, Any]]:
     """All policies of one model namespace (its models are given; linear in their number)."""
     namespace = served_in_namespace[0].namespace
     gateways = list(gateway_namespaces)
-    objs = [default_deny(namespace), egress(namespace, platform_namespaces.values())]
+    engines = {s.engine for s in served_in_namespace}
+    targets = [t for engine in sorted(engines) for t in (platform_egress or {}).get(engine, ())]
+    objs = [default_deny(namespace), egress(namespace, targets)]
     for served in served_in_namespace:
         objs.append(
             model_ingress(
                 served,
                 gateway_namespaces=gateways,
                 scraper_namespace=scraper_namespace,
-                platform_namespace=platform_namespaces.get(served.engine),
+                platform_namespaces=platform_namespaces.get(served.engine, ()),
             )
         )
     return objs

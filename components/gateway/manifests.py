@@ -304,12 +304,18 @@ def gateway_objects(config: StackConfig, parent: Parent) -> list[dict[str, Any]]
 
 
 def envoy_gateway_values(config: StackConfig) -> dict[str, Any]:
-    """gateway-helm values (keys from the v1.9.0 chart's values.tmpl.yaml)."""
+    """gateway-helm values (keys from the v1.9.0 chart's values.tmpl.yaml). With AIBrix, the
+    controller must accept EnvoyPatchPolicy (`config.envoyGateway.extensionApis`; off by default):
+    AIBrix's chart patches its Gateway's route and cluster config with one, and without it the
+    gateway plugin's routing never reaches Envoy."""
     prod = config.stack.prod
-    return {
+    values: dict[str, Any] = {
         "deployment": {
             "replicas": 2 if prod else 1,
             "pod": {"nodeSelector": dict(SYSTEM_NODE_LABEL)},
         },
         "podDisruptionBudget": {"minAvailable": 1 if prod else 0},
     }
+    if config.addons.aibrix.enabled:
+        values["config"] = {"envoyGateway": {"extensionApis": {"enableEnvoyPatchPolicy": True}}}
+    return values

@@ -1,5 +1,6 @@
 """The eyes: kube-prometheus-stack (or an existing Prometheus), the accelerator exporters, one
-PodMonitor per served model, Grafana dashboards and the SLO alert rules.
+PodMonitor per served model (and one on the LiteLLM proxy when it runs), Grafana dashboards and
+the SLO alert rules.
 
 With `addons.monitoring.existingPrometheus: true` nothing is installed but the PodMonitors,
 PrometheusRules and dashboard ConfigMaps (the Prometheus Operator CRDs must then already exist).
@@ -24,6 +25,7 @@ from .dashboards import dashboards
 from .manifests import (
     MONITORING_NAMESPACE,
     dcgm_exporter_values,
+    litellm_pod_monitor,
     neuron_monitor,
     pod_monitor,
     prometheus_rule,
@@ -43,6 +45,8 @@ class MonitoringArgs:
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # A workloads stack: only its models' PodMonitors and rules; the platform stack owns the rest.
     models_only: bool = False
+    # The LiteLLM proxy's installer (its namespace must exist before its PodMonitor).
+    litellm: pulumi.Resource | None = None
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -98,6 +102,12 @@ class Monitoring(pulumi.ComponentResource):
                 apply(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
 
         self._model_monitors(args, crd_deps)
+        if config.addons.litellm.enabled:
+            deps = [*crd_deps, *([args.litellm] if args.litellm is not None else [])]
+            apply(
+                litellm_pod_monitor(config),
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps),
+            )
         engines = {s.engine for s in args.served}
         if config.stack.role == "platform":
             # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.

@@ -147,6 +147,38 @@ def pod_monitor(served: ServedModel) -> dict[str, Any] | None:
     }
 
 
+def litellm_pod_monitor(config: StackConfig) -> dict[str, Any]:
+    """The LiteLLM proxy's `/metrics` (its Prometheus callback, open source since
+    BerriAI/litellm#16689, Nov 2025; the router config turns it on with monitoring). Since 1.85
+    the endpoint wants a LiteLLM key by default, and that stays on: Prometheus sends the master key
+    from the proxy's own Secret (the monitor lives next to it, in the proxy's namespace) as a Bearer
+    token."""
+    from ..serving import litellm
+
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "PodMonitor",
+        "metadata": _meta(litellm.NAME, litellm.NAMESPACE),
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": litellm.NAME}},
+            "podMetricsEndpoints": [
+                {
+                    "port": "http",
+                    "path": litellm.METRICS_PATH,
+                    "interval": "30s",
+                    "authorization": {
+                        "type": "Bearer",
+                        "credentials": {
+                            "name": config.addons.litellm.master_key_secret,
+                            "key": litellm.MASTER_KEY_KEY,
+                        },
+                    },
+                }
+            ],
+        },
+    }
+
+
 def model_filter(served: ServedModel) -> str:
     return f'namespace="{served.namespace}",{MODEL_TARGET_LABEL}="{served.name}"'
 

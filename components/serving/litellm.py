@@ -42,6 +42,31 @@ DATABASE_URL_KEY = "database-url"
 PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]
 
 
+# What the front door routes to the proxy under `/litellm`: the OpenAI paths only. LiteLLM's admin
+# API (/key/*, /user/*, /team/*, /model/*, /ui, /metrics, ...) is never routed.
+ROUTE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/models")
+METRICS_PATH = "/metrics"
+
+
+def proxy_served() -> ServedModel:
+    """The proxy as the front door and the scraper see it: one more authenticated route
+    (`https://<hostname>/litellm/v1`) and a metrics endpoint on the serving port."""
+    return ServedModel(
+        name=NAME,
+        served_model_name=NAME,
+        engine="litellm",
+        namespace=NAMESPACE,
+        service=NAME,
+        port=PORT,
+        metrics_path=METRICS_PATH,
+        metrics_port=PORT,
+        route_paths=ROUTE_PATHS,
+        management_paths=(),
+        expose=True,
+        scale_target=("apps/v1", "Deployment", NAME),
+    )
+
+
 def provider_env(name: str) -> str:
     return f"{name.upper().replace('-', '_')}_API_KEY"
 
@@ -97,7 +122,11 @@ def router_config(config: StackConfig) -> dict[str, Any]:
     if router:
         document["router_settings"] = router
     # Dropping unsupported parameters silently changes what a request asked for.
-    document["litellm_settings"] = {"drop_params": False}
+    settings: dict[str, Any] = {"drop_params": False}
+    if config.addons.monitoring.enabled:
+        # /metrics for the PodMonitor (components/monitoring/manifests.py litellm_pod_monitor).
+        settings["callbacks"] = ["prometheus"]
+    document["litellm_settings"] = settings
     return document
 
 

@@ -17,7 +17,7 @@ the AIBrix release that installs its CRD.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -41,6 +41,42 @@ NAMESPACES = {
     "kuberay": "kuberay-system",
     "nim-operator": "nim-operator",
 }
+# Engine -> the add-on whose controller manages that engine's pods.
+ENGINE_CONTROLLER = {"dynamo": "dynamo", "ray-serve": "kuberay", "nim": "nim-operator"}
+# NATS client port: Dynamo's frontend and workers publish and subscribe on the event plane, served
+# by the dynamo-platform chart's NATS in the platform namespace (no etcd: discovery uses the API).
+NATS_PORT = 4222
+
+
+def controller_namespaces(config: StackConfig) -> dict[str, tuple[str, ...]]:
+    """Engine -> namespaces whose controllers must reach that engine's pods, for the model
+    namespaces' NetworkPolicies: the Dynamo operator, the KubeRay operator (the Ray head's dashboard
+    and Serve API), the NIM Operator; with AIBrix, its controller manager (LoRA adapter loading,
+    PodAutoscaler metrics) and gateway plugin (per-pod metrics for routing), for every engine."""
+    addons = config.addons
+    enabled = {
+        "dynamo": addons.dynamo.enabled,
+        "kuberay": addons.kuberay.enabled,
+        "nim-operator": addons.nim_operator.enabled,
+    }
+    out: dict[str, tuple[str, ...]] = {}
+    for engine in sorted({m.engine for m in config.models}):
+        namespaces = []
+        addon = ENGINE_CONTROLLER.get(engine)
+        if addon and enabled[addon]:
+            namespaces.append(NAMESPACES[addon])
+        if addons.aibrix.enabled:
+            namespaces.append(NAMESPACES["aibrix"])
+        if namespaces:
+            out[engine] = tuple(namespaces)
+    return out
+
+
+def platform_egress(config: StackConfig) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Engine -> (namespace, port) of the platform services its pods call: Dynamo's NATS."""
+    if config.addons.dynamo.enabled:  # dynamo_values always installs NATS
+        return {"dynamo": ((NAMESPACES["dynamo"], NATS_PORT),)}
+    return {}
 
 
 def chart_source(key: str, version: str | None) -> tuple[str, str | None, str]:
@@ -60,6 +96,9 @@ class ServingPlatformsArgs:
     provider: k8s.Provider
     # The Envoy Gateway controller release, when the front door installs it (AIBrix needs it).
     envoy_gateway: pulumi.Resource | None = None
+    # The front door's load-balancer annotations (components/gateway/manifests.py
+    # load_balancer_annotations): AIBrix's chart owns its Envoy Service and must carry them.
+    gateway_service_annotations: dict[str, str] = field(default_factory=dict)
 
 
 class ServingPlatforms(pulumi.ComponentResource):
@@ -90,7 +129,9 @@ class ServingPlatforms(pulumi.ComponentResource):
                 namespace=NAMESPACES[key],
                 create_namespace=True,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
-                values=build(args.config),
+                values=aibrix_values(args.config, args.gateway_service_annotations)
+                if key == "aibrix"
+                else build(args.config),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
             )
         if addons.litellm.enabled:

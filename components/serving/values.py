@@ -31,12 +31,38 @@ def dynamo_values(config: StackConfig) -> dict[str, Any]:
     }
 
 
-def aibrix_values(config: StackConfig) -> dict[str, Any]:
+# Envoy Gateway runs a listener on a privileged port p on container port p + 10000 (its
+# wellKnownPortShift): AIBrix's `http` listener (80) is served by the Envoy pods on 10080.
+AIBRIX_LISTENER_CONTAINER_PORT = 10080
+
+
+def aibrix_envoy_service(config: StackConfig, annotations: dict[str, str]) -> dict[str, Any]:
+    """`gateway.envoyProxy.service` (the chart renders it as its EnvoyProxy's `envoyService`): the
+    front door's NLB annotations, so AIBrix's gateway gets the same load balancer as ours. AIBrix's
+    Gateway has one plain-HTTP listener on 80; with an ACM certificate the NLB terminates TLS on 443
+    (the annotations' ssl-ports), so the Service gets a 443 port onto that listener and loses its
+    plain port 80: keys never cross the network in clear text. Envoy Gateway applies
+    `envoyService.patch` as a strategic merge patch on the core Service
+    (KubernetesServiceSpec.ApplyMergePatch), so `$patch: delete` drops port 80 by its merge key."""
+    service: dict[str, Any] = {"type": "LoadBalancer", "annotations": dict(annotations)}
+    tls = config.gateway.tls
+    if tls is not None and tls.certificate_arn:
+        https = {"name": "https", "port": 443, "protocol": "TCP", "targetPort": AIBRIX_LISTENER_CONTAINER_PORT}
+        service["patch"] = {
+            "type": "StrategicMerge",
+            "value": {"spec": {"ports": [https, {"port": 80, "$patch": "delete"}]}},
+        }
+    return service
+
+
+def aibrix_values(config: StackConfig, service_annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """AIBrix 0.7.0: pinned component images (the chart's values.yaml says `nightly`; its
-    stable.yaml pins v0.7.0, and so do we), CRDs kept on uninstall, webhooks on."""
+    stable.yaml pins v0.7.0, and so do we), CRDs kept on uninstall, webhooks on, and its Envoy
+    Service behind the front door's load balancer (`aibrix_envoy_service`)."""
     version = config.addons.aibrix.version or "0.7.0"
     tag = f"v{version.removeprefix('v')}"
     return {
+        "gateway": {"envoyProxy": {"service": aibrix_envoy_service(config, service_annotations or {})}},
         "controllerManager": {"container": {"image": {"repository": AIBRIX_IMAGES["controllerManager"], "tag": tag}}},
         "gatewayPlugin": {"container": {"image": {"repository": AIBRIX_IMAGES["gatewayPlugin"], "tag": tag}}},
         "metadata": {"service": {"container": {"image": {"repository": AIBRIX_IMAGES["metadata"], "tag": tag}}}},

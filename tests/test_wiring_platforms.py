@@ -1,0 +1,224 @@
+"""The seams between the serving platforms and the front door, on the serving example stack: the
+controllers that must reach model pods get through the default-deny policies, AIBrix's gateway runs
+on an Envoy Gateway that accepts its EnvoyPatchPolicy behind the same load balancer as ours, and the
+LiteLLM proxy is one more authenticated route, scraped with its own key."""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from typing import Any
+
+import yaml
+
+from components.gateway import isolation
+from components.gateway.manifests import (
+    EG_NAMESPACE,
+    envoy_gateway_values,
+    load_balancer_annotations,
+    parent_gateway,
+)
+from components.served import served_models
+from components.serving import litellm
+from components.serving.platforms import controller_namespaces, platform_egress
+from components.serving.values import aibrix_values
+from stacks.load import parse_sections
+from tests.conftest import DEV, render_sections, sections_of
+from tests.serving_support import config_of, serving_sections
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+ACM = "arn:aws:acm:us-west-2:111122223333:certificate/0f0e0d0c-0b0a-0908-0706-050403020100"
+
+
+@cache
+def _serving() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    rendered = render_sections(serving_sections())
+    releases = {r.inputs["name"]: r.inputs for r in rendered.mocks.of_type(RELEASE)}
+    return rendered.manifests(), releases
+
+
+def of_kind(objs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objs if o["kind"] == kind]
+
+
+def policy(objs: list[dict[str, Any]], namespace: str, name: str) -> dict[str, Any]:
+    (found,) = [
+        o["spec"]
+        for o in of_kind(objs, "NetworkPolicy")
+        if o["metadata"]["namespace"] == namespace and o["metadata"]["name"] == name
+    ]
+    return found
+
+
+def admitted_namespaces(spec: dict[str, Any]) -> set[str]:
+    return {
+        peer["namespaceSelector"]["matchLabels"][isolation.NS_LABEL]
+        for rule in spec["ingress"]
+        for peer in rule["from"]
+        if "namespaceSelector" in peer
+    }
+
+
+# ---- 1. controller namespaces through the model namespaces' NetworkPolicies ----------------------
+
+
+def test_each_models_pods_admit_the_controllers_that_manage_them():
+    objs, _ = _serving()
+    config = config_of(serving_sections())
+    expected = {"dynamo": "dynamo-system", "ray-serve": "kuberay-system"}
+    for served in served_models(config):
+        admitted = admitted_namespaces(policy(objs, served.namespace, f"{served.name}-ingress"))
+        if served.engine in expected:
+            assert expected[served.engine] in admitted, (
+                f"{served.name}: the {expected[served.engine]} operator must reach its pods "
+                "(KubeRay polls the Ray head's dashboard; Dynamo's operator its components)"
+            )
+        assert "aibrix-system" in admitted, (
+            f"{served.name}: AIBrix's controller manager (adapters, PodAutoscaler metrics) and gateway "
+            "plugin (per-pod metrics) call every model pod"
+        )
+        others = {"dynamo-system", "kuberay-system"} - {expected.get(served.engine)}
+        assert not admitted & others, f"{served.name}: only its own engine's controller is admitted"
+
+
+def test_dynamo_pods_reach_nats_in_the_platform_namespace_and_nothing_else_there():
+    objs, _ = _serving()
+    rules = policy(objs, "inference", "egress")["egress"]
+
+    def namespaces(rule: dict[str, Any]) -> set[str]:
+        return {p.get("namespaceSelector", {}).get("matchLabels", {}).get(isolation.NS_LABEL) for p in rule["to"]}
+
+    to_platform = [r for r in rules if namespaces(r) - {None, "kube-system"}]
+    assert to_platform == [
+        {
+            "to": [{"namespaceSelector": {"matchLabels": {isolation.NS_LABEL: "dynamo-system"}}}],
+            "ports": [{"protocol": "TCP", "port": 4222}],
+        }
+    ], "Dynamo's frontend and workers publish on NATS (4222); no etcd is installed, no other platform is called"
+
+
+def test_the_platform_wiring_follows_the_enabled_add_ons():
+    sections = serving_sections()
+    sections["addons"]["aibrix"] = {"enabled": False}
+    sections["addons"]["nimOperator"] = {"enabled": True}
+    for model in sections["models"]:
+        model.pop("adapters", None)
+        model.pop("autoscaling", None)
+    config = parse_sections(sections, "us-west-2")
+    assert controller_namespaces(config) == {"dynamo": ("dynamo-system",), "ray-serve": ("kuberay-system",)}
+    assert platform_egress(config) == {"dynamo": (("dynamo-system", 4222),)}
+    dev = parse_sections(sections_of(DEV), "us-west-2")
+    assert controller_namespaces(dev) == {} and platform_egress(dev) == {}, "no platform, no opening"
+
+
+def test_a_namespace_without_a_dynamo_graph_gets_no_route_to_nats(dev):
+    config = parse_sections(dev, "us-west-2")
+    policies = isolation.namespace_policies(
+        [s for s in served_models(config) if s.namespace == "inference"],
+        gateway_namespaces=[EG_NAMESPACE],
+        scraper_namespace=None,
+        platform_namespaces={"vllm": ("aibrix-system",)},
+        platform_egress={"dynamo": (("dynamo-system", 4222),)},
+    )
+    egress = next(p for p in policies if p["metadata"]["name"] == "egress")
+    assert len(egress["spec"]["egress"]) == 3, "no Dynamo model in the namespace: no route to NATS"
+
+
+# ---- 2. AIBrix on Envoy Gateway ----------------------------------------------------------------
+
+
+def test_envoy_gateway_accepts_envoy_patch_policies_only_when_aibrix_needs_them(dev):
+    assert "config" not in envoy_gateway_values(parse_sections(dev, "us-west-2")), "off unless AIBrix is on"
+    _, releases = _serving()
+    values = releases["envoy-gateway"]["values"]
+    assert values["config"]["envoyGateway"]["extensionApis"] == {"enableEnvoyPatchPolicy": True}, (
+        "AIBrix's chart routes through an EnvoyPatchPolicy, which Envoy Gateway ignores unless enabled"
+    )
+
+
+def test_aibrix_envoy_service_gets_the_front_doors_load_balancer_annotations():
+    _, releases = _serving()
+    config = config_of(serving_sections())
+    service = releases["aibrix"]["values"]["gateway"]["envoyProxy"]["service"]
+    assert service["annotations"] == load_balancer_annotations(config.gateway), "the same NLB as our gateway"
+    assert service["type"] == "LoadBalancer"
+    assert "patch" not in service, "no certificate in the example: the listener stays plain HTTP on 80"
+
+
+def test_with_an_acm_certificate_aibrix_gateway_answers_tls_on_443_and_not_plain_http():
+    sections = serving_sections()
+    sections["gateway"]["tls"] = {"certificateArn": ACM}
+    config = parse_sections(sections, "us-west-2")
+    service = aibrix_values(config, load_balancer_annotations(config.gateway))["gateway"]["envoyProxy"]["service"]
+    annotations = service["annotations"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == ACM
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443"
+    ports = service["patch"]["value"]["spec"]["ports"]
+    assert {"name": "https", "port": 443, "protocol": "TCP", "targetPort": 10080} in ports, (
+        "443 on the NLB (TLS) onto Envoy's container port for AIBrix's HTTP listener on 80"
+    )
+    assert {"port": 80, "$patch": "delete"} in ports, "no plain-HTTP port for keys to cross in clear text"
+    assert service["patch"]["type"] == "StrategicMerge"
+
+
+# ---- 3. LiteLLM behind the gateway -------------------------------------------------------------
+
+
+def test_litellm_is_routed_through_the_front_door_with_authentication():
+    objs, _ = _serving()
+    (route,) = [r for r in of_kind(objs, "HTTPRoute") if r["metadata"]["name"] == litellm.NAME]
+    config = config_of(serving_sections())
+    parent = parent_gateway(config)
+    assert route["spec"]["parentRefs"] == [
+        {"name": parent.name, "namespace": parent.namespace, "sectionName": parent.section}
+    ]
+    prefixes = {m["path"]["value"] for rule in route["spec"]["rules"] for m in rule["matches"]}
+    assert prefixes == {f"/litellm{p}" for p in litellm.ROUTE_PATHS}, "only the OpenAI paths, never the admin API"
+    backends = {(b["namespace"], b["name"], b["port"]) for rule in route["spec"]["rules"] for b in rule["backendRefs"]}
+    assert backends == {(litellm.NAMESPACE, litellm.NAME, litellm.PORT)}
+    auth = [
+        p
+        for p in of_kind(objs, "SecurityPolicy")
+        if {"kind": "HTTPRoute", "name": litellm.NAME, "group": "gateway.networking.k8s.io"} in p["spec"]["targetRefs"]
+    ]
+    assert len(auth) == 1 and auth[0]["metadata"]["namespace"] == parent.namespace, "no route without a policy"
+    grants = [g for g in of_kind(objs, "ReferenceGrant") if g["metadata"]["namespace"] == litellm.NAMESPACE]
+    assert [t["name"] for g in grants for t in g["spec"]["to"]] == [litellm.NAME], (
+        "the route may reach that one Service"
+    )
+
+
+def test_litellm_has_no_route_when_it_is_off():
+    sections = copy.deepcopy(sections_of(DEV))
+    objs = render_sections(sections).manifests()
+    assert not [r for r in of_kind(objs, "HTTPRoute") if r["metadata"]["name"] == litellm.NAME]
+
+
+def test_litellm_is_scraped_with_its_master_key_when_monitoring_is_on():
+    objs, _ = _serving()
+    config = config_of(serving_sections())
+    (monitor,) = [m for m in of_kind(objs, "PodMonitor") if m["metadata"]["namespace"] == litellm.NAMESPACE]
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["path"] == "/metrics" and endpoint["port"] == "http"
+    assert endpoint["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": config.addons.litellm.master_key_secret, "key": litellm.MASTER_KEY_KEY},
+    }, "LiteLLM's /metrics requires a key by default (1.85+); the key comes from the existing Secret"
+    router = yaml.safe_load(_router_text(objs))
+    assert router["litellm_settings"]["callbacks"] == ["prometheus"], "the proxy exports /metrics only when asked"
+
+
+def test_litellm_exports_no_metrics_and_gets_no_monitor_without_monitoring():
+    sections = serving_sections()
+    sections["addons"]["monitoring"] = {"enabled": False}
+    config = parse_sections(sections, "us-west-2")
+    assert "callbacks" not in litellm.router_config(config)["litellm_settings"]
+
+
+def _router_text(objs: list[dict[str, Any]]) -> str:
+    (cm,) = [
+        o
+        for o in of_kind(objs, "ConfigMap")
+        if o["metadata"]["namespace"] == litellm.NAMESPACE and o["metadata"]["name"] == f"{litellm.NAME}-config"
+    ]
+    return str(cm["data"]["config.yaml"])
