@@ -182,3 +182,16 @@ def litellm_providers(config: StackConfig) -> Iterable[Problem]:
                 )
             elif target == source:
                 yield Problem(key_path([*base, "fallbacks", source]), f"{source!r} cannot fall back to itself")
+
+
+@rule
+def litellm_route_is_its_own(config: StackConfig) -> Iterable[Problem]:
+    """LiteLLM is routed under /litellm; a model of that name would claim the same path."""
+    if not config.addons.litellm.enabled:
+        return
+    for i, model in enumerate(config.models):
+        if model.name == "litellm" and model.expose:
+            yield Problem(
+                key_path(["models", i, "name"]),
+                "the gateway routes /litellm to the LiteLLM proxy (addons.litellm); rename this model",
+            )
