@@ -2,7 +2,7 @@
 
 It only wires: each concern builds its own resources. Data flows one way, from the StackConfig
 through args dataclasses into components; nothing here reads pulumi.Config. The order below is the
-dependency order: cluster, capacity, storage, serving platforms, models, front door, monitoring.
+dependency order: cluster, capacity, load balancing, storage, serving platforms, models, front door, monitoring.
 """
 
 from __future__ import annotations
