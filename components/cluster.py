@@ -34,6 +34,20 @@ ADDONS = (
 )
 
 
+# Managed add-on settings (the keys of `aws eks describe-addon-configuration`, which follow the add-on's
+# chart values). The VPC CNI only enforces NetworkPolicies, which the front door relies on to isolate
+# model namespaces, with its network policy agent turned on; the value is a string upstream.
+ADDON_CONFIGURATION: dict[str, dict[str, str]] = {
+    "vpc-cni": {"enableNetworkPolicy": "true"},
+}
+
+
+def addon_configuration(addon: str) -> str | None:
+    """The add-on's `configuration_values` JSON, or None to keep its defaults."""
+    values = ADDON_CONFIGURATION.get(addon)
+    return json.dumps(values, sort_keys=True) if values else None
+
+
 def admin_access_entries(admins: list[str]) -> dict[str, eks.AccessEntryArgs]:
     return {
         f"admin-{i}": eks.AccessEntryArgs(
@@ -217,6 +231,7 @@ class Cluster(pulumi.ComponentResource):
             cluster_name=self.name,
             addon_name=addon,
             addon_version=version,
+            configuration_values=addon_configuration(addon),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             pod_identity_associations=associations,

@@ -2,7 +2,7 @@
 
 It only wires: each concern builds its own resources. Data flows one way, from the StackConfig
 through args dataclasses into components; nothing here reads pulumi.Config. The order below is the
-dependency order: cluster, capacity, storage, serving platforms, models, front door, monitoring.
+dependency order: cluster, capacity, load balancing, storage, serving platforms, models, front door, monitoring.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ import pulumi_kubernetes as k8s
 from stacks.capacity import pool_types
 from stacks.config import StackConfig
 from stacks.exports import effective_config, platform_exports
+from stacks.versions import chart
 
 from . import k8s as manifests
 from .capacity import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .gateway import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
 from .gateway.manifests import AIBRIX_GATEWAY, load_balancer_annotations, parent_gateway
+from .loadbalancer import LoadBalancerController, LoadBalancerControllerArgs, needs_load_balancer_controller
 from .models import Models, ModelsArgs
 from .monitoring import MONITORING_NAMESPACE, Monitoring, MonitoringArgs
 from .naming import MANAGED_BY, TOKEN, tags
@@ -38,6 +40,9 @@ from .serving.platforms import (
 )
 from .storage.component import ModelStorage, ModelStorageArgs
 from .team import guardrails
+
+# Installers a LoadBalancer Service needs: created before it, deleted after it (the NLB goes with it).
+LOAD_BALANCING = ("aws-load-balancer-controller",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +93,7 @@ class Platform(pulumi.ComponentResource):
         elif self.config.cluster is not None:
             wiring = self._foundation(name)
             self._capacity(name, wiring)
+            self._load_balancing(name, wiring)
             self._namespaces(name, wiring)
             self._storage(name, wiring)
             self._gateway_controller(name, wiring)
@@ -171,6 +177,28 @@ class Platform(pulumi.ComponentResource):
             for p in self.config.node_pools
         ]
 
+    def _load_balancing(self, name: str, wiring: Wiring) -> None:
+        """The AWS Load Balancer Controller, when something creates a LoadBalancer Service (the
+        gateway's Envoy Service, or AIBrix's): it provisions the NLB those Services ask for."""
+        config = self.config
+        assert config.cluster is not None
+        if not needs_load_balancer_controller(config):
+            return
+        controller = LoadBalancerController(
+            f"{name}-load-balancer-controller",
+            LoadBalancerControllerArgs(
+                cluster_name=config.cluster.name,
+                cluster=wiring.cluster.name,
+                region=config.aws_region,
+                vpc_id=wiring.cluster.vpc_id,
+                chart=chart("aws-load-balancer-controller", config.addons.aws_load_balancer_controller.version),
+                provider=wiring.cluster.provider,
+                tags=wiring.cluster.tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        wiring.installers["aws-load-balancer-controller"] = controller.release
+
     def _namespaces(self, name: str, wiring: Wiring) -> None:
         """One Namespace per distinct model namespace, before anything is put into them."""
         child = pulumi.ResourceOptions(parent=self, provider=wiring.cluster.provider)
@@ -211,7 +239,12 @@ class Platform(pulumi.ComponentResource):
         if config.gateway.enabled or config.addons.aibrix.enabled:
             controller = GatewayController(
                 f"{name}-gateway-controller",
-                GatewayControllerArgs(config=config, provider=wiring.cluster.provider),
+                GatewayControllerArgs(
+                    config=config,
+                    provider=wiring.cluster.provider,
+                    # Every Gateway it serves (ours, AIBrix's) gets a LoadBalancer Service.
+                    depends_on=[wiring.installers[k] for k in LOAD_BALANCING if k in wiring.installers],
+                ),
                 pulumi.ResourceOptions(parent=self),
             )
             wiring.installers["envoy-gateway"] = controller.release
@@ -277,7 +310,7 @@ class Platform(pulumi.ComponentResource):
         config = self.config
         served = served_models(config)
         parent = parent_gateway(config, wiring.extra.get("aibrix_gateway", AIBRIX_GATEWAY))
-        installers = [wiring.installers[k] for k in ("envoy-gateway",) if k in wiring.installers]
+        installers = [wiring.installers[k] for k in ("envoy-gateway", *LOAD_BALANCING) if k in wiring.installers]
         if not parent.own and "aibrix" in wiring.installers:
             installers.append(wiring.installers["aibrix"])
         door = FrontDoor(

@@ -112,6 +112,28 @@ def allocatable(pool: NodePoolSection, itype: InstanceType, overhead: Requests =
     )
 
 
+# ---- quantities --------------------------------------------------------------------------------
+
+_BINARY = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024**2}
+
+
+def cpu_millicores(quantity: str) -> int:
+    """'8' -> 8000, '500m' -> 500, '2.5' -> 2500."""
+    quantity = quantity.strip()
+    if quantity.endswith("m"):
+        return int(quantity[:-1])
+    return math.ceil(float(quantity) * 1000)
+
+
+def memory_mib(quantity: str) -> int:
+    """'24Gi' -> 24576, '512Mi' -> 512; a bare number is bytes."""
+    quantity = quantity.strip()
+    for suffix, factor in _BINARY.items():
+        if quantity.endswith(suffix):
+            return math.ceil(float(quantity[: -len(suffix)]) * factor)
+    return math.ceil(float(quantity) / 2**20)
+
+
 @dataclass(frozen=True)
 class NodeDaemonSet:
     """A DaemonSet of the platform that runs on every node of the pools `runs_on` accepts.
@@ -131,13 +153,40 @@ def _neuron_npd(pool: NodePoolSection, config: StackConfig | None) -> bool:
     return pool.accelerator == "neuron" and (config is None or config.addons.neuron.node_problem_detector)
 
 
+def _model_cache(kind: str) -> Callable[[NodePoolSection, StackConfig | None], bool]:
+    """The CSI node driver of a shared model cache runs on every node (it tolerates every taint)."""
+    return lambda pool, config: config is None or config.storage.model_cache == kind
+
+
+def _exporter(accelerator: str) -> Callable[[NodePoolSection, StackConfig | None], bool]:
+    """The accelerator exporter runs on every node of that accelerator when monitoring is on."""
+
+    def runs_on(pool: NodePoolSection, config: StackConfig | None) -> bool:
+        return pool.accelerator == accelerator and (config is None or config.addons.monitoring.enabled)
+
+    return runs_on
+
+
+# What each accelerator exporter asks for on every accelerator node: the DCGM exporter's Helm values
+# and the neuron-monitor DaemonSet (components/monitoring/manifests.py) take these very figures.
+EXPORTER_REQUESTS: dict[str, dict[str, str]] = {
+    "nvidia": {"cpu": "100m", "memory": "128Mi"},
+    "neuron": {"cpu": "100m", "memory": "128Mi"},
+}
+
+
+def _requests(quantities: dict[str, str]) -> Requests:
+    return Requests(cpu_m=cpu_millicores(quantities["cpu"]), memory_mib=memory_mib(quantities["memory"]))
+
+
 # The platform's DaemonSets and their requests, per container summed. Concerns that add a node agent
 # (a CSI node driver, an exporter) append an entry here so every fit check accounts for it.
 NODE_DAEMONSETS: list[NodeDaemonSet] = [
     NodeDaemonSet(
         "aws-node",
         Requests(cpu_m=25),
-        "aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml (v1.15.1): resources.requests.cpu 25m",
+        "aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/values.yaml (v1.15.1): resources.requests.cpu 25m; the "
+        "network policy agent container (nodeAgent, on with enableNetworkPolicy) requests nothing (v1.23.0)",
     ),
     NodeDaemonSet("kube-proxy", Requests(cpu_m=100), "EKS kube-proxy add-on DaemonSet: requests cpu 100m"),
     NodeDaemonSet(
@@ -169,6 +218,32 @@ NODE_DAEMONSETS: list[NodeDaemonSet] = [
         Requests(cpu_m=10, memory_mib=80),
         "aws-neuron/neuron-helm-charts 1.9.0 values.yaml: npd.nodeProblemDetector.resources.requests 10m/80Mi",
         _neuron_npd,
+    ),
+    NodeDaemonSet(
+        "efs-csi-node",
+        Requests(),
+        "kubernetes-sigs/aws-efs-csi-driver v3.4.1 (chart 4.4.1) values.yaml: node.resources {}, "
+        "sidecars.nodeDriverRegistrar/livenessProbe.resources {}",
+        _model_cache("efs"),
+    ),
+    NodeDaemonSet(
+        "fsx-csi-node",
+        Requests(cpu_m=30, memory_mib=104),
+        "kubernetes-sigs/aws-fsx-csi-driver v1.9.0 (chart 1.17.0) values.yaml: node.resources.requests "
+        "10m/40Mi, sidecars.nodeDriverRegistrar and livenessProbe 10m/32Mi each",
+        _model_cache("fsx"),
+    ),
+    NodeDaemonSet(
+        "dcgm-exporter",
+        _requests(EXPORTER_REQUESTS["nvidia"]),
+        "components/monitoring/manifests.py dcgm_exporter_values: resources.requests = EXPORTER_REQUESTS",
+        _exporter("nvidia"),
+    ),
+    NodeDaemonSet(
+        "neuron-monitor",
+        _requests(EXPORTER_REQUESTS["neuron"]),
+        "components/monitoring/manifests.py neuron_monitor DaemonSet: requests = EXPORTER_REQUESTS",
+        _exporter("neuron"),
     ),
 ]
 
@@ -247,28 +322,6 @@ def explain_no_fit(what: str, requests: Requests, pool: NodePoolSection, report:
         f"{what} fits no instance type of pool {pool.name}: on the largest, {big.name}, "
         f"{detail or 'nothing is short'}. Give the pool a larger instance type or ask for less"
     )
-
-
-# ---- quantities --------------------------------------------------------------------------------
-
-_BINARY = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024**2}
-
-
-def cpu_millicores(quantity: str) -> int:
-    """'8' -> 8000, '500m' -> 500, '2.5' -> 2500."""
-    quantity = quantity.strip()
-    if quantity.endswith("m"):
-        return int(quantity[:-1])
-    return math.ceil(float(quantity) * 1000)
-
-
-def memory_mib(quantity: str) -> int:
-    """'24Gi' -> 24576, '512Mi' -> 512; a bare number is bytes."""
-    quantity = quantity.strip()
-    for suffix, factor in _BINARY.items():
-        if quantity.endswith(suffix):
-            return math.ceil(float(quantity[: -len(suffix)]) * factor)
-    return math.ceil(float(quantity) / 2**20)
 
 
 # ---- NodePool limits ---------------------------------------------------------------------------

@@ -54,6 +54,8 @@ CHARTS: dict[str, Chart] = {
     "kuberay": Chart("kuberay-operator", "1.7.0", "https://ray-project.github.io/kuberay-helm/"),
     "nim-operator": Chart("k8s-nim-operator", "3.1.2", "https://helm.ngc.nvidia.com/nvidia"),
     # --- front door and monitoring -------------------------------------------------------------
+    # Chart version = controller appVersion since v3 (aws/eks-charts stable/aws-load-balancer-controller).
+    "aws-load-balancer-controller": Chart("aws-load-balancer-controller", "3.5.0", "https://aws.github.io/eks-charts"),
     "envoy-gateway": Chart("gateway-helm", "v1.9.0", "oci://docker.io/envoyproxy"),
     # gateway-helm installs the Gateway API CRDs and Envoy Gateway's own CRDs (crds.enabled).
     "kube-prometheus-stack": Chart(

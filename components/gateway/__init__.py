@@ -32,6 +32,9 @@ __all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayController
 class GatewayControllerArgs:
     config: StackConfig
     provider: k8s.Provider
+    # What must run before Envoy Gateway creates a Gateway's LoadBalancer Service (the AWS Load
+    # Balancer Controller, whose Service webhook fails closed), and must outlive it on destroy.
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class GatewayController(pulumi.ComponentResource):
@@ -50,7 +53,7 @@ class GatewayController(pulumi.ComponentResource):
             namespace=EG_NAMESPACE,
             create_namespace=True,
             values=envoy_gateway_values(args.config),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         self.register_outputs({"release": self.release.name})
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# What each node exporter asks for on every accelerator node: defined with the fit check's DaemonSet
+# overhead (stacks/capacity.py), so Karpenter's packing and the fit rule count the same figures.
+from stacks.capacity import EXPORTER_REQUESTS
 from stacks.config import ModelSection, StackConfig
 from stacks.metrics import ENGINE_METRICS, Metric, metric, seconds_in
 from stacks.versions import image
@@ -22,8 +25,6 @@ DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 # The target label a model's series carry (the pod label MODEL_LABEL, sanitised by Prometheus).
 MODEL_TARGET_LABEL = "inference_platform_io_model"
 NEURON_MONITOR_PORT = 8000
-# What each node exporter asks for on every accelerator node (Karpenter packs it with the model pods).
-EXPORTER_REQUESTS = {"nvidia": {"cpu": "100m", "memory": "128Mi"}, "neuron": {"cpu": "100m", "memory": "128Mi"}}
 
 
 def _meta(name: str, namespace: str, **labels: str) -> dict[str, Any]:

@@ -86,6 +86,9 @@ class AddonsSection(Strict):
     litellm: LiteLLM = Field(default_factory=LiteLLM)
     monitoring: Monitoring = Field(default_factory=Monitoring)
     envoy_gateway: Addon = Field(default_factory=lambda: Addon(enabled=True))
+    # Provisions the NLB for the gateway's (or AIBrix's) LoadBalancer Service. Turn it off only where
+    # the cluster already runs one (installed by other means, or EKS Auto Mode's own).
+    aws_load_balancer_controller: Addon = Field(default_factory=lambda: Addon(enabled=True))
 
 
 AddonName = Literal[
@@ -99,4 +102,5 @@ AddonName = Literal[
     "litellm",
     "monitoring",
     "envoyGateway",
+    "awsLoadBalancerController",
 ]

@@ -1,0 +1,322 @@
+"""The AWS Load Balancer Controller: what turns the front door's LoadBalancer Service into an NLB.
+
+The gateway (components/gateway/) annotates the Envoy Service for this controller (an `external`
+NLB with IP targets, optionally terminating TLS with an ACM certificate), and so does AIBrix's
+gateway; without the controller that Service never gets a load balancer. This module creates:
+
+- an IAM role reached through EKS Pod Identity (`aws.eks.PodIdentityAssociation` for
+  kube-system/aws-load-balancer-controller) carrying the controller's documented policy,
+  `controller_policy()`: the statements of kubernetes-sigs/aws-load-balancer-controller
+  `docs/install/iam_policy.json` at the chart's appVersion (v3.5.0), with the upstream conditions
+  that confine every mutating call to resources tagged `elbv2.k8s.aws/cluster`;
+- the `aws-load-balancer-controller` chart from https://aws.github.io/eks-charts on the system nodes,
+  with `clusterName`, `region` and `vpcId` set (no instance metadata lookups) and two replicas under
+  a PodDisruptionBudget: its Service webhook fails closed, so it must stay up.
+
+Anything that creates a LoadBalancer Service waits for `release`, so the webhook and the controller
+exist before the Service does, and the controller outlives it on destroy (its finalizer deletes the NLB).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from stacks.config import StackConfig
+from stacks.versions import Chart
+
+from . import iam
+from .naming import SYSTEM_NODE_LABEL, TOKEN, iam_role_name, physical
+
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "aws-load-balancer-controller"
+# The tag the controller puts on every load balancer, target group and security group it creates.
+CLUSTER_TAG = "elbv2.k8s.aws/cluster"
+
+
+def needs_load_balancer_controller(config: StackConfig) -> bool:
+    """Installed when something creates a LoadBalancer Service: the gateway, or AIBrix's gateway."""
+    addons = config.addons
+    if not addons.aws_load_balancer_controller.enabled or config.stack.role == "workloads":
+        return False
+    return config.gateway.enabled or addons.aibrix.enabled
+
+
+# ---- IAM policy (docs/install/iam_policy.json, v3.5.0) ----------------------------------------
+
+_DESCRIBE = [
+    *(
+        f"ec2:{a}"
+        for a in (
+            "DescribeAccountAttributes",
+            "DescribeAddresses",
+            "DescribeAvailabilityZones",
+            "DescribeInternetGateways",
+            "DescribeVpcs",
+            "DescribeVpcPeeringConnections",
+            "DescribeSubnets",
+            "DescribeSecurityGroups",
+            "DescribeInstances",
+            "DescribeNetworkInterfaces",
+            "DescribeTags",
+            "GetCoipPoolUsage",
+            "DescribeCoipPools",
+            "GetSecurityGroupsForVpc",
+            "DescribeIpamPools",
+            "DescribeRouteTables",
+        )
+    ),
+    *(
+        f"elasticloadbalancing:{a}"
+        for a in (
+            "DescribeLoadBalancers",
+            "DescribeLoadBalancerAttributes",
+            "DescribeListeners",
+            "DescribeListenerCertificates",
+            "DescribeSSLPolicies",
+            "DescribeRules",
+            "DescribeTargetGroups",
+            "DescribeTargetGroupAttributes",
+            "DescribeTargetHealth",
+            "DescribeTags",
+            "DescribeTrustStores",
+            "DescribeListenerAttributes",
+            "DescribeCapacityReservation",
+        )
+    ),
+]
+
+# Certificates, WAF and Shield the controller looks up or attaches when an Ingress/Service asks.
+_INTEGRATIONS = [
+    "cognito-idp:DescribeUserPoolClient",
+    "acm:ListCertificates",
+    "acm:DescribeCertificate",
+    "iam:ListServerCertificates",
+    "iam:GetServerCertificate",
+    "waf-regional:GetWebACL",
+    "waf-regional:GetWebACLForResource",
+    "waf-regional:AssociateWebACL",
+    "waf-regional:DisassociateWebACL",
+    "wafv2:GetWebACL",
+    "wafv2:GetWebACLForResource",
+    "wafv2:AssociateWebACL",
+    "wafv2:DisassociateWebACL",
+    "shield:GetSubscriptionState",
+    "shield:DescribeProtection",
+    "shield:CreateProtection",
+    "shield:DeleteProtection",
+]
+
+_MODIFY_OWNED = [
+    f"elasticloadbalancing:{a}"
+    for a in (
+        "ModifyLoadBalancerAttributes",
+        "SetIpAddressType",
+        "SetSecurityGroups",
+        "SetSubnets",
+        "DeleteLoadBalancer",
+        "ModifyTargetGroup",
+        "ModifyTargetGroupAttributes",
+        "DeleteTargetGroup",
+        "ModifyListenerAttributes",
+        "ModifyCapacityReservation",
+        "ModifyIpPools",
+    )
+]
+
+_LISTENER_CHANGES = [
+    f"elasticloadbalancing:{a}"
+    for a in (
+        "SetWebAcl",
+        "ModifyListener",
+        "AddListenerCertificates",
+        "RemoveListenerCertificates",
+        "ModifyRule",
+        "SetRulePriorities",
+    )
+]
+
+
+def controller_policy(partition: str = "aws") -> dict[str, Any]:
+    """The controller's IAM policy document: upstream's statements and conditions, in this partition.
+
+    Creating load balancers, target groups and security groups needs the request to carry the
+    cluster tag; modifying, tagging or deleting them needs the resource to carry it already (the
+    `Null` conditions), so the controller cannot touch load balancers it did not create.
+    """
+    requested = {f"aws:RequestTag/{CLUSTER_TAG}": "false"}  # the request sets the tag
+    owned = {f"aws:ResourceTag/{CLUSTER_TAG}": "false"}  # the resource has the tag
+    retag = {"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "true", f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
+    sg = f"arn:{partition}:ec2:*:*:security-group/*"
+    elb = f"arn:{partition}:elasticloadbalancing:*:*"
+    balancers = [f"{elb}:targetgroup/*/*", f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"]
+    listeners = [
+        f"{elb}:listener/net/*/*/*",
+        f"{elb}:listener/app/*/*/*",
+        f"{elb}:listener-rule/net/*/*/*",
+        f"{elb}:listener-rule/app/*/*/*",
+    ]
+    statements: list[dict[str, Any]] = [
+        {
+            "Effect": "Allow",
+            "Action": ["iam:CreateServiceLinkedRole"],
+            "Resource": "*",
+            "Condition": {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
+        },
+        {"Effect": "Allow", "Action": list(_DESCRIBE), "Resource": "*"},
+        {"Effect": "Allow", "Action": list(_INTEGRATIONS), "Resource": "*"},
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
+            "Resource": "*",
+        },
+        {"Effect": "Allow", "Action": ["ec2:CreateSecurityGroup"], "Resource": "*"},
+        {
+            "Effect": "Allow",
+            "Action": ["ec2:CreateTags"],
+            "Resource": sg,
+            "Condition": {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, "Null": requested},
+        },
+        {"Effect": "Allow", "Action": ["ec2:CreateTags", "ec2:DeleteTags"], "Resource": sg, "Condition": retag},
+        {
+            "Effect": "Allow",
+            "Action": [
+                "ec2:AuthorizeSecurityGroupIngress",
+                "ec2:RevokeSecurityGroupIngress",
+                "ec2:DeleteSecurityGroup",
+            ],
+            "Resource": "*",
+            "Condition": {"Null": owned},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
+            "Resource": "*",
+            "Condition": {"Null": requested},
+        },
+        {
+            "Effect": "Allow",
+            "Action": [
+                "elasticloadbalancing:CreateListener",
+                "elasticloadbalancing:DeleteListener",
+                "elasticloadbalancing:CreateRule",
+                "elasticloadbalancing:DeleteRule",
+            ],
+            "Resource": "*",
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            "Resource": balancers,
+            "Condition": retag,
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            "Resource": listeners,
+        },
+        {"Effect": "Allow", "Action": list(_MODIFY_OWNED), "Resource": "*", "Condition": {"Null": owned}},
+        {
+            "Effect": "Allow",
+            "Action": ["elasticloadbalancing:AddTags"],
+            "Resource": balancers,
+            "Condition": {
+                "StringEquals": {"elasticloadbalancing:CreateAction": ["CreateTargetGroup", "CreateLoadBalancer"]},
+                "Null": requested,
+            },
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
+            "Resource": f"{elb}:targetgroup/*/*",
+        },
+        {"Effect": "Allow", "Action": list(_LISTENER_CHANGES), "Resource": "*"},
+    ]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+# ---- Helm values (aws-load-balancer-controller chart 3.5.0 values.yaml) ------------------------
+
+
+def controller_values(
+    *, cluster: pulumi.Input[str], region: str, vpc_id: pulumi.Input[str], tags: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "clusterName": cluster,
+        "region": region,
+        "vpcId": vpc_id,
+        "replicaCount": 2,
+        # Only taken when replicaCount > 1: the Service webhook (failurePolicy Fail) keeps one pod.
+        "podDisruptionBudget": {"maxUnavailable": 1},
+        "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
+        "nodeSelector": {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABEL},
+        # The stack's tags on every load balancer, target group and security group it creates.
+        "defaultTags": dict(tags),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadBalancerControllerArgs:
+    cluster_name: str  # as in the stack file: names the role and policy
+    cluster: pulumi.Input[str]  # the Cluster component's name output (carries the dependency)
+    region: str
+    vpc_id: pulumi.Input[str]
+    chart: Chart
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+class LoadBalancerController(pulumi.ComponentResource):
+    """The AWS Load Balancer Controller and its Pod Identity role."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: LoadBalancerControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:LoadBalancerController", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-role",
+            name=iam_role_name(args.cluster_name, "aws-load-balancer-controller"),
+            assume_role_policy=json.dumps(iam.pod_identity_trust()),
+            tags=args.tags,
+            opts=child,
+        )
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        policy = aws.iam.Policy(
+            f"{name}-policy",
+            name=physical("aws-load-balancer-controller", args.cluster_name, limit=128),
+            policy=partition.partition.apply(lambda p: json.dumps(controller_policy(p))),
+            tags=args.tags,
+            opts=child,
+        )
+        attachment = aws.iam.RolePolicyAttachment(f"{name}-policy", role=role.name, policy_arn=policy.arn, opts=child)
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-identity",
+            cluster_name=args.cluster,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            role_arn=role.arn,
+            tags=args.tags,
+            opts=child,
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="aws-load-balancer-controller",
+            chart=args.chart.chart,
+            version=args.chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo),
+            namespace=NAMESPACE,
+            values=controller_values(cluster=args.cluster, region=args.region, vpc_id=args.vpc_id, tags=args.tags),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                # Credentials first: without them the controller starts but every AWS call fails.
+                depends_on=[association, attachment],
+            ),
+        )
+        self.register_outputs({"release": self.release.name})
