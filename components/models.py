@@ -2,9 +2,10 @@
 
 For each model it builds the WorkloadSpec (image from the versions catalog overridden by
 `models[].image`, placement on its pool, the model cache from the storage concern, the served-model
-facts) and applies what the engine module returns (components/engines). Engines built by the
-serving-platform concern (dynamo, ray-serve) are applied the same way once their modules exist.
-A custom resource (NIMService) waits for the add-on that installs its CRD.
+facts) and applies what the engine module returns (components/engines, and the serving platforms'
+dynamo and ray-serve modules). A custom resource (NIMService, DynamoGraphDeployment, RayService)
+depends on the release that installs its CRD (`components/serving ENGINE_INSTALLER`). Pods run as
+the cache's bucket reader (`model-reader`) unless `service_accounts` names another account.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from .k8s import apply
 from .naming import TOKEN, labels
 from .scheduling import placement
 from .served import served_model
+from .serving import ENGINE_INSTALLER
 from .storage.cache import CacheContext, cache_mount
 from .storage.manifests import CACHE_CLAIM
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "NIMService")
-# Engine -> the add-on whose release installs the CRD of the custom resources it emits.
-CRD_INSTALLERS = {"nim": "nim-operator", "dynamo": "dynamo", "ray-serve": "kuberay"}
+# What a scaler can target: the kinds `ServedModel.scale_target` names.
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "NIMService", "DynamoGraphDeployment", "RayService")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,8 +92,8 @@ class Models(pulumi.ComponentResource):
     """The stack's model servers: workload, Service, PodDisruptionBudget and HPA per model."""
 
     skipped: list[str]
-    # model name -> (apiVersion, kind, name) of what was built for it: the scale target for
-    # AIBrix/KEDA (a StatefulSet or NIMService where served.scale_target assumes a Deployment).
+    # model name -> (apiVersion, kind, name) of the workload built for it; equal to
+    # ServedModel.scale_target, which scalers (AIBrix PodAutoscaler, HPA) target.
     workloads: dict[str, tuple[str, str, str]]
 
     def __init__(self, name: str, args: ModelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -113,7 +114,7 @@ class Models(pulumi.ComponentResource):
                 deps.append(ns)
             for obj in objs:
                 obj_deps = list(deps)
-                installer = CRD_INSTALLERS.get(model.engine)
+                installer = ENGINE_INSTALLER.get(model.engine)
                 if not _is_core(obj) and installer:
                     if installer in args.installers:
                         obj_deps.append(args.installers[installer])

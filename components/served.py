@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from stacks.config import ModelSection, StackConfig
 from stacks.engines import facts
 
+from .storage.cache import per_replica
+
 DEFAULT_NAMESPACE = "inference"
 # The label every pod (and the Service) of a served model carries, so the gateway's network policies,
 # the scrapers and the model's own peers can select exactly that model's pods.
 MODEL_LABEL = "inference-platform.io/model"
+NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class ServedModel:
     route_paths: tuple[str, ...]
     management_paths: tuple[str, ...]
     expose: bool
-    # The workload a scaler targets: (apiVersion, kind, name).
+    # The workload a scaler targets, exactly as the engine builds it: (apiVersion, kind, name).
     scale_target: tuple[str, str, str]
 
     @property
@@ -44,25 +47,31 @@ def namespace_of(config: StackConfig, model: ModelSection) -> str:
     return DEFAULT_NAMESPACE
 
 
-def _service_and_target(model: ModelSection, port: int) -> tuple[str, int, tuple[str, str, str]]:
-    """The Service clients reach and the object a scaler targets. Dynamo and KubeRay generate
-    their Services from the custom resource's name (components/serving/dynamo.py, rayservice.py)."""
+def _service_and_target(config: StackConfig, model: ModelSection, port: int) -> tuple[str, int, tuple[str, str, str]]:
+    """The Service clients reach and the workload a scaler targets, as the engine module builds it:
+    the DynamoGraphDeployment or RayService (their operators generate the Services from the custom
+    resource's name, components/serving/dynamo.py, rayservice.py); a NIMService when the NIM
+    Operator runs NIM; a StatefulSet when each replica has its own cache volume; else a Deployment."""
     if model.engine == "dynamo":
         from .serving import dynamo
 
         service, port = dynamo.served_service(model)
-        return service, port, (dynamo.API_VERSION, "DynamoGraphDeployment", model.name)
+        return service, port, (dynamo.API_VERSION, "DynamoGraphDeployment", dynamo.graph_name(model))
     if model.engine == "ray-serve":
         from .serving import rayservice
 
         service, port = rayservice.served_service(model)
         return service, port, (rayservice.API_VERSION, "RayService", model.name)
+    if model.engine == "nim" and config.addons.nim_operator.enabled:
+        return model.name, port, (NIM_API_VERSION, "NIMService", model.name)
+    if per_replica(config.storage, model):
+        return model.name, port, ("apps/v1", "StatefulSet", model.name)
     return model.name, port, ("apps/v1", "Deployment", model.name)
 
 
 def served_model(config: StackConfig, model: ModelSection) -> ServedModel:
     f = facts(model.engine)
-    service, port, target = _service_and_target(model, f.port)
+    service, port, target = _service_and_target(config, model, f.port)
     return ServedModel(
         name=model.name,
         served_model_name=model.name,

@@ -12,8 +12,11 @@ catalog.
   type), less the platform's DaemonSets and a 10% margin, so one replica per accelerator group
   always fits. CPU-only pools get a fixed modest share. On Neuron the memory is at least the
   weights plus room, since NxD Inference shards the checkpoint in host memory.
-- ephemeral storage: logs, home and compiler caches, plus the weights when the model cache lives on
-  the node's own disk (`storage.modelCache: local | none`).
+- ephemeral storage: logs, home and compiler caches, plus the node-local model cache when the cache
+  lives on the node's own disk (`storage.modelCache: local`, or `none` without an existing claim):
+  exactly the emptyDir size the storage concern gives that cache (`local_cache_gib`: weights plus
+  `storage.local.headroomPercent`, plus room for compiled Neuron artifacts on Neuron pools), so
+  the fit rule checks the ephemeral-storage request the pod really makes.
 - weights: parameters x bytes per parameter of the dtype (shared/facts/CAPACITY.md).
 """
 
@@ -33,7 +36,8 @@ BYTES_PER_PARAMETER = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4"
 WEIGHTS_FRACTION = 0.75
 MARGIN = 0.9  # of a replica's share of the node, kept back for spikes and unlisted agents
 BASE_EPHEMERAL_MIB = 10 * GIB
-NEURON_ARTIFACTS_MIB = 20 * GIB  # compiled NEFFs when the artifact cache is node-local
+NEURON_ARTIFACTS_GIB = 20  # compiled NEFFs, kept in the model cache beside the weights
+NEURON_ARTIFACTS_MIB = NEURON_ARTIFACTS_GIB * GIB
 UNKNOWN_WEIGHTS_MIB = 50 * GIB  # weights on node disk with no `parameters` given
 CPU_POOL_CPU_M = 8000
 CPU_POOL_MEMORY_MIB = 32 * GIB
@@ -103,14 +107,32 @@ def _share(model: ModelSection, pool: NodePoolSection) -> tuple[int, int]:
     return max(500, cpu // 500 * 500), max(GIB, mem // GIB * GIB)
 
 
+def cache_on_node(storage: StorageSection | None) -> bool:
+    """True when the model cache is an emptyDir on the node's disk rather than a claim."""
+    if storage is None:
+        return True
+    return storage.model_cache == "local" or (storage.model_cache == "none" and storage.existing_claim is None)
+
+
+def local_cache_gib(model: ModelSection, pool: NodePoolSection, headroom_percent: int) -> int | None:
+    """The node-local cache's size in whole GiB: weights plus headroom and, on Neuron pools, the
+    compiled artifacts; None when the stack file gives no `parameters`/`dtype`."""
+    w = weights(model)
+    if w is None:
+        return None
+    gib = max(1, math.ceil(w.bytes * (1 + headroom_percent / 100) / 2**30))
+    return gib + (NEURON_ARTIFACTS_GIB if pool.accelerator == "neuron" else 0)
+
+
 def _ephemeral(model: ModelSection, pool: NodePoolSection, storage: StorageSection | None) -> int:
     total = BASE_EPHEMERAL_MIB
-    on_node = storage is None or storage.model_cache in ("local", "none")
-    if on_node:
-        w = weights(model)
-        total += math.ceil(w.bytes * 1.1 / 2**20) if w else UNKNOWN_WEIGHTS_MIB
-        if pool.accelerator == "neuron":
-            total += NEURON_ARTIFACTS_MIB
+    if cache_on_node(storage):
+        headroom = storage.local.headroom_percent if storage is not None else StorageSection().local.headroom_percent
+        gib = local_cache_gib(model, pool, headroom)
+        if gib is not None:
+            total += gib * GIB
+        else:
+            total += UNKNOWN_WEIGHTS_MIB + (NEURON_ARTIFACTS_MIB if pool.accelerator == "neuron" else 0)
     return math.ceil(total / GIB) * GIB
 
 

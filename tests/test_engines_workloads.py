@@ -145,8 +145,14 @@ def test_neuron_vllm_asks_for_whole_devices_and_uses_their_neuroncores_for_tenso
     assert flag(c["args"], "--tensor-parallel-size") == "2", "one Inferentia2 device holds two NeuronCores"
     env = env_of(c)
     assert env["VLLM_NEURON_FRAMEWORK"] == "neuronx-distributed-inference"
-    assert env["NEURON_COMPILED_ARTIFACTS"].startswith("/neuron-artifacts/"), "artifacts apart from weights"
-    assert not env["NEURON_COMPILED_ARTIFACTS"].startswith(env["HF_HOME"])
+    assert env["NEURON_COMPILED_ARTIFACTS"].startswith("/models/_neuron/llama-inf2/"), (
+        "artifacts in the cache's compiled-artifact tree (CacheMount.compiled_dir)"
+    )
+    assert env["NEURON_COMPILED_ARTIFACTS"].endswith("/tp2"), "keyed by tensor-parallel degree"
+    assert not env["NEURON_COMPILED_ARTIFACTS"].startswith(env["HF_HOME"]), "artifacts apart from weights"
+    assert [e["name"] for e in c["env"]].count("NEURON_COMPILED_ARTIFACTS") == 1, (
+        "one entry per env name: server-side apply refuses duplicates"
+    )
     assert spec["schedulerName"] == "neuron-scheduler"
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
     assert "sdk2.32" in c["image"] and ":0.16." in c["image"]

@@ -153,5 +153,10 @@ def test_a_revision_the_tensorrt_llm_worker_would_ignore_is_refused():
 
 def test_gpu_workers_request_cpu_and_memory_so_they_are_not_best_effort():
     worker = _main(_components(_graph("qwen3-32b-disagg"))["DecodeWorker"])
-    assert worker["resources"]["requests"] == {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"}
+    requests = worker["resources"]["requests"]
+    assert {k: requests[k] for k in ("cpu", "memory", "nvidia.com/gpu")} == {
+        "cpu": "8",
+        "memory": "32Gi",
+        "nvidia.com/gpu": "4",
+    }
     assert worker["resources"]["limits"]["memory"] == "32Gi", "memory limit equals the request"

@@ -2,13 +2,17 @@
 
 A model becomes a Deployment (a StatefulSet when each replica needs its own cache volume), a
 ClusterIP Service, a PodDisruptionBudget and, with `autoscaling.owner: hpa`, an autoscaling/v2 HPA.
-Every pod gets: accelerator requests equal to limits and cpu/memory from stacks/sizing.py (the same
-figures the fit rule checks), its pool's tolerations, node selector and scheduler, a zone spread,
-memory-backed /dev/shm when a replica spans several accelerators, a startup probe sized for model
-loading, readiness and liveness on the engine's real health paths (stacks/engines.py), a restricted
-security context with writable caches on volumes, the model cache from the storage concern, and
+Every pod gets: accelerator requests equal to limits and cpu/memory/ephemeral-storage from
+stacks/sizing.py (the same figures the fit rule checks, the node-local cache included), its pool's
+tolerations, node selector and scheduler, a zone spread, memory-backed /dev/shm when a replica spans
+several accelerators, a startup probe sized for model loading (the engine's allowance or the
+cache's budget for the model's size, whichever is larger), readiness and liveness on the engine's
+real health paths (stacks/engines.py), a restricted security context with writable caches on
+volumes, the model cache from the storage concern (volume, preparation init containers and the
+`model-reader` service account that reads the bucket), the model's selector label
+(`ServedModel.selector`) on every pod and object, AIBrix's pod labels when AIBrix is on, and
 secrets mounted as files. Engine modules supply only what differs: command, args, env, extra
-volumes, run-as user and startup budget.
+volumes, run-as user and startup allowance.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from stacks.capacity import Requests
 from stacks.engines import facts
 from stacks.sizing import container_resources, replica_requests
 
+from ..serving import aibrix
+from ..storage.cache import startup_probe
 from . import WorkloadSpec
 
 HOME = "/home/engine"
@@ -28,8 +34,6 @@ HF_TOKEN_KEY = "token"  # the key the huggingFaceToken Secret must carry
 SHM_PATH = "/dev/shm"
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
-AIBRIX_NAME = "model.aibrix.ai/name"
-AIBRIX_PORT = "model.aibrix.ai/port"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +47,8 @@ class EngineContainer:
     volumes: list[dict[str, Any]] = field(default_factory=list)
     volume_mounts: list[dict[str, Any]] = field(default_factory=list)
     init_containers: list[dict[str, Any]] = field(default_factory=list)
-    # Seconds the startup probe allows before the kubelet restarts a still-loading server.
+    # Seconds the startup probe allows before the kubelet restarts a still-loading server; the
+    # cache's budget for the model's size (CacheMount.startup_seconds) wins when it is larger.
     startup_seconds: int = 1800
     # None keeps the image's user (images that need root, e.g. the Neuron DLC).
     run_as_user: int | None = 1000
@@ -60,20 +65,24 @@ def name_of(spec: WorkloadSpec) -> str:
 
 
 def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
-    labels = {**spec.labels, "app.kubernetes.io/name": name_of(spec), "inference-platform.io/model": spec.model.name}
+    """The pods' labels: the model selector the network policies and monitors use and, with AIBrix
+    on, the labels its gateway plugin and adapter controller find model pods by."""
+    labels = {**spec.labels, **selector(spec)}
     if spec.config.addons.aibrix.enabled:
-        # AIBrix's gateway plugin and ModelAdapter podSelector find model pods by these labels.
-        labels[AIBRIX_NAME] = spec.served.served_model_name
-        labels[AIBRIX_PORT] = str(spec.served.port)
+        labels.update(aibrix.pod_labels(spec.served, adapters=bool(spec.model.adapters)))
     return labels
 
 
 def selector(spec: WorkloadSpec) -> dict[str, str]:
-    return {"app.kubernetes.io/name": name_of(spec), "inference-platform.io/model": spec.model.name}
+    return {"app.kubernetes.io/name": name_of(spec), **spec.served.selector}
 
 
 def metadata(spec: WorkloadSpec, name: str | None = None) -> dict[str, Any]:
-    return {"name": name or name_of(spec), "namespace": spec.served.namespace, "labels": dict(spec.labels)}
+    return {
+        "name": name or name_of(spec),
+        "namespace": spec.served.namespace,
+        "labels": {**spec.labels, **spec.served.selector},
+    }
 
 
 def requests(spec: WorkloadSpec) -> Requests:
@@ -96,16 +105,16 @@ def hf_token(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, A
     return volumes, mounts, env
 
 
-def probes(spec: WorkloadSpec, startup_seconds: int) -> dict[str, Any]:
+def startup_seconds(spec: WorkloadSpec, engine_default: int) -> int:
+    """The engine's own allowance, or the cache's budget for this model's size when larger."""
+    return max(engine_default, spec.cache.startup_seconds)
+
+
+def probes(spec: WorkloadSpec, engine_startup_seconds: int) -> dict[str, Any]:
     f = facts(spec.model.engine)
     period = 10
     return {
-        "startupProbe": {
-            "httpGet": {"path": f.ready_path, "port": "http"},
-            "periodSeconds": period,
-            "timeoutSeconds": 5,
-            "failureThreshold": max(6, startup_seconds // period),
-        },
+        "startupProbe": startup_probe(f.ready_path, "http", startup_seconds(spec, engine_startup_seconds), period),
         "readinessProbe": {
             "httpGet": {"path": f.ready_path, "port": "http"},
             "periodSeconds": period,
@@ -157,6 +166,15 @@ def shm_volume(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str,
     )
 
 
+def merge_env(env: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per name, the later winning in the earlier's place: an engine may override a cache
+    default (server-side apply refuses an env list with a duplicate name)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for entry in env:
+        merged[entry["name"]] = entry
+    return list(merged.values())
+
+
 def helper_container(
     spec: WorkloadSpec,
     engine_run_as: int | None,
@@ -173,7 +191,7 @@ def helper_container(
         "image": spec.image.ref,
         "imagePullPolicy": "IfNotPresent",
         "command": command,
-        "env": [{"name": "HOME", "value": HOME}, *spec.cache.env, *env],
+        "env": merge_env([{"name": "HOME", "value": HOME}, *spec.cache.env, *env]),
         "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}},
         "volumeMounts": [{"name": "home", "mountPath": HOME}, *spec.cache.volume_mounts],
         "securityContext": security_context(engine_run_as),
@@ -192,7 +210,7 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         **({"command": engine.command} if engine.command else {}),
         "args": [*engine.args, *(spec.model.engine_args if engine.append_engine_args else [])],
         "ports": ports,
-        "env": [{"name": "HOME", "value": HOME}, *spec.cache.env, *tok_env, *engine.env],
+        "env": merge_env([{"name": "HOME", "value": HOME}, *spec.cache.env, *tok_env, *engine.env]),
         "resources": container_resources(requests(spec)),
         "volumeMounts": [
             {"name": "home", "mountPath": HOME},
@@ -224,8 +242,8 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     }
     if engine.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": n} for n in engine.image_pull_secrets]
-    if spec.service_account:
-        pod_spec["serviceAccountName"] = spec.service_account
+    if spec.pod_service_account:
+        pod_spec["serviceAccountName"] = spec.pod_service_account
     if not pod_spec["initContainers"]:
         del pod_spec["initContainers"]
     pod_spec = spec.placement.apply(pod_spec)

@@ -5,8 +5,10 @@ Neuron SDK 2.32 documents two paths: the NxD Inference plugin with vLLM 0.16 for
 Trn2/Trn3 only, which stacks/rules/engines.py refuses on inf2. The pod asks for whole
 `aws.amazon.com/neuron` devices (`acceleratorsPerReplica`); the tensor parallel degree is the
 NeuronCores those devices hold (2 per Inferentia2 device). It uses the Neuron scheduler extension
-when installed. Compiled artifacts (NEFFs) live on their own volume, apart from the weights, keyed
-by model, revision and TP degree, so a recompile never mixes with the downloaded model. The DLC runs
+when installed. Compiled artifacts (NEFFs) live in the cache's compiled-artifact tree
+(`CacheMount.compiled_dir`, apart from the weights' directory), keyed by model, revision and TP
+degree, so a recompile never mixes with the downloaded model; on a shared cache (efs, fsx) a model
+is compiled once, not once per pod, and a node-local cache is sized with room for them. The DLC runs
 as root (Neuron runtime and device access); privilege escalation and capabilities stay off.
 """
 
@@ -16,21 +18,25 @@ from typing import Any
 
 from stacks.sizing import tensor_parallel
 
+from ..storage.cache import compiled_dir
 from . import WorkloadSpec
 from .common import EngineContainer
 from .common import manifests as workload_manifests
 from .vllm import served_args
 
-ARTIFACTS = "/neuron-artifacts"
-ARTIFACTS_SIZE = "20Gi"
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours
 # and may not fit device memory. Override with engineArgs (the last flag wins).
 MAX_NUM_SEQS = 8
 
 
+def compiled_root(spec: WorkloadSpec) -> str:
+    """The cache's compiled-artifact directory for this model and revision (a Neuron pool always
+    has one; the engine x accelerator rule refuses neuron-vllm elsewhere)."""
+    return spec.cache.compiled_dir or compiled_dir(spec.model)
+
+
 def artifacts_dir(spec: WorkloadSpec) -> str:
-    m = spec.model
-    return f"{ARTIFACTS}/{m.name}/{m.revision or 'latest'}/tp{tensor_parallel(m, spec.pool)}"
+    return f"{compiled_root(spec)}/tp{tensor_parallel(spec.model, spec.pool)}"
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
@@ -41,11 +47,9 @@ def container(spec: WorkloadSpec) -> EngineContainer:
             {"name": "HF_HOME", "value": spec.cache.model_dir},
             {"name": "VLLM_NEURON_FRAMEWORK", "value": "neuronx-distributed-inference"},
             {"name": "NEURON_COMPILED_ARTIFACTS", "value": artifacts_dir(spec)},
-            {"name": "NEURON_COMPILE_CACHE_URL", "value": f"{ARTIFACTS}/compile-cache"},
+            {"name": "NEURON_COMPILE_CACHE_URL", "value": f"{compiled_root(spec)}/compile-cache"},
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
         ],
-        volumes=[{"name": "neuron-artifacts", "emptyDir": {"sizeLimit": ARTIFACTS_SIZE}}],
-        volume_mounts=[{"name": "neuron-artifacts", "mountPath": ARTIFACTS}],
         # First start compiles the model for the Neuron devices before serving.
         startup_seconds=3600,
         run_as_user=None,

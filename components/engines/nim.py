@@ -9,7 +9,8 @@ entrypoint, so the key never appears in the pod spec. Metrics at /v1/metrics, he
 /v1/health/live and /v1/health/ready.
 
 With `addons.nimOperator.enabled` the model is a NIMService (apps.nvidia.com/v1alpha1) instead; the
-operator builds the Deployment and Service and injects the `authSecret` itself.
+operator builds the Deployment and Service and injects the `authSecret` itself. The NIMService CRD
+(v3.1.2) has no service-account field: the operator runs the pods under an account it creates.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from stacks.engines import facts
 from stacks.sizing import container_resources
 
+from ..served import NIM_API_VERSION
 from . import WorkloadSpec
 from .common import (
     EngineContainer,
@@ -146,7 +148,7 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
     if m.accelerators_per_replica > 1:
         body["storage"]["sharedMemorySizeLimit"] = "16Gi"
     return {
-        "apiVersion": "apps.nvidia.com/v1alpha1",
+        "apiVersion": NIM_API_VERSION,
         "kind": "NIMService",
         "metadata": metadata(spec),
         "spec": body,

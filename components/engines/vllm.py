@@ -2,7 +2,9 @@
 
 Pinned model revision, tensor parallel size = `acceleratorsPerReplica`, `maxModelLen`, and
 `--trust-remote-code` only when the model entry opts in (it runs code from the model repository).
-Health at /health, Prometheus metrics at /metrics on the serving port (stacks/engines.py).
+Health at /health, Prometheus metrics at /metrics on the serving port (stacks/engines.py). With
+AIBrix on, a model with `adapters` also gets AIBrix's LoRA runtime (`--enable-lora` and runtime
+adapter loading), so the adapter controller can load its ModelAdapters into the server.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from stacks.engines import facts
 from stacks.sizing import tensor_parallel
 
+from ..serving import aibrix
 from . import WorkloadSpec
 from .common import EngineContainer
 from .common import manifests as workload_manifests
@@ -42,15 +45,24 @@ def served_args(spec: WorkloadSpec, model_ref: str) -> list[str]:
     return args
 
 
+def lora(spec: WorkloadSpec) -> tuple[list[str], list[dict[str, str]]]:
+    """AIBrix's runtime LoRA flags and env for a model with adapters, when AIBrix loads them."""
+    if spec.config.addons.aibrix.enabled and spec.model.adapters:
+        return aibrix.lora_runtime()
+    return [], []
+
+
 def container(spec: WorkloadSpec) -> EngineContainer:
+    lora_args, lora_env = lora(spec)
     return EngineContainer(
         command=["vllm", "serve"],
-        args=served_args(spec, spec.model.model),
+        args=[*served_args(spec, spec.model.model), *lora_args],
         env=[
             {"name": "HF_HOME", "value": spec.cache.model_dir},
             # Usage stats phone home by default; a platform does not.
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
             {"name": "DO_NOT_TRACK", "value": "1"},
+            *lora_env,
         ],
     )
 

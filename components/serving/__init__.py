@@ -6,12 +6,12 @@ components/engines ENGINE_MODULES); `aibrix.py` and `litellm.py` build their obj
 
 `ENGINE_INSTALLER` names, for each engine whose objects are custom resources of a serving
 platform, the `wiring.installers` key of the release that installs the CRD: the Models component
-makes those objects depend on it.
+makes those objects depend on it (NIM's objects are custom resources only with the NIM Operator on;
+otherwise they are core objects and need no installer).
 """
 
 from __future__ import annotations
 
-ENGINE_INSTALLER: dict[str, str] = {"dynamo": "dynamo", "ray-serve": "kuberay"}
-# NIMServices (engine: nim, components/engines/nim.py) depend on wiring.installers["nim-operator"].
+ENGINE_INSTALLER: dict[str, str] = {"dynamo": "dynamo", "ray-serve": "kuberay", "nim": "nim-operator"}
 
 __all__ = ["ENGINE_INSTALLER"]

@@ -10,6 +10,9 @@ The graph is a `components` list (v1beta1; `services` was the v1alpha1 map):
 
 The operator (installed by the dynamo-platform chart, see components/serving/platforms.py) turns
 the DGD into pods and a ClusterIP Service `<dgd name>-frontend` on port 8000 for the Frontend.
+Every pod template carries the model's selector label (`ServedModel.selector`); the workers get the
+model cache from the storage concern (volume, mounts, preparation init containers, the
+`model-reader` service account and the ephemeral-storage request of a node-local cache).
 
 A DynamoGraphDeploymentRequest is NOT a read-only inspection: it launches profiling jobs on the
 cluster's GPUs and, with `autoApply` (whose upstream default is true), creates a DGD of its own. A
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from stacks.config import ModelSection
 from stacks.config.models import Dynamo
+from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
 from .workers import worker_resources
@@ -129,12 +133,18 @@ def _secret_volume(model: ModelSection) -> tuple[list[dict[str, Any]], list[dict
     return [volume], [mount]
 
 
+def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
+    """Every pod of the graph carries the model's selector label: the network policies let the
+    gateway, the scraper and the graph's own peers reach exactly these pods."""
+    return {**spec.labels, **spec.served.selector}
+
+
 def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     model = spec.model
     block = dynamo_block(model)
     module, workdir = BACKENDS[block.backend]
     secret_volumes, secret_mounts = _secret_volume(model)
-    resources = worker_resources(model)
+    resources = worker_resources(model, replica_requests(model, spec.pool, spec.config.storage).ephemeral_mib)
     container = {
         "name": "main",
         "image": runtime_image(model).ref,
@@ -154,14 +164,15 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
             "containers": [container],
             "volumes": [*spec.cache.volumes, *secret_volumes],
             **({"initContainers": list(spec.cache.init_containers)} if spec.cache.init_containers else {}),
-            **({"serviceAccountName": spec.service_account} if spec.service_account else {}),
+            # The preparation init containers read the model bucket as this account.
+            **({"serviceAccountName": spec.pod_service_account} if spec.pod_service_account else {}),
         }
     )
     return {
         "name": ROLE_NAMES[role],
         "type": role,
         "replicas": replicas,
-        "podTemplate": {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec},
+        "podTemplate": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec},
     }
 
 
@@ -173,7 +184,7 @@ def _frontend(spec: WorkloadSpec) -> dict[str, Any]:
         "type": "frontend",
         "replicas": block.frontend_replicas,
         "podTemplate": {
-            "metadata": {"labels": dict(spec.labels)},
+            "metadata": {"labels": pod_labels(spec)},
             "spec": {
                 "containers": [
                     {
@@ -200,7 +211,7 @@ def graph_deployment(spec: WorkloadSpec) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "DynamoGraphDeployment",
-        "metadata": {"name": graph_name(model), "namespace": spec.served.namespace, "labels": dict(spec.labels)},
+        "metadata": {"name": graph_name(model), "namespace": spec.served.namespace, "labels": pod_labels(spec)},
         "spec": {"backendFramework": block.backend, "components": [_frontend(spec), *workers]},
     }
 

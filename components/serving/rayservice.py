@@ -14,6 +14,10 @@
   and vLLM on head and workers alike, and any extra `rayServe.pip` packages go into the LLM
   config's `runtime_env`, which Ray applies to the replica and to the engine workers.
 
+Head and worker pods carry the model's selector label (`ServedModel.selector`); the workers get the
+model cache from the storage concern (volume, mounts, preparation init containers, the
+`model-reader` service account and the ephemeral-storage request of a node-local cache).
+
 KubeRay names the Serve Service `<rayservice name>-serve-svc` (GenerateServeServiceName,
 ray-operator/controllers/ray/utils/util.go at v1.7.0) on port 8000 (DefaultServingPort).
 """
@@ -26,6 +30,7 @@ import yaml
 
 from stacks.config import ModelSection
 from stacks.config.models import RayServe
+from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
 from .workers import worker_resources
@@ -109,6 +114,12 @@ def _secret_parts(model: ModelSection) -> tuple[list[dict[str, Any]], list[dict[
     return [volume], [{"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True}]
 
 
+def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
+    """Head and workers carry the model's selector label: the network policies let the gateway,
+    the scraper and the cluster's own peers reach exactly these pods."""
+    return {**spec.labels, **spec.served.selector}
+
+
 def _head(spec: WorkloadSpec) -> dict[str, Any]:
     ports = [
         {"containerPort": 6379, "name": "gcs"},
@@ -120,7 +131,7 @@ def _head(spec: WorkloadSpec) -> dict[str, Any]:
     return {
         "rayStartParams": {"num-cpus": "0", "num-gpus": "0", "dashboard-host": "0.0.0.0"},
         "template": {
-            "metadata": {"labels": dict(spec.labels)},
+            "metadata": {"labels": pod_labels(spec)},
             "spec": {
                 "containers": [
                     {
@@ -143,7 +154,7 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     block = ray_block(model)
     gpus = str(model.accelerators_per_replica)
     volumes, mounts = _secret_parts(model)
-    resources = worker_resources(model)
+    resources = worker_resources(model, replica_requests(model, spec.pool, spec.config.storage).ephemeral_mib)
     # Ray sizes its own scheduling from the container's CPU limit; give it the request.
     resources["limits"]["cpu"] = resources["requests"]["cpu"]
     pod_spec = spec.placement.apply(
@@ -159,7 +170,8 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
             ],
             "volumes": [*spec.cache.volumes, *volumes],
             **({"initContainers": list(spec.cache.init_containers)} if spec.cache.init_containers else {}),
-            **({"serviceAccountName": spec.service_account} if spec.service_account else {}),
+            # The preparation init containers read the model bucket as this account.
+            **({"serviceAccountName": spec.pod_service_account} if spec.pod_service_account else {}),
         }
     )
     return {
@@ -168,7 +180,7 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
         "minReplicas": block.min_workers,
         "maxReplicas": block.max_workers,
         "rayStartParams": {"num-gpus": gpus},
-        "template": {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec},
+        "template": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec},
     }
 
 
@@ -176,7 +188,7 @@ def ray_service(spec: WorkloadSpec) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "RayService",
-        "metadata": {"name": spec.model.name, "namespace": spec.served.namespace, "labels": dict(spec.labels)},
+        "metadata": {"name": spec.model.name, "namespace": spec.served.namespace, "labels": pod_labels(spec)},
         "spec": {
             "serveConfigV2": serve_config(spec),
             "rayClusterConfig": {

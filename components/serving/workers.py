@@ -7,14 +7,19 @@ from typing import Any
 from stacks.config import ModelSection
 
 
-def worker_resources(model: ModelSection) -> dict[str, Any]:
+def worker_resources(model: ModelSection, ephemeral_mib: int | None = None) -> dict[str, Any]:
     """A GPU worker's requests and limits: `acceleratorsPerReplica` GPUs and, unless
     `models[].resources` says otherwise, 2 CPUs and 8Gi per GPU (small enough for a one-GPU g6 or
-    g5 node, and Guaranteed memory so the worker is not the first evicted)."""
+    g5 node, and Guaranteed memory so the worker is not the first evicted). `ephemeral_mib`: the
+    node disk the replica needs (stacks/sizing.py, the node-local model cache included), requested
+    so the scheduler only places the worker where the disk has room."""
     gpus = model.accelerators_per_replica
     cpu = model.resources.cpu or str(2 * gpus)
     memory = model.resources.memory or f"{8 * gpus}Gi"
+    requests = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus)}
+    if ephemeral_mib:
+        requests["ephemeral-storage"] = f"{ephemeral_mib}Mi"
     return {
-        "requests": {"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus)},
+        "requests": requests,
         "limits": {"memory": memory, "nvidia.com/gpu": str(gpus)},
     }

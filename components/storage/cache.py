@@ -5,7 +5,8 @@ Per `storage.modelCache`:
 - efs / fsx: the namespace's shared ReadWriteMany claim `model-cache`, filled once (the first pod
   takes the lock) and reused by every replica and restart.
 - local: an emptyDir on the node's RAID0 instance store, sized to the model (weights plus
-  `storage.local.headroomPercent`) with a matching ephemeral-storage request, so the scheduler only
+  `storage.local.headroomPercent`, plus compiled artifacts on Neuron) with a matching
+  ephemeral-storage request, so the scheduler only
   places the pod where the NVMe has room; every new pod (so every new node) refills it.
 - none: an emptyDir on the node's root volume, or `storage.existingClaim` when given.
 Engines that load Hugging Face weights (everything but NIM and Ollama, which fetch their own) get the
@@ -24,6 +25,7 @@ from stacks.config.models import ModelSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
 from stacks.rules.storage import BYTES_PER_PARAMETER
+from stacks.sizing import local_cache_gib
 
 from . import prepare
 
@@ -95,14 +97,6 @@ def weight_bytes(model: ModelSection) -> int | None:
     return int(model.parameter_count * BYTES_PER_PARAMETER[model.dtype])
 
 
-def local_cache_gib(model: ModelSection, headroom_percent: int) -> int | None:
-    """The emptyDir size for a model: weights plus headroom, in whole GiB."""
-    size = weight_bytes(model)
-    if size is None:
-        return None
-    return max(1, math.ceil(size * (1 + headroom_percent / 100) / 2**30))
-
-
 def startup_budget_seconds(size_bytes: int | None, neuron: bool = False, read_mibps: int = ASSUMED_READ_MIBPS) -> int:
     """Seconds to allow a server to load `size_bytes` of weights (plus a Neuron compile on first
     start) before its startup probe gives up. Unknown size: the base allowance only."""
@@ -124,23 +118,33 @@ def startup_probe(path: str, port: int | str, seconds: int, period: int = STARTU
     }
 
 
-def _volume(ctx: CacheContext, model: ModelSection) -> tuple[dict[str, Any], str | None]:
-    """The cache volume and, for node-local caches, the ephemeral storage to request."""
+def _volume(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -> tuple[dict[str, Any], str | None]:
+    """The cache volume and, for node-local caches, the ephemeral storage to request (the size
+    stacks/sizing.py counts, so the fit rule checks what the pod asks for)."""
     storage = ctx.storage
     if storage.model_cache in ("efs", "fsx"):
         return {"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": ctx.claim_name}}, None
     if storage.model_cache == "none" and storage.existing_claim is not None:
         return {"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": storage.existing_claim.name}}, None
-    gib = local_cache_gib(model, storage.local.headroom_percent)
+    gib = local_cache_gib(model, pool, storage.local.headroom_percent)
     if gib is None:
         return {"name": CACHE_VOLUME, "emptyDir": {}}, None
     return {"name": CACHE_VOLUME, "emptyDir": {"sizeLimit": f"{gib}Gi"}}, f"{gib}Gi"
 
 
+def per_replica(storage: StorageSection, model: ModelSection) -> bool:
+    """Whether each replica needs a volume of its own (a StatefulSet claim template) rather than the
+    shared claim (efs, fsx, an existing claim) or a node-local emptyDir (local, none). No current
+    `storage.modelCache` choice does. The one decision both the engines (Deployment or StatefulSet)
+    and `ServedModel.scale_target` (what a scaler targets) read, so they cannot disagree."""
+    del storage, model
+    return False
+
+
 def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -> CacheMount:
     """The cache for this model under this stack's storage choice."""
     storage = ctx.storage
-    volume, ephemeral = _volume(ctx, model)
+    volume, ephemeral = _volume(ctx, model, pool)
     mount = {"name": CACHE_VOLUME, "mountPath": CACHE_ROOT}
     weights = model_dir(model)
     neuron = pool.accelerator == "neuron"
@@ -175,7 +179,7 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -
         volume_mounts=[mount],
         init_containers=inits,
         env=env,
-        per_replica=False,
+        per_replica=per_replica(storage, model),
         compiled_dir=compiled,
         ephemeral_storage=ephemeral,
         service_account=ctx.reader_service_account,

@@ -213,7 +213,3 @@ class ModelSection(Strict):
     @property
     def parameter_count(self) -> int | None:
         return None if self.parameters is None else parse_parameters(self.parameters)
-
-    @property
-    def effective_namespace(self) -> str:
-        return self.namespace or "models"
