@@ -258,3 +258,11 @@ def test_a_podautoscaler_targets_the_statefulset_when_the_cache_is_per_replica(m
     autoscaler = aibrix.pod_autoscaler(built.served, built.model, {})
     ref = autoscaler["spec"]["scaleTargetRef"]
     assert (ref["apiVersion"], ref["kind"], ref["name"]) == ("apps/v1", "StatefulSet", "qwen3-8b-lora")
+
+
+def test_an_hpa_owned_deployment_leaves_replicas_to_the_hpa(dev_render):
+    hpa = [r for r in dev_render.mocks.records if r.type == "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"]
+    assert hpa, "the dev stack's qwen3-8b is scaled by an HPA"
+    deployment = dev_render.mocks.named("kubernetes:apps/v1:Deployment", "platform-models-deployment-qwen3-8b")
+    assert "replicas" not in deployment.inputs["spec"], "pulumi up must not reset the HPA's replica count"
+    assert hpa[0].inputs["spec"]["minReplicas"] == 2

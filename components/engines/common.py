@@ -276,16 +276,15 @@ def _claim_templates(template: dict[str, Any]) -> list[dict[str, Any]]:
 
 def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     template = pod_template(spec, engine)
-    replicas = spec.model.replicas
-    if spec.model.autoscaling.owner == "hpa":
-        replicas = max(replicas, spec.model.autoscaling.min_replicas)
     body: dict[str, Any] = {
         "selector": {"matchLabels": selector(spec)},
         "template": template,
         "revisionHistoryLimit": 3,
     }
-    if spec.model.autoscaling.owner in ("none", "hpa"):
-        body["replicas"] = replicas  # other owners (AIBrix, KEDA) set it themselves
+    if spec.model.autoscaling.owner == "none":
+        # With an autoscaler (HPA, AIBrix, KEDA) the field is the scaler's: setting it here would make
+        # every `pulumi up` reset the replica count the scaler chose.
+        body["replicas"] = spec.model.replicas
     if spec.cache.per_replica:
         claims = _claim_templates(template)
         body.update(
