@@ -244,3 +244,17 @@ def test_stacks_new_sizes_the_starter_quota_with_the_engines_sizing():
     finally:
         exports.forget()
     assert 'cpu: "32"' not in text, "two default-sized replicas need more than the 32-cpu floor"
+
+
+def test_an_exposed_team_model_on_a_platform_without_a_gateway_is_refused(team):
+    live = platform_exports()
+    live["gatewayParent"] = None
+    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
+    try:
+        found = problems(team)
+        for model in team["models"]:
+            model["expose"] = False
+        parse_sections(team, "us-west-2")  # unexposed models need no gateway
+    finally:
+        exports.forget()
+    assert any(p.startswith("inference-platform:models[0].expose:") and "gatewayParent" in p for p in found), found

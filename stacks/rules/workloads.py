@@ -121,6 +121,13 @@ def workloads_fit_the_platform(config: StackConfig) -> Iterable[Problem]:
     yield from _storage_for_teams(config, storage, source)
     for i, model in enumerate(config.models):
         yield from _model_on_platform(i, model, pools, storage, source)
+        if model.expose and not source.exports.get("gatewayParent"):
+            yield Problem(
+                key_path(["models", i, "expose"]),
+                f"the platform ({source.where}) exports no gatewayParent (it runs no gateway), so "
+                f"{model.name} has nothing to attach a route to; set expose: false or ask the platform "
+                f"team to enable gateway",
+            )
         addon = ENGINE_ADDONS.get(model.engine)
         if addon and not getattr(addons, addon).enabled:
             yield Problem(
