@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.capacity import pool_types
 from stacks.config import StackConfig
-from stacks.exports import effective_config, platform_exports
+from stacks.exports import effective_config, gateway_parent_export, platform_exports
 from stacks.versions import chart
 
 from . import k8s as manifests
@@ -39,7 +39,7 @@ from .serving.platforms import (
     platform_egress,
 )
 from .storage.component import ModelStorage, ModelStorageArgs
-from .team import guardrails
+from .team import TeamStorage, TeamStorageArgs, guardrails
 
 # Installers a LoadBalancer Service needs: created before it, deleted after it (the NLB goes with it).
 LOAD_BALANCING = ("aws-load-balancer-controller",)
@@ -228,6 +228,7 @@ class Platform(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
         wiring.extra["cache"] = storage.context
+        wiring.extra.setdefault("exports", {}).update(storage.exports)
         self.outputs["modelBucket"] = storage.bucket_name
 
     def _gateway_controller(self, name: str, wiring: Wiring) -> None:
@@ -309,7 +310,9 @@ class Platform(pulumi.ComponentResource):
         """Gateway, routes, authentication, network policies (issue: front door)."""
         config = self.config
         served = served_models(config)
-        parent = parent_gateway(config, wiring.extra.get("aibrix_gateway", AIBRIX_GATEWAY))
+        exported = (wiring.extra.get("platform") or {}).get("gatewayParent")
+        parent = parent_gateway(config, wiring.extra.get("aibrix_gateway", AIBRIX_GATEWAY), exported)
+        wiring.extra["gateway_parent"] = parent
         installers = [wiring.installers[k] for k in ("envoy-gateway", *LOAD_BALANCING) if k in wiring.installers]
         if not parent.own and "aibrix" in wiring.installers:
             installers.append(wiring.installers["aibrix"])
@@ -363,6 +366,12 @@ class Platform(pulumi.ComponentResource):
         exports: dict[str, Any] = dict(platform_exports(self.config))
         if wiring.neuron_scheduler is not None:
             exports["schedulerNames"] = {"neuron": wiring.neuron_scheduler}
+        parent = wiring.extra.get("gateway_parent")
+        if parent is not None and exports.get("gatewayParent") is not None:
+            # The listener the front door really attached to (AIBrix's name may be wired differently).
+            exports["gatewayParent"] = gateway_parent_export(
+                parent.namespace, parent.name, parent.section, self.config.gateway.hostname
+            )
         exports.update(wiring.extra.get("exports", {}))
         exports["clusterSecurityGroupId"] = wiring.cluster.security_group_id
         for key, value in exports.items():
@@ -406,6 +415,23 @@ class Platform(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[wiring.namespaces[stack.team]])
         for obj in guardrails(stack.team, stack.team, stack.quota, stack.environment):
             wiring.extra.setdefault("guardrails", []).append(manifests.apply(obj, child))
+        exported = platform.exports
+        team_storage = TeamStorage(
+            f"{name}-team-storage",
+            TeamStorageArgs(
+                team=stack.team,
+                storage=self.config.storage,
+                storage_class=(exported.get("storageClasses") or {}).get("modelCache"),
+                bucket=platform.output("modelBucket"),
+                reader_role_arn=platform.output("modelReaderRoleArn"),
+                cluster_name=wiring.cluster.name,
+                namespace=wiring.namespaces[stack.team],
+                provider=provider,
+                tags=wiring.cluster.tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        wiring.extra["cache"] = team_storage.context
         self._models(name, wiring)
         self._model_addons(name, wiring)
         self._front_door(name, wiring)

@@ -1,17 +1,34 @@
-"""A team's guardrails in its namespace: a ResourceQuota on accelerators, cpu and memory, and a
-LimitRange so a container that states no requests still counts against the quota.
+"""What a team's workloads stack creates in its namespace besides its models.
 
-Pure builders; Platform._workloads applies them before the team's models, so a model that would
-exceed the team's share is refused by the API server instead of starving other teams.
+- Guardrails: a ResourceQuota on accelerators, cpu and memory, and a LimitRange so a container that
+  states no requests still counts against the quota. Pure builders; Platform._workloads applies
+  them before the team's models, so a model that would exceed the team's share is refused by the
+  API server instead of starving other teams.
+- `TeamStorage`: the team's way to the platform's model storage. The platform's storage component
+  creates the cache claim and the bucket reader's ServiceAccount only in the platform's own model
+  namespaces, so a team stack creates its own: the `model-reader` ServiceAccount with an EKS Pod
+  Identity association to the platform's read-only bucket role, and with `modelCache: efs` a
+  ReadWriteMany `model-cache` claim on the platform's EFS StorageClass (an access point of its own,
+  so a team's cache directory is not another team's). `modelCache: fsx` is refused for workloads
+  stacks before anything exists (stacks/rules/workloads.py; README "Platform team and app teams").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from stacks.config.stack import Quota
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
 
-from .naming import labels
+from stacks.config.stack import Quota
+from stacks.config.storage import StorageSection
+
+from .k8s import apply
+from .naming import TOKEN, labels
+from .storage.cache import CacheContext
+from .storage.manifests import CACHE_CLAIM, READER_SERVICE_ACCOUNT, cache_claim, service_account
 
 ENV_LABEL = "inference-platform.io/environment"  # read by the policy pack (image digests in prod)
 
@@ -57,3 +74,59 @@ def limit_range(team: str, namespace: str, quota: Quota) -> dict[str, Any]:
 
 def guardrails(team: str, namespace: str, quota: Quota, environment: str = "dev") -> list[dict[str, Any]]:
     return [resource_quota(team, namespace, quota, environment), limit_range(team, namespace, quota)]
+
+
+def storage_objects(team: str, storage: StorageSection, storage_class: str | None) -> list[dict[str, Any]]:
+    """The reader ServiceAccount and, on a shared EFS cache, the team's `model-cache` claim."""
+    objs = [service_account(READER_SERVICE_ACCOUNT, team)]
+    if storage.model_cache == "efs":
+        if not storage_class:
+            raise ValueError("modelCache efs needs the platform's exported storageClasses.modelCache")
+        objs.append(cache_claim(team, storage.efs.cache_size_gib, storage_class=storage_class))
+    # fsx: no claim; a team stack with models on an fsx platform is refused (stacks/rules/workloads.py).
+    return objs
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamStorageArgs:
+    team: str
+    storage: StorageSection  # the platform's, from its exports
+    storage_class: str | None  # the platform's exported storageClasses.modelCache
+    bucket: pulumi.Input[str]  # the platform's modelBucket export
+    reader_role_arn: pulumi.Input[str]  # the platform's modelReaderRoleArn export
+    cluster_name: pulumi.Input[str]
+    namespace: pulumi.Resource
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+class TeamStorage(pulumi.ComponentResource):
+    """The team namespace's model-reader account (Pod Identity) and model cache claim."""
+
+    context: CacheContext
+
+    def __init__(self, name: str, args: TeamStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:TeamStorage", name, None, opts)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace])
+        account: pulumi.Resource | None = None
+        for obj in storage_objects(args.team, args.storage, args.storage_class):
+            applied = apply(obj, k8s_opts, name=f"{name}-{obj['kind'].lower()}")
+            if obj["kind"] == "ServiceAccount":
+                account = applied
+        aws.eks.PodIdentityAssociation(
+            f"{name}-reader",
+            cluster_name=args.cluster_name,
+            namespace=args.team,
+            service_account=READER_SERVICE_ACCOUNT,
+            role_arn=args.reader_role_arn,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[account] if account else []),
+        )
+        shared = args.storage.model_cache == "efs"
+        self.context = CacheContext(
+            storage=args.storage,
+            bucket=args.bucket,
+            claim_name=CACHE_CLAIM if shared else None,
+            reader_service_account=READER_SERVICE_ACCOUNT,
+        )
+        self.register_outputs({"serviceAccount": READER_SERVICE_ACCOUNT, "claim": CACHE_CLAIM if shared else None})

@@ -30,9 +30,11 @@ from components.scheduling import ACCELERATOR_LABEL, POOL_LABEL, TAINT_KEYS
 from stacks.capacity import Requests, daemonset_overhead, explain_no_fit, fit
 from stacks.config.pools import NodePoolSection
 from stacks.guards import (
+    QUOTA_RESOURCES,
     accelerator_taint_problem,
     chart_version_problem,
     image_digest_problem,
+    quota_shortfalls,
     route_auth_problem,
     scaler_owner_problems,
     stateful_protection_problem,
@@ -44,6 +46,7 @@ Report = Callable[[str, str | None], None]
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
 WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
 SCALERS = {
@@ -189,23 +192,34 @@ def _memory_mib(value: Any) -> int:
     return int(int(text) / 2**20) if text.isdigit() else 0
 
 
+def container_requests(container: Mapping[str, Any]) -> Requests:
+    """One container's requests (extended resources: the limit when no request), as written by the
+    engine builders from stacks/sizing.py `container_resources`."""
+    res = container.get("resources") or {}
+    req, lim = res.get("requests") or {}, res.get("limits") or {}
+
+    def ext(name: str) -> int:
+        return int(req.get(name) or lim.get(name) or 0)
+
+    return Requests(
+        cpu_m=_cpu_m(req.get("cpu", 0)),
+        memory_mib=_memory_mib(req.get("memory", 0)),
+        ephemeral_mib=_memory_mib(req.get("ephemeral-storage", 0)),
+        gpu=ext("nvidia.com/gpu"),
+        neuron=ext("aws.amazon.com/neuron"),
+        neuroncore=ext("aws.amazon.com/neuroncore"),
+    )
+
+
 def pod_requests(pod_spec: Mapping[str, Any]) -> Requests:
-    """One pod's requests as Karpenter packs it (extended resources: the limit when no request)."""
+    """One pod's effective requests as the scheduler and a ResourceQuota count them: per resource, the
+    larger of the containers' sum and any single init container (init containers run one at a time)."""
     total = Requests()
     for container in pod_spec.get("containers") or []:
-        res = container.get("resources") or {}
-        req, lim = res.get("requests") or {}, res.get("limits") or {}
-
-        def ext(name: str, req: Mapping[str, Any] = req, lim: Mapping[str, Any] = lim) -> int:
-            return int(req.get(name) or lim.get(name) or 0)
-
-        total = total + Requests(
-            cpu_m=_cpu_m(req.get("cpu", 0)),
-            memory_mib=_memory_mib(req.get("memory", 0)),
-            gpu=ext("nvidia.com/gpu"),
-            neuron=ext("aws.amazon.com/neuron"),
-            neuroncore=ext("aws.amazon.com/neuroncore"),
-        )
+        total = total + container_requests(container)
+    for init in pod_spec.get("initContainers") or []:
+        one = container_requests(init)
+        total = Requests(*(max(a, b) for a, b in zip(total.as_tuple(), one.as_tuple(), strict=True)))
     return total
 
 
@@ -249,6 +263,44 @@ def schedulable_replicas(args: StackValidationArgs, report: Report) -> None:
         result = fit(requests, pool, daemonset_overhead(pool))
         if not result.ok:
             report(explain_no_fit(f"a replica of {_ident(res.props, res.name)}", requests, pool, result), res.urn)
+
+
+def quota_limits(hard: Mapping[str, Any]) -> Requests:
+    """A ResourceQuota's `hard` requests as Requests; a resource it does not bound is unlimited."""
+    unlimited = 2**62
+    values = {key: hard.get(key) for key in QUOTA_RESOURCES}
+    return Requests(
+        cpu_m=_cpu_m(values["requests.cpu"]) if values["requests.cpu"] is not None else unlimited,
+        memory_mib=_memory_mib(values["requests.memory"]) if values["requests.memory"] is not None else unlimited,
+        gpu=int(values["requests.nvidia.com/gpu"]) if values["requests.nvidia.com/gpu"] is not None else unlimited,
+        neuron=int(values["requests.aws.amazon.com/neuron"])
+        if values["requests.aws.amazon.com/neuron"] is not None
+        else unlimited,
+    )
+
+
+def replicas_within_team_quota(args: StackValidationArgs, report: Report) -> None:
+    """A team's ResourceQuota admits at least one pod of each of its workloads (stacks validate runs
+    the same comparison, stacks/guards.py quota_shortfalls, on the sizing before rendering)."""
+    quotas: dict[str, Requests] = {}
+    for res in args.resources:
+        if res.resource_type == RESOURCE_QUOTA:
+            quotas[_meta(res.props).get("namespace") or "default"] = quota_limits(_spec(res.props).get("hard") or {})
+    if not quotas:
+        return
+    for res in args.resources:
+        if res.resource_type not in WORKLOADS:
+            continue
+        quota = quotas.get(_meta(res.props).get("namespace") or "default")
+        if quota is None:
+            continue
+        pod = (_spec(res.props).get("template") or {}).get("spec") or {}
+        for short in quota_shortfalls(pod_requests(pod), quota):
+            report(
+                f"a pod of {_ident(res.props, res.name)} requests {short.requested} of {short.resource} but its "
+                f"namespace's ResourceQuota allows {short.available}: the API server would refuse every replica",
+                res.urn,
+            )
 
 
 def _targets(policy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -341,6 +393,12 @@ POLICIES: list[Policy] = [
         name="schedulable-replicas",
         description="Every serving replica fits at least one instance type of its NodePool.",
         validate=schedulable_replicas,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="replicas-within-team-quota",
+        description="A team namespace's ResourceQuota admits at least one pod of each of its workloads.",
+        validate=replicas_within_team_quota,
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(

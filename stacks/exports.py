@@ -2,8 +2,10 @@
 
 `platform_exports(config)` is the config-derived part, a pure function of a platform (or all-in-one)
 stack's validated config: cluster name and version, node pools with their accelerators and resolved
-instance types, add-ons, storage, gateway and scheduler names. The Platform component exports it
-plus the values only the cloud knows (endpoint, kubeconfig as a secret, OIDC provider, network ids).
+instance types, add-ons, the model cache (kind, sizes, preparation settings) and its StorageClass,
+the gateway settings and the Gateway routes attach to (namespace, name, listener, hostname), and
+scheduler names. The Platform component exports it plus the values only the cloud knows (endpoint,
+kubeconfig as a secret, OIDC provider, network ids, model bucket, the bucket reader's role).
 
 The same function serves three readers, so they cannot disagree:
 - `stacks validate` / `render` of a workloads stack, which finds the platform's own stack file in the
@@ -27,10 +29,12 @@ from .config import PROJECT, StackConfig
 from .config.addons import AddonsSection
 from .config.gateway import GatewaySection
 from .config.pools import NodePoolSection
+from .config.storage import StorageSection
 from .hardware import expand
 
 # Bump when an export changes shape; a workloads stack refuses exports of another version.
-EXPORTS_VERSION = 1
+# 2: storage carries the cache settings, storageClasses, gatewayParent, modelBucket, modelReaderRoleArn.
+EXPORTS_VERSION = 2
 
 # The Neuron Helm chart's second kube-scheduler (`scheduler.customScheduler`, fullnameOverride
 # my-scheduler; shared/schemas/FINDINGS.md section 4). The Platform component exports the name the
@@ -45,7 +49,12 @@ OUTPUT_KEYS = (
     "clusterSecurityGroupId",
     "vpcId",
     "privateSubnetIds",
+    "modelBucket",
+    "modelReaderRoleArn",
 )
+# The storage settings a team's pods follow. Not existingClaim (a claim in the platform's namespaces,
+# absent from a team's), nor the bucket and protection settings (the platform's resources).
+STORAGE_KEYS = {"model_cache", "efs", "fsx", "local", "preparation"}
 SECRET_KEYS = ("kubeconfig",)
 
 
@@ -80,10 +89,36 @@ def platform_exports(config: StackConfig) -> dict[str, Any]:
         "addons": {
             (field.alias or name): getattr(addons, name).enabled for name, field in AddonsSection.model_fields.items()
         },
-        "storage": {"modelCache": config.storage.model_cache},
+        "storage": config.storage.model_dump(mode="json", by_alias=True, exclude_none=True, include=STORAGE_KEYS),
+        "storageClasses": storage_classes(config),
         "gateway": config.gateway.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "gatewayParent": gateway_parent(config),
         "schedulerNames": {"neuron": neuron_scheduler},
     }
+
+
+def storage_classes(config: StackConfig) -> dict[str, str]:
+    """StorageClasses teams may claim from, by purpose: `modelCache` with `modelCache: efs` (dynamic
+    EFS access points, one directory per claim). The storage component exports the same names."""
+    from components.storage.manifests import EFS_STORAGE_CLASS
+
+    return {"modelCache": EFS_STORAGE_CLASS} if config.storage.model_cache == "efs" else {}
+
+
+def gateway_parent(config: StackConfig) -> dict[str, str] | None:
+    """The Gateway listener model routes attach to (the stack's own, or AIBrix's), or None when the
+    platform runs no gateway. The Platform component exports the one its front door actually used."""
+    from components.gateway.manifests import parent_gateway
+
+    if not (config.gateway.enabled or config.addons.aibrix.enabled):
+        return None
+    parent = parent_gateway(config)
+    return gateway_parent_export(parent.namespace, parent.name, parent.section, config.gateway.hostname)
+
+
+def gateway_parent_export(namespace: str, name: str, listener: str, hostname: str | None) -> dict[str, str]:
+    out = {"namespace": namespace, "name": name, "listener": listener}
+    return {**out, "hostname": hostname} if hostname else out
 
 
 _POOL_KEYS = {f.alias or n for n, f in NodePoolSection.model_fields.items()}
@@ -105,14 +140,20 @@ def platform_gateway(exports: dict[str, Any]) -> GatewaySection:
     return GatewaySection.model_validate(exports.get("gateway") or {})
 
 
+def platform_storage(exports: dict[str, Any]) -> StorageSection:
+    """The platform's model cache settings, as a team's pods and sizing see them."""
+    return StorageSection.model_validate(exports.get("storage") or {})
+
+
 def effective_config(config: StackConfig, exports: dict[str, Any]) -> StackConfig:
-    """A workloads stack's config seen with the platform's pools, add-ons and gateway, so the model
-    builders look pools up exactly as in an all-in-one stack. Validators do not re-run: a workloads
-    stack still may not *set* these sections, it only reads them."""
+    """A workloads stack's config seen with the platform's pools, add-ons, storage and gateway, so the
+    model builders and the sizing (stacks/sizing.py) look them up exactly as in an all-in-one stack.
+    Validators do not re-run: a workloads stack still may not *set* these sections, it only reads them."""
     return config.model_copy(
         update={
             "node_pools": platform_pools(exports),
             "addons": platform_addons(exports),
+            "storage": platform_storage(exports),
             "gateway": platform_gateway(exports),
         }
     )

@@ -8,7 +8,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .capacity import RESOURCES, Requests, Shortfall
 from .config.base import SHA256_DIGEST
+
+# ResourceQuota `hard` keys a team quota sets (components/team.py) -> the pod resource they bound.
+QUOTA_RESOURCES = {
+    "requests.nvidia.com/gpu": "nvidia.com/gpu",
+    "requests.aws.amazon.com/neuron": "aws.amazon.com/neuron",
+    "requests.cpu": "cpu",
+    "requests.memory": "memory",
+}
 
 # An exact chart version: 1.14.1, v1.9.0, 3.1.2-rc.1. Not a range (^1, ~1.2, >=1, 1.x, *), not latest.
 _EXACT_VERSION = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$")
@@ -70,3 +79,15 @@ def route_auth_problem(route: str, protected: bool, allow_unauthenticated: bool)
         f"route {route} is exposed without authentication: attach a SecurityPolicy (apiKeyAuth, jwt, extAuth or "
         f"oidc) to it or its Gateway, or set gateway.allowUnauthenticated: true to accept an open endpoint"
     )
+
+
+def quota_shortfalls(need: Requests, quota: Requests) -> list[Shortfall]:
+    """What one pod (or all of them) requests beyond a namespace's ResourceQuota, by quota key
+    (`requests.cpu`, ...). `stacks validate` passes `stacks/sizing.py replica_requests`; the policy
+    pack passes the rendered pod's requests and the rendered ResourceQuota."""
+    out = []
+    for key, resource in QUOTA_RESOURCES.items():
+        attr, show = RESOURCES[resource]
+        if getattr(need, attr) > getattr(quota, attr):
+            out.append(Shortfall(key, show(getattr(need, attr)), show(getattr(quota, attr))))
+    return out

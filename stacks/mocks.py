@@ -269,6 +269,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
             clusterSecurityGroupId=f"sg-{_hex(cluster + 'cluster')}",
             vpcId=f"vpc-{_hex(cluster + 'vpc')}",
             privateSubnetIds=[f"subnet-{_hex(cluster + str(i))}" for i in range(3)],
+            # As the storage component names them: a generated bucket and the reader role.
+            modelBucket=f"{cluster}-models-{_hex(cluster + 'bucket', 8)}",
+            modelReaderRoleArn=f"arn:aws:iam::{ACCOUNT}:role/{cluster}-model-reader",
         )
         return {"name": stack_ref, "outputs": exports, "secretOutputNames": list(SECRET_KEYS)}
 

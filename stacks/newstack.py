@@ -11,16 +11,18 @@ existing file is never overwritten.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .config import PROJECT
+from .config import PROJECT, ModelSection
 from .errors import ConfigError, Problem
-from .exports import platform_for, platform_pools
+from .exports import platform_for, platform_pools, platform_storage
 from .load import parse_sections
+from .sizing import replica_requests
 
 SCHEMA_MODELINE = "# yaml-language-server: $schema={schema}\n"
 
@@ -141,9 +143,26 @@ def _team_model(platform: str) -> tuple[str, str, str]:
     raise ConfigError([Problem(platform, "the platform exports no accelerator pool a model could run on")])
 
 
+def _quota_size(platform: str, models_text: str) -> tuple[str, str]:
+    """(cpu, memory) of the starter quota: room for two replicas of the starter model as the engine
+    sizes them (stacks/sizing.py) on the platform's pool, and at least 32 cpu / 128Gi."""
+    cpu, memory = 32, 128
+    source = platform_for(platform)
+    if source is not None:
+        model = ModelSection.model_validate(yaml.safe_load(models_text)[0])
+        pool = next((p for p in platform_pools(source.exports) if p.name == model.pool), None)
+        if pool is not None:
+            need = replica_requests(model, pool, platform_storage(source.exports))
+            cpu = max(cpu, math.ceil(2 * need.cpu_m / 1000))
+            memory = max(memory, math.ceil(2 * need.memory_mib / 1024))
+    return f'"{cpu}"', f"{memory}Gi"
+
+
 def workloads_text(name: str, platform: str, team: str, environment: str, digest: str | None) -> str:
     accelerator, pool, note = _team_model(platform)
     gpus, neuron = (2, 0) if accelerator == "nvidia" else (0, 2)
+    models = MODELS[accelerator].format(pool=pool, image=image_line(digest))
+    cpu, memory = _quota_size(platform, models)
     return f"""\
 # {name}: the {team} team's models on the platform stack {platform}.
 # A workloads stack sets only `stack` and `models`: cluster, pools, add-ons, storage and gateway
@@ -158,10 +177,10 @@ def workloads_text(name: str, platform: str, team: str, environment: str, digest
     quota:                      # a ResourceQuota on the namespace; one replica of each model must fit
       gpus: {gpus}                   # requests.nvidia.com/gpu
       neuronDevices: {neuron}          # requests.aws.amazon.com/neuron
-      cpu: "32"                 # requests.cpu
-      memory: 128Gi             # requests.memory
+      cpu: {cpu:<21}# requests.cpu (a replica's cpu/memory: stacks/sizing.py)
+      memory: {memory:<18}# requests.memory
   {PROJECT}:models:
-{MODELS[accelerator].format(pool=pool, image=image_line(digest))}"""
+{models}"""
 
 
 def check(text: str, source: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from stacks import exports
 from stacks.load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
 from stacks.mocks import RecordingMocks
 from stacks.render import Rendered, run_program
@@ -35,6 +36,16 @@ def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rend
 def stack_manifests(path: Path) -> list[dict[str, Any]]:
     """The Kubernetes objects a stack file renders to, rendered once per test process."""
     return render_sections(sections_of(path)).manifests()
+
+
+@pytest.fixture(autouse=True)
+def _no_supplied_platform_exports():
+    """A render supplies the platform's exports it read from the StackReference (stacks/exports.py
+    `supply`), and a test may answer that reference differently: forget them around every test so
+    no test validates against another test's platform."""
+    exports.forget()
+    yield
+    exports.forget()
 
 
 @pytest.fixture

@@ -119,6 +119,7 @@ def test_the_pack_assembles_every_named_policy_and_main_only_assembles():
         "tainted-accelerator-pools",
         "protected-stateful-resources",
         "schedulable-replicas",
+        "replicas-within-team-quota",
         "authenticated-routes",
         "image-digests-in-prod",
         "one-scaler-owner",

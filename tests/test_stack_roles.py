@@ -40,7 +40,10 @@ def test_the_platform_exports_its_pools_with_accelerators_and_resolved_instance_
     assert pools["inferentia"]["accelerator"] == "neuron"
     assert out["clusterName"] == "inference-platform" and out["schedulerNames"] == {"neuron": "my-scheduler"}
     assert out["gateway"]["hostname"] == "inference.staging.example.com"
-    assert out["storage"] == {"modelCache": "efs"}
+    assert out["storage"]["modelCache"] == "efs" and out["storage"]["efs"]["cacheSizeGiB"] == 500
+    assert "existingClaim" not in out["storage"], "a claim of the platform's namespaces is not the team's"
+    assert out["storageClasses"] == {"modelCache": "efs-models"}
+    assert out["gatewayParent"]["namespace"] == "inference-gateway" and out["gatewayParent"]["listener"] == "https"
     json.dumps(out)  # stack outputs must be plain JSON
 
 
@@ -82,8 +85,8 @@ def test_the_workloads_stack_renders_against_the_platforms_exports(mocks, team):
     assert quota["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "4",
         "requests.aws.amazon.com/neuron": "6",
-        "requests.cpu": "48",
-        "requests.memory": "256Gi",
+        "requests.cpu": "96",
+        "requests.memory": "384Gi",
         "pods": "100",
     }
     limits = mocks.named("kubernetes:core/v1:LimitRange", "limitrange-search-search-defaults").inputs
@@ -123,7 +126,7 @@ def test_a_team_quota_smaller_than_one_replica_is_refused(team):
 
 
 def test_a_quota_too_small_for_stated_memory_is_refused(team):
-    team["models"][0]["resources"] = {"cpu": "8", "memory": "300Gi"}
+    team["models"][0]["resources"] = {"cpu": "8", "memory": "400Gi"}
     found = problems(team)
     assert any(p.startswith("inference-platform:stack.quota.memory:") for p in found), found
 

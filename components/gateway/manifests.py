@@ -14,6 +14,7 @@ reach the model's Service across namespaces through a ReferenceGrant the model n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,10 +56,23 @@ class Parent:
     own: bool  # True: this stack's Gateway; False: AIBrix's, or the platform stack's (workloads stacks)
 
 
-def parent_gateway(config: StackConfig, aibrix: tuple[str, str, str] = AIBRIX_GATEWAY) -> Parent:
+def parent_gateway(
+    config: StackConfig,
+    aibrix: tuple[str, str, str] = AIBRIX_GATEWAY,
+    exported: Mapping[str, Any] | None = None,
+) -> Parent:
+    """Where model routes attach. A workloads stack attaches to the platform stack's Gateway and never
+    creates one: `exported` is the platform's `gatewayParent` export (stacks/exports.py), which names
+    the listener the platform's front door really used (its own Gateway, or AIBrix's)."""
+    if config.stack.role == "workloads" and exported:
+        return Parent(
+            namespace=str(exported["namespace"]),
+            name=str(exported["name"]),
+            section=str(exported["listener"]),
+            own=False,
+        )
     if config.addons.aibrix.enabled:
         return Parent(namespace=aibrix[0], name=aibrix[1], section=aibrix[2], own=False)
-    # A workloads stack attaches its routes to the platform stack's Gateway; it never creates one.
     own = config.stack.role != "workloads"
     return Parent(namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, section=HTTPS_LISTENER, own=own)
 

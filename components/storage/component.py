@@ -1,6 +1,8 @@
 """ModelStorage: the storage concern's one entry point. Builds the model bucket and its read-only
 Pod Identity readers, then the cache the stack file chose (EFS, FSx for Lustre, or nothing shared
-for `local` and `none`), and returns the CacheContext engines build their pods from."""
+for `local` and `none`), and returns the CacheContext engines build their pods from. `exports` is
+what app-team (workloads) stacks need to reach the same cache and bucket from their own namespace
+(stacks/exports.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from .bucket import ModelBucket, ModelBucketArgs, ModelReaders, ModelReadersArgs
 from .cache import CacheContext
 from .efs import EfsCache, EfsCacheArgs
 from .fsx import FsxCache, FsxCacheArgs
+from .manifests import EFS_STORAGE_CLASS
 
 
 def subnet_count(cluster: ClusterSection) -> int:
@@ -43,6 +46,8 @@ class ModelStorage(pulumi.ComponentResource):
 
     context: CacheContext
     bucket_name: pulumi.Output[str]
+    # For the platform's exports: StorageClasses by purpose, and the bucket reader's role.
+    exports: dict[str, object]
 
     def __init__(self, name: str, args: ModelStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ModelStorage", name, None, opts)
@@ -78,10 +83,12 @@ class ModelStorage(pulumi.ComponentResource):
             tags=args.tags,
         )
         claim: str | None = None
+        self.exports = {"storageClasses": {}, "modelReaderRoleArn": readers.role_arn}
         if cfg.model_cache == "efs":
             claim = EfsCache(
                 f"{name}-efs", EfsCacheArgs(config=cfg.efs, subnet_count=subnet_count(args.cluster), **common), child
             ).claim_name
+            self.exports["storageClasses"] = {"modelCache": EFS_STORAGE_CLASS}
         elif cfg.model_cache == "fsx":
             claim = FsxCache(
                 f"{name}-fsx", FsxCacheArgs(config=cfg.fsx, bucket=bucket.name, **common), child

@@ -1,8 +1,12 @@
 """Workloads-stack rules: a team's models must fit the platform's pools and the team's quota.
 
-The platform's pools come from its exports (stacks/exports.py): read from the StackReference under
-`pulumi up`, or computed from the platform's stack file when it is in this repository. Fit uses the
-same `stacks/capacity.py` functions as an all-in-one stack, so a model refused there is refused here.
+The platform's pools and storage come from its exports (stacks/exports.py): read from the
+StackReference under `pulumi up`, or computed from the platform's stack file when it is in this
+repository. A replica's requests are `stacks/sizing.py replica_requests` on the platform's pool and
+storage: the very figures the engine builders put into the container, so the fit and the quota are
+checked against what is deployed, default sizing included. Fit uses the same `stacks/capacity.py`
+functions as an all-in-one stack, and the quota comparison is `stacks/guards.py quota_shortfalls`,
+which the policy pack runs on the rendered ResourceQuota and pods at preview.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from ..capacity import Requests, daemonset_overhead, explain_no_fit, fit
 from ..checks import rule, warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
+from ..config.storage import StorageSection
 from ..errors import ConfigError, Problem, key_path
-from ..exports import EXPORTS_VERSION, PlatformSource, platform_addons, platform_for, platform_pools
+from ..exports import EXPORTS_VERSION, PlatformSource, platform_addons, platform_for, platform_pools, platform_storage
+from ..guards import QUOTA_RESOURCES, quota_shortfalls
+from ..sizing import replica_requests
 from .models import ENGINE_ACCELERATORS, ENGINE_ADDONS
 
 _CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
@@ -31,9 +38,10 @@ def memory_mib(quantity: str) -> int:
     return int(quantity[:-2]) * _MEM[quantity[-2:]]
 
 
-def replica_requests(model: ModelSection, accelerator: str) -> Requests:
-    """What one replica asks of a node: its accelerators, and cpu/memory when the model states them.
-    (Engine default sizing is applied by the engine modules; here only what the stack file says.)"""
+def stated_requests(model: ModelSection, accelerator: str) -> Requests:
+    """A lower bound of one replica's requests when the platform's pools are not known offline: its
+    accelerators, and cpu/memory only where the stack file states them. The full check
+    (`replica_requests` on the platform's pool) runs at preview, against the StackReference."""
     accel = model.accelerators_per_replica
     return Requests(
         cpu_m=cpu_millis(model.resources.cpu) if model.resources.cpu else 0,
@@ -68,7 +76,7 @@ def _source(config: StackConfig) -> tuple[PlatformSource | None, list[Problem]]:
 
 
 def _model_on_platform(
-    i: int, model: ModelSection, pools: dict[str, NodePoolSection], source: PlatformSource
+    i: int, model: ModelSection, pools: dict[str, NodePoolSection], storage: StorageSection, source: PlatformSource
 ) -> Iterable[Problem]:
     pool = pools.get(model.pool)
     if pool is None:
@@ -86,7 +94,7 @@ def _model_on_platform(
             f"{pool.accelerator}; choose one of the platform's {allowed[0]} pools",
         )
         return
-    requests = replica_requests(model, pool.accelerator)
+    requests = replica_requests(model, pool, storage)
     report = fit(requests, pool, daemonset_overhead(pool))
     if not report.ok:
         yield Problem(key_path(["models", i]), explain_no_fit(f"a replica of {model.name}", requests, pool, report))
@@ -109,8 +117,17 @@ def workloads_fit_the_platform(config: StackConfig) -> Iterable[Problem]:
         return
     pools = {p.name: p for p in platform_pools(source.exports)}
     addons = platform_addons(source.exports)
+    storage = platform_storage(source.exports)
+    yield from _storage_for_teams(config, storage, source)
     for i, model in enumerate(config.models):
-        yield from _model_on_platform(i, model, pools, source)
+        yield from _model_on_platform(i, model, pools, storage, source)
+        if model.expose and not source.exports.get("gatewayParent"):
+            yield Problem(
+                key_path(["models", i, "expose"]),
+                f"the platform ({source.where}) exports no gatewayParent (it runs no gateway), so "
+                f"{model.name} has nothing to attach a route to; set expose: false or ask the platform "
+                f"team to enable gateway",
+            )
         addon = ENGINE_ADDONS.get(model.engine)
         if addon and not getattr(addons, addon).enabled:
             yield Problem(
@@ -120,22 +137,16 @@ def workloads_fit_the_platform(config: StackConfig) -> Iterable[Problem]:
             )
 
 
-def _one_replica(config: StackConfig, model: ModelSection) -> Requests:
-    pools = {}
+def _one_replica(config: StackConfig, model: ModelSection) -> tuple[Requests, bool]:
+    """(requests of one replica, exact): the sizing on the platform's pool and storage when the
+    platform is known, else the stated lower bound."""
     source = platform_for(config.stack.platform_stack or "") if config.stack.platform_stack else None
     if source is not None:
-        pools = {p.name: p.accelerator for p in platform_pools(source.exports)}
-    # Without the platform's pools, the engine tells the accelerator kind.
-    accelerator = pools.get(model.pool) or ENGINE_ACCELERATORS[model.engine][0]
-    return replica_requests(model, accelerator)
-
-
-QUOTA_FIELDS = (
-    ("gpus", "gpu", "requests.nvidia.com/gpu", str),
-    ("neuronDevices", "neuron", "requests.aws.amazon.com/neuron", str),
-    ("cpu", "cpu_m", "requests.cpu", lambda v: f"{v}m"),
-    ("memory", "memory_mib", "requests.memory", lambda v: f"{v}Mi"),
-)
+        pool = {p.name: p for p in platform_pools(source.exports)}.get(model.pool)
+        if pool is not None:
+            return replica_requests(model, pool, platform_storage(source.exports)), True
+    # Without the platform's pool, the engine tells the accelerator kind.
+    return stated_requests(model, ENGINE_ACCELERATORS[model.engine][0]), False
 
 
 def quota_requests(config: StackConfig) -> Requests:
@@ -146,6 +157,13 @@ def quota_requests(config: StackConfig) -> Requests:
     )
 
 
+QUOTA_KEYS = {"requests.nvidia.com/gpu": "gpus", "requests.aws.amazon.com/neuron": "neuronDevices"} | {
+    "requests.cpu": "cpu",
+    "requests.memory": "memory",
+}
+assert set(QUOTA_KEYS) == set(QUOTA_RESOURCES)
+
+
 @rule
 def quota_holds_one_replica(config: StackConfig) -> Iterable[Problem]:
     if config.stack.role != "workloads" or config.stack.quota is None:
@@ -153,15 +171,17 @@ def quota_holds_one_replica(config: StackConfig) -> Iterable[Problem]:
     try:
         limit = quota_requests(config)
         for i, model in enumerate(config.models):
-            need = _one_replica(config, model)
-            for key, attr, resource, show in QUOTA_FIELDS:
-                if getattr(need, attr) > getattr(limit, attr):
-                    yield Problem(
-                        key_path(["stack", "quota", key]),
-                        f"one replica of models[{i}] ({model.name}) needs {resource} {show(getattr(need, attr))} "
-                        f"but the team quota allows {show(getattr(limit, attr))}; raise quota.{key} or "
-                        f"shrink the model",
-                    )
+            need, exact = _one_replica(config, model)
+            for short in quota_shortfalls(need, limit):
+                key = QUOTA_KEYS[short.resource]
+                sized = "" if exact else "at least "
+                yield Problem(
+                    key_path(["stack", "quota", key]),
+                    f"one replica of models[{i}] ({model.name}) needs {sized}{short.requested} of "
+                    f"{short.resource} but the team quota allows {short.available}, so the API server "
+                    f"would refuse every pod; raise quota.{key}, or set models[{i}].resources / use fewer "
+                    f"accelerators per replica",
+                )
     except ConfigError:
         return  # an invalid platform stack is reported by workloads_fit_the_platform
 
@@ -174,18 +194,37 @@ def quota_holds_every_replica(config: StackConfig) -> Iterable[Problem]:
         limit = quota_requests(config)
         total = Requests()
         for model in config.models:
-            one = _one_replica(config, model)
+            one, _ = _one_replica(config, model)
             for _ in range(model.replicas):
                 total = total + one
     except ConfigError:
         return
-    for key, attr, resource, show in QUOTA_FIELDS:
-        if getattr(total, attr) > getattr(limit, attr):
-            yield Problem(
-                key_path(["stack", "quota", key]),
-                f"all replicas together need {resource} {show(getattr(total, attr))}, more than the quota's "
-                f"{show(getattr(limit, attr))}: some replicas will stay Pending",
-            )
+    for short in quota_shortfalls(total, limit):
+        key = QUOTA_KEYS[short.resource]
+        yield Problem(
+            key_path(["stack", "quota", key]),
+            f"all replicas together need {short.requested} of {short.resource}, more than the quota's "
+            f"{short.available}: some replicas will stay Pending",
+        )
+
+
+def _storage_for_teams(config: StackConfig, storage: StorageSection, source: PlatformSource) -> Iterable[Problem]:
+    """A team's pods reach the platform's cache from the team's own namespace (components/team.py)."""
+    if storage.model_cache == "fsx" and config.models:
+        yield Problem(
+            key_path(["stack", "platformStack"]),
+            f"the platform ({source.where}) sets storage.modelCache: fsx, which workloads stacks cannot use: "
+            f"a Lustre file system is mounted whole through a static volume, so every team would share one "
+            f"writable tree (and each other's completion markers). Ask the platform team for "
+            f"storage.modelCache: efs (one access point per team namespace), local or none, or serve "
+            f"these models from the platform's own (all-in-one) stack",
+        )
+    if storage.model_cache == "efs" and not (source.exports.get("storageClasses") or {}).get("modelCache"):
+        yield Problem(
+            key_path(["stack", "platformStack"]),
+            f"the platform ({source.where}) sets storage.modelCache: efs but exports no "
+            f"storageClasses.modelCache for the team's cache claim; update and deploy the platform stack",
+        )
 
 
 @warning

@@ -1,0 +1,260 @@
+"""The seams between a team's workloads stack and the platform it runs on: the quota and the fit use
+the engines' real sizing, the team gets its own way to the platform's model cache and bucket, and
+its routes attach to the Gateway the platform exports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.gateway.manifests import GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER, parent_gateway
+from policies import validators as v
+from stacks import exports
+from stacks.errors import ConfigError
+from stacks.exports import effective_config, platform_for
+from stacks.load import ROOT, parse_sections, sections_to_pulumi_config
+from stacks.render import run_program
+from stacks.sizing import replica_requests
+from tests.conftest import render_sections, sections_of
+from tests.test_policies import res, stack, violations
+
+PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
+TEAM = ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml"
+PLATFORM_REF = "acme/inference-platform/platform"
+
+
+@pytest.fixture
+def team() -> dict[str, Any]:
+    exports.forget()
+    return sections_of(TEAM)
+
+
+def problems(sections: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_sections(sections, "us-west-2")
+    return [str(p) for p in info.value.problems]
+
+
+def platform_exports() -> dict[str, Any]:
+    return exports.platform_exports(parse_sections(sections_of(PLATFORM), "us-west-2"))
+
+
+# ---- 1. quota and fit with the engines' sizing -------------------------------------------------------
+
+
+def test_a_quota_below_the_engines_default_sizing_for_one_replica_is_refused(team):
+    # No models[].resources: the replica's cpu/memory come only from the engine's default sizing.
+    assert "resources" not in team["models"][1]
+    team["stack"]["quota"].update(cpu="48", memory="256Gi")
+    found = problems(team)
+    for key in ("cpu", "memory"):
+        assert any(
+            p.startswith(f"inference-platform:stack.quota.{key}:") and "llama-3-8b-neuron" in p for p in found
+        ), f"the default sizing of a 6-device inf2 replica exceeds quota.{key}: {found}"
+
+
+def test_the_quota_check_counts_exactly_what_the_engine_deploys(team):
+    config = parse_sections(team, "us-west-2")
+    source = platform_for(PLATFORM_REF)
+    assert source is not None
+    seen = effective_config(config, source.exports)
+    model = seen.models[1]
+    pool = seen.pool(model.pool)
+    assert pool is not None
+    need = replica_requests(model, pool, seen.storage)
+    cpu = f"{need.cpu_m - 500}m"
+    team["stack"]["quota"]["cpu"] = cpu
+    found = problems(team)
+    assert any("stack.quota.cpu" in p and f"{need.cpu_m}m of requests.cpu" in p and cpu in p for p in found), (
+        f"the refusal quotes the sizing's {need.cpu_m}m: {found}"
+    )
+    team["stack"]["quota"]["cpu"] = f"{need.cpu_m}m"
+    parse_sections(team, "us-west-2")  # exactly one replica's worth is enough
+
+
+def test_the_rendered_pods_request_what_the_quota_check_assumed(mocks, team):
+    config = parse_sections(team, "us-west-2")
+    source = platform_for(PLATFORM_REF)
+    assert source is not None
+    seen = effective_config(config, source.exports)
+    render_sections(team)
+    for model in seen.models:
+        deployment = mocks.named("kubernetes:apps/v1:Deployment", f"platform-models-deployment-{model.name}")
+        pod = deployment.inputs["spec"]["template"]["spec"]
+        engine = next(c for c in pod["containers"] if c["name"] == "engine")
+        pool = seen.pool(model.pool)
+        assert pool is not None
+        assert v.container_requests(engine) == replica_requests(model, pool, seen.storage), (
+            f"{model.name}: one source of requests for the engine, the fit and the quota"
+        )
+
+
+def test_the_policy_pack_refuses_a_team_quota_smaller_than_a_rendered_pod(mocks, team):
+    render_sections(team)
+    deployment = mocks.named("kubernetes:apps/v1:Deployment", "platform-models-deployment-llama-3-8b-neuron")
+    quota = mocks.named("kubernetes:core/v1:ResourceQuota", "resourcequota-search-search-quota")
+    pod = res(v.WORKLOADS[0], deployment.inputs, "llama")
+    assert not violations(v.replicas_within_team_quota, stack(res(v.RESOURCE_QUOTA, quota.inputs), pod))
+    small = {**quota.inputs, "spec": {"hard": {**quota.inputs["spec"]["hard"], "requests.cpu": "48"}}}
+    found = violations(v.replicas_within_team_quota, stack(res(v.RESOURCE_QUOTA, small), pod))
+    assert any("requests.cpu" in m and "search/llama-3-8b-neuron" in m for m in found), found
+
+
+def test_a_pod_counts_its_largest_init_container_and_its_ephemeral_storage():
+    pod = {
+        "initContainers": [{"resources": {"requests": {"cpu": "4", "memory": "1Gi"}}}],
+        "containers": [{"resources": {"requests": {"cpu": "1", "memory": "8Gi", "ephemeral-storage": "10Gi"}}}],
+    }
+    got = v.pod_requests(pod)
+    assert (got.cpu_m, got.memory_mib, got.ephemeral_mib) == (4000, 8192, 10240), got
+
+
+# ---- 2. the model cache and bucket reader in the team namespace ---------------------------------------
+
+
+def test_the_team_stack_creates_its_cache_claim_on_the_platforms_efs_storage_class(mocks, team):
+    render_sections(team)
+    claims = mocks.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+    assert len(claims) == 1, "one model-cache claim in the team namespace"
+    claim = claims[0].inputs
+    assert claim["metadata"] == {**claim["metadata"], "name": "model-cache", "namespace": "search"}
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"], "every replica on every node shares it"
+    assert claim["spec"]["storageClassName"] == platform_exports()["storageClasses"]["modelCache"] == "efs-models"
+    for deployment in mocks.of_type("kubernetes:apps/v1:Deployment"):
+        volumes = deployment.inputs["spec"]["template"]["spec"]["volumes"]
+        cache = next(vol for vol in volumes if vol["name"] == "model-cache")
+        assert cache == {"name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache"}}, (
+            f"{deployment.name} mounts the team's claim, not a node-local emptyDir"
+        )
+
+
+def test_the_team_stack_reads_the_bucket_as_model_reader_through_pod_identity(mocks, team):
+    render_sections(team)
+    account = mocks.named("kubernetes:core/v1:ServiceAccount", "platform-team-storage-serviceaccount").inputs
+    assert account["metadata"]["name"] == "model-reader" and account["metadata"]["namespace"] == "search"
+    (assoc,) = mocks.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    answer = mocks._stack_reference_outputs(PLATFORM_REF)["outputs"]
+    assert assoc.inputs["clusterName"] == answer["clusterName"], "associated in the platform's cluster"
+    assert assoc.inputs["roleArn"] == answer["modelReaderRoleArn"], "the platform's read-only bucket role"
+    assert (assoc.inputs["namespace"], assoc.inputs["serviceAccount"]) == ("search", "model-reader")
+    deployment = mocks.named("kubernetes:apps/v1:Deployment", "platform-models-deployment-qwen3-8b")
+    inits = deployment.inputs["spec"]["template"]["spec"]["initContainers"]
+    env = {e["name"]: e.get("value") for c in inits for e in c.get("env", [])}
+    assert env.get("MODEL_BUCKET") == answer["modelBucket"], "the cache is filled from the platform's bucket"
+
+
+def test_a_team_stack_on_an_fsx_platform_is_refused_with_the_alternative(team):
+    live = platform_exports()
+    live["storage"] = {"modelCache": "fsx"}
+    live["storageClasses"] = {}
+    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
+    try:
+        found = problems(team)
+    finally:
+        exports.forget()
+    assert any(
+        p.startswith("inference-platform:stack.platformStack:") and "modelCache: fsx" in p and "efs" in p for p in found
+    ), found
+
+
+def test_an_efs_platform_that_exports_no_storage_class_is_refused(team):
+    live = platform_exports()
+    live["storageClasses"] = {}
+    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
+    try:
+        found = problems(team)
+    finally:
+        exports.forget()
+    assert any("stack.platformStack" in p and "storageClasses.modelCache" in p for p in found), found
+
+
+def test_exports_of_the_previous_contract_version_are_refused(team):
+    live = platform_exports()
+    live["exportsVersion"] = 1
+    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
+    try:
+        found = problems(team)
+    finally:
+        exports.forget()
+    assert any("stack.platformStack" in p and "contract version 1" in p for p in found), found
+
+
+# ---- 3. exports: gateway and storage classes ----------------------------------------------------------
+
+
+def test_the_platform_render_exports_gateway_storage_classes_and_reader_role(mocks):
+    rendered = render_sections(sections_of(PLATFORM))
+    out = rendered.outputs
+    assert out["gatewayParent"] == {
+        "namespace": GATEWAY_NAMESPACE,
+        "name": GATEWAY_NAME,
+        "listener": HTTPS_LISTENER,
+        "hostname": "inference.staging.example.com",
+    }
+    assert out["storageClasses"] == {"modelCache": "efs-models"}
+    role = mocks.named("aws:iam/role:Role", "platform-storage-readers-role")
+    assert out["modelReaderRoleArn"] == role.outputs["arn"], "the storage component's reader role"
+    answer = mocks._stack_reference_outputs(PLATFORM_REF)["outputs"]
+    assert set(answer) <= set(out), f"the mocks answer only what the platform exports: {set(answer) - set(out)}"
+    for key in ("gatewayParent", "storageClasses", "storage", "exportsVersion", "clusterName"):
+        assert answer[key] == out[key], f"the mocks' StackReference answer agrees with the render on {key}"
+
+
+def test_team_routes_attach_to_the_gateway_the_platform_exports(mocks, team, monkeypatch):
+    answer = mocks._stack_reference_outputs
+
+    def renamed(stack_ref: str) -> dict[str, Any]:
+        out = answer(stack_ref)
+        out["outputs"]["gatewayParent"] = {"namespace": "edge", "name": "public", "listener": "tls"}
+        return out
+
+    monkeypatch.setattr(mocks, "_stack_reference_outputs", renamed)
+    run_program(sections_to_pulumi_config(team, "us-west-2"))
+    routes = mocks.of_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute")
+    assert routes, "the team's exposed models get routes"
+    for route in routes:
+        assert route.inputs["metadata"]["namespace"] == "edge"
+        assert route.inputs["spec"]["parentRefs"] == [{"name": "public", "namespace": "edge", "sectionName": "tls"}]
+    assert not mocks.of_type("kubernetes:gateway.networking.k8s.io/v1:Gateway"), "the team creates no Gateway"
+    grants = mocks.of_type("kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant")
+    assert grants and all(g.inputs["spec"]["from"][0]["namespace"] == "edge" for g in grants)
+
+
+def test_parent_gateway_reads_the_exported_names_only_for_a_workloads_stack(dev):
+    config = parse_sections(dev, "us-west-2")
+    exported = {"namespace": "edge", "name": "public", "listener": "tls"}
+    own = parent_gateway(config, exported=exported)
+    assert (own.namespace, own.name, own.own) == (GATEWAY_NAMESPACE, GATEWAY_NAME, True), (
+        "an all-in-one stack attaches to its own Gateway"
+    )
+
+
+def test_stacks_new_sizes_the_starter_quota_with_the_engines_sizing():
+    from stacks.newstack import check, workloads_text
+
+    live = platform_exports()
+    for pool in live["nodePools"]:
+        if pool["name"] == "gpu":
+            pool["instanceTypes"] = ["g6e.48xlarge"]  # a 1-GPU share of this node is ~21 cpu
+    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
+    try:
+        text = workloads_text("search-dev", PLATFORM_REF, "search", "dev", None)
+        check(text, "search-dev")  # validates as written, quota included
+    finally:
+        exports.forget()
+    assert 'cpu: "32"' not in text, "two default-sized replicas need more than the 32-cpu floor"
+
+
+def test_an_exposed_team_model_on_a_platform_without_a_gateway_is_refused(team):
+    live = platform_exports()
+    live["gatewayParent"] = None
+    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
+    try:
+        found = problems(team)
+        for model in team["models"]:
+            model["expose"] = False
+        parse_sections(team, "us-west-2")  # unexposed models need no gateway
+    finally:
+        exports.forget()
+    assert any(p.startswith("inference-platform:models[0].expose:") and "gatewayParent" in p for p in found), found
