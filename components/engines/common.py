@@ -26,11 +26,13 @@ from stacks.sizing import container_resources, replica_requests
 
 from ..serving import aibrix
 from ..storage.cache import startup_probe
+from ..storage.prepare import TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
 from . import WorkloadSpec
 
 HOME = "/home/engine"
-HF_TOKEN_DIR = "/var/run/secrets/huggingface"
-HF_TOKEN_KEY = "token"  # the key the huggingFaceToken Secret must carry
+# One definition of the token file, shared with the preparation init containers.
+HF_TOKEN_DIR = TOKEN_DIR
+HF_TOKEN_KEY = TOKEN_KEY  # the key the huggingFaceToken Secret must carry
 SHM_PATH = "/dev/shm"
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -89,18 +91,25 @@ def requests(spec: WorkloadSpec) -> Requests:
     return replica_requests(spec.model, spec.pool, spec.config.storage)
 
 
+def unique_volumes(volumes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pod's volumes with each name once (the API server refuses duplicates). The cache's
+    preparation steps and the engine may both ask for the same volume; two different volumes under
+    one name are a bug, not something to pick between."""
+    seen: dict[str, dict[str, Any]] = {}
+    for volume in volumes:
+        first = seen.setdefault(volume["name"], volume)
+        if first != volume:
+            raise ValueError(f"two different pod volumes named {volume['name']!r}: {first} and {volume}")
+    return list(seen.values())
+
+
 def hf_token(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(volumes, mounts, env) for the Hugging Face token Secret, as a file and HF_TOKEN_PATH."""
     secret = spec.model.secrets.hugging_face_token
     if secret is None:
         return [], [], []
-    volumes = [
-        {
-            "name": "hf-token",
-            "secret": {"secretName": secret, "items": [{"key": HF_TOKEN_KEY, "path": HF_TOKEN_KEY}]},
-        }
-    ]
-    mounts = [{"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True}]
+    volumes = [token_volume(secret)]
+    mounts = [{"name": TOKEN_VOLUME, "mountPath": HF_TOKEN_DIR, "readOnly": True}]
     env = [{"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"}]
     return volumes, mounts, env
 
@@ -232,13 +241,9 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         "topologySpreadConstraints": topology_spread(spec),
         "initContainers": [*spec.cache.init_containers, *engine.init_containers],
         "containers": [container],
-        "volumes": [
-            {"name": "home", "emptyDir": {}},
-            *spec.cache.volumes,
-            *shm_vols,
-            *tok_vols,
-            *engine.volumes,
-        ],
+        "volumes": unique_volumes(
+            [{"name": "home", "emptyDir": {}}, *spec.cache.volumes, *shm_vols, *tok_vols, *engine.volumes]
+        ),
     }
     if engine.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": n} for n in engine.image_pull_secrets]

@@ -30,6 +30,7 @@ from stacks.config.models import Dynamo
 from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
+from ..engines.common import hf_token, unique_volumes
 from .workers import worker_resources
 
 if TYPE_CHECKING:
@@ -114,23 +115,10 @@ def _worker_args(spec: WorkloadSpec, role: str) -> list[str]:
     return args + list(model.engine_args)
 
 
-def _hf_token_env(model: ModelSection) -> list[dict[str, Any]]:
-    # The token is read from a file the Secret volume provides; HF_TOKEN_PATH is huggingface_hub's
-    # file-based credential, so the token never sits in an environment variable.
-    if not model.secrets.hugging_face_token:
-        return []
-    return [{"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/huggingface/token"}]
-
-
-def _secret_volume(model: ModelSection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    if not model.secrets.hugging_face_token:
-        return [], []
-    volume = {
-        "name": "hf-token",
-        "secret": {"secretName": model.secrets.hugging_face_token, "items": [{"key": "token", "path": "token"}]},
-    }
-    mount = {"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True}
-    return [volume], [mount]
+def _secret_volume(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The Hugging Face token as a file: the same volume and mount as every engine's pods."""
+    volumes, mounts, _ = hf_token(spec)
+    return volumes, mounts
 
 
 def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
@@ -143,7 +131,7 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     model = spec.model
     block = dynamo_block(model)
     module, workdir = BACKENDS[block.backend]
-    secret_volumes, secret_mounts = _secret_volume(model)
+    secret_volumes, secret_mounts = _secret_volume(spec)
     resources = worker_resources(model, replica_requests(model, spec.pool, spec.config.storage).ephemeral_mib)
     container = {
         "name": "main",
@@ -152,7 +140,7 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
         "args": _worker_args(spec, role),
         "workingDir": workdir,
         "env": [
-            *_hf_token_env(model),
+            *hf_token(spec)[2],
             {"name": "HF_HOME", "value": spec.cache.model_dir},
             *spec.cache.env,
         ],
@@ -162,7 +150,7 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     pod_spec = spec.placement.apply(
         {
             "containers": [container],
-            "volumes": [*spec.cache.volumes, *secret_volumes],
+            "volumes": unique_volumes([*spec.cache.volumes, *secret_volumes]),
             **({"initContainers": list(spec.cache.init_containers)} if spec.cache.init_containers else {}),
             # The preparation init containers read the model bucket as this account.
             **({"serviceAccountName": spec.pod_service_account} if spec.pod_service_account else {}),

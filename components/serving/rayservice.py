@@ -33,6 +33,7 @@ from stacks.config.models import RayServe
 from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
+from ..engines.common import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
 from .workers import worker_resources
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def llm_config(spec: WorkloadSpec) -> dict[str, Any]:
     }
     runtime_env: dict[str, Any] = {"env_vars": {"HF_HOME": spec.cache.model_dir}}
     if model.secrets.hugging_face_token:
-        runtime_env["env_vars"]["HF_TOKEN_PATH"] = "/var/run/secrets/huggingface/token"
+        runtime_env["env_vars"]["HF_TOKEN_PATH"] = f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"
     if block.pip:
         runtime_env["pip"] = list(block.pip)
     config["runtime_env"] = runtime_env
@@ -104,14 +105,10 @@ def serve_config(spec: WorkloadSpec) -> str:
     return yaml.safe_dump(document, sort_keys=False)
 
 
-def _secret_parts(model: ModelSection) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    if not model.secrets.hugging_face_token:
-        return [], []
-    volume = {
-        "name": "hf-token",
-        "secret": {"secretName": model.secrets.hugging_face_token, "items": [{"key": "token", "path": "token"}]},
-    }
-    return [volume], [{"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True}]
+def _secret_parts(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The Hugging Face token as a file: the same volume and mount as every engine's pods."""
+    volumes, mounts, _ = hf_token(spec)
+    return volumes, mounts
 
 
 def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
@@ -153,7 +150,7 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     model = spec.model
     block = ray_block(model)
     gpus = str(model.accelerators_per_replica)
-    volumes, mounts = _secret_parts(model)
+    volumes, mounts = _secret_parts(spec)
     resources = worker_resources(model, replica_requests(model, spec.pool, spec.config.storage).ephemeral_mib)
     # Ray sizes its own scheduling from the container's CPU limit; give it the request.
     resources["limits"]["cpu"] = resources["requests"]["cpu"]
@@ -168,7 +165,7 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
                     "env": list(spec.cache.env),
                 }
             ],
-            "volumes": [*spec.cache.volumes, *volumes],
+            "volumes": unique_volumes([*spec.cache.volumes, *volumes]),
             **({"initContainers": list(spec.cache.init_containers)} if spec.cache.init_containers else {}),
             # The preparation init containers read the model bucket as this account.
             **({"serviceAccountName": spec.pod_service_account} if spec.pod_service_account else {}),

@@ -1,0 +1,55 @@
+"""What the schemas cannot see: every pod of every stack file must be one the API server accepts
+and that can start (unique volume, container and env names; every mount has its volume)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.conftest import ALL_STACKS, render_sections, sections_of
+
+
+def pod_specs(obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, pod spec) for every pod template in a manifest, custom resources included."""
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("containers"), list):
+                found.append((path, node))
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(obj.get("spec"), "spec")
+    return found
+
+
+def problems(pod: dict[str, Any]) -> list[str]:
+    out = []
+    volumes = [v["name"] for v in pod.get("volumes", [])]
+    out += [f"volume {n} twice" for n, c in Counter(volumes).items() if c > 1]
+    containers = [*pod.get("initContainers", []), *pod["containers"]]
+    names = [c["name"] for c in containers]
+    out += [f"container {n} twice" for n, c in Counter(names).items() if c > 1]
+    for c in containers:
+        envs = [e["name"] for e in c.get("env", [])]
+        out += [f"{c['name']}: env {n} twice" for n, k in Counter(envs).items() if k > 1]
+        for mount in c.get("volumeMounts", []):
+            if mount["name"] not in volumes:
+                out.append(f"{c['name']}: mount {mount['name']} has no volume")
+    return out
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_every_pod_has_unique_names_and_mounts_only_its_volumes(path):
+    failures = {}
+    for obj in render_sections(sections_of(path)).manifests():
+        for where, pod in pod_specs(obj):
+            if found := problems(pod):
+                failures[f"{obj['kind']}/{obj['metadata'].get('name')} {where}"] = found
+    assert not failures, failures
