@@ -70,33 +70,22 @@ class FsxCache(pulumi.ComponentResource):
         )
         sources = {"cluster": args.cluster_security_group_id, "self": sg.id}
         rules: list[pulumi.Resource] = []
+        directions = ((aws.vpc.SecurityGroupIngressRule, "from"), (aws.vpc.SecurityGroupEgressRule, "to"))
         for who, source in sources.items():
-            for low, high in LUSTRE_PORTS:
-                rules.append(
-                    aws.vpc.SecurityGroupIngressRule(
-                        f"{name}-lustre-{low}-from-{who}",
-                        security_group_id=sg.id,
-                        referenced_security_group_id=source,
-                        ip_protocol="tcp",
-                        from_port=low,
-                        to_port=high,
-                        description=f"Lustre {low}-{high} from the {who} security group",
-                        opts=child,
+            for rule_class, way in directions:
+                for low, high in LUSTRE_PORTS:
+                    rules.append(
+                        rule_class(
+                            f"{name}-lustre-{low}-{way}-{who}",
+                            security_group_id=sg.id,
+                            referenced_security_group_id=source,
+                            ip_protocol="tcp",
+                            from_port=low,
+                            to_port=high,
+                            description=f"Lustre {low}-{high} {way} the {who} security group",
+                            opts=child,
+                        )
                     )
-                )
-            for low, high in LUSTRE_PORTS:
-                rules.append(
-                    aws.vpc.SecurityGroupEgressRule(
-                        f"{name}-lustre-{low}-to-{who}",
-                        security_group_id=sg.id,
-                        referenced_security_group_id=source,
-                        ip_protocol="tcp",
-                        from_port=low,
-                        to_port=high,
-                        description=f"Lustre {low}-{high} to the {who} security group",
-                        opts=child,
-                    )
-                )
         first_subnet = pulumi.Output.from_input(args.private_subnet_ids).apply(lambda ids: ids[0])
         fs = aws.fsx.LustreFileSystem(
             f"{name}-fs",
