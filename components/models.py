@@ -5,7 +5,7 @@ For each model it builds the WorkloadSpec (image from the versions catalog overr
 facts) and applies what the engine module returns (components/engines, and the serving platforms'
 dynamo and ray-serve modules). A custom resource (NIMService, DynamoGraphDeployment, RayService)
 depends on the release that installs its CRD (`components/serving ENGINE_INSTALLER`). Pods run as
-the cache's bucket reader (`model-reader`) unless `service_accounts` names another account.
+the cache's bucket reader (`model-reader`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ class ModelsArgs:
     neuron_scheduler: pulumi.Input[str] | None = None
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
     installers: dict[str, pulumi.Resource] = field(default_factory=dict)
-    service_accounts: dict[str, str] = field(default_factory=dict)  # model name -> service account
 
 
 def model_image(model: ModelSection) -> Image:
@@ -75,7 +74,6 @@ def workload_spec(args: ModelsArgs, model: ModelSection) -> engines.WorkloadSpec
         cache=cache_mount(ctx, model, pool),
         image=model_image(model),
         labels=labels(served.service, model.name, **{"inference-platform.io/engine": model.engine}),
-        service_account=args.service_accounts.get(model.name),
     )
 
 

@@ -284,7 +284,6 @@ class Platform(pulumi.ComponentResource):
                 neuron_scheduler=wiring.neuron_scheduler,
                 namespaces=dict(wiring.namespaces),
                 installers=dict(wiring.installers),
-                service_accounts=wiring.extra.get("model_service_accounts", {}),
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -45,14 +45,11 @@ class WorkloadSpec:
     cache: CacheMount
     image: Image
     labels: dict[str, str]
-    # An explicit account for the model's pods; by default the cache's bucket reader.
-    service_account: str | None = None
-    extra: dict[str, Any] | None = None
 
     @property
     def pod_service_account(self) -> str | None:
         """The pods' serviceAccountName: read-only bucket access through Pod Identity (`model-reader`)."""
-        return self.service_account or self.cache.service_account
+        return self.cache.service_account
 
 
 def engine_module(engine: str) -> ModuleType:

@@ -22,6 +22,7 @@ from ..checks import rule, warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
+from ..metrics import ENGINE_METRICS
 from ..sizing import WEIGHTS_FRACTION, accelerator_types, replica_requests, tensor_parallel, weights
 from ..versions import IMAGES
 from .models import ENGINE_ACCELERATORS
@@ -161,14 +162,15 @@ def neuron_devices_in_powers_of_two(config: StackConfig) -> Iterable[Problem]:
             )
 
 
-# Prefix of each engine's Prometheus metric names, and a queue-depth metric to scale on.
-QUEUE_METRICS = {
-    "vllm": ("vllm:", "vllm:num_requests_waiting"),
-    "neuron-vllm": ("vllm:", "vllm:num_requests_waiting"),
-    "nim": ("vllm:", "vllm:num_requests_waiting"),  # NIM 2.0 passes vLLM's own metrics through
-    "sglang": ("sglang:", "sglang:num_queue_reqs"),
-    "tgi": ("tgi_", "tgi_queue_size"),
-}
+def queue_metric(engine: str) -> tuple[str, str] | None:
+    """(prefix of the engine's metric names, its queue-depth metric to scale on), from the metric
+    catalog (stacks/metrics.py); None for an engine that exports no metrics."""
+    queue = ENGINE_METRICS.get(engine, {}).get("queue")
+    if queue is None:
+        return None
+    name = queue.name
+    cut = name.index(":") if ":" in name else name.index("_")
+    return name[: cut + 1], name
 
 
 @rule
@@ -176,7 +178,7 @@ def hpa_scales_on_a_metric_the_engine_exports(config: StackConfig) -> Iterable[P
     for i, model in enumerate(config.models):
         if model.autoscaling.owner != "hpa" or model.engine not in WORKLOAD_ENGINES:
             continue
-        known = QUEUE_METRICS.get(model.engine)
+        known = queue_metric(model.engine)
         if known is None:
             yield Problem(
                 key_path(["models", i, "autoscaling", "owner"]),

@@ -6,19 +6,11 @@ from collections.abc import Iterable
 
 from ..checks import rule
 from ..config import StackConfig
+from ..engines import ENGINES
 from ..errors import Problem, key_path
 
-# Which accelerators each engine runs on (shared/seed/inference-frameworks.md, engine sections).
-ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {
-    "vllm": ("nvidia",),
-    "sglang": ("nvidia",),
-    "nim": ("nvidia",),
-    "tgi": ("nvidia",),
-    "dynamo": ("nvidia",),
-    "ray-serve": ("nvidia",),
-    "neuron-vllm": ("neuron",),
-    "ollama": ("nvidia", "none"),
-}
+# Which accelerators each engine runs on: the engine facts table (stacks/engines.py) holds them.
+ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {engine: f.accelerators for engine, f in ENGINES.items()}
 
 # Engines that need a platform add-on installed first.
 ENGINE_ADDONS = {"dynamo": "dynamo", "ray-serve": "kuberay"}
