@@ -65,6 +65,34 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
     "aws-efs-csi-driver": ([("", "aws-efs-csi-driver/v3.4.1/values.yaml")], None),
     "aws-fsx-csi-driver": ([("", "aws-fsx-csi-driver/v1.9.0/values.yaml")], None),
     "lws": ([("", "lws/v0.10.0/chart/values.yaml")], None),
+    # Not in shared/schemas (VALUES_NOT_ON_FILE says where each comes from): checked once fetched.
+    "kube-prometheus-stack": (
+        [
+            ("", "kube-prometheus-stack/81.6.2/chart/values.yaml"),
+            ("grafana", "grafana/11.1.1/chart/values.yaml"),
+        ],
+        None,
+    ),
+    "dcgm-exporter": ([("", "dcgm-exporter/4.8.2/chart/values.yaml")], None),
+    "aws-load-balancer-controller": ([("", "aws-load-balancer-controller/v3.5.0/chart/values.yaml")], None),
+}
+
+# Charts installed with their defaults: a release of one must pass no values at all.
+VALUELESS_CHARTS = {"karpenter-crd"}
+
+# values files of CHART_VALUES that the shared schema directory does not carry -> where upstream keeps
+# them. A release of such a chart is reported as skipped, by name, until the file is fetched (README,
+# "Schemas"); then its keys are checked like every other chart's.
+VALUES_NOT_ON_FILE: dict[str, str] = {
+    "kube-prometheus-stack/81.6.2/chart/values.yaml": (
+        "prometheus-community/helm-charts tag kube-prometheus-stack-81.6.2 charts/kube-prometheus-stack/values.yaml"
+    ),
+    "grafana/11.1.1/chart/values.yaml": "grafana-community/helm-charts tag grafana-11.1.1 charts/grafana/values.yaml",
+    "dcgm-exporter/4.8.2/chart/values.yaml": "NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 deployment/values.yaml",
+    "aws-load-balancer-controller/v3.5.0/chart/values.yaml": (
+        "aws/eks-charts commit 5239609 (aws-load-balancer-controller: v3.5.0) "
+        "stable/aws-load-balancer-controller/values.yaml"
+    ),
 }
 
 # Values keys that are Kubernetes label/annotation maps wherever they appear: any key is valid under
@@ -232,10 +260,15 @@ def validate_object(obj: dict[str, Any], root: Path, kubernetes_version: str) ->
 # ---- helm values ---------------------------------------------------------------------------------------
 
 
+def values_missing(root: Path, chart: str) -> list[str]:
+    """The chart's values files (relative to root) that are not on file; [] when all are."""
+    return [rel for _, rel in CHART_VALUES.get(chart, ([], None))[0] if not (root / rel).is_file()]
+
+
 @cache
 def chart_defaults(root: Path, chart: str) -> dict[str, Any] | None:
     entry = CHART_VALUES.get(chart)
-    if entry is None:
+    if entry is None or values_missing(root, chart):
         return None
     merged: dict[str, Any] = {}
     for mount, rel in entry[0]:
@@ -264,7 +297,7 @@ def unknown_keys(values: Any, defaults: Any, prefix: str = "") -> Iterator[str]:
 
 
 def validate_values(chart: str, values: dict[str, Any], root: Path) -> list[str] | None:
-    """Problems with a release's values; None when no schema for the chart is on file."""
+    """Problems with a release's values; None when the chart's values files are not on file."""
     defaults = chart_defaults(root, chart)
     if defaults is None:
         return None

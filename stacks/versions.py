@@ -61,7 +61,7 @@ CHARTS: dict[str, Chart] = {
     "kube-prometheus-stack": Chart(
         "kube-prometheus-stack", "81.6.2", "https://prometheus-community.github.io/helm-charts"
     ),
-    "dcgm-exporter": Chart("dcgm-exporter", "4.8.4", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
+    "dcgm-exporter": Chart("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
 }
 
 IMAGES: dict[str, Image] = {

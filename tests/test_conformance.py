@@ -86,6 +86,30 @@ def test_only_the_listed_kinds_may_go_unvalidated():
     assert conformance.validate_custom(unknown, SCHEMAS), "an unlisted kind without a CRD is an error"
 
 
+def chart_name(rel: dict) -> str:
+    return rel["chart"].rsplit("/", 1)[-1]
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_every_released_chart_has_a_values_check(path):
+    """A chart the platform installs without an entry in CHART_VALUES would go unchecked: refuse it."""
+    _, _, releases = rendered(path)
+    unchecked = sorted({chart_name(r) for r in releases} - set(conformance.CHART_VALUES) - conformance.VALUELESS_CHARTS)
+    assert not unchecked, f"add these charts' values files to conformance.CHART_VALUES: {unchecked}"
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_charts_installed_with_defaults_get_no_values(path):
+    _, _, releases = rendered(path)
+    given = {r["name"]: r["values"] for r in releases if chart_name(r) in conformance.VALUELESS_CHARTS}
+    assert not any(given.values()), given
+
+
+def test_values_files_not_on_file_say_where_upstream_keeps_them():
+    listed = {rel for files, _ in conformance.CHART_VALUES.values() for _, rel in files}
+    assert set(conformance.VALUES_NOT_ON_FILE) <= listed
+
+
 @needs_schemas
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_every_helm_value_key_exists_in_the_pinned_chart(path):
@@ -93,10 +117,24 @@ def test_every_helm_value_key_exists_in_the_pinned_chart(path):
     _, _, releases = rendered(path)
     failures = {}
     for rel in releases:
-        problems = conformance.validate_values(rel["chart"].rsplit("/", 1)[-1], rel["values"], SCHEMAS)
+        problems = conformance.validate_values(chart_name(rel), rel["values"], SCHEMAS)
         if problems:
             failures[rel["name"]] = problems
     assert not failures, failures
+
+
+@needs_schemas
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_releases_whose_chart_values_are_not_on_file_are_reported_not_passed(path):
+    """Only the files listed in VALUES_NOT_ON_FILE may be absent; their releases are named as skipped."""
+    assert SCHEMAS is not None
+    _, _, releases = rendered(path)
+    missing = {rel["name"]: conformance.values_missing(SCHEMAS, chart_name(rel)) for rel in releases}
+    unexplained = {n: [f for f in files if f not in conformance.VALUES_NOT_ON_FILE] for n, files in missing.items()}
+    assert not any(unexplained.values()), f"values files missing from {SCHEMAS}: {unexplained}"
+    skipped = sorted(n for n, files in missing.items() if files)
+    if skipped:
+        pytest.skip(f"chart values not on file, keys not checked (see README 'Schemas'): {', '.join(skipped)}")
 
 
 @needs_schemas
