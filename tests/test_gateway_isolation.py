@@ -57,7 +57,7 @@ def test_an_unexposed_model_gets_no_gateway_ingress(dev):
     assert all(EG_NAMESPACE not in sources(r) for r in spec["spec"]["ingress"])
 
 
-def test_egress_is_dns_the_namespace_itself_https_and_the_serving_platforms(dev_render):
+def test_egress_is_dns_the_namespace_itself_https_pod_identity_and_the_serving_platforms(dev_render):
     spec = policies(dev_render.manifests(), "inference")["egress"]
     rules = spec["egress"]
     dns = rules[0]
@@ -65,7 +65,11 @@ def test_egress_is_dns_the_namespace_itself_https_and_the_serving_platforms(dev_
     assert {p["port"] for p in dns["ports"]} == {53}
     assert rules[1] == {"to": [{"podSelector": {}}]}
     assert rules[2]["ports"] == [{"protocol": "TCP", "port": 443}], "S3, model hubs and registries over TLS only"
-    assert len(rules) == 3, "nothing else leaves the namespace"
+    assert rules[3] == {
+        "to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}],
+        "ports": [{"protocol": "TCP", "port": 80}],
+    }, "the EKS Pod Identity agent: the model-bucket reader's credentials come from it, on port 80"
+    assert len(rules) == 4, "nothing else leaves the namespace"
     with_platform = isolation.egress("inference", [("dynamo-system", 4222)])
     assert with_platform["spec"]["egress"][-1] == {
         "to": [{"namespaceSelector": {"matchLabels": {isolation.NS_LABEL: "dynamo-system"}}}],

@@ -11,8 +11,11 @@ Ingress to a model's pods comes only from
   KubeRay operator polls the Ray head's dashboard, the Dynamo and NIM operators their pods, and
   with AIBrix its controller manager (adapters, PodAutoscaler metrics) and gateway plugin (pod
   metrics for routing) call every model pod.
-Egress is limited to cluster DNS, the model's own pods, TCP 443 and, per engine present in the
-namespace, the platform services its pods call (`platform_egress`: Dynamo's NATS). A
+Egress is limited to cluster DNS, the model's own pods, TCP 443, the EKS Pod Identity agent and, per
+engine present in the namespace, the platform services its pods call (`platform_egress`: Dynamo's
+NATS). The agent (169.254.170.23:80, a hostNetwork DaemonSet on a link-local address, not the node IP
+the VPC CNI always admits) is where the AWS SDK fetches the model-bucket reader's credentials: without
+the rule, the model-preparation init container's `aws s3 sync` is refused credentials. A
 NetworkPolicy cannot name a host: 443 is how pods reach the model bucket (S3, through the VPC
 gateway endpoint or its public addresses), Hugging Face or NGC and the registries a stack names.
 Image pulls are made by the kubelet on the node and EFS/FSx mounts by the CSI node driver; neither is
@@ -32,6 +35,8 @@ from ..served import ServedModel
 from .manifests import EG_NAMESPACE, PROXY_POD_LABELS
 
 NS_LABEL = "kubernetes.io/metadata.name"
+# The EKS Pod Identity agent's credential endpoint (IPv4 clusters): AWS_CONTAINER_CREDENTIALS_FULL_URI.
+POD_IDENTITY_AGENT = {"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"protocol": "TCP", "port": 80}]}
 
 
 def _ns(name: str) -> dict[str, Any]:
@@ -60,6 +65,7 @@ def egress(namespace: str, platform_targets: Iterable[tuple[str, int]] = ()) -> 
         },
         {"to": [{"podSelector": {}}]},  # the namespace's own pods: peers of one model
         {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]},
+        POD_IDENTITY_AGENT,
     ]
     ports_by_namespace: dict[str, set[int]] = {}
     for ns, port in platform_targets:
