@@ -171,7 +171,7 @@ def _exporter(accelerator: str) -> Callable[[NodePoolSection, StackConfig | None
 # and the neuron-monitor DaemonSet (components/monitoring/manifests.py) take these very figures.
 EXPORTER_REQUESTS: dict[str, dict[str, str]] = {
     "nvidia": {"cpu": "100m", "memory": "128Mi"},
-    "neuron": {"cpu": "100m", "memory": "128Mi"},
+    "neuron": {"cpu": "256m", "memory": "128Mi"},  # AWS's neuron-monitor DaemonSet requests
 }
 
 

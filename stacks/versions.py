@@ -71,11 +71,13 @@ IMAGES: dict[str, Image] = {
     "tgi": Image("ghcr.io/huggingface/text-generation-inference", "3.3.7"),
     "ollama": Image("ollama/ollama", "0.34.0"),
     "nim": Image("nvcr.io/nim/nvidia/model-free-nim", "2.0.12"),
-    # NxD Inference path (vLLM 0.16 line) on Neuron SDK 2.32. DLC tags seen upstream for this line:
-    # 0.16.0-neuronx-py312-sdk2.{29.1,30.0,31.1}-ubuntu24.04; the 2.32 tag follows that pattern.
-    # The 0.2x tags (vllm-neuron beta plugin) are Trn2/Trn3 only.
+    # NxD Inference path (vLLM 0.16 with the vllm-neuron 0.5.3 plugin) for Inf2/Trn1/Trn2. This DLC line
+    # ends at SDK 2.31.1: from 2.32.0 the pytorch-inference-vllm-neuronx 0.16 DLC is no longer published
+    # (aws-neuron-sdk release-notes/components/containers.rst, 2.32.0) and 2.32's only vLLM DLC is the
+    # 0.24 vllm-neuron beta, Trn2/Trn3 only. aws-neuron/deep-learning-containers README lists this tag
+    # for trn1, trn2, trn3 and inf2.
     "neuron-vllm": Image(
-        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py312-sdk2.32.0-ubuntu24.04"
+        "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
     ),
     # --- serving platforms ---------------------------------------------------------------------
     "dynamo-vllm": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),

@@ -114,4 +114,4 @@ def test_the_exporters_request_exactly_what_the_fit_check_subtracts():
     assert container["resources"]["requests"] == EXPORTER_REQUESTS["neuron"]
     table = {d.name: d.requests for d in capacity.NODE_DAEMONSETS}
     assert table["dcgm-exporter"] == Requests(cpu_m=100, memory_mib=128)
-    assert table["neuron-monitor"] == Requests(cpu_m=100, memory_mib=128)
+    assert table["neuron-monitor"] == Requests(cpu_m=256, memory_mib=128)

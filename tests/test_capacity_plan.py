@@ -14,8 +14,8 @@ def test_plan_lists_each_pools_types_with_allocatable_and_where_each_model_fits(
     assert "pool gpu: accelerator nvidia" in out and "pool inferentia: accelerator neuron" in out
     inf2 = next(line.split() for line in out.splitlines() if line.strip().startswith("inf2.xlarge"))
     # facts: 3920m / 14162Mi, less aws-node, kube-proxy, ebs-csi-node, the Neuron problem detector and,
-    # with monitoring on, neuron-monitor (100m / 128Mi); the EFS CSI node requests nothing.
-    assert inf2[1:3] == ["3675m", "13914Mi"] and inf2[5:8] == ["1", "2", "58"], inf2
+    # with monitoring on, neuron-monitor (256m / 128Mi, AWS's own DaemonSet); the EFS CSI node requests nothing.
+    assert inf2[1:3] == ["3519m", "13914Mi"] and inf2[5:8] == ["1", "2", "58"], inf2
     assert "model llama-3-8b-neuron on pool inferentia" in out and "fits inf2.24xlarge" in out
     assert "model qwen3-8b on pool gpu" in out and "fits g6.xlarge, g6.12xlarge" in out
 

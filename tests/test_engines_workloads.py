@@ -155,7 +155,7 @@ def test_neuron_vllm_asks_for_whole_devices_and_uses_their_neuroncores_for_tenso
     )
     assert spec["schedulerName"] == "neuron-scheduler"
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
-    assert "sdk2.32" in c["image"] and ":0.16." in c["image"]
+    assert c["image"].endswith(":0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"), "the last NxD Inference DLC (inf2)"
 
 
 def test_gpu_pods_tolerate_the_gpu_taint_land_on_their_pool_and_request_what_they_limit():

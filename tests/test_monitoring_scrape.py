@@ -102,7 +102,10 @@ def test_neuron_monitor_runs_on_neuron_nodes_and_is_scraped():
     pod = daemonset["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"inference-platform.io/accelerator": "neuron"}
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
-    assert "neuron-monitor-prometheus.py --port 8000" in pod["containers"][0]["args"][0]
+    container = pod["containers"][0]
+    assert container["command"] == ["/opt/bin/entrypoint.sh"], "the image's own entrypoint, as AWS's DaemonSet"
+    assert container["args"][:2] == ["--port", "8000"]
+    assert container["ports"] == [{"name": "metrics", "containerPort": 8000}]
     assert monitor["spec"]["selector"] == daemonset["spec"]["selector"]
     assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
 

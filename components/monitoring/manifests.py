@@ -84,8 +84,9 @@ def dcgm_exporter_values() -> dict[str, Any]:
 
 
 def neuron_monitor(namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]]:
-    """neuron-monitor piped into its Prometheus exporter on every Neuron node, and its PodMonitor.
-    Privileged: it reads the Neuron devices and sysfs (AWS's own DaemonSet does the same)."""
+    """neuron-monitor with its Prometheus exporter on every Neuron node, and its PodMonitor. Command,
+    arguments, memory cap and privilege as AWS's own DaemonSet (aws-neuron-sdk
+    src/k8/k8s-neuron-monitor-daemonset.yml): the image's entrypoint serves /metrics on the port."""
     img = image("neuron-monitor")
     labels = {"app.kubernetes.io/name": "neuron-monitor"}
     daemonset = {
@@ -103,12 +104,18 @@ def neuron_monitor(namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]
                         {
                             "name": "neuron-monitor",
                             "image": img.ref,
-                            "command": ["/bin/sh", "-c"],
-                            "args": [f"neuron-monitor | neuron-monitor-prometheus.py --port {NEURON_MONITOR_PORT}"],
+                            "command": ["/opt/bin/entrypoint.sh"],
+                            "args": [
+                                "--port",
+                                str(NEURON_MONITOR_PORT),
+                                "--neuron-monitor-config",
+                                "/opt/aws/neuron/bin/neuron-monitor.conf",
+                            ],
+                            "env": [{"name": "GOMEMLIMIT", "value": "160MiB"}],
                             "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
                             "resources": {
                                 "requests": EXPORTER_REQUESTS["neuron"],
-                                "limits": {"memory": "256Mi"},
+                                "limits": {"cpu": "500m", "memory": "256Mi"},
                             },
                             "securityContext": {"privileged": True},
                         }

@@ -6,9 +6,9 @@ Each add-on is `enabled` plus an optional `version` that overrides the pinned de
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from .base import Addon, SecretName, Strict
 
@@ -65,12 +65,25 @@ class LiteLLM(Addon):
 
 
 class Monitoring(Addon):
-    """Metrics: kube-prometheus-stack (or an existing Prometheus), exporters, dashboards, rules."""
+    """Metrics: kube-prometheus-stack (or an existing Prometheus), exporters, dashboards, rules, and
+    prometheus-adapter serving the engines' metrics to HorizontalPodAutoscalers."""
 
     enabled: bool = True
     existing_prometheus: bool = False
+    # The existing Prometheus's in-cluster query URL (scheme, host and port; no path), for
+    # prometheus-adapter. Only with existingPrometheus: otherwise the platform's own Prometheus is used.
+    prometheus_url: Annotated[str, StringConstraints(pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")] | None = None
     retention: Annotated[str, StringConstraints(pattern=r"^[0-9]+(h|d|w)$")] = "15d"
     grafana: bool = True
+
+    @model_validator(mode="after")
+    def _url_only_for_an_existing_prometheus(self) -> Self:
+        if self.prometheus_url and not self.existing_prometheus:
+            raise ValueError(
+                "prometheusUrl names an existing Prometheus: set existingPrometheus: true with it, or drop it "
+                "to use the platform's own"
+            )
+        return self
 
 
 class AddonsSection(Strict):

@@ -76,7 +76,7 @@ class RayServe(Strict):
 
 
 class Autoscaling(Strict):
-    owner: Literal["hpa", "aibrix", "keda", "dynamo-planner", "none"] = "none"
+    owner: Literal["hpa", "aibrix", "dynamo-planner", "none"] = "none"
     min_replicas: int = Field(default=1, ge=0, le=1000)
     max_replicas: int = Field(default=4, ge=1, le=1000)
     strategy: Literal["HPA", "KPA", "APA"] = "KPA"
