@@ -7,7 +7,7 @@ Sources (names and units as each project's own code/docs spell them at the pinne
   `/v1/metrics`, and the NxD-backed vLLM on Neuron): `vllm/v1/metrics/loggers.py`. Latency histograms
   are in seconds; `vllm:kv_cache_usage_perc` is a 0-1 fraction despite its name; the older
   `vllm:time_per_output_token_seconds` was superseded by `vllm:inter_token_latency_seconds`.
-- SGLang 0.5.x `python/sglang/srt/metrics/collector.py` (only with `--enable-metrics`):
+- SGLang 0.5.19 `python/sglang/srt/observability/metrics_collector.py` (only with `--enable-metrics`):
   `sglang:token_usage` is a 0-1 fraction of the KV pool.
 - TGI 3.x router: `tgi_request_duration`, `tgi_request_mean_time_per_token_duration` (seconds,
   no `_seconds` suffix), `tgi_queue_size`; TGI exports no time-to-first-token and no KV-cache metric.
@@ -113,6 +113,27 @@ GRAFANA_UNITS: dict[str, str] = {
 
 def metric(engine: str, signal: str) -> Metric | None:
     return ENGINE_METRICS.get(engine, {}).get(signal)
+
+
+def scaling_metrics(engine: str) -> list[Metric]:
+    """The metrics a HorizontalPodAutoscaler may scale an engine's pods on: its gauges (a per-pod
+    value averaged over pods). Counters and histograms would need a rate() the HPA cannot ask for."""
+    return [m for m in ENGINE_METRICS.get(engine, {}).values() if m.kind == "gauge"]
+
+
+def scaling_metric(engine: str, chosen: str | None) -> str | None:
+    """The metric a model's autoscaler reads: `autoscaling.metric`, else the engine's queue depth."""
+    if chosen:
+        return chosen
+    queue = metric(engine, "queue")
+    return queue.name if queue else None
+
+
+def custom_metric(name: str) -> str:
+    """The name custom.metrics.k8s.io serves a series under (prometheus-adapter renames it; an API
+    resource name cannot contain ':'): `vllm:num_requests_waiting` -> `vllm_num_requests_waiting`.
+    The HPA asks for this name and the adapter's rule produces it, both from here."""
+    return name.replace(":", "_")
 
 
 def all_metric_names() -> set[str]:

@@ -83,13 +83,17 @@ IMAGES: dict[str, Image] = {
     "dynamo-vllm": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
     "dynamo-sglang": Image("nvcr.io/nvidia/ai-dynamo/sglang-runtime", "1.4.2"),
     "dynamo-trtllm": Image("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"),
-    "ray": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
+    # Ray 2.58 publishes ray-llm for Python 3.12 and CUDA 13.0 only (docker/ray-llm/cuda.wanda.yaml;
+    # the cu128/py311 images were retired, ray-project/ray#62458). CUDA 13 needs driver R580+: the EKS
+    # AL2023 NVIDIA AMIs ship 580 (amazon-eks-ami templates/al2023/variables-default.json).
+    "ray": Image("rayproject/ray-llm", "2.58.0-py312-cu130"),
     # Keyed by engine name too, for code that looks images up by models[].engine; the engine
     # modules themselves pick dynamo-<models[].dynamo.backend> and ray.
     "dynamo": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
-    "ray-serve": Image("rayproject/ray-llm", "2.58.0-py311-cu128"),
-    # LiteLLM's release workflow (ghcr_deploy.yml) tags images main-<release tag>; plain manifests.
-    "litellm": Image("ghcr.io/berriai/litellm", "main-v1.100.1"),
+    "ray-serve": Image("rayproject/ray-llm", "2.58.0-py312-cu130"),
+    # Since 1.84 LiteLLM tags release images v<version> (and <version>); the main-<tag> form is gone
+    # (docs.litellm.ai/blog/cleaner-release-versions). Plain manifests, no database image needed.
+    "litellm": Image("ghcr.io/berriai/litellm", "v1.100.1"),
     "redis": Image("redis", "7.4"),
     # --- model preparation (components/storage/prepare.py) ---------------------------------------
     # Copies a model's prefix from the model bucket (`aws s3 sync`).

@@ -114,3 +114,12 @@ def test_a_model_name_served_twice_is_refused():
     with pytest.raises(ConfigError) as err:
         config_of(sections)
     assert any(p.path.endswith("externalProviders[0].models[0]") for p in err.value.problems)
+
+
+@pytest.mark.parametrize(("version", "tag"), [(None, "v1.100.1"), ("1.101.2", "v1.101.2"), ("v1.101.2", "v1.101.2")])
+def test_the_proxy_image_is_the_release_tag_litellm_publishes(version, tag):
+    """Since 1.84 LiteLLM publishes v<version>; the old main-v<version> tags no longer appear."""
+    from stacks.config.addons import LiteLLM
+
+    image = litellm.litellm_image(LiteLLM.model_validate({"enabled": True, "version": version}))
+    assert image.ref == f"ghcr.io/berriai/litellm:{tag}"

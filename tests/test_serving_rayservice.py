@@ -55,7 +55,7 @@ def test_dependencies_reach_the_workers_through_the_image_and_runtime_env():
     cluster = svc["spec"]["rayClusterConfig"]
     images = {cluster["headGroupSpec"]["template"]["spec"]["containers"][0]["image"]}
     images.add(cluster["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"])
-    assert images == {"rayproject/ray-llm:2.58.0-py311-cu128"}, "head and workers run the same ray-llm image"
+    assert images == {"rayproject/ray-llm:2.58.0-py312-cu130"}, "head and workers run the same ray-llm image"
     (llm,) = yaml.safe_load(svc["spec"]["serveConfigV2"])["applications"][0]["args"]["llm_configs"]
     assert llm["runtime_env"]["pip"] == ["transformers==4.57.1"], "runtime_env applies to replicas and engine workers"
 

@@ -72,13 +72,13 @@ def provider_env(name: str) -> str:
 
 
 def litellm_image(addon: LiteLLM) -> Image:
-    """The pinned image, or the release `addons.litellm.version` names (1.100.1 -> main-v1.100.1,
-    the tag LiteLLM's release workflow pushes for that release)."""
+    """The pinned image, or the release `addons.litellm.version` names (1.100.1 -> v1.100.1, the
+    tag LiteLLM publishes for a release since 1.84)."""
     base = image("litellm")
     if addon.version is None:
         return base
     version = addon.version
-    return Image(base.repository, version if version.startswith("main-") else f"main-v{version.removeprefix('v')}")
+    return Image(base.repository, f"v{version.removeprefix('v')}")
 
 
 def internal_models(config: StackConfig) -> list[ServedModel]:
