@@ -74,6 +74,7 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
         None,
     ),
     "dcgm-exporter": ([("", "dcgm-exporter/4.8.2/chart/values.yaml")], None),
+    "prometheus-adapter": ([("", "prometheus-adapter/5.3.0/chart/values.yaml")], None),
     "aws-load-balancer-controller": ([("", "aws-load-balancer-controller/v3.5.0/chart/values.yaml")], None),
 }
 
@@ -89,6 +90,9 @@ VALUES_NOT_ON_FILE: dict[str, str] = {
     ),
     "grafana/11.1.1/chart/values.yaml": "grafana-community/helm-charts tag grafana-11.1.1 charts/grafana/values.yaml",
     "dcgm-exporter/4.8.2/chart/values.yaml": "NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 deployment/values.yaml",
+    "prometheus-adapter/5.3.0/chart/values.yaml": (
+        "prometheus-community/helm-charts tag prometheus-adapter-5.3.0 charts/prometheus-adapter/values.yaml"
+    ),
     "aws-load-balancer-controller/v3.5.0/chart/values.yaml": (
         "aws/eks-charts commit 5239609 (aws-load-balancer-controller: v3.5.0) "
         "stable/aws-load-balancer-controller/values.yaml"

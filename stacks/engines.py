@@ -62,6 +62,11 @@ ENGINES: dict[str, EngineFacts] = {
     ),
 }
 
+# Engines the platform runs as its own workloads (a Deployment/StatefulSet, or a NIMService): sized
+# by the fit check and scaled by an HPA or AIBrix. Dynamo and Ray Serve are run and scaled by their
+# operators.
+WORKLOAD_ENGINES = ("vllm", "sglang", "nim", "tgi", "ollama", "neuron-vllm")
+
 
 def facts(engine: str) -> EngineFacts:
     return ENGINES[engine]

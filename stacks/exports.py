@@ -94,6 +94,9 @@ def platform_exports(config: StackConfig) -> dict[str, Any]:
         "gateway": config.gateway.model_dump(mode="json", by_alias=True, exclude_none=True),
         "gatewayParent": gateway_parent(config),
         "schedulerNames": {"neuron": neuron_scheduler},
+        # prometheus-adapter serves engine metrics to HPAs (autoscaling.owner: hpa). Added within
+        # version 2: a reader treats its absence (an older platform) as unknown.
+        "customMetrics": addons.monitoring.serves_custom_metrics,
     }
 
 

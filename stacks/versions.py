@@ -61,6 +61,8 @@ CHARTS: dict[str, Chart] = {
     "kube-prometheus-stack": Chart(
         "kube-prometheus-stack", "81.6.2", "https://prometheus-community.github.io/helm-charts"
     ),
+    # Serves custom.metrics.k8s.io from Prometheus for HPAs (appVersion v0.12.0).
+    "prometheus-adapter": Chart("prometheus-adapter", "5.3.0", "https://prometheus-community.github.io/helm-charts"),
     "dcgm-exporter": Chart("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
 }
 

@@ -27,6 +27,7 @@ def monitoring(sections: dict[str, Any], on: bool) -> dict[str, Any]:
     if not on:
         for model in sections["models"]:
             model.pop("slo", None)  # alerted on by Prometheus: refused without monitoring
+            model.pop("autoscaling", None)  # an HPA reads Prometheus too: refused without monitoring
     return sections
 
 

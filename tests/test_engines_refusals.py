@@ -156,11 +156,28 @@ def test_an_explicit_replica_size_larger_than_any_instance_type_is_refused():
 def test_an_hpa_on_another_engines_metric_is_refused():
     s = example()
     i, m = model(s, "qwen3-8b-sglang")
-    m["autoscaling"] = {"owner": "hpa", "maxReplicas": 2}
+    m["autoscaling"] = {"owner": "hpa", "maxReplicas": 2, "metric": "vllm:num_requests_waiting"}
     found = problems(s)
     assert any(p.startswith(f"{P}models[{i}].autoscaling.metric:") and "sglang:num_queue_reqs" in p for p in found), (
         found
     )
+
+
+@pytest.mark.parametrize("owner", ["hpa", "aibrix"])
+def test_an_autoscaler_on_a_histogram_is_refused_naming_the_gauges(owner):
+    s = example()
+    i, m = model(s, "qwen3-8b-sglang")
+    m["autoscaling"] = {"owner": owner, "maxReplicas": 2, "metric": "sglang:time_to_first_token_seconds"}
+    found = [p for p in problems(s) if p.startswith(f"{P}models[{i}].autoscaling.metric:")]
+    assert found and "not a gauge" in found[0] and "sglang:num_running_reqs" in found[0], found
+
+
+def test_an_hpa_without_a_metric_scales_on_the_engines_queue_depth():
+    s = example()
+    i, m = model(s, "qwen3-8b-sglang")
+    m["autoscaling"] = {"owner": "hpa", "maxReplicas": 2}
+    config = parse_sections(s, "us-west-2")  # accepted
+    assert config.models[i].autoscaling.metric is None
 
 
 def test_an_hpa_on_ollama_is_refused_because_it_exports_no_metrics():

@@ -17,14 +17,14 @@ def _refusal(name: str, autoscaling: dict) -> list:
     return [p for p in err.value.problems if p.path.endswith("autoscaling.owner")]
 
 
-@pytest.mark.parametrize("owner", ["hpa", "aibrix", "keda"])
+@pytest.mark.parametrize("owner", ["hpa", "aibrix"])
 def test_an_autoscaler_on_a_dynamo_graph_is_refused_naming_the_operator(owner):
     (problem,) = _refusal("qwen3-8b-dynamo", {"owner": owner})
     assert "two scaler owners" in problem.message and "Dynamo operator" in problem.message
     assert f"autoscaling.owner: {owner}" in problem.message, "both owners are named"
 
 
-@pytest.mark.parametrize("owner", ["hpa", "aibrix", "keda"])
+@pytest.mark.parametrize("owner", ["hpa", "aibrix"])
 def test_an_autoscaler_on_a_rayservice_is_refused_naming_ray_serve(owner):
     (problem,) = _refusal("qwen3-4b-ray", {"owner": owner})
     assert "Ray Serve's replica autoscaling" in problem.message and f"autoscaling.owner: {owner}" in problem.message

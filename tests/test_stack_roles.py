@@ -218,3 +218,17 @@ def test_a_platform_stack_that_is_itself_a_workloads_stack_is_refused(team):
     assert any(
         p.startswith("inference-platform:stack.platformStack:") and "only a platform or all-in-one" in p for p in found
     ), found
+
+
+def test_a_team_hpa_on_a_platform_without_prometheus_adapter_is_refused(team):
+    team["models"][0]["autoscaling"] = {"owner": "hpa", "maxReplicas": 2}
+    live = exports.platform_exports(parse_sections(sections_of(PLATFORM), "us-west-2"))
+    assert live["customMetrics"] is True
+    parse_sections(team, "us-west-2")  # accepted: the platform serves custom metrics
+    live["customMetrics"] = False
+    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
+    try:
+        found = problems(team)
+    finally:
+        exports.forget()
+    assert any("models[0].autoscaling.owner" in p and "prometheus-adapter" in p for p in found), found

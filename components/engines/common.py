@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacks.capacity import Requests
+from stacks.config import ModelSection
 from stacks.engines import facts
+from stacks.metrics import custom_metric, scaling_metric
 from stacks.sizing import container_resources, replica_requests
 
 from ..serving import aibrix
@@ -331,30 +333,42 @@ def disruption_budget(spec: WorkloadSpec) -> dict[str, Any]:
     }
 
 
+def hpa_scaling(model: ModelSection) -> dict[str, Any]:
+    """The scaling part of an autoscaling/v2 HPA spec (the HPA below, and the NIMService's
+    spec.scale.hpa): the engine's own gauge per pod, served by prometheus-adapter under its
+    custom-metrics name (components/monitoring prometheus_adapter_values)."""
+    a = model.autoscaling
+    name = scaling_metric(model.engine, a.metric)
+    if name is None:  # refused by stacks/rules/engines.py before anything is built
+        raise ValueError(f"engine {model.engine} exports no metric to scale on")
+    return {
+        "minReplicas": max(1, a.min_replicas),
+        "maxReplicas": a.max_replicas,
+        "metrics": [
+            {
+                "type": "Pods",
+                "pods": {
+                    "metric": {"name": custom_metric(name)},
+                    "target": {"type": "AverageValue", "averageValue": a.target_value},
+                },
+            }
+        ],
+        # Model servers take minutes to start: scale up promptly, down slowly.
+        "behavior": {
+            "scaleUp": {"stabilizationWindowSeconds": 0},
+            "scaleDown": {"stabilizationWindowSeconds": 600},
+        },
+    }
+
+
 def autoscaler(spec: WorkloadSpec, kind: str) -> dict[str, Any]:
-    a = spec.model.autoscaling
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": metadata(spec),
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": kind, "name": name_of(spec)},
-            "minReplicas": max(1, a.min_replicas),
-            "maxReplicas": a.max_replicas,
-            "metrics": [
-                {
-                    "type": "Pods",
-                    "pods": {
-                        "metric": {"name": a.metric.replace(":", "_")},
-                        "target": {"type": "AverageValue", "averageValue": a.target_value},
-                    },
-                }
-            ],
-            # Model servers take minutes to start: scale up promptly, down slowly.
-            "behavior": {
-                "scaleUp": {"stabilizationWindowSeconds": 0},
-                "scaleDown": {"stabilizationWindowSeconds": 600},
-            },
+            **hpa_scaling(spec.model),
         },
     }
 

@@ -24,6 +24,7 @@ from ..served import NIM_API_VERSION
 from . import WorkloadSpec
 from .common import (
     EngineContainer,
+    hpa_scaling,
     metadata,
     pod_labels,
     probes,
@@ -139,10 +140,7 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
         "livenessProbe": {"enabled": True, "probe": _numeric_port(pr["livenessProbe"], f.port)},
     }
     if m.autoscaling.owner == "hpa":
-        body["scale"] = {
-            "enabled": True,
-            "hpa": {"minReplicas": max(1, m.autoscaling.min_replicas), "maxReplicas": m.autoscaling.max_replicas},
-        }
+        body["scale"] = {"enabled": True, "hpa": hpa_scaling(m)}
     else:
         body["replicas"] = m.replicas
     if m.accelerators_per_replica > 1:

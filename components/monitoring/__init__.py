@@ -2,8 +2,11 @@
 PodMonitor per served model (and one on the LiteLLM proxy when it runs), Grafana dashboards and
 the SLO alert rules.
 
+prometheus-adapter serves the engines' gauges to HorizontalPodAutoscalers (custom.metrics.k8s.io).
+
 With `addons.monitoring.existingPrometheus: true` nothing is installed but the PodMonitors,
-PrometheusRules and dashboard ConfigMaps (the Prometheus Operator CRDs must then already exist).
+PrometheusRules and dashboard ConfigMaps (the Prometheus Operator CRDs must then already exist), and
+prometheus-adapter when `prometheusUrl` says where that Prometheus answers.
 Builders live in `manifests.py` and `dashboards.py`.
 """
 
@@ -24,10 +27,12 @@ from ..served import ServedModel
 from .dashboards import dashboards
 from .manifests import (
     MONITORING_NAMESPACE,
+    adapter_prometheus,
     dcgm_exporter_values,
     litellm_pod_monitor,
     neuron_monitor,
     pod_monitor,
+    prometheus_adapter_values,
     prometheus_rule,
     prometheus_stack_values,
 )
@@ -82,9 +87,23 @@ class Monitoring(pulumi.ComponentResource):
             )
             crd_deps.append(self.installer)
 
+        prometheus = adapter_prometheus(config)
+        if prometheus is not None:
+            adapter = chart("prometheus-adapter", mon.adapter_version)
+            k8s.helm.v3.Release(
+                f"{name}-prometheus-adapter",
+                name="prometheus-adapter",
+                chart=adapter.chart,
+                version=adapter.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=adapter.repo),
+                namespace=MONITORING_NAMESPACE,
+                values=prometheus_adapter_values(*prometheus),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps]),
+            )
+
         accelerators: set[str] = {p.accelerator for p in config.node_pools}
         if "nvidia" in accelerators:
-            dcgm = chart("dcgm-exporter")
+            dcgm = chart("dcgm-exporter", mon.dcgm_exporter_version)
             k8s.helm.v3.Release(
                 f"{name}-dcgm-exporter",
                 name="dcgm-exporter",

@@ -5,13 +5,15 @@ PrometheusRules for the SLOs a stack states. Metric names and units come from `s
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # What each node exporter asks for on every accelerator node: defined with the fit check's DaemonSet
 # overhead (stacks/capacity.py), so Karpenter's packing and the fit rule count the same figures.
 from stacks.capacity import EXPORTER_REQUESTS
 from stacks.config import ModelSection, StackConfig
-from stacks.metrics import ENGINE_METRICS, Metric, metric, seconds_in
+from stacks.engines import WORKLOAD_ENGINES
+from stacks.metrics import ENGINE_METRICS, Metric, custom_metric, metric, scaling_metrics, seconds_in
 from stacks.versions import image
 
 from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
@@ -19,6 +21,9 @@ from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS
 from ..served import MODEL_LABEL, ServedModel
 
 MONITORING_NAMESPACE = "monitoring"
+# kube-prometheus-stack's Prometheus Service for release "kube-prometheus-stack" (its fullname is the
+# release name when that contains the chart name: templates/_helpers.tpl, prometheus/service.yaml).
+PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
 MONITORING_API = "monitoring.coreos.com/v1"
 # The label the Grafana sidecar of kube-prometheus-stack watches for dashboards.
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
@@ -69,6 +74,45 @@ def prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
                 }
             },
         },
+    }
+
+
+def adapter_prometheus(config: StackConfig) -> tuple[str, int | None] | None:
+    """(URL, port) of the Prometheus prometheus-adapter queries: the platform's own
+    kube-prometheus-stack (its `<release>-prometheus` Service), the stack's `prometheusUrl` for an
+    existing one, or None when there is none to query (HPAs are then refused by stacks/rules)."""
+    mon = config.addons.monitoring
+    if not mon.serves_custom_metrics:
+        return None
+    if mon.prometheus_url:
+        return mon.prometheus_url, None
+    return f"http://{PROMETHEUS_SERVICE}.{MONITORING_NAMESPACE}.svc", 9090
+
+
+def adapter_rule(name: str) -> dict[str, Any]:
+    """One custom-metrics rule: the engine gauge per pod, under its custom.metrics.k8s.io name."""
+    return {
+        "seriesQuery": f'{{__name__="{name}",namespace!="",pod!=""}}',
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+        "name": {"matches": f"^{re.escape(name)}$", "as": custom_metric(name)},
+        "metricsQuery": "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)",
+    }
+
+
+def prometheus_adapter_values(url: str, port: int | None) -> dict[str, Any]:
+    """prometheus-adapter serving custom.metrics.k8s.io to HorizontalPodAutoscalers: every engine
+    gauge an autoscaler may read (stacks/metrics.py scaling_metrics, the same list the rules accept),
+    per pod, so team stacks' HPAs are served too. The chart's default rules (container CPU and
+    memory) are off: nothing here scales on them. Two replicas and a PDB on the system nodes: an
+    unavailable APIService stalls every HPA in the cluster."""
+    names = sorted({m.name for engine in WORKLOAD_ENGINES for m in scaling_metrics(engine)})
+    return {
+        "prometheus": {"url": url, "port": port if port is not None else "", "path": ""},
+        "rules": {"default": False, "custom": [adapter_rule(n) for n in names]},
+        "replicas": 2,
+        "podDisruptionBudget": {"enabled": True, "maxUnavailable": 1},
+        "nodeSelector": dict(SYSTEM_NODE_LABEL),
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
     }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.config import ModelSection
+from stacks.metrics import scaling_metric
 
 from ..served import ServedModel
 
@@ -87,7 +88,7 @@ def pod_autoscaler(served: ServedModel, model: ModelSection, labels: dict[str, s
                     "protocolType": "http",
                     "port": str(metrics_port),
                     "path": (served.metrics_path or "/metrics").lstrip("/"),
-                    "targetMetric": scaling.metric,
+                    "targetMetric": scaling_metric(model.engine, scaling.metric),
                     "targetValue": scaling.target_value,
                 }
             ],

@@ -75,6 +75,15 @@ class Monitoring(Addon):
     prometheus_url: Annotated[str, StringConstraints(pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")] | None = None
     retention: Annotated[str, StringConstraints(pattern=r"^[0-9]+(h|d|w)$")] = "15d"
     grafana: bool = True
+    # Chart versions overriding the catalog (`version` is kube-prometheus-stack's).
+    adapter_version: str | None = None
+    dcgm_exporter_version: str | None = None
+
+    @property
+    def serves_custom_metrics(self) -> bool:
+        """Whether the platform runs prometheus-adapter (HPAs need it): over its own Prometheus, or an
+        existing one whose URL the stack gives."""
+        return self.enabled and (not self.existing_prometheus or self.prometheus_url is not None)
 
     @model_validator(mode="after")
     def _url_only_for_an_existing_prometheus(self) -> Self:

@@ -80,7 +80,8 @@ class Autoscaling(Strict):
     min_replicas: int = Field(default=1, ge=0, le=1000)
     max_replicas: int = Field(default=4, ge=1, le=1000)
     strategy: Literal["HPA", "KPA", "APA"] = "KPA"
-    metric: str = "vllm:num_requests_waiting"
+    # The engine gauge to scale on; unset: the engine's queue depth (stacks/metrics.py scaling_metric).
+    metric: str | None = None
     target_value: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?$")] = "10"
 
     @model_validator(mode="after")

@@ -21,14 +21,13 @@ from ..capacity import Requests
 from ..checks import rule, warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
+from ..engines import WORKLOAD_ENGINES
 from ..errors import Problem, key_path
-from ..metrics import ENGINE_METRICS
+from ..metrics import scaling_metric, scaling_metrics
 from ..sizing import WEIGHTS_FRACTION, accelerator_types, replica_requests, tensor_parallel, weights
 from ..versions import IMAGES
 from .models import ENGINE_ACCELERATORS
 
-# Engines this module builds as plain workloads (dynamo and ray-serve are sized by their operators).
-WORKLOAD_ENGINES = ("vllm", "sglang", "nim", "tgi", "ollama", "neuron-vllm")
 NEURON_FAMILIES = ("inf2", "trn1", "trn1n", "trn2", "trn3")
 # vLLM Neuron beta (the vllm-neuron plugin, vLLM 0.24+ DLCs): Trn2/Trn3 only (Neuron SDK 2.32 notes).
 _BETA_TAG = re.compile(r"^0\.(1[7-9]|[2-9][0-9])\.")
@@ -162,34 +161,27 @@ def neuron_devices_in_powers_of_two(config: StackConfig) -> Iterable[Problem]:
             )
 
 
-def queue_metric(engine: str) -> tuple[str, str] | None:
-    """(prefix of the engine's metric names, its queue-depth metric to scale on), from the metric
-    catalog (stacks/metrics.py); None for an engine that exports no metrics."""
-    queue = ENGINE_METRICS.get(engine, {}).get("queue")
-    if queue is None:
-        return None
-    name = queue.name
-    cut = name.index(":") if ":" in name else name.index("_")
-    return name[: cut + 1], name
-
-
 @rule
-def hpa_scales_on_a_metric_the_engine_exports(config: StackConfig) -> Iterable[Problem]:
+def autoscalers_read_a_gauge_the_engine_exports(config: StackConfig) -> Iterable[Problem]:
+    """An HPA (through prometheus-adapter) or an AIBrix PodAutoscaler averages one per-pod value: it
+    must be a gauge the model's engine really exports (stacks/metrics.py), or nothing ever scales."""
     for i, model in enumerate(config.models):
-        if model.autoscaling.owner != "hpa" or model.engine not in WORKLOAD_ENGINES:
+        scaling = model.autoscaling
+        if scaling.owner not in ("hpa", "aibrix") or model.engine not in WORKLOAD_ENGINES:
             continue
-        known = queue_metric(model.engine)
-        if known is None:
+        gauges = [m.name for m in scaling_metrics(model.engine)]
+        if not gauges:
             yield Problem(
                 key_path(["models", i, "autoscaling", "owner"]),
                 f"engine {model.engine} exports no Prometheus metrics to scale on; use owner: none "
                 f"and a fixed replicas count",
             )
-        elif not model.autoscaling.metric.startswith(known[0]):
+        elif scaling.metric is not None and scaling.metric not in gauges:
             yield Problem(
                 key_path(["models", i, "autoscaling", "metric"]),
-                f"{model.autoscaling.metric} is not a metric engine {model.engine} exports; use one "
-                f"of its own, e.g. {known[1]}",
+                f"{scaling.metric} is not a gauge engine {model.engine} exports (an autoscaler averages a "
+                f"per-pod value); use one of {', '.join(gauges)}, or leave metric unset for its queue "
+                f"depth, {scaling_metric(model.engine, None)}",
             )
 
 

@@ -56,6 +56,32 @@ def one_scaler_owner(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
+def an_hpa_has_metrics_to_read(config: StackConfig) -> Iterable[Problem]:
+    """An HPA asks custom.metrics.k8s.io for the engine's gauge; prometheus-adapter answers it from
+    Prometheus. Without them the HPA never scales (FailedGetPodsMetric). A workloads stack relies on
+    its platform's (stacks/rules/workloads.py checks the platform's export)."""
+    if config.stack.role == "workloads":
+        return
+    mon = config.addons.monitoring
+    if mon.serves_custom_metrics:
+        return
+    fix = (
+        "set addons.monitoring.prometheusUrl to that Prometheus's in-cluster URL so prometheus-adapter is "
+        "installed for it"
+        if mon.enabled
+        else "set addons.monitoring.enabled: true"
+    )
+    for i, model in enumerate(config.models):
+        if model.autoscaling.owner == "hpa":
+            yield Problem(
+                key_path(["models", i, "autoscaling", "owner"]),
+                f"an HPA reads {model.engine}'s metrics from Prometheus through prometheus-adapter, which "
+                f"this stack does not run; {fix}, or use autoscaling.owner: none (or aibrix, which scrapes "
+                f"pods itself)",
+            )
+
+
+@rule
 def serving_addons_enabled(config: StackConfig) -> Iterable[Problem]:
     # A workloads stack runs on a platform stack's add-ons, which are not visible here.
     workloads = config.stack.role == "workloads"

@@ -128,6 +128,13 @@ def workloads_fit_the_platform(config: StackConfig) -> Iterable[Problem]:
                 f"{model.name} has nothing to attach a route to; set expose: false or ask the platform "
                 f"team to enable gateway",
             )
+        if model.autoscaling.owner == "hpa" and source.exports.get("customMetrics") is False:
+            yield Problem(
+                key_path(["models", i, "autoscaling", "owner"]),
+                f"an HPA reads {model.engine}'s metrics through prometheus-adapter, which the platform "
+                f"({source.where}) does not run; use autoscaling.owner: none (or aibrix, which scrapes "
+                f"pods itself) or ask the platform team to enable addons.monitoring",
+            )
         addon = ENGINE_ADDONS.get(model.engine)
         if addon and not getattr(addons, addon).enabled:
             yield Problem(
