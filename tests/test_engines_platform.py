@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from components.engines import nim
 from components.models import model_manifests
 from components.storage.cache import CacheMount
@@ -51,17 +53,22 @@ def test_with_the_nim_operator_nim_is_a_nimservice_with_profile_pull_secret_and_
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in body["tolerations"]
 
 
-def test_the_nimservice_passes_the_operator_crd():
+@pytest.mark.parametrize("owner", ["none", "hpa"])
+def test_the_nimservice_passes_the_operator_crd(owner):
     from stacks import conformance
 
     root = conformance.schema_dir()
     if root is None:
-        import pytest
-
         pytest.skip(f"set {conformance.ENV}")
     sections = example()
     sections["addons"]["nimOperator"] = {"enabled": True}
+    nim_model = next(m for m in sections["models"] if m["name"] == "llama-nim")
+    nim_model["autoscaling"] = {"owner": owner, "maxReplicas": 3}
     obj = nim.nim_service(spec(config_of(sections), "llama-nim"))
+    if owner == "hpa":
+        hpa = obj["spec"]["scale"]["hpa"]
+        assert hpa["metrics"][0]["pods"]["metric"]["name"] == "vllm_num_requests_waiting"
+        assert "replicas" not in obj["spec"], "the operator's HPA owns the replica count"
     # validate_custom drops metadata from the CRD schema but not from the object (a shared-helper
     # quirk); the API server validates metadata itself.
     body = {k: v for k, v in obj.items() if k != "metadata"}
