@@ -36,7 +36,6 @@ from .serving.platforms import (
     ServingPlatforms,
     ServingPlatformsArgs,
     controller_namespaces,
-    platform_egress,
 )
 from .storage.component import ModelStorage, ModelStorageArgs
 from .team import TeamStorage, TeamStorageArgs, guardrails
@@ -269,7 +268,6 @@ class Platform(pulumi.ComponentResource):
         )
         wiring.installers.update(platforms.installers)
         wiring.extra["platform_namespaces"] = controller_namespaces(config)
-        wiring.extra["platform_egress"] = platform_egress(config)
 
     def _models(self, name: str, wiring: Wiring) -> None:
         """One workload per models[] entry (issue: inference engines)."""
@@ -328,7 +326,6 @@ class Platform(pulumi.ComponentResource):
                 # A workloads stack has no serving-platforms step: the platform's add-ons (in its
                 # effective config) name the same controllers.
                 platform_namespaces=dict(wiring.extra.get("platform_namespaces", controller_namespaces(config))),
-                platform_egress=dict(wiring.extra.get("platform_egress", platform_egress(config))),
                 litellm=wiring.installers.get("litellm"),
             ),
             pulumi.ResourceOptions(parent=self),

@@ -57,7 +57,7 @@ def test_an_unexposed_model_gets_no_gateway_ingress(dev):
     assert all(EG_NAMESPACE not in sources(r) for r in spec["spec"]["ingress"])
 
 
-def test_egress_is_dns_the_namespace_itself_https_pod_identity_and_the_serving_platforms(dev_render):
+def test_egress_is_dns_the_namespace_itself_https_and_pod_identity(dev_render):
     spec = policies(dev_render.manifests(), "inference")["egress"]
     rules = spec["egress"]
     dns = rules[0]
@@ -70,11 +70,6 @@ def test_egress_is_dns_the_namespace_itself_https_pod_identity_and_the_serving_p
         "ports": [{"protocol": "TCP", "port": 80}],
     }, "the EKS Pod Identity agent: the model-bucket reader's credentials come from it, on port 80"
     assert len(rules) == 4, "nothing else leaves the namespace"
-    with_platform = isolation.egress("inference", [("dynamo-system", 4222)])
-    assert with_platform["spec"]["egress"][-1] == {
-        "to": [{"namespaceSelector": {"matchLabels": {isolation.NS_LABEL: "dynamo-system"}}}],
-        "ports": [{"protocol": "TCP", "port": 4222}],
-    }, "a platform service is reached on its own port only"
 
 
 def test_a_serving_platform_controller_is_admitted_when_the_wiring_names_its_namespace(dev):

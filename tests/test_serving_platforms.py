@@ -28,7 +28,7 @@ def test_each_enabled_platform_is_a_pinned_release_and_litellm_is_manifests():
     assert serving == {"dynamo", "aibrix", "kuberay"}, "nimOperator is not enabled in the example"
     assert releases["dynamo"]["chart"] == "dynamo-platform" and releases["dynamo"]["version"] == "1.4.2"
     assert releases["dynamo"]["repositoryOpts"]["repo"] == "https://helm.ngc.nvidia.com/nvidia/ai-dynamo"
-    assert releases["dynamo"]["values"]["global"]["nats"]["install"] is True
+    assert releases["dynamo"]["values"]["global"]["nats"]["install"] is False, "1.4: TCP request, ZMQ event plane"
     assert releases["dynamo"]["values"]["global"]["etcd"]["install"] is False, "kubernetes discovery needs no etcd"
     assert releases["kuberay"]["chart"] == "kuberay-operator" and releases["kuberay"]["version"] == "1.7.0"
     assert releases["kuberay"]["values"]["image"]["tag"] == "v1.7.0"

@@ -20,7 +20,7 @@ from components.gateway.manifests import (
 )
 from components.served import served_models
 from components.serving import litellm
-from components.serving.platforms import controller_namespaces, platform_egress
+from components.serving.platforms import controller_namespaces
 from components.serving.values import aibrix_values
 from stacks.load import parse_sections
 from tests.conftest import DEV, render_sections, sections_of
@@ -81,20 +81,17 @@ def test_each_models_pods_admit_the_controllers_that_manage_them():
         assert not admitted & others, f"{served.name}: only its own engine's controller is admitted"
 
 
-def test_dynamo_pods_reach_nats_in_the_platform_namespace_and_nothing_else_there():
+def test_model_pods_call_nothing_in_the_platform_namespaces():
     objs, _ = _serving()
     rules = policy(objs, "inference", "egress")["egress"]
 
     def namespaces(rule: dict[str, Any]) -> set[str]:
         return {p.get("namespaceSelector", {}).get("matchLabels", {}).get(isolation.NS_LABEL) for p in rule["to"]}
 
-    to_platform = [r for r in rules if namespaces(r) - {None, "kube-system"}]
-    assert to_platform == [
-        {
-            "to": [{"namespaceSelector": {"matchLabels": {isolation.NS_LABEL: "dynamo-system"}}}],
-            "ports": [{"protocol": "TCP", "port": 4222}],
-        }
-    ], "Dynamo's frontend and workers publish on NATS (4222); no etcd is installed, no other platform is called"
+    assert not [r for r in rules if namespaces(r) - {None, "kube-system"}], (
+        "Dynamo 1.4's frontend and workers talk over TCP and ZMQ inside the namespace: no NATS, no etcd"
+    )
+    assert {"to": [{"podSelector": {}}]} in rules, "peers of one model reach each other"
 
 
 def test_the_platform_wiring_follows_the_enabled_add_ons():
@@ -106,22 +103,19 @@ def test_the_platform_wiring_follows_the_enabled_add_ons():
         model.pop("autoscaling", None)
     config = parse_sections(sections, "us-west-2")
     assert controller_namespaces(config) == {"dynamo": ("dynamo-system",), "ray-serve": ("kuberay-system",)}
-    assert platform_egress(config) == {"dynamo": (("dynamo-system", 4222),)}
     dev = parse_sections(sections_of(DEV), "us-west-2")
-    assert controller_namespaces(dev) == {} and platform_egress(dev) == {}, "no platform, no opening"
+    assert controller_namespaces(dev) == {}, "no platform, no opening"
 
 
-def test_a_namespace_without_a_dynamo_graph_gets_no_route_to_nats(dev):
+def test_a_model_namespace_egress_is_dns_itself_https_and_the_pod_identity_agent(dev):
     config = parse_sections(dev, "us-west-2")
     policies = isolation.namespace_policies(
         [s for s in served_models(config) if s.namespace == "inference"],
         gateway_namespaces=[EG_NAMESPACE],
         scraper_namespace=None,
         platform_namespaces={"vllm": ("aibrix-system",)},
-        platform_egress={"dynamo": (("dynamo-system", 4222),)},
     )
     egress = next(p for p in policies if p["metadata"]["name"] == "egress")
-    assert not [r for r in egress["spec"]["egress"] if "dynamo-system" in str(r)], "no Dynamo model: no route to NATS"
     assert len(egress["spec"]["egress"]) == 4, "DNS, the namespace, 443 and the Pod Identity agent only"
 
 

@@ -71,8 +71,6 @@ class FrontDoorArgs:
     scraper_namespace: str | None = None
     # Serving-platform controller namespaces allowed into model pods, by engine.
     platform_namespaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # (namespace, port) of the platform services each engine's pods call (Dynamo's NATS), by engine.
-    platform_egress: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
     # The LiteLLM proxy's installer, when `addons.litellm` is on: its route waits for its namespace.
     litellm: pulumi.Resource | None = None
 
@@ -127,7 +125,6 @@ class FrontDoor(pulumi.ComponentResource):
                 gateway_namespaces=gateway_namespaces if exposed else [],
                 scraper_namespace=args.scraper_namespace,
                 platform_namespaces=args.platform_namespaces,
-                platform_egress=args.platform_egress,
             ):
                 apply(obj, after(ns, crds=False))
 

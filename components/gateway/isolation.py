@@ -11,11 +11,11 @@ Ingress to a model's pods comes only from
   KubeRay operator polls the Ray head's dashboard, the Dynamo and NIM operators their pods, and
   with AIBrix its controller manager (adapters, PodAutoscaler metrics) and gateway plugin (pod
   metrics for routing) call every model pod.
-Egress is limited to cluster DNS, the model's own pods, TCP 443, the EKS Pod Identity agent and, per
-engine present in the namespace, the platform services its pods call (`platform_egress`: Dynamo's
-NATS). The agent (169.254.170.23:80, a hostNetwork DaemonSet on a link-local address, not the node IP
-the VPC CNI always admits) is where the AWS SDK fetches the model-bucket reader's credentials: without
-the rule, the model-preparation init container's `aws s3 sync` is refused credentials. A
+Egress is limited to cluster DNS, the model's own pods (Dynamo's frontend and workers, Ray's head
+and workers reach each other directly), TCP 443 and the EKS Pod Identity agent. The agent
+(169.254.170.23:80, a hostNetwork DaemonSet on a link-local address, not the node IP the VPC CNI
+always admits) is where the AWS SDK fetches the model-bucket reader's credentials: without the
+rule, the model-preparation init container's `aws s3 sync` is refused credentials. A
 NetworkPolicy cannot name a host: 443 is how pods reach the model bucket (S3, through the VPC
 gateway endpoint or its public addresses), Hugging Face or NGC and the registries a stack names.
 Image pulls are made by the kubelet on the node and EFS/FSx mounts by the CSI node driver; neither is
@@ -56,8 +56,7 @@ def default_deny(namespace: str) -> dict[str, Any]:
     }
 
 
-def egress(namespace: str, platform_targets: Iterable[tuple[str, int]] = ()) -> dict[str, Any]:
-    """`platform_targets`: (namespace, TCP port) pairs of platform services the pods call."""
+def egress(namespace: str) -> dict[str, Any]:
     rules: list[dict[str, Any]] = [
         {
             "to": [{**_ns("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
@@ -67,11 +66,6 @@ def egress(namespace: str, platform_targets: Iterable[tuple[str, int]] = ()) -> 
         {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]},
         POD_IDENTITY_AGENT,
     ]
-    ports_by_namespace: dict[str, set[int]] = {}
-    for ns, port in platform_targets:
-        ports_by_namespace.setdefault(ns, set()).add(port)
-    for ns, ports in sorted(ports_by_namespace.items()):
-        rules.append({"to": [_ns(ns)], "ports": [{"protocol": "TCP", "port": p} for p in sorted(ports)]})
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -114,14 +108,11 @@ def namespace_policies(
     gateway_namespaces: Iterable[str],
     scraper_namespace: str | None,
     platform_namespaces: Mapping[str, Sequence[str]],
-    platform_egress: Mapping[str, Sequence[tuple[str, int]]] | None = None,
 ) -> list[dict[str, Any]]:
     """All policies of one model namespace (its models are given; linear in their number)."""
     namespace = served_in_namespace[0].namespace
     gateways = list(gateway_namespaces)
-    engines = {s.engine for s in served_in_namespace}
-    targets = [t for engine in sorted(engines) for t in (platform_egress or {}).get(engine, ())]
-    objs = [default_deny(namespace), egress(namespace, targets)]
+    objs = [default_deny(namespace), egress(namespace)]
     for served in served_in_namespace:
         objs.append(
             model_ingress(

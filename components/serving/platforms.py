@@ -1,7 +1,7 @@
 """The serving platforms the stack enables, and their per-model objects.
 
 `ServingPlatforms` installs, each only when its add-on is enabled:
-- NVIDIA Dynamo: the dynamo-platform chart (operator with CRDs, NATS) from NVIDIA's NGC Helm
+- NVIDIA Dynamo: the dynamo-platform chart (the operator, which applies the CRDs) from NVIDIA's NGC Helm
   repository, for `engine: dynamo` models (DynamoGraphDeployments);
 - AIBrix 0.7.0: its chart (controller manager, gateway plugin, metadata service, CRDs). AIBrix
   publishes the chart only in its git repository (`dist/chart` at the release tag), so it is
@@ -43,9 +43,6 @@ NAMESPACES = {
 }
 # Engine -> the add-on whose controller manages that engine's pods.
 ENGINE_CONTROLLER = {"dynamo": "dynamo", "ray-serve": "kuberay", "nim": "nim-operator"}
-# NATS client port: Dynamo's frontend and workers publish and subscribe on the event plane, served
-# by the dynamo-platform chart's NATS in the platform namespace (no etcd: discovery uses the API).
-NATS_PORT = 4222
 
 
 def controller_namespaces(config: StackConfig) -> dict[str, tuple[str, ...]]:
@@ -70,13 +67,6 @@ def controller_namespaces(config: StackConfig) -> dict[str, tuple[str, ...]]:
         if namespaces:
             out[engine] = tuple(namespaces)
     return out
-
-
-def platform_egress(config: StackConfig) -> dict[str, tuple[tuple[str, int], ...]]:
-    """Engine -> (namespace, port) of the platform services its pods call: Dynamo's NATS."""
-    if config.addons.dynamo.enabled:  # dynamo_values always installs NATS
-        return {"dynamo": ((NAMESPACES["dynamo"], NATS_PORT),)}
-    return {}
 
 
 def chart_source(key: str, version: str | None) -> tuple[str, str | None, str]:

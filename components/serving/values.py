@@ -16,13 +16,14 @@ AIBRIX_IMAGES = {
 
 
 def dynamo_values(config: StackConfig) -> dict[str, Any]:
-    """dynamo-platform: the operator (cluster-wide) applies its CRDs through the pre-install hook
-    (`upgradeCRD`); service discovery uses the Kubernetes API, so no etcd is installed; NATS is
-    installed because the runtime's event plane defaults to NATS (chart >= 1.1.0). Workers on the
-    GPU nodes reach NATS through its ClusterIP Service; NATS itself runs on the system nodes."""
+    """dynamo-platform 1.4: the operator (cluster-wide) applies its CRDs from its image's crd-apply
+    init container (`upgradeCRD`; the chart ships none since 1.4.0); service discovery uses the
+    Kubernetes API, so no etcd; no NATS either: since 1.4 the request plane is TCP and the event
+    plane ZMQ by default (chart values: "NATS is optional"), so a graph's frontend and workers talk
+    to each other directly, inside the model's namespace, and call nothing in the platform's."""
     del config
     return {
-        "global": {"etcd": {"install": False}, "nats": {"install": True}},
+        "global": {"etcd": {"install": False}, "nats": {"install": False}},
         "dynamo-operator": {
             "upgradeCRD": True,
             "discoveryBackend": "kubernetes",
