@@ -85,6 +85,9 @@ IMAGES: dict[str, Image] = {
     "dynamo-vllm": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
     "dynamo-sglang": Image("nvcr.io/nvidia/ai-dynamo/sglang-runtime", "1.4.2"),
     "dynamo-trtllm": Image("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"),
+    # The profiling job of a DynamoGraphDeploymentRequest (the 1.4.2 CRD: "the planner image";
+    # before 1.1 it was the frontend image).
+    "dynamo-planner": Image("nvcr.io/nvidia/ai-dynamo/dynamo-planner", "1.4.2"),
     # Ray 2.58 publishes ray-llm for Python 3.12 and CUDA 13.0 only (docker/ray-llm/cuda.wanda.yaml;
     # the cu128/py311 images were retired, ray-project/ray#62458). CUDA 13 needs driver R580+: the EKS
     # AL2023 NVIDIA AMIs ship 580 (amazon-eks-ami templates/al2023/variables-default.json).

@@ -76,6 +76,9 @@ def test_the_profiling_request_never_applies_a_second_graph():
         "a second deployment and scaler owner for the same model"
     )
     assert request["spec"]["model"] == "Qwen/Qwen3-32B" and request["spec"]["backend"] == "vllm"
+    assert request["spec"]["image"] == "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.4.2", "1.4: the planner image"
+    assert request["spec"]["workload"] == {"concurrency": 64}, "required when no planner runs"
+    assert request["spec"]["sla"] == {"ttft": 1500.0, "itl": 50.0}, "the model's SLO, in milliseconds"
     assert not any(o["kind"] == "DynamoGraphDeploymentRequest" for o in manifests(spec_for(config, "qwen3-8b-dynamo")))
 
 
@@ -160,3 +163,27 @@ def test_gpu_workers_request_cpu_and_memory_so_they_are_not_best_effort():
         "nvidia.com/gpu": "4",
     }
     assert worker["resources"]["limits"]["memory"] == "32Gi", "memory limit equals the request"
+
+
+def test_profiling_needs_the_concurrency_it_sizes_for():
+    sections = serving_sections()
+    block = next(m for m in sections["models"] if m["name"] == "qwen3-32b-disagg")["dynamo"]
+    del block["profileConcurrency"]
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any("dynamo" in p.path and "profileConcurrency" in p.message for p in err.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("tag", "refused"), [("1.4.2", False), ("v1.4.3", False), ("latest", True), ("1.4.2-custom", True)]
+)
+def test_a_dynamo_runtime_tag_must_name_its_version(tag, refused):
+    sections = serving_sections()
+    index, entry = next((i, m) for i, m in enumerate(sections["models"]) if m["name"] == "qwen3-8b-dynamo")
+    entry["image"] = {"tag": tag}
+    if not refused:
+        config_of(sections)
+        return
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert [p.path for p in err.value.problems] == [f"inference-platform:models[{index}].image.tag"]

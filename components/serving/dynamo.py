@@ -206,9 +206,26 @@ def graph_deployment(spec: WorkloadSpec) -> dict[str, Any]:
 
 def graph_request(spec: WorkloadSpec) -> dict[str, Any]:
     """A DGDR that profiles the model on this cluster's GPUs. Not read-only: it runs profiling
-    jobs, and with autoApply it would create a second DGD (see the module docstring)."""
+    jobs, and with autoApply it would create a second DGD (see the module docstring). The job runs
+    the planner image; the workload is `dynamo.profileConcurrency`; the SLA targets are the
+    model's own `slo` (seconds in the stack, milliseconds in the DGDR)."""
     model = spec.model
     block = dynamo_block(model)
+    body: dict[str, Any] = {
+        "model": model.model,
+        "backend": block.backend,
+        "image": image("dynamo-planner").ref,
+        "autoApply": False,
+        "workload": {"concurrency": block.profile_concurrency},
+    }
+    slo = model.slo
+    sla = {
+        key: round(seconds * 1000, 3)
+        for key, seconds in (("ttft", slo.ttft_seconds if slo else None), ("itl", slo.itl_seconds if slo else None))
+        if seconds is not None
+    }
+    if sla:
+        body["sla"] = sla
     return {
         "apiVersion": API_VERSION,
         "kind": "DynamoGraphDeploymentRequest",
@@ -217,12 +234,7 @@ def graph_request(spec: WorkloadSpec) -> dict[str, Any]:
             "namespace": spec.served.namespace,
             "labels": dict(spec.labels),
         },
-        "spec": {
-            "model": model.model,
-            "backend": block.backend,
-            "image": runtime_image(model).ref,
-            "autoApply": False,
-        },
+        "spec": body,
     }
 
 

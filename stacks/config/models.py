@@ -67,6 +67,20 @@ class Dynamo(Strict):
     prefill_revision: str | None = None
     frontend_replicas: int = Field(default=1, ge=1, le=16)
     request_profiling: bool = False
+    # The concurrency the profiler sizes the graph for: a DGDR needs it (or requestRate) when no
+    # planner runs, and the platform deploys none.
+    profile_concurrency: int | None = Field(default=None, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _profiling_workload(self) -> Self:
+        if self.request_profiling and self.profile_concurrency is None:
+            raise ValueError(
+                "requestProfiling needs profileConcurrency: the concurrent requests the profiler sizes the "
+                "graph for (the DynamoGraphDeploymentRequest requires a workload when no planner runs)"
+            )
+        if self.profile_concurrency is not None and not self.request_profiling:
+            raise ValueError("profileConcurrency only applies with requestProfiling: true; set both or neither")
+        return self
 
 
 class RayServe(Strict):

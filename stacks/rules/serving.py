@@ -3,6 +3,7 @@ Dynamo's disaggregation requirements, Ray Serve bounds and LiteLLM's allowed pro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from ..checks import rule
@@ -152,6 +153,24 @@ def dynamo_disaggregation(config: StackConfig) -> Iterable[Problem]:
                 f"prefill workers would load revision {block.prefill_revision} and decode workers "
                 f"{model.revision}; KV cache transfer needs the same model revision on both roles: "
                 f"remove prefillRevision or make it equal to revision",
+            )
+
+
+# Dynamo 1.4's admission webhook reads the runtime version from the image tag (X.Y.Z, optionally v);
+# another tag is refused unless the component sets runtimeVersionOverride, which the platform does not.
+_DYNAMO_RUNTIME_TAG = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+$")
+
+
+@rule
+def dynamo_runtime_tags_name_the_version(config: StackConfig) -> Iterable[Problem]:
+    for i, model in enumerate(config.models):
+        tag = model.image.tag
+        if model.engine == "dynamo" and tag is not None and not _DYNAMO_RUNTIME_TAG.match(tag):
+            yield Problem(
+                key_path(["models", i, "image", "tag"]),
+                f"{tag!r}: Dynamo's admission webhook takes the runtime version from the image tag and refuses "
+                f"a tag that is not X.Y.Z; tag the runtime image with its Dynamo version (e.g. 1.4.2) and pin "
+                f"the build with image.digest",
             )
 
 
