@@ -195,3 +195,17 @@ def test_the_dev_stack_runs_an_exporter_for_each_accelerator_it_has(dev_render):
     kinds = {(o["kind"], o["metadata"]["name"]) for o in dev_render.manifests()}
     assert ("DaemonSet", "neuron-monitor") in kinds, "Neuron pool: neuron-monitor"
     assert ("PodMonitor", "neuron-monitor") in kinds
+
+
+def test_grafanas_admin_comes_from_an_existing_secret_when_named(dev):
+    from components.monitoring.manifests import prometheus_stack_values
+
+    default = prometheus_stack_values(parse_sections(dev, "us-west-2"))["grafana"]
+    assert "admin" not in default, "the chart generates a random password and keeps it across upgrades"
+    dev["addons"]["monitoring"] = {"enabled": True, "grafanaAdminSecret": "grafana-admin"}
+    values = prometheus_stack_values(parse_sections(dev, "us-west-2"))["grafana"]
+    assert values["admin"] == {
+        "existingSecret": "grafana-admin",
+        "userKey": "admin-user",
+        "passwordKey": "admin-password",
+    }

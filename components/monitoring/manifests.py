@@ -64,6 +64,17 @@ def prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
         "prometheusOperator": {"nodeSelector": system},
         "grafana": {
             "enabled": mon.grafana,
+            **(
+                {
+                    "admin": {
+                        "existingSecret": mon.grafana_admin_secret,
+                        "userKey": "admin-user",
+                        "passwordKey": "admin-password",
+                    }
+                }
+                if mon.grafana_admin_secret
+                else {}
+            ),
             "nodeSelector": system,
             "sidecar": {
                 "dashboards": {

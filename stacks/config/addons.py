@@ -75,6 +75,9 @@ class Monitoring(Addon):
     prometheus_url: Annotated[str, StringConstraints(pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")] | None = None
     retention: Annotated[str, StringConstraints(pattern=r"^[0-9]+(h|d|w)$")] = "15d"
     grafana: bool = True
+    # An existing Secret in namespace `monitoring` with keys admin-user and admin-password for
+    # Grafana's admin; unset, the chart generates a random password and keeps it across upgrades.
+    grafana_admin_secret: SecretName | None = None
     # Chart versions overriding the catalog (`version` is kube-prometheus-stack's).
     adapter_version: str | None = None
     dcgm_exporter_version: str | None = None
