@@ -47,11 +47,23 @@ def test_every_key_comes_from_an_existing_secret_and_none_is_literal():
     objects = _objects()
     router = _router(objects)
     assert router["general_settings"]["master_key"] == "os.environ/LITELLM_MASTER_KEY"
-    container = objects["Deployment/litellm"]["spec"]["template"]["spec"]["containers"][0]
-    env = {e["name"]: e for e in container["env"]}
-    assert env["LITELLM_MASTER_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "litellm-master-key", "key": "master-key"}
-    assert env["OPENAI_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "openai-api-key", "key": "api-key"}
-    assert all("value" not in e for e in env.values() if e["name"].endswith("KEY")), "no literal keys"
+    pod = objects["Deployment/litellm"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert not [e for e in container["env"] if "valueFrom" in e or e["name"].endswith("KEY")], (
+        "no key in the pod spec's env: each is mounted from its Secret and exported only into the process"
+    )
+    secrets = {v["secret"]["secretName"]: v["secret"]["items"] for v in pod["volumes"] if "secret" in v}
+    assert secrets == {
+        "litellm-master-key": [{"key": "master-key", "path": "master-key"}],
+        "openai-api-key": [{"key": "api-key", "path": "api-key"}],
+    }
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"] if m["name"] != "config"}
+    assert all(m["readOnly"] for m in mounts.values())
+    script = container["command"][2]
+    assert container["command"][:2] == ["/bin/sh", "-c"] and container["command"][3] == "litellm"
+    assert 'LITELLM_MASTER_KEY="$(cat /var/run/secrets/litellm/master/master-key)"' in script
+    assert 'OPENAI_API_KEY="$(cat /var/run/secrets/litellm/provider-0/api-key)"' in script
+    assert script.endswith('exec litellm "$@"'), "the image's own program, with the flags below as $@"
     assert container["args"] == ["--config", "/etc/litellm/config.yaml", "--port", "4000"], "the config is wired in"
     assert "sk-" not in json.dumps(objects)
 

@@ -20,6 +20,8 @@ from typing import Any
 from stacks.engines import facts
 from stacks.sizing import container_resources
 
+from .. import secretfiles
+from ..secretfiles import SecretFile
 from ..served import NIM_API_VERSION
 from . import WorkloadSpec
 from .common import (
@@ -63,24 +65,14 @@ def serve_args(spec: WorkloadSpec) -> list[str]:
 def container(spec: WorkloadSpec) -> EngineContainer:
     m = spec.model
     assert m.nim is not None
-    volumes, mounts, args = [], [], []
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
     if m.secrets.ngc_api_key:
-        volumes = [
-            {
-                "name": "ngc-api-key",
-                "secret": {"secretName": m.secrets.ngc_api_key, "items": [{"key": NGC_KEY, "path": NGC_KEY}]},
-            }
-        ]
-        mounts = [{"name": "ngc-api-key", "mountPath": NGC_DIR, "readOnly": True}]
+        key = [SecretFile("NGC_API_KEY", m.secrets.ngc_api_key, NGC_KEY, "ngc-api-key", NGC_DIR)]
+        volumes, mounts = secretfiles.volumes(key), secretfiles.mounts(key)
         # Runs through the image's ENTRYPOINT (command is left unset), which execs its arguments.
         # "$@" carries the serve flags; "nim" fills $0.
-        args = [
-            "/bin/sh",
-            "-c",
-            f'NGC_API_KEY="$(cat {NGC_DIR}/{NGC_KEY})" && export NGC_API_KEY && exec nim-serve "$@"',
-            "nim",
-            *serve_args(spec),
-        ]
+        args = ["/bin/sh", "-c", secretfiles.exec_script(key, "nim-serve"), "nim", *serve_args(spec)]
     else:
         args = ["nim-serve", *serve_args(spec)]
     return EngineContainer(

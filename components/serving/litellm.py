@@ -28,7 +28,9 @@ from stacks.config import StackConfig
 from stacks.config.addons import LiteLLM
 from stacks.versions import Image, image
 
+from .. import secretfiles
 from ..naming import labels as k8s_labels
+from ..secretfiles import SecretFile
 from ..served import ServedModel, served_models
 
 NAMESPACE = "litellm"
@@ -39,6 +41,7 @@ CONFIG_PATH = "/etc/litellm/config.yaml"
 MASTER_KEY_KEY = "master-key"
 API_KEY_KEY = "api-key"
 DATABASE_URL_KEY = "database-url"
+SECRETS_DIR = "/var/run/secrets/litellm"
 PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]
 
 
@@ -130,16 +133,28 @@ def router_config(config: StackConfig) -> dict[str, Any]:
     return document
 
 
-def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+def secret_files(config: StackConfig) -> list[SecretFile]:
+    """The proxy's credentials, each from its existing Secret, as the variables the router config
+    names (`os.environ/...`): mounted as files and exported only into the proxy's process."""
+    addon = config.addons.litellm
+    files = [
+        SecretFile("LITELLM_MASTER_KEY", addon.master_key_secret, MASTER_KEY_KEY, "master-key", f"{SECRETS_DIR}/master")
+    ]
+    files += [
+        SecretFile(provider_env(p.name), p.api_key_secret, API_KEY_KEY, f"provider-{i}", f"{SECRETS_DIR}/provider-{i}")
+        for i, p in enumerate(addon.external_providers)
+    ]
+    if addon.database_url_secret:
+        files.append(
+            SecretFile("DATABASE_URL", addon.database_url_secret, DATABASE_URL_KEY, "database-url", f"{SECRETS_DIR}/db")
+        )
+    return files
 
 
 def deployment(config: StackConfig, config_hash: str) -> dict[str, Any]:
     addon = config.addons.litellm
-    env = [_secret_env("LITELLM_MASTER_KEY", addon.master_key_secret, MASTER_KEY_KEY)]
-    env += [_secret_env(provider_env(p.name), p.api_key_secret, API_KEY_KEY) for p in addon.external_providers]
-    if addon.database_url_secret:
-        env.append(_secret_env("DATABASE_URL", addon.database_url_secret, DATABASE_URL_KEY))
+    files = secret_files(config)
+    env: list[dict[str, Any]] = []
     if addon.redis:
         env += [
             {"name": "REDIS_HOST", "value": f"{NAME}-redis.{NAMESPACE}.svc.cluster.local"},
@@ -161,14 +176,21 @@ def deployment(config: StackConfig, config_hash: str) -> dict[str, Any]:
                 "spec": {
                     "serviceAccountName": NAME,
                     "automountServiceAccountToken": False,
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [
                         {
                             "name": "litellm",
                             "image": litellm_image(addon).ref,
+                            # The image's entrypoint execs `litellm "$@"`; this one first exports the
+                            # mounted keys ("litellm" fills $0, the flags are "$@").
+                            "command": ["/bin/sh", "-c", secretfiles.exec_script(files, "litellm"), "litellm"],
                             "args": ["--config", CONFIG_PATH, "--port", str(PORT)],
                             "ports": [{"name": "http", "containerPort": PORT}],
                             "env": env,
-                            "volumeMounts": [{"name": "config", "mountPath": "/etc/litellm", "readOnly": True}],
+                            "volumeMounts": [
+                                {"name": "config", "mountPath": "/etc/litellm", "readOnly": True},
+                                *secretfiles.mounts(files),
+                            ],
                             "readinessProbe": {**probe, "httpGet": {"path": "/health/readiness", "port": PORT}},
                             "livenessProbe": {
                                 **probe,
@@ -179,10 +201,13 @@ def deployment(config: StackConfig, config_hash: str) -> dict[str, Any]:
                                 "requests": {"cpu": "1", "memory": "2Gi"},
                                 "limits": {"memory": "4Gi"},
                             },
-                            "securityContext": {"allowPrivilegeEscalation": False},
+                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
                         }
                     ],
-                    "volumes": [{"name": "config", "configMap": {"name": f"{NAME}-config"}}],
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": f"{NAME}-config"}},
+                        *secretfiles.volumes(files),
+                    ],
                 },
             },
         },

@@ -41,7 +41,8 @@ class NimOperator(Addon):
     pass
 
 
-ProviderName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]+$")]
+# Also names the provider's key variable (<NAME>_API_KEY), so it starts with a letter.
+ProviderName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$")]
 
 
 class ExternalProvider(Strict):
