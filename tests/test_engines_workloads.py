@@ -10,6 +10,13 @@ from tests.engines_helpers import config_of, engine_container, env_of, example, 
 CONFIG = config_of(example())
 
 
+def prepared_dir(objs) -> str:
+    """The directory the preparation init containers fill (MODEL_DIR), the same in each of them."""
+    inits = objs["Deployment"]["spec"]["template"]["spec"]["initContainers"]
+    (directory,) = {e["value"] for c in inits for e in c["env"] if e["name"] == "MODEL_DIR"}
+    return directory
+
+
 def pod(objs):
     return objs["Deployment"]["spec"]["template"]
 
@@ -43,10 +50,15 @@ def test_every_engine_serves_on_its_port_with_probes_on_its_real_health_paths(na
 
 
 def test_vllm_runs_the_openai_server_with_the_pinned_revision_and_tp_equal_to_the_gpus():
-    c = engine_container(objects(CONFIG, "qwen3-8b")["Deployment"])
+    objs = objects(CONFIG, "qwen3-8b")
+    c = engine_container(objs["Deployment"])
     args = c["args"]
-    assert c["command"] == ["vllm", "serve"] and args[0] == "Qwen/Qwen3-8B"
-    assert flag(args, "--revision") == "b968826d9c46dd6066d109eabc6255188de91218"
+    assert c["command"] == ["vllm", "serve"] and args[0] == prepared_dir(objs), (
+        "the server loads what the init containers prepared; a repo id would download it again"
+    )
+    assert args[0].endswith("/b968826d9c46dd6066d109eabc6255188de91218"), "the pinned revision's directory"
+    assert "--revision" not in args and "--download-dir" not in args and "HF_HOME" not in env_of(c)
+    assert flag(args, "--served-model-name") == "qwen3-8b"
     assert flag(args, "--tensor-parallel-size") == "1"
     assert flag(args, "--max-model-len") == "8192"
     assert flag(args, "--host") == "0.0.0.0"
@@ -61,11 +73,12 @@ def test_vllm_trusts_remote_code_only_when_the_model_entry_says_so():
 
 
 def test_sglang_launches_with_tp_host_metrics_and_the_chosen_grammar_backend():
-    c = engine_container(objects(CONFIG, "qwen3-8b-sglang")["Deployment"])
+    objs = objects(CONFIG, "qwen3-8b-sglang")
+    c = engine_container(objs["Deployment"])
     args = c["args"]
     assert c["command"] == ["python3", "-m", "sglang.launch_server"]
-    assert flag(args, "--model-path") == "Qwen/Qwen3-8B"
-    assert flag(args, "--revision") == "b968826d9c46dd6066d109eabc6255188de91218"
+    assert flag(args, "--model-path") == prepared_dir(objs)
+    assert "--revision" not in args and "--download-dir" not in args
     assert flag(args, "--tp-size") == "1"
     assert flag(args, "--host") == "0.0.0.0", "bound to localhost the Service could not reach it"
     assert "--enable-metrics" in args
@@ -108,10 +121,12 @@ def test_nim_with_a_prepared_model_path_needs_no_credential_at_all():
 
 
 def test_tgi_shards_over_its_gpus_quantizes_only_awq_weights_and_waits_long_for_startup():
-    c = engine_container(objects(CONFIG, "mistral-awq-tgi")["Deployment"])
+    objs = objects(CONFIG, "mistral-awq-tgi")
+    c = engine_container(objs["Deployment"])
     args = c["args"]
     assert "command" not in c, "the image entrypoint activates TGI's venv before the launcher"
-    assert flag(args, "--model-id") == "TheBloke/Mistral-7B-Instruct-v0.2-AWQ"
+    assert flag(args, "--model-id") == prepared_dir(objs), "TGI takes a local directory as its model id"
+    assert "--revision" not in args and "--huggingface-hub-cache" not in args
     assert flag(args, "--num-shard") == "1"
     assert flag(args, "--quantize") == "awq"
     assert flag(args, "--hostname") == "0.0.0.0" and flag(args, "--port") == "8080"
@@ -144,12 +159,13 @@ def test_neuron_vllm_asks_for_whole_devices_and_uses_their_neuroncores_for_tenso
     assert res["requests"]["aws.amazon.com/neuron"] == res["limits"]["aws.amazon.com/neuron"] == "1"
     assert flag(c["args"], "--tensor-parallel-size") == "2", "one Inferentia2 device holds two NeuronCores"
     env = env_of(c)
-    assert env["VLLM_NEURON_FRAMEWORK"] == "neuronx-distributed-inference"
+    assert c["args"][0] == prepared_dir(objs), "vllm-neuron ignores the revision of a repo id and copies it"
+    assert "VLLM_NEURON_FRAMEWORK" not in env, "read only by the legacy V0 fork, not by vllm-neuron"
     assert env["NEURON_COMPILED_ARTIFACTS"].startswith("/models/_neuron/llama-inf2/"), (
         "artifacts in the cache's compiled-artifact tree (CacheMount.compiled_dir)"
     )
     assert env["NEURON_COMPILED_ARTIFACTS"].endswith("/tp2"), "keyed by tensor-parallel degree"
-    assert not env["NEURON_COMPILED_ARTIFACTS"].startswith(env["HF_HOME"]), "artifacts apart from weights"
+    assert not env["NEURON_COMPILED_ARTIFACTS"].startswith(c["args"][0]), "artifacts apart from weights"
     assert [e["name"] for e in c["env"]].count("NEURON_COMPILED_ARTIFACTS") == 1, (
         "one entry per env name: server-side apply refuses duplicates"
     )

@@ -53,3 +53,57 @@ def test_every_pod_has_unique_names_and_mounts_only_its_volumes(path):
             if found := problems(pod):
                 failures[f"{obj['kind']}/{obj['metadata'].get('name')} {where}"] = found
     assert not failures, failures
+
+
+def start_problems(pod: dict[str, Any]) -> list[str]:
+    """What makes the kubelet refuse a container before it runs: runAsNonRoot with no user id to
+    check (these images' own user is root, so the kubelet refuses to start them) or with uid 0."""
+    out = []
+    pod_ctx = pod.get("securityContext") or {}
+    for c in [*pod.get("initContainers", []), *pod["containers"]]:
+        ctx = {**pod_ctx, **(c.get("securityContext") or {})}
+        if ctx.get("runAsNonRoot") and ctx.get("runAsUser") in (None, 0):
+            out.append(f"{c['name']}: runAsNonRoot without a non-root runAsUser")
+    return out
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_no_container_is_refused_by_the_kubelets_non_root_check(path):
+    failures = {}
+    for obj in render_sections(sections_of(path)).manifests():
+        for where, pod in pod_specs(obj):
+            if found := start_problems(pod):
+                failures[f"{obj['kind']}/{obj['metadata'].get('name')} {where}"] = found
+    assert not failures, failures
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_the_platforms_own_workloads_drop_every_capability(path):
+    """Model pods (engines and their preparation steps) and the LiteLLM proxy: no capability."""
+    failures = []
+    for obj in render_sections(sections_of(path)).manifests():
+        if obj["kind"] not in ("Deployment", "StatefulSet") or obj["metadata"]["namespace"] == "monitoring":
+            continue
+        pod = obj["spec"]["template"]["spec"]
+        for c in [*pod.get("initContainers", []), *pod["containers"]]:
+            ctx = c.get("securityContext") or {}
+            if ctx.get("capabilities", {}).get("drop") != ["ALL"] or ctx.get("allowPrivilegeEscalation") is not False:
+                failures.append(f"{obj['metadata']['name']}/{c['name']}")
+    assert not failures, failures
+
+
+def test_on_fsx_the_cache_writers_run_as_root_with_no_capability():
+    """The Lustre root directory belongs to root and fsGroup does not apply to it."""
+    from tests.conftest import EXAMPLES
+
+    (fsx,) = [p for p in EXAMPLES if p.name == "Pulumi.storage-fsx.yaml"]
+    for obj in render_sections(sections_of(fsx)).manifests():
+        if obj["kind"] != "Deployment":
+            continue
+        pod = obj["spec"]["template"]["spec"]
+        for c in pod.get("initContainers", []):
+            ctx = c["securityContext"]
+            assert ctx["runAsUser"] == 0 and ctx["runAsNonRoot"] is False, c["name"]
+            assert ctx["capabilities"] == {"drop": ["ALL"]}
+        engine = pod["containers"][0]
+        assert {**pod.get("securityContext", {}), **engine["securityContext"]}.get("runAsUser") != 0

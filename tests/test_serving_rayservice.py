@@ -43,8 +43,12 @@ def test_serve_config_is_a_yaml_string_serving_the_pinned_revision_through_the_l
     (app,) = yaml.safe_load(serve)["applications"]
     assert app["import_path"] == "ray.serve.llm:build_openai_app"
     (llm,) = app["args"]["llm_configs"]
-    assert llm["model_loading_config"] == {"model_id": NAME, "model_source": "Qwen/Qwen3-4B"}
-    assert llm["engine_kwargs"]["revision"] == "1cfa9a7208912126459214e8b04321603b3df60c"
+    worker = _service()["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
+    (prepared,) = {e["value"] for c in worker["initContainers"] for e in c["env"] if e["name"] == "MODEL_DIR"}
+    assert llm["model_loading_config"] == {"model_id": NAME, "model_source": prepared}, (
+        "the workers' prepared directory; a repo id would download it again on every worker"
+    )
+    assert prepared.endswith("/1cfa9a7208912126459214e8b04321603b3df60c") and "revision" not in llm["engine_kwargs"]
     assert llm["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 3}
 
 

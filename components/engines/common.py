@@ -28,7 +28,7 @@ from stacks.sizing import container_resources, replica_requests
 
 from ..serving import aibrix
 from ..storage.cache import startup_probe
-from ..storage.prepare import TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
+from ..storage.prepare import AS_ROOT, TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
 from . import WorkloadSpec
 
 HOME = "/home/engine"
@@ -205,7 +205,7 @@ def helper_container(
         "env": merge_env([{"name": "HOME", "value": HOME}, *spec.cache.env, *env]),
         "resources": {"requests": {"cpu": cpu, "memory": memory}, "limits": {"memory": memory}},
         "volumeMounts": [{"name": "home", "mountPath": HOME}, *spec.cache.volume_mounts],
-        "securityContext": security_context(engine_run_as),
+        "securityContext": {**security_context(engine_run_as), **(AS_ROOT if spec.cache.writes_as_root else {})},
     }
 
 
@@ -235,7 +235,10 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     }
     pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if engine.run_as_user is not None:
-        pod_security.update({"runAsNonRoot": True, "fsGroup": engine.run_as_user})
+        # Pod-wide, so init containers from images whose own user is root (the preparation steps)
+        # run as this uid too instead of failing the kubelet's runAsNonRoot check.
+        uid = engine.run_as_user
+        pod_security.update({"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid})
     pod_spec: dict[str, Any] = {
         "securityContext": pod_security,
         "enableServiceLinks": False,

@@ -42,10 +42,10 @@ def artifacts_dir(spec: WorkloadSpec) -> str:
 def container(spec: WorkloadSpec) -> EngineContainer:
     return EngineContainer(
         command=["vllm", "serve"],
-        args=[*served_args(spec, spec.model.model), "--max-num-seqs", str(MAX_NUM_SEQS)],
+        # A local directory: for a repo id the vllm-neuron loader ignores the revision and saves a
+        # second full copy under ./local-models (SDK 2.31 guide: serve a local path).
+        args=[*served_args(spec), "--max-num-seqs", str(MAX_NUM_SEQS)],
         env=[
-            {"name": "HF_HOME", "value": spec.cache.model_dir},
-            {"name": "VLLM_NEURON_FRAMEWORK", "value": "neuronx-distributed-inference"},
             {"name": "NEURON_COMPILED_ARTIFACTS", "value": artifacts_dir(spec)},
             {"name": "NEURON_COMPILE_CACHE_URL", "value": f"{compiled_root(spec)}/compile-cache"},
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},

@@ -22,7 +22,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
     grammar = m.sglang.grammar_backend if m.sglang else "xgrammar"
     args = [
         "--model-path",
-        m.model,
+        spec.cache.model_dir,  # prepared by the init containers; a repo id would download again
         "--host",
         "0.0.0.0",
         "--port",
@@ -34,11 +34,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         "--enable-metrics",
         "--grammar-backend",
         grammar,
-        "--download-dir",
-        spec.cache.model_dir,
     ]
-    if m.revision:
-        args += ["--revision", m.revision]
     if m.max_model_len:
         args += ["--context-length", str(m.max_model_len)]
     if m.trust_remote_code:
@@ -46,7 +42,6 @@ def container(spec: WorkloadSpec) -> EngineContainer:
     return EngineContainer(
         command=["python3", "-m", "sglang.launch_server"],
         args=args,
-        env=[{"name": "HF_HOME", "value": spec.cache.model_dir}],
     )
 
 

@@ -2,8 +2,9 @@
 
 TGI is in maintenance mode upstream: the config refuses it unless `tgi.acceptMaintenanceMode: true`,
 and `tgi.quantize: awq|gptq` only for weights already in that format (stacks/config/models.py).
-`text-generation-launcher` with the pinned revision, one shard per GPU, the hub cache on the model
-volume and a long startup deadline (downloads and warm-up run before /health answers). The token is
+`text-generation-launcher` on the prepared model directory (the pinned revision; TGI takes a local
+directory as `--model-id`), one shard per GPU and a long startup deadline (shard start-up and
+warm-up run before /health answers). The token is
 mounted as a file both at HF_TOKEN_PATH (Python shards) and as `$HF_HOME/token`, where the Rust
 router's hub client looks for it. Checked against v3.3.7: the image's entrypoint execs
 `text-generation-launcher "$@"`, /health and /metrics are served on the main port (the launcher
@@ -27,18 +28,14 @@ def container(spec: WorkloadSpec) -> EngineContainer:
     m = spec.model
     args = [
         "--model-id",
-        m.model,
+        spec.cache.model_dir,  # a local directory, prepared by the init containers
         "--hostname",
         "0.0.0.0",
         "--port",
         str(facts("tgi").port),
         "--num-shard",
         str(max(1, m.accelerators_per_replica)),
-        "--huggingface-hub-cache",
-        spec.cache.model_dir,
     ]
-    if m.revision:
-        args += ["--revision", m.revision]
     if m.max_model_len:
         args += ["--max-total-tokens", str(m.max_model_len), "--max-input-tokens", str(m.max_model_len - 1)]
     if m.tgi and m.tgi.quantize:

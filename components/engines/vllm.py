@@ -1,6 +1,9 @@
 """vLLM on NVIDIA GPUs: the OpenAI-compatible server (`vllm serve`) for one model.
 
-Pinned model revision, tensor parallel size = `acceleratorsPerReplica`, `maxModelLen`, and
+The server loads the model from the directory the preparation init containers filled (the pinned
+revision, from the model bucket or the Hub: components/storage/prepare.py), never from the Hub
+itself: given a repo id, vLLM would download it again into its own cache layout beside the prepared
+copy. Tensor parallel size = `acceleratorsPerReplica`, `maxModelLen`, and
 `--trust-remote-code` only when the model entry opts in (it runs code from the model repository).
 Health at /health, Prometheus metrics at /metrics on the serving port (stacks/engines.py). With
 AIBrix on, a model with `adapters` also gets AIBrix's LoRA runtime (`--enable-lora` and runtime
@@ -20,11 +23,12 @@ from .common import EngineContainer
 from .common import manifests as workload_manifests
 
 
-def served_args(spec: WorkloadSpec, model_ref: str) -> list[str]:
-    """The vLLM flags the platform manages (shared with neuron-vllm)."""
+def served_args(spec: WorkloadSpec) -> list[str]:
+    """The vLLM flags the platform manages (shared with neuron-vllm): the prepared model directory
+    (its path pins the revision), served under the model's name."""
     m = spec.model
     args = [
-        model_ref,
+        spec.cache.model_dir,
         "--host",
         "0.0.0.0",
         "--port",
@@ -33,11 +37,7 @@ def served_args(spec: WorkloadSpec, model_ref: str) -> list[str]:
         spec.served.served_model_name,
         "--tensor-parallel-size",
         str(tensor_parallel(m, spec.pool)),
-        "--download-dir",
-        spec.cache.model_dir,
     ]
-    if m.revision:
-        args += ["--revision", m.revision]
     if m.max_model_len:
         args += ["--max-model-len", str(m.max_model_len)]
     if m.trust_remote_code:
@@ -56,9 +56,8 @@ def container(spec: WorkloadSpec) -> EngineContainer:
     lora_args, lora_env = lora(spec)
     return EngineContainer(
         command=["vllm", "serve"],
-        args=[*served_args(spec, spec.model.model), *lora_args],
+        args=[*served_args(spec), *lora_args],
         env=[
-            {"name": "HF_HOME", "value": spec.cache.model_dir},
             # Usage stats phone home by default; a platform does not.
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
             {"name": "DO_NOT_TRACK", "value": "1"},

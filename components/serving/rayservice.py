@@ -68,20 +68,20 @@ def llm_config(spec: WorkloadSpec) -> dict[str, Any]:
     model = spec.model
     block = ray_block(model)
     engine_kwargs: dict[str, Any] = {"tensor_parallel_size": max(model.accelerators_per_replica, 1)}
-    if model.revision:
-        engine_kwargs["revision"] = model.revision
     if model.max_model_len:
         engine_kwargs["max_model_len"] = model.max_model_len
     if model.trust_remote_code:
         engine_kwargs["trust_remote_code"] = True
     config: dict[str, Any] = {
-        "model_loading_config": {"model_id": spec.served.served_model_name, "model_source": model.model},
+        # The directory the workers' preparation init containers filled (pinned revision): with a
+        # repo id, vLLM would download the model again into HF_HOME on every worker.
+        "model_loading_config": {"model_id": spec.served.served_model_name, "model_source": spec.cache.model_dir},
         "engine_kwargs": engine_kwargs,
         "deployment_config": {
             "autoscaling_config": {"min_replicas": block.min_workers, "max_replicas": block.max_workers}
         },
     }
-    runtime_env: dict[str, Any] = {"env_vars": {"HF_HOME": spec.cache.model_dir}}
+    runtime_env: dict[str, Any] = {"env_vars": {}}
     if model.secrets.hugging_face_token:
         runtime_env["env_vars"]["HF_TOKEN_PATH"] = f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"
     if block.pip:

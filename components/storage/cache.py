@@ -64,6 +64,10 @@ class CacheMount:
     service_account: str | None = None
     # Seconds a startup probe should allow before the first successful check (startup_probe()).
     startup_seconds: int = STARTUP_BASE_SECONDS
+    # Whether writers of the cache (preparation, Ollama's pull) must run as root: an FSx for Lustre
+    # file system's root directory belongs to root, and fsGroup does not apply to it. Elsewhere they
+    # run as the pod's user: EFS access points enforce their own POSIX identity, emptyDirs are open.
+    writes_as_root: bool = False
 
 
 def model_dir(model: ModelSection) -> str:
@@ -141,6 +145,10 @@ def per_replica(storage: StorageSection, model: ModelSection) -> bool:
     return False
 
 
+def writes_as_root(storage: StorageSection) -> bool:
+    return storage.model_cache == "fsx"
+
+
 def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -> CacheMount:
     """The cache for this model under this stack's storage choice."""
     storage = ctx.storage
@@ -172,6 +180,7 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -
             bucket_prefix=bucket_prefix(model),
             token_secret=token,
             imported=storage.model_cache == "fsx",
+            as_root=writes_as_root(storage),
         )
     return CacheMount(
         model_dir=weights,
@@ -184,4 +193,5 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -
         ephemeral_storage=ephemeral,
         service_account=ctx.reader_service_account,
         startup_seconds=startup_budget_seconds(weight_bytes(model), neuron=neuron),
+        writes_as_root=writes_as_root(storage),
     )

@@ -164,15 +164,36 @@ def step_env(
     return [{"name": k, "value": v} for k, v in values.items()]
 
 
-def _container(name: str, ref: str, command: list[str], env: list[dict[str, Any]], mounts: list[dict[str, Any]]):
+# Writers that must own files on a root-owned file system (FSx): root, with every capability dropped,
+# so it writes only where root's own permission bits allow.
+AS_ROOT = {"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False}
+
+
+def security_context(as_root: bool) -> dict[str, Any]:
+    """No privilege escalation and no capabilities; otherwise the pod's user (the engine's uid where
+    the engine runs non-root, so the kubelet's runAsNonRoot check passes for these images too)."""
+    ctx: dict[str, Any] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    return {**ctx, **AS_ROOT} if as_root else ctx
+
+
+def _container(
+    name: str,
+    ref: str,
+    command: list[str],
+    env: list[dict[str, Any]],
+    mounts: list[dict[str, Any]],
+    as_root: bool,
+) -> dict[str, Any]:
     return {
         "name": name,
         "image": ref,
         "command": command,
-        "env": env,
+        # The images' HOME (/root) is not writable by the pod's user; the CLI and the Hub client
+        # keep their small caches in /tmp.
+        "env": [*env, {"name": "HOME", "value": "/tmp"}],
         "volumeMounts": mounts,
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "securityContext": {"allowPrivilegeEscalation": False},
+        "securityContext": security_context(as_root),
         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}},
     }
 
@@ -185,6 +206,7 @@ def init_containers(
     bucket_prefix: str,
     token_secret: str | None,
     imported: bool = False,
+    as_root: bool = False,
 ) -> list[dict[str, Any]]:
     """The bucket step (when there is a bucket) then the Hugging Face step, in that order. With
     `imported` (FSx), the bucket step only adopts what the data repository association imported."""
@@ -198,7 +220,12 @@ def init_containers(
         ]
         containers.append(
             _container(
-                "model-from-bucket", image("model-prep-s3").ref, ["/bin/sh", "-c", S3_STEP], s3_env, [cache_mount]
+                "model-from-bucket",
+                image("model-prep-s3").ref,
+                ["/bin/sh", "-c", S3_STEP],
+                s3_env,
+                [cache_mount],
+                as_root,
             )
         )
     hub_env = list(env)
@@ -207,7 +234,7 @@ def init_containers(
         hub_env.append({"name": "HF_TOKEN_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"})
         mounts.append({"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True})
     containers.append(
-        _container("model-from-hub", image("model-prep-hub").ref, ["python3", "-c", HUB_STEP], hub_env, mounts)
+        _container("model-from-hub", image("model-prep-hub").ref, ["python3", "-c", HUB_STEP], hub_env, mounts, as_root)
     )
     return containers
 
