@@ -39,6 +39,9 @@ def test_the_engines_example_renders_one_workload_per_engine(mocks):
 def test_with_the_nim_operator_nim_is_a_nimservice_with_profile_pull_secret_and_metrics():
     sections = example()
     sections["addons"]["nimOperator"] = {"enabled": True}
+    next(m for m in sections["models"] if m["name"] == "llama-nim")["secrets"] = {
+        "ngcApiKey": "ngc-api-key"
+    }  # the operator's authSecret
     objs = model_manifests(spec(config_of(sections), "llama-nim"))
     assert objs is not None and [o["kind"] for o in objs] == ["NIMService"]
     svc = objs[0]
@@ -62,6 +65,9 @@ def test_the_nimservice_passes_the_operator_crd(owner):
         pytest.skip(f"set {conformance.ENV}")
     sections = example()
     sections["addons"]["nimOperator"] = {"enabled": True}
+    next(m for m in sections["models"] if m["name"] == "llama-nim")["secrets"] = {
+        "ngcApiKey": "ngc-api-key"
+    }  # the operator's authSecret
     nim_model = next(m for m in sections["models"] if m["name"] == "llama-nim")
     nim_model["autoscaling"] = {"owner": owner, "maxReplicas": 3}
     obj = nim.nim_service(spec(config_of(sections), "llama-nim"))
@@ -111,6 +117,9 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
 
     sections = example()
     sections["addons"]["nimOperator"] = {"enabled": True}
+    next(m for m in sections["models"] if m["name"] == "llama-nim")["secrets"] = {
+        "ngcApiKey": "ngc-api-key"
+    }  # the operator's authSecret
     sections["models"] = [m for m in sections["models"] if m["name"] == "llama-nim"]
     config = config_of(sections)
 

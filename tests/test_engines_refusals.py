@@ -93,10 +93,11 @@ def test_tgi_awq_quantization_of_ordinary_weights_is_refused():
 def test_an_unpinned_image_and_revision_are_refused_in_prod():
     s = example()
     s["stack"]["environment"] = "prod"
+    j, unpinned = model(s, "llama-nim")
+    del unpinned["revision"]
     found = problems(s)
     i, _ = model(s, "qwen3-8b")
     assert f"{P}models[{i}].image.digest" in {p.split(": ")[0] for p in found}, found
-    j, _ = model(s, "llama-nim")
     assert any(p.startswith(f"{P}models[{j}].revision:") for p in found), found
 
 
@@ -128,18 +129,27 @@ def test_pool_limits_smaller_than_one_replica_are_refused():
     assert any(p.startswith(f"{P}models[{i}].acceleratorsPerReplica:") and "limited to 1" in p for p in found), found
 
 
-def test_nim_without_a_prepared_path_or_a_file_credential_is_refused():
+def test_an_ngc_model_without_a_prepared_path_is_refused():
     s = example()
     i, m = model(s, "llama-nim")
-    del m["secrets"]
     m["model"] = "meta/llama-3.1-8b-instruct"  # a model-specific NIM: its weights come from NGC
     found = problems(s)
-    assert any(p.startswith(f"{P}models[{i}].secrets.ngcApiKey:") and "nim.modelPath" in p for p in found), found
+    assert any(p.startswith(f"{P}models[{i}].model:") and "nim.modelPath" in p for p in found), found
+
+
+def test_an_ngc_key_on_a_nim_deployment_is_refused_as_unused():
+    s = example()
+    i, m = model(s, "llama-nim")
+    m["secrets"] = {"ngcApiKey": "ngc-api-key", "huggingFaceToken": "hf-token"}
+    found = problems(s)
+    assert any(p.startswith(f"{P}models[{i}].secrets.ngcApiKey:") and "authSecret" in p for p in found), found
 
 
 def test_nim_pull_secret_and_model_credential_must_be_different_secrets():
     s = example()
+    s["addons"]["nimOperator"] = {"enabled": True}
     i, m = model(s, "llama-nim")
+    m["secrets"] = {"ngcApiKey": "ngc-api-key"}
     m["nim"]["imagePullSecret"] = "ngc-api-key"
     found = problems(s)
     assert any(p.startswith(f"{P}models[{i}].nim.imagePullSecret:") for p in found), found

@@ -242,6 +242,9 @@ def test_the_scale_target_is_the_workload_the_engine_builds(path):
 def test_with_the_nim_operator_the_scale_target_is_the_nimservice():
     sections = example()
     sections["addons"]["nimOperator"] = {"enabled": True}
+    next(m for m in sections["models"] if m["name"] == "llama-nim")["secrets"] = {
+        "ngcApiKey": "ngc-api-key"
+    }  # the operator's authSecret
     config = config_of(sections)
     model = next(m for m in config.models if m.name == "llama-nim")
     assert served_model(config, model).scale_target == ("apps.nvidia.com/v1alpha1", "NIMService", "llama-nim")

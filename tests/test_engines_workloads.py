@@ -92,19 +92,20 @@ def test_sglang_defaults_to_xgrammar():
     assert flag(args, "--grammar-backend") == "xgrammar"
 
 
-def test_nim_gets_an_explicit_profile_a_separate_pull_secret_and_its_key_only_as_a_file():
+def test_nim_serves_the_prepared_hub_model_with_an_explicit_profile_and_no_credential():
     objs = objects(CONFIG, "llama-nim")
     spec = pod(objs)["spec"]
     c = engine_container(objs["Deployment"])
     env = env_of(c)
     assert env["NIM_MODEL_PROFILE"] == "replace-with-an-id-from-list-model-profiles"
     assert spec["imagePullSecrets"] == [{"name": "ngc-registry"}]
-    assert "NGC_API_KEY" not in env, "the runtime credential is mounted as a file, never an env value"
-    vol = next(v for v in spec["volumes"] if v["name"] == "ngc-api-key")
-    assert vol["secret"]["secretName"] == "ngc-api-key"
-    assert any(m["name"] == "ngc-api-key" and m["readOnly"] for m in c["volumeMounts"])
-    assert "command" not in c, "the image's own entrypoint must still run"
-    assert "cat /var/run/secrets/ngc/NGC_API_KEY" in c["args"][2]
+    assert env["NIM_MODEL_PATH"] == prepared_dir(objs), "model-free NIM serves the prepared local directory"
+    hub = next(i for i in spec["initContainers"] if i["name"] == "model-from-hub")
+    assert {"name": "MODEL_ID", "value": "meta-llama/Llama-3.1-8B-Instruct"} in hub["env"], "hf:// dropped"
+    assert not {"NGC_API_KEY", "HF_TOKEN", "HF_TOKEN_PATH"} & set(env), "the server holds no credential"
+    assert not env["NIM_CACHE_PATH"].startswith("/models"), "NIM's own cache stays off the shared model cache"
+    assert "command" not in c, "the image's entrypoint dispatches on its first argument"
+    assert c["args"][0] == "nim-serve", "the action first, then the vLLM flags it forwards"
     assert flag(c["args"], "--served-model-name") == "llama-nim", "serve flags follow nim-serve"
     assert c["resources"]["limits"]["nvidia.com/gpu"] == "4"
 
@@ -113,11 +114,13 @@ def test_nim_with_a_prepared_model_path_needs_no_credential_at_all():
     sections = example()
     nim = sections["models"][2]
     nim["nim"]["modelPath"] = "/models/llama-nim/prepared"
+    nim["model"] = "meta/llama-3.1-8b-instruct"  # an NGC model, prepared elsewhere
     del nim["secrets"]
-    c = engine_container(objects(config_of(sections), "llama-nim")["Deployment"])
+    objs = objects(config_of(sections), "llama-nim")
+    c = engine_container(objs["Deployment"])
     assert env_of(c)["NIM_MODEL_PATH"] == "/models/llama-nim/prepared"
     assert c["args"][:3] == ["nim-serve", "--served-model-name", "llama-nim"]
-    assert not any(m["name"] == "ngc-api-key" for m in c["volumeMounts"])
+    assert "initContainers" not in objs["Deployment"]["spec"]["template"]["spec"], "nothing left to prepare"
 
 
 def test_tgi_shards_over_its_gpus_quantizes_only_awq_weights_and_waits_long_for_startup():

@@ -2,14 +2,18 @@
 
 An explicit NIM_MODEL_PROFILE from `models[].nim.profile`: a profile id from the container's own
 list, never an invented one. The image-pull secret (`nim.imagePullSecret`, a dockerconfigjson for
-nvcr.io) is separate from the runtime model credential. The model comes from a prepared path
-(`nim.modelPath`, no credential at run time) or with the NGC key from `secrets.ngcApiKey`, mounted as
-a file and read into the server's environment by a one-line adapter in front of the image's own
-entrypoint, so the key never appears in the pod spec. Metrics at /v1/metrics, health at
-/v1/health/live and /v1/health/ready.
+nvcr.io) is separate from any model credential. The server runs with no credential at all: an
+`hf://` model is downloaded by the platform's preparation init containers (the Hugging Face token
+read from its mounted file) and NIM serves that directory (NIM_MODEL_PATH, a local directory, which
+model-free NIM takes); `nim.modelPath` names a directory prepared some other way. NIM 2.0.12 needs an
+NGC key only for Production Branch models and NIMs before 2.0.10, and takes it only as the
+NGC_API_KEY environment variable, which a file-only credential policy does not allow: models from
+NGC are refused unless prepared (stacks/rules/engines.py). The image's entrypoint is an action
+dispatcher (`<image> nim-serve [vLLM flags]`), so the arguments start with the action. Metrics at
+/v1/metrics, health at /v1/health/live and /v1/health/ready.
 
 With `addons.nimOperator.enabled` the model is a NIMService (apps.nvidia.com/v1alpha1) instead; the
-operator builds the Deployment and Service and injects the `authSecret` itself. The NIMService CRD
+operator builds the Deployment and Service and injects its `authSecret` itself. The NIMService CRD
 (v3.1.2) has no service-account field: the operator runs the pods under an account it creates.
 """
 
@@ -20,11 +24,10 @@ from typing import Any
 from stacks.engines import facts
 from stacks.sizing import container_resources
 
-from .. import secretfiles
-from ..secretfiles import SecretFile
 from ..served import NIM_API_VERSION
 from . import WorkloadSpec
 from .common import (
+    HOME,
     EngineContainer,
     hpa_scaling,
     metadata,
@@ -34,21 +37,26 @@ from .common import (
 )
 from .common import manifests as workload_manifests
 
-NGC_DIR = "/var/run/secrets/ngc"
-NGC_KEY = "NGC_API_KEY"  # the key the ngcApiKey Secret must carry
-CACHE = "/opt/nim/.cache"
 RUN_AS = 1000
+# NIM's own cache (the manifest it generates for the model, small): the pod's home volume, so it
+# never writes into the shared model cache.
+NIM_CACHE = f"{HOME}/.cache/nim"
 
 
-def nim_env(spec: WorkloadSpec) -> list[dict[str, Any]]:
+def nim_env(spec: WorkloadSpec, *, operator: bool = False) -> list[dict[str, Any]]:
+    """With the operator, NIM fetches the source itself (its NIMCache/storage); as a Deployment it
+    serves the directory the preparation init containers filled, or `nim.modelPath`."""
     m = spec.model
     assert m.nim is not None
     env = [
         {"name": "NIM_MODEL_PROFILE", "value": m.nim.profile},
         {"name": "NIM_SERVER_PORT", "value": str(facts("nim").port)},
-        {"name": "NIM_CACHE_PATH", "value": spec.cache.model_dir},
     ]
-    source = m.nim.model_path or (m.model if "://" in m.model else None)
+    if operator:
+        source = m.nim.model_path or (m.model if "://" in m.model else None)
+    else:
+        env.append({"name": "NIM_CACHE_PATH", "value": NIM_CACHE})
+        source = m.nim.model_path or spec.cache.model_dir
     if source:
         env.append({"name": "NIM_MODEL_PATH", "value": source})
     return env
@@ -65,23 +73,15 @@ def serve_args(spec: WorkloadSpec) -> list[str]:
 def container(spec: WorkloadSpec) -> EngineContainer:
     m = spec.model
     assert m.nim is not None
-    volumes: list[dict[str, Any]] = []
-    mounts: list[dict[str, Any]] = []
-    if m.secrets.ngc_api_key:
-        key = [SecretFile("NGC_API_KEY", m.secrets.ngc_api_key, NGC_KEY, "ngc-api-key", NGC_DIR)]
-        volumes, mounts = secretfiles.volumes(key), secretfiles.mounts(key)
-        # Runs through the image's ENTRYPOINT (command is left unset), which execs its arguments.
-        # "$@" carries the serve flags; "nim" fills $0.
-        args = ["/bin/sh", "-c", secretfiles.exec_script(key, "nim-serve"), "nim", *serve_args(spec)]
-    else:
-        args = ["nim-serve", *serve_args(spec)]
     return EngineContainer(
+        # The image's entrypoint dispatches on its first argument: the nim-serve action, then the
+        # vLLM flags it forwards.
         command=None,
-        args=args,
+        args=["nim-serve", *serve_args(spec)],
         env=nim_env(spec),
-        volumes=volumes,
-        volume_mounts=mounts,
         image_pull_secrets=[m.nim.image_pull_secret],
+        # The server reads a prepared directory: the token is the preparation step's alone.
+        uses_hf_token=False,
         append_engine_args=False,
         startup_seconds=1800,
         run_as_user=RUN_AS,
@@ -116,7 +116,7 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
         "authSecret": m.secrets.ngc_api_key,
         "storage": _cache_storage(spec),
         "env": [
-            *(e for e in nim_env(spec) if e["name"] != "NIM_CACHE_PATH"),
+            *nim_env(spec, operator=True),
             {"name": "NIM_PASSTHROUGH_ARGS", "value": " ".join(serve_args(spec))},
         ],
         "resources": container_resources(requests(spec)),

@@ -34,8 +34,20 @@ CACHE_ROOT = "/models"
 # start a model name (DNS label), so it cannot collide with a model directory.
 COMPILED_ROOT = f"{CACHE_ROOT}/_neuron"
 CACHE_VOLUME = "model-cache"
-# Engines that fetch their own artifacts (NGC profiles, Ollama pulls): they get the volume only.
-SELF_FETCHING = ("nim", "ollama")
+# The `hf://` scheme NIM model sources use: the preparation step downloads the repo behind it.
+HF_SCHEME = "hf://"
+
+
+def self_fetching(model: ModelSection) -> bool:
+    """Models whose artifacts the platform does not prepare (they get the volume only): Ollama pulls
+    its own, and a NIM model with `nim.modelPath` was prepared elsewhere."""
+    return model.engine == "ollama" or (model.engine == "nim" and model.nim is not None and bool(model.nim.model_path))
+
+
+def hub_id(model: ModelSection) -> str:
+    """The Hugging Face repo the preparation step downloads (`hf://org/name` for NIM, `org/name`)."""
+    return model.model.removeprefix(HF_SCHEME)
+
 
 # A deliberately conservative read rate for the startup budget: a floor to size a probe, not a
 # performance claim about any storage choice.
@@ -162,12 +174,12 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -
         env.append({"name": "NEURON_COMPILED_ARTIFACTS", "value": compiled})
     volumes = [volume]
     inits: list[dict[str, Any]] = []
-    if model.engine not in SELF_FETCHING:
+    if not self_fetching(model):
         token = model.secrets.hugging_face_token
         if token:
             volumes.append(prepare.token_volume(token))
         step_env = prepare.step_env(
-            model_id=model.model,
+            model_id=hub_id(model),
             revision=model.revision or "main",
             model_dir=weights,
             attempts=storage.preparation.attempts,

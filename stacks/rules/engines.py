@@ -122,23 +122,36 @@ def neuron_vllm_on_inferentia_or_trainium(config: StackConfig) -> Iterable[Probl
 
 @rule
 def nim_credentials_stay_files(config: StackConfig) -> Iterable[Problem]:
+    """NIM 2.0.12 takes an NGC key only as the NGC_API_KEY environment variable (and needs one only
+    for Production Branch models and NIMs before 2.0.10). As a Deployment it runs with no credential:
+    `hf://` models are prepared by the platform, others must be prepared (nim.modelPath). The NIM
+    Operator is the one path that takes the key, as its required authSecret."""
+    operator = config.addons.nim_operator.enabled
     for i, model in enumerate(config.models):
         if model.engine != "nim" or model.nim is None:
             continue
-        from_ngc = model.model.startswith("ngc://") or "://" not in model.model
-        if model.nim.model_path is None and from_ngc and model.secrets.ngc_api_key is None:
+        from_hub = model.model.startswith("hf://")
+        if not operator and model.nim.model_path is None and not from_hub:
+            yield Problem(
+                key_path(["models", i, "model"]),
+                f"{model.model} comes from NGC, and NIM takes an NGC key only as an environment variable, "
+                f"which the file-only credential policy does not allow; prepare the model (e.g. NIM's "
+                f"download-to-cache into the model cache) and set nim.modelPath, or serve an hf:// model, "
+                f"which the platform downloads itself",
+            )
+        if not operator and model.secrets.ngc_api_key is not None:
             yield Problem(
                 key_path(["models", i, "secrets", "ngcApiKey"]),
-                f"{model.model} downloads from NGC, which needs a credential: set nim.modelPath to a "
-                f"prepared model directory, or secrets.ngcApiKey to an existing Secret (key "
-                f"NGC_API_KEY) that is mounted as a file",
+                "a NIM Deployment runs with no NGC key (hf:// models are prepared by the platform, "
+                "others come from nim.modelPath); the key is only the NIM Operator's authSecret: remove "
+                "it, or set addons.nimOperator.enabled",
             )
-        elif config.addons.nim_operator.enabled and model.secrets.ngc_api_key is None:
+        if operator and model.secrets.ngc_api_key is None:
             yield Problem(
                 key_path(["models", i, "secrets", "ngcApiKey"]),
                 "a NIMService (addons.nimOperator.enabled) requires authSecret: set secrets.ngcApiKey "
-                "to an existing Secret holding NGC_API_KEY, or turn the operator off to run NIM from "
-                "the prepared nim.modelPath without a credential",
+                "to an existing Secret holding NGC_API_KEY, or turn the operator off to run NIM on a "
+                "prepared model without a credential",
             )
         if model.secrets.ngc_api_key is not None and model.secrets.ngc_api_key == model.nim.image_pull_secret:
             yield Problem(
