@@ -100,7 +100,7 @@ def test_dcgm_runs_on_gpu_nodes_tolerating_their_taint():
 
 
 def test_neuron_monitor_runs_on_neuron_nodes_and_is_scraped():
-    daemonset, monitor = neuron_monitor()
+    daemonset, monitor, policy = neuron_monitor()
     pod = daemonset["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"inference-platform.io/accelerator": "neuron"}
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
@@ -209,3 +209,16 @@ def test_grafanas_admin_comes_from_an_existing_secret_when_named(dev):
         "userKey": "admin-user",
         "passwordKey": "admin-password",
     }
+
+
+def test_neuron_monitor_is_reachable_only_by_the_scraper_and_calls_nothing():
+    daemonset, _, policy = neuron_monitor()
+    assert policy["kind"] == "NetworkPolicy"
+    assert policy["spec"]["podSelector"]["matchLabels"] == daemonset["spec"]["selector"]["matchLabels"]
+    (ingress,) = policy["spec"]["ingress"]
+    assert ingress["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    assert ingress["ports"] == [{"protocol": "TCP", "port": 8000}]
+    assert policy["spec"]["egress"] == [] and "Egress" in policy["spec"]["policyTypes"]
+    pod = daemonset["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["containers"][0]["readinessProbe"]["httpGet"] == {"path": "/metrics", "port": 8000}

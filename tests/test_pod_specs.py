@@ -107,3 +107,25 @@ def test_on_fsx_the_cache_writers_run_as_root_with_no_capability():
             assert ctx["capabilities"] == {"drop": ["ALL"]}
         engine = pod["containers"][0]
         assert {**pod.get("securityContext", {}), **engine["securityContext"]}.get("runAsUser") != 0
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_every_root_container_says_why_on_its_workload(path):
+    """A container that runs as root carries the reason as its scanner waiver; the others carry none."""
+    for obj in render_sections(sections_of(path)).manifests():
+        if obj["kind"] not in ("Deployment", "StatefulSet", "DaemonSet"):
+            continue
+        pod = obj["spec"]["template"]["spec"]
+        pod_ctx = pod.get("securityContext") or {}
+        root = [
+            c["name"]
+            for c in [*pod.get("initContainers", []), *pod["containers"]]
+            if {**pod_ctx, **(c.get("securityContext") or {})}.get("runAsUser") in (None, 0)
+        ]
+        waivers = [v for k, v in (obj["metadata"].get("annotations") or {}).items() if k.startswith("checkov.io/skip")]
+        root_waivers = [w for w in waivers if w.startswith("CKV_K8S_23=")]
+        name = f"{obj['kind']}/{obj['metadata']['name']}"
+        if root:
+            assert root_waivers and len(root_waivers[0]) > len("CKV_K8S_23=") + 20, (name, root)
+        else:
+            assert not root_waivers, f"{name} waives a root check it does not need"

@@ -54,8 +54,10 @@ class EngineContainer:
     # Seconds the startup probe allows before the kubelet restarts a still-loading server; the
     # cache's budget for the model's size (CacheMount.startup_seconds) wins when it is larger.
     startup_seconds: int = 1800
-    # None keeps the image's user (images that need root, e.g. the Neuron DLC).
+    # None keeps the image's user (images that need root, e.g. the Neuron DLC); then `root_reason`
+    # says why, and the workload carries it as a scanner waiver (root_waiver).
     run_as_user: int | None = 1000
+    root_reason: str | None = None
     extra_ports: list[dict[str, Any]] = field(default_factory=list)
     # The Hugging Face token file, when the engine downloads from the Hub itself.
     uses_hf_token: bool = True
@@ -81,12 +83,15 @@ def selector(spec: WorkloadSpec) -> dict[str, str]:
     return {"app.kubernetes.io/name": name_of(spec), **spec.served.selector}
 
 
-def metadata(spec: WorkloadSpec, name: str | None = None) -> dict[str, Any]:
-    return {
+def metadata(spec: WorkloadSpec, name: str | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
         "name": name or name_of(spec),
         "namespace": spec.served.namespace,
         "labels": {**spec.labels, **spec.served.selector},
     }
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return meta
 
 
 def requests(spec: WorkloadSpec) -> Requests:
@@ -242,6 +247,9 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "securityContext": pod_security,
         "enableServiceLinks": False,
+        # Servers and preparation steps never call the Kubernetes API; Pod Identity mounts its own
+        # token (eks-pod-identity-token), independent of this.
+        "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": 60,
         "topologySpreadConstraints": topology_spread(spec),
         "initContainers": [*spec.cache.init_containers, *engine.init_containers],
@@ -284,8 +292,26 @@ def _claim_templates(template: dict[str, Any]) -> list[dict[str, Any]]:
     return claims
 
 
+# The annotation Checkov reads to waive one check on one object, with the reason (the PR workflow's
+# security scan of the rendered manifests, .checkov.yaml).
+CHECKOV_WAIVER = "checkov.io/skip1"
+
+
+def root_waiver(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, str]:
+    """Why a container of this workload runs as root (Checkov CKV_K8S_23), or nothing."""
+    reasons = []
+    if engine.run_as_user is None:
+        if not engine.root_reason:
+            raise ValueError(f"engine {spec.model.engine} runs as root without saying why (root_reason)")
+        reasons.append(engine.root_reason)
+    if spec.cache.writes_as_root and (spec.cache.init_containers or engine.init_containers):
+        reasons.append("the FSx cache's writers run as root with no capabilities: the Lustre root is root's")
+    return {CHECKOV_WAIVER: "CKV_K8S_23=" + "; ".join(reasons)} if reasons else {}
+
+
 def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     template = pod_template(spec, engine)
+    waiver = root_waiver(spec, engine)
     body: dict[str, Any] = {
         "selector": {"matchLabels": selector(spec)},
         "template": template,
@@ -307,10 +333,15 @@ def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         )
         if claims:
             body["volumeClaimTemplates"] = claims
-        return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": metadata(spec), "spec": body}
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": metadata(spec, annotations=waiver),
+            "spec": body,
+        }
     # Surge would need a spare accelerator node per replica; replace one at a time instead.
     body["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(spec), "spec": body}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(spec, annotations=waiver), "spec": body}
 
 
 def service(spec: WorkloadSpec) -> dict[str, Any]:

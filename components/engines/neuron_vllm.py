@@ -53,6 +53,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         # First start compiles the model for the Neuron devices before serving.
         startup_seconds=3600,
         run_as_user=None,
+        root_reason="the Neuron DLC runs as root to open the Neuron devices",
     )
 
 

@@ -57,6 +57,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         startup_seconds=3600,
         # The image's Python interpreter lives under /root (uv-managed); another uid cannot run it.
         run_as_user=None,
+        root_reason="the TGI image's Python interpreter lives under /root (uv-managed); another uid cannot run it",
     )
 
 
