@@ -100,7 +100,7 @@ def test_dcgm_runs_on_gpu_nodes_tolerating_their_taint():
 
 
 def test_neuron_monitor_runs_on_neuron_nodes_and_is_scraped():
-    daemonset, monitor, policy = neuron_monitor()
+    daemonset, monitor, _ = neuron_monitor()
     pod = daemonset["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"inference-platform.io/accelerator": "neuron"}
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
