@@ -38,6 +38,15 @@ def stack_manifests(path: Path) -> list[dict[str, Any]]:
     return render_sections(sections_of(path)).manifests()
 
 
+PLATFORM_REF = "acme/inference-platform/platform"
+
+
+def supply_platform(live: dict[str, Any]) -> None:
+    """Answer the example team stacks' StackReference with these exports, as `pulumi up` would after
+    reading the live platform stack (forgotten again after the test, below)."""
+    exports.supply(PLATFORM_REF, live, f"stack {PLATFORM_REF}")
+
+
 @pytest.fixture(autouse=True)
 def _no_supplied_platform_exports():
     """A render supplies the platform's exports it read from the StackReference (stacks/exports.py

@@ -13,11 +13,10 @@ from stacks import exports
 from stacks.checks import stack_warnings
 from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections
-from tests.conftest import render_sections, sections_of
+from tests.conftest import PLATFORM_REF, render_sections, sections_of, supply_platform
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
 TEAM = ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml"
-PLATFORM_REF = "acme/inference-platform/platform"
 
 
 def problems(sections: dict[str, Any]) -> list[str]:
@@ -147,11 +146,8 @@ def test_the_exports_read_from_the_stack_reference_win_over_the_repository_file(
     config = parse_sections(sections_of(PLATFORM), "us-west-2")
     live = exports.platform_exports(config)
     live["nodePools"] = [p for p in live["nodePools"] if p["name"] != "inferentia"]
-    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
-    try:
-        found = problems(team)
-    finally:
-        exports.forget()
+    supply_platform(live)
+    found = problems(team)
     assert any("models[1].pool" in p and "stack acme/inference-platform/platform" in p for p in found), found
 
 
@@ -226,9 +222,6 @@ def test_a_team_hpa_on_a_platform_without_prometheus_adapter_is_refused(team):
     assert live["customMetrics"] is True
     parse_sections(team, "us-west-2")  # accepted: the platform serves custom metrics
     live["customMetrics"] = False
-    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
-    try:
-        found = problems(team)
-    finally:
-        exports.forget()
+    supply_platform(live)
+    found = problems(team)
     assert any("models[0].autoscaling.owner" in p and "prometheus-adapter" in p for p in found), found

@@ -16,12 +16,11 @@ from stacks.exports import effective_config, platform_for
 from stacks.load import ROOT, parse_sections, sections_to_pulumi_config
 from stacks.render import run_program
 from stacks.sizing import replica_requests
-from tests.conftest import render_sections, sections_of
+from tests.conftest import PLATFORM_REF, render_sections, sections_of, supply_platform
 from tests.test_policies import res, stack, violations
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
 TEAM = ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml"
-PLATFORM_REF = "acme/inference-platform/platform"
 
 
 @pytest.fixture
@@ -148,11 +147,8 @@ def test_a_team_stack_on_an_fsx_platform_is_refused_with_the_alternative(team):
     live = platform_exports()
     live["storage"] = {"modelCache": "fsx"}
     live["storageClasses"] = {}
-    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
-    try:
-        found = problems(team)
-    finally:
-        exports.forget()
+    supply_platform(live)
+    found = problems(team)
     assert any(
         p.startswith("inference-platform:stack.platformStack:") and "modelCache: fsx" in p and "efs" in p for p in found
     ), found
@@ -161,22 +157,16 @@ def test_a_team_stack_on_an_fsx_platform_is_refused_with_the_alternative(team):
 def test_an_efs_platform_that_exports_no_storage_class_is_refused(team):
     live = platform_exports()
     live["storageClasses"] = {}
-    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
-    try:
-        found = problems(team)
-    finally:
-        exports.forget()
+    supply_platform(live)
+    found = problems(team)
     assert any("stack.platformStack" in p and "storageClasses.modelCache" in p for p in found), found
 
 
 def test_exports_of_the_previous_contract_version_are_refused(team):
     live = platform_exports()
     live["exportsVersion"] = 1
-    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
-    try:
-        found = problems(team)
-    finally:
-        exports.forget()
+    supply_platform(live)
+    found = problems(team)
     assert any("stack.platformStack" in p and "contract version 1" in p for p in found), found
 
 
@@ -237,24 +227,18 @@ def test_stacks_new_sizes_the_starter_quota_with_the_engines_sizing():
     for pool in live["nodePools"]:
         if pool["name"] == "gpu":
             pool["instanceTypes"] = ["g6e.48xlarge"]  # a 1-GPU share of this node is ~21 cpu
-    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
-    try:
-        text = workloads_text("search-dev", PLATFORM_REF, "search", "dev", None)
-        check(text, "search-dev")  # validates as written, quota included
-    finally:
-        exports.forget()
+    supply_platform(live)
+    text = workloads_text("search-dev", PLATFORM_REF, "search", "dev", None)
+    check(text, "search-dev")  # validates as written, quota included
     assert 'cpu: "32"' not in text, "two default-sized replicas need more than the 32-cpu floor"
 
 
 def test_an_exposed_team_model_on_a_platform_without_a_gateway_is_refused(team):
     live = platform_exports()
     live["gatewayParent"] = None
-    exports.supply(PLATFORM_REF, live, "stack acme/inference-platform/platform")
-    try:
-        found = problems(team)
-        for model in team["models"]:
-            model["expose"] = False
-        parse_sections(team, "us-west-2")  # unexposed models need no gateway
-    finally:
-        exports.forget()
+    supply_platform(live)
+    found = problems(team)
+    for model in team["models"]:
+        model["expose"] = False
+    parse_sections(team, "us-west-2")  # unexposed models need no gateway
     assert any(p.startswith("inference-platform:models[0].expose:") and "gatewayParent" in p for p in found), found

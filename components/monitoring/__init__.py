@@ -73,47 +73,32 @@ class Monitoring(pulumi.ComponentResource):
             f"{name}-ns", metadata={"name": MONITORING_NAMESPACE, "labels": {**MANAGED_BY}}, opts=plain
         )
         crd_deps: list[pulumi.Resource] = list(args.depends_on)
-        if not mon.existing_prometheus:
-            pinned = chart("kube-prometheus-stack", mon.version)
-            self.installer = k8s.helm.v3.Release(
-                f"{name}-kube-prometheus-stack",
-                name="kube-prometheus-stack",
+
+        def release(
+            key: str, version: str | None, values: dict, depends_on: list[pulumi.Resource]
+        ) -> k8s.helm.v3.Release:
+            """A pinned chart of the catalog (`key` is also the release name) in the monitoring namespace."""
+            pinned = chart(key, version)
+            return k8s.helm.v3.Release(
+                f"{name}-{key}",
+                name=key,
                 chart=pinned.chart,
                 version=pinned.version,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pinned.repo),
                 namespace=MONITORING_NAMESPACE,
-                values=prometheus_stack_values(config),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns]),
+                values=values,
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends_on),
             )
-            crd_deps.append(self.installer)
 
+        if not mon.existing_prometheus:
+            self.installer = release("kube-prometheus-stack", mon.version, prometheus_stack_values(config), [ns])
+            crd_deps.append(self.installer)
         prometheus = adapter_prometheus(config)
         if prometheus is not None:
-            adapter = chart("prometheus-adapter", mon.adapter_version)
-            k8s.helm.v3.Release(
-                f"{name}-prometheus-adapter",
-                name="prometheus-adapter",
-                chart=adapter.chart,
-                version=adapter.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=adapter.repo),
-                namespace=MONITORING_NAMESPACE,
-                values=prometheus_adapter_values(*prometheus),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps]),
-            )
-
+            release("prometheus-adapter", mon.adapter_version, prometheus_adapter_values(*prometheus), [ns, *crd_deps])
         accelerators: set[str] = {p.accelerator for p in config.node_pools}
         if "nvidia" in accelerators:
-            dcgm = chart("dcgm-exporter", mon.dcgm_exporter_version)
-            k8s.helm.v3.Release(
-                f"{name}-dcgm-exporter",
-                name="dcgm-exporter",
-                chart=dcgm.chart,
-                version=dcgm.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=dcgm.repo),
-                namespace=MONITORING_NAMESPACE,
-                values=dcgm_exporter_values(),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps]),
-            )
+            release("dcgm-exporter", mon.dcgm_exporter_version, dcgm_exporter_values(), [ns, *crd_deps])
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns])
         after_crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps])
         if "neuron" in accelerators:
