@@ -40,8 +40,12 @@ HF_SCHEME = "hf://"
 
 def self_fetching(model: ModelSection) -> bool:
     """Models whose artifacts the platform does not prepare (they get the volume only): Ollama pulls
-    its own, and a NIM model with `nim.modelPath` was prepared elsewhere."""
-    return model.engine == "ollama" or (model.engine == "nim" and model.nim is not None and bool(model.nim.model_path))
+    its own; a Dynamo worker downloads its repo id itself (`fetch_model`, into HF_HOME on the cache),
+    so a prepared copy beside it would only double the disk; a NIM model with `nim.modelPath` was
+    prepared elsewhere."""
+    if model.engine in ("ollama", "dynamo"):
+        return True
+    return model.engine == "nim" and model.nim is not None and bool(model.nim.model_path)
 
 
 def hub_id(model: ModelSection) -> str:
