@@ -13,6 +13,14 @@ from stacks.errors import ConfigError
 from tests.serving_support import SCHEMAS, config_of, model_entry, serving_sections, spec_for
 
 
+def program(main: dict) -> list[str]:
+    """The worker program a container runs: itself, or what the token prelude execs."""
+    command = main["command"]
+    if command[:2] != ["/bin/sh", "-c"]:
+        return command
+    return command[2].rsplit("exec ", 1)[1].removesuffix(' "$@"').split()
+
+
 def _graph(name: str) -> dict:
     config = config_of(serving_sections())
     return manifests(spec_for(config, name))[0]
@@ -37,7 +45,7 @@ def test_an_aggregated_graph_is_a_frontend_and_one_worker_role_with_the_models_g
     main = _main(worker)
     assert main["name"] == "main", "the operator finds the main container by name"
     assert main["resources"]["limits"]["nvidia.com/gpu"] == "1", "GPUs per worker come from acceleratorsPerReplica"
-    assert main["command"] == ["python3", "-m", "dynamo.vllm"]
+    assert program(main) == ["python3", "-m", "dynamo.vllm"]
     assert main["args"][:4] == ["--model", "Qwen/Qwen3-8B", "--revision", "9c9b6f1b0f4a3c1c7f0d2f5e8e2b3a4c5d6e7f80"]
     assert main["image"] == "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.2", "the pinned runtime image of the backend"
 
@@ -55,7 +63,7 @@ def test_a_disaggregated_graph_has_prefill_and_decode_roles_on_the_same_backend_
     assert set(roles) == {"frontend", "prefill", "decode"}
     prefill, decode = _main(roles["prefill"]), _main(roles["decode"])
     assert prefill["image"] == decode["image"], "KV transfer needs the same runtime on both roles"
-    assert prefill["command"] == decode["command"] == ["python3", "-m", "dynamo.vllm"]
+    assert program(prefill) == program(decode) == ["python3", "-m", "dynamo.vllm"]
     revision = "2ab1e5c2d4f6a8b0c1d3e5f7a9b1c3d5e7f9a1b3"
     for role in (prefill, decode):
         assert role["args"][role["args"].index("--revision") + 1] == revision, "both roles load the same weights"
@@ -131,7 +139,7 @@ def test_an_sglang_disaggregated_graph_transfers_kv_over_nixl_on_both_roles():
     graph = manifests(spec_for(config_of(sections), "qwen3-32b-disagg"))[0]
     roles = {c["type"]: _main(c) for c in graph["spec"]["components"] if c["type"] != "frontend"}
     for role, main in roles.items():
-        assert main["command"] == ["python3", "-m", "dynamo.sglang"]
+        assert program(main) == ["python3", "-m", "dynamo.sglang"]
         assert main["image"] == "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.2"
         args = main["args"]
         assert args[args.index("--disaggregation-mode") + 1] == role
@@ -187,3 +195,15 @@ def test_a_dynamo_runtime_tag_must_name_its_version(tag, refused):
     with pytest.raises(ConfigError) as err:
         config_of(sections)
     assert [p.path for p in err.value.problems] == [f"inference-platform:models[{index}].image.tag"]
+
+
+def test_a_worker_of_a_gated_model_gets_hf_token_from_its_file_not_from_the_pod_spec():
+    """Dynamo's own download reads only HF_TOKEN: exported from the mounted file into the worker's
+    process by a prelude, never a secretKeyRef or a literal."""
+    sections = serving_sections()
+    model_entry(sections, "qwen3-8b-dynamo")["secrets"] = {"huggingFaceToken": "hf-token"}
+    worker = _main(_components(manifests(spec_for(config_of(sections), "qwen3-8b-dynamo"))[0])["Worker"])
+    assert worker["command"][:2] == ["/bin/sh", "-c"]
+    assert 'HF_TOKEN="$(cat /var/run/secrets/huggingface/token)" && export HF_TOKEN' in worker["command"][2]
+    assert program(worker) == ["python3", "-m", "dynamo.vllm"]
+    assert not [e for e in worker["env"] if e["name"] == "HF_TOKEN" or "valueFrom" in e]

@@ -30,7 +30,10 @@ from stacks.config.models import Dynamo
 from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
-from ..engines.common import hf_token, unique_volumes
+from .. import secretfiles
+from ..engines.common import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
+from ..secretfiles import SecretFile
+from ..storage.prepare import TOKEN_VOLUME
 from .workers import worker_resources
 
 if TYPE_CHECKING:
@@ -133,10 +136,17 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     module, workdir = BACKENDS[block.backend]
     secret_volumes, secret_mounts = _secret_volume(spec)
     resources = worker_resources(model, replica_requests(model, spec.pool, spec.config.storage).ephemeral_mib)
+    command = ["python3", "-m", module]
+    token = model.secrets.hugging_face_token
+    if token:
+        # Dynamo's own download of the repo (Rust, modelexpress) reads the token only from HF_TOKEN,
+        # not HF_TOKEN_PATH: export it from the mounted file into this process alone.
+        key = [SecretFile("HF_TOKEN", token, HF_TOKEN_KEY, TOKEN_VOLUME, HF_TOKEN_DIR)]
+        command = ["/bin/sh", "-c", secretfiles.exec_script(key, " ".join(command)), module]
     container = {
         "name": "main",
         "image": runtime_image(model).ref,
-        "command": ["python3", "-m", module],
+        "command": command,
         "args": _worker_args(spec, role),
         "workingDir": workdir,
         "env": [
