@@ -318,7 +318,7 @@ def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         "revisionHistoryLimit": 3,
     }
     if spec.model.autoscaling.owner == "none":
-        # With an autoscaler (HPA, AIBrix, KEDA) the field is the scaler's: setting it here would make
+        # With an autoscaler (HPA or AIBrix) the field is the scaler's: setting it here would make
         # every `pulumi up` reset the replica count the scaler chose.
         body["replicas"] = spec.model.replicas
     if spec.cache.per_replica:

@@ -19,7 +19,6 @@ BUILT_IN_SCALER = {
 SCALER_NAMES = {
     "hpa": "a HorizontalPodAutoscaler (autoscaling.owner: hpa)",
     "aibrix": "an AIBrix PodAutoscaler (autoscaling.owner: aibrix)",
-    "keda": "a KEDA ScaledObject (autoscaling.owner: keda)",
     "dynamo-planner": "the Dynamo planner (autoscaling.owner: dynamo-planner)",
 }
 # AIBrix loads LoRA adapters into vLLM at runtime; other engines do not take its adapter API.
