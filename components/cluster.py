@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from stacks.config.cluster import ClusterSection
 from stacks.versions import EKS_ADDONS
 
-from . import iam
+from . import iam, podidentity
 from .naming import SYSTEM_NODE_LABEL, TOKEN, iam_role_name
 
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -200,24 +200,11 @@ class Cluster(pulumi.ComponentResource):
 
     def _addon(self, name: str, addon: str, args: ClusterArgs, before_nodes: bool) -> aws.eks.Addon:
         pinned = args.config.addon_versions.get(addon) or EKS_ADDONS.get(args.config.kubernetes_version, {}).get(addon)
-        version: pulumi.Input[str]
-        if pinned is not None:
-            version = pinned
-        else:
-            # Not pinned for this Kubernetes minor: take the default EKS ships for it.
-            version = aws.eks.get_addon_version_output(
-                addon_name=addon,
-                kubernetes_version=args.config.kubernetes_version,
-                most_recent=False,
-            ).version
+        version = podidentity.addon_version(addon, args.config.kubernetes_version, pinned, self)
         associations = None
         if addon == "aws-ebs-csi-driver":
-            role = aws.iam.Role(
-                f"{name}-ebs-csi",
-                name=iam_role_name(args.config.name, "ebs-csi"),
-                assume_role_policy=json.dumps(iam.pod_identity_trust()),
-                tags=args.tags,
-                opts=pulumi.ResourceOptions(parent=self),
+            role = podidentity.role(
+                f"{name}-ebs-csi", cluster=args.config.name, purpose="ebs-csi", tags=args.tags, parent=self
             )
             aws.iam.RolePolicyAttachment(
                 f"{name}-ebs-csi", role=role.name, policy_arn=EBS_CSI_POLICY, opts=pulumi.ResourceOptions(parent=self)

@@ -30,8 +30,8 @@ import pulumi_kubernetes as k8s
 from stacks.config import StackConfig
 from stacks.versions import Chart
 
-from . import iam
-from .naming import SYSTEM_NODE_LABEL, TOKEN, iam_role_name, physical
+from . import podidentity
+from .naming import SYSTEM_NODE_LABEL, TOKEN, physical
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
@@ -279,12 +279,12 @@ class LoadBalancerController(pulumi.ComponentResource):
     def __init__(self, name: str, args: LoadBalancerControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:LoadBalancerController", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(
+        role = podidentity.role(
             f"{name}-role",
-            name=iam_role_name(args.cluster_name, "aws-load-balancer-controller"),
-            assume_role_policy=json.dumps(iam.pod_identity_trust()),
+            cluster=args.cluster_name,
+            purpose="aws-load-balancer-controller",
             tags=args.tags,
-            opts=child,
+            parent=self,
         )
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
         policy = aws.iam.Policy(

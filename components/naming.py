@@ -16,6 +16,12 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-
 SYSTEM_NODE_LABEL = {"inference-platform.io/node-role": "system"}
 
 
+def scanner_waivers(reasons: dict[str, str]) -> dict[str, str]:
+    """Annotations waiving Checkov checks on one object (the PR workflow's scan of the rendered
+    manifests, .checkov.yaml), each with its reason: {check id: why}."""
+    return {f"checkov.io/skip{i}": f"{check}={why}" for i, (check, why) in enumerate(sorted(reasons.items()), 1)}
+
+
 def tags(cluster: str, environment: str, **extra: str) -> dict[str, str]:
     """AWS tags for every resource of a stack."""
     return {

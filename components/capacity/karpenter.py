@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.versions import Chart
 
-from .. import iam
+from .. import iam, podidentity
 from ..naming import TOKEN, iam_role_name, physical
 from . import policies
 from .plugins import KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT, karpenter_values
@@ -116,12 +116,8 @@ class Karpenter(pulumi.ComponentResource):
                 opts=child,
             )
 
-        controller_role = aws.iam.Role(
-            f"{name}-controller",
-            name=iam_role_name(cluster, "karpenter"),
-            assume_role_policy=json.dumps(iam.pod_identity_trust()),
-            tags=args.tags,
-            opts=child,
+        controller_role = podidentity.role(
+            f"{name}-controller", cluster=cluster, purpose="karpenter", tags=args.tags, parent=self
         )
         identity = aws.get_caller_identity_output()
         partition = aws.get_partition_output()

@@ -26,6 +26,7 @@ from stacks.engines import facts
 from stacks.metrics import custom_metric, scaling_metric
 from stacks.sizing import container_resources, replica_requests
 
+from ..naming import scanner_waivers
 from ..serving import aibrix
 from ..storage.cache import startup_probe
 from ..storage.prepare import AS_ROOT, TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
@@ -292,11 +293,6 @@ def _claim_templates(template: dict[str, Any]) -> list[dict[str, Any]]:
     return claims
 
 
-# The annotation Checkov reads to waive one check on one object, with the reason (the PR workflow's
-# security scan of the rendered manifests, .checkov.yaml).
-CHECKOV_WAIVER = "checkov.io/skip1"
-
-
 def root_waiver(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, str]:
     """Why a container of this workload runs as root (Checkov CKV_K8S_23), or nothing."""
     reasons = []
@@ -306,7 +302,7 @@ def root_waiver(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, str]:
         reasons.append(engine.root_reason)
     if spec.cache.writes_as_root and (spec.cache.init_containers or engine.init_containers):
         reasons.append("the FSx cache's writers run as root with no capabilities: the Lustre root is root's")
-    return {CHECKOV_WAIVER: "CKV_K8S_23=" + "; ".join(reasons)} if reasons else {}
+    return scanner_waivers({"CKV_K8S_23": "; ".join(reasons)}) if reasons else {}
 
 
 def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:

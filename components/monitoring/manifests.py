@@ -16,7 +16,7 @@ from stacks.engines import WORKLOAD_ENGINES
 from stacks.metrics import ENGINE_METRICS, Metric, custom_metric, metric, scaling_metrics, seconds_in
 from stacks.versions import image
 
-from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
+from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL, scanner_waivers
 from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS
 from ..served import MODEL_LABEL, ServedModel
 
@@ -151,11 +151,13 @@ def neuron_monitor(namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]
         "metadata": {
             **_meta("neuron-monitor", namespace, **labels),
             # The one privileged container the platform runs, for the reason AWS's own has.
-            "annotations": {
-                f"checkov.io/skip{i}": f"{check}=neuron-monitor reads the Neuron devices and sysfs; AWS's own "
-                f"neuron-monitor DaemonSet runs privileged"
-                for i, check in enumerate(("CKV_K8S_16", "CKV_K8S_20", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_37"), 1)
-            },
+            "annotations": scanner_waivers(
+                dict.fromkeys(
+                    ("CKV_K8S_16", "CKV_K8S_20", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_37"),
+                    "neuron-monitor reads the Neuron devices and sysfs; "
+                    "AWS's own neuron-monitor DaemonSet runs privileged",
+                )
+            ),
         },
         "spec": {
             "selector": {"matchLabels": labels},

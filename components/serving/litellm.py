@@ -29,8 +29,8 @@ from stacks.config.addons import LiteLLM
 from stacks.versions import Image, image
 
 from .. import secretfiles
-from ..engines.common import CHECKOV_WAIVER
 from ..naming import labels as k8s_labels
+from ..naming import scanner_waivers
 from ..secretfiles import SecretFile
 from ..served import ServedModel, served_models
 
@@ -171,10 +171,12 @@ def deployment(config: StackConfig, config_hash: str) -> dict[str, Any]:
             "name": NAME,
             "namespace": NAMESPACE,
             "labels": labels,
-            "annotations": {
-                CHECKOV_WAIVER: "CKV_K8S_23=the ghcr.io/berriai/litellm image runs as root (its non-root build is a "
-                "separate image, not verified here); no capabilities, no privilege escalation"
-            },
+            "annotations": scanner_waivers(
+                {
+                    "CKV_K8S_23": "the ghcr.io/berriai/litellm image runs as root (its non-root build is a "
+                    "separate image, not verified here); no capabilities, no privilege escalation"
+                }
+            ),
         },
         "spec": {
             "replicas": addon.replicas,

@@ -3,15 +3,12 @@ EKS Pod Identity (the cluster runs the eks-pod-identity-agent add-on)."""
 
 from __future__ import annotations
 
-import json
-
 import pulumi
 import pulumi_aws as aws
 
 from stacks.versions import EKS_ADDONS
 
-from .. import iam
-from ..naming import iam_role_name
+from .. import podidentity
 
 
 def csi_addon(
@@ -27,25 +24,10 @@ def csi_addon(
     parent: pulumi.Resource,
 ) -> aws.eks.Addon:
     child = pulumi.ResourceOptions(parent=parent)
-    role = aws.iam.Role(
-        f"{name}-role",
-        name=iam_role_name(cluster, addon),
-        assume_role_policy=json.dumps(iam.pod_identity_trust()),
-        tags=tags,
-        opts=child,
-    )
+    role = podidentity.role(f"{name}-role", cluster=cluster, purpose=addon, tags=tags, parent=parent)
     attachment = aws.iam.RolePolicyAttachment(f"{name}-policy", role=role.name, policy_arn=policy_arn, opts=child)
     pinned = EKS_ADDONS.get(kubernetes_version, {}).get(addon)
-    version: pulumi.Input[str] = (
-        pinned
-        if pinned is not None
-        else aws.eks.get_addon_version_output(
-            addon_name=addon,
-            kubernetes_version=kubernetes_version,
-            most_recent=False,
-            opts=pulumi.InvokeOutputOptions(parent=parent),
-        ).version
-    )
+    version = podidentity.addon_version(addon, kubernetes_version, pinned, parent)
     return aws.eks.Addon(
         name,
         cluster_name=cluster_name,

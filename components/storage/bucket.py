@@ -19,9 +19,9 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.storage import ModelBucket as ModelBucketConfig
 
-from .. import iam
+from .. import podidentity
 from ..k8s import apply
-from ..naming import TOKEN, iam_role_name, physical
+from ..naming import TOKEN, physical
 from .manifests import READER_SERVICE_ACCOUNT, service_account
 from .policies import read_only_policy, tls_only_policy
 
@@ -127,12 +127,8 @@ class ModelReaders(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelReadersArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ModelReaders", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(
-            f"{name}-role",
-            name=iam_role_name(args.cluster, "model-reader"),
-            assume_role_policy=json.dumps(iam.pod_identity_trust()),
-            tags=args.tags,
-            opts=child,
+        role = podidentity.role(
+            f"{name}-role", cluster=args.cluster, purpose="model-reader", tags=args.tags, parent=self
         )
         aws.iam.RolePolicy(
             f"{name}-read",
