@@ -1,4 +1,4 @@
-"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,changed}`.
+"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,golden,changed}`.
 
 Every command validates the stack file first; a bad file prints one line per problem on stderr and
 exits 1, with no traceback and nothing written.
@@ -95,6 +95,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_golden(args: argparse.Namespace) -> int:
+    from .golden import main as golden
+
+    return golden(args.check, [resolve_stack(f) for f in args.files] or None)
+
+
 def cmd_changed(args: argparse.Namespace) -> int:
     from .ci import main as changed
 
@@ -132,6 +138,10 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="write stacks/stack.schema.json (JSON Schema of the stack file)")
     s.add_argument("--check", action="store_true", help="exit 1 if the committed schema is out of date")
     s.set_defaults(fn=cmd_schema)
+    g = sub.add_parser("golden", help="write (or --check) tests/golden/<stack>.json, a digest per rendered resource")
+    g.add_argument("files", nargs="*", help="stack names or paths (default: every shipped stack file)")
+    g.add_argument("--check", action="store_true", help="exit 1 and list each URN added, removed or changed")
+    g.set_defaults(fn=cmd_golden)
     c = sub.add_parser("changed", help="JSON of the deployable stacks a git range touches, by role (CI)")
     c.add_argument("base", help="base commit (e.g. the PR's base sha)")
     c.add_argument("head", nargs="?", default="HEAD")

@@ -13,7 +13,7 @@ import pytest
 from stacks import exports
 from stacks.load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
 from stacks.mocks import RecordingMocks
-from stacks.render import Rendered, run_program
+from stacks.render import Rendered, render_file, run_program
 from stacks.render import mocks as shared_mocks
 
 DEV = ROOT / "Pulumi.dev.yaml"
@@ -33,9 +33,16 @@ def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rend
 
 
 @cache
+def rendered_stack(path: Path) -> Rendered:
+    """A shipped stack file rendered once per test process (a frozen copy: later tests reset the
+    shared mocks)."""
+    rendered = render_file(path)  # with the file's own aws:region
+    return Rendered(list(rendered.resources), dict(rendered.outputs), _frozen(rendered))
+
+
 def stack_manifests(path: Path) -> list[dict[str, Any]]:
     """The Kubernetes objects a stack file renders to, rendered once per test process."""
-    return render_sections(sections_of(path)).manifests()
+    return rendered_stack(path).manifests()
 
 
 PLATFORM_REF = "acme/inference-platform/platform"
@@ -71,9 +78,7 @@ def dev() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def dev_render() -> Rendered:
-    rendered = render_sections(sections_of(DEV))
-    # Freeze a copy: later tests reset the shared mocks.
-    return Rendered(list(rendered.resources), dict(rendered.outputs), _frozen(rendered))
+    return rendered_stack(DEV)
 
 
 def _frozen(rendered: Rendered) -> RecordingMocks:
