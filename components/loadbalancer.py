@@ -27,7 +27,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from stacks.config import StackConfig
+from stacks.config.addons import AddonsSection
+from stacks.config.gateway import GatewaySection
 from stacks.versions import Chart
 
 from . import podidentity
@@ -39,12 +40,11 @@ SERVICE_ACCOUNT = "aws-load-balancer-controller"
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 
 
-def needs_load_balancer_controller(config: StackConfig) -> bool:
+def needs_load_balancer_controller(addons: AddonsSection, gateway: GatewaySection) -> bool:
     """Installed when something creates a LoadBalancer Service: the gateway, or AIBrix's gateway."""
-    addons = config.addons
-    if not addons.aws_load_balancer_controller.enabled or config.stack.role == "workloads":
+    if not addons.aws_load_balancer_controller.enabled:
         return False
-    return config.gateway.enabled or addons.aibrix.enabled
+    return gateway.enabled or addons.aibrix.enabled
 
 
 # ---- IAM policy (docs/install/iam_policy.json, v3.5.0) ----------------------------------------

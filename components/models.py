@@ -1,11 +1,10 @@
 """Models: one serving workload per `models[]` entry of the stack file.
 
-For each model it builds the WorkloadSpec (image from the versions catalog overridden by
-`models[].image`, placement on its pool, the model cache from the storage concern, the served-model
-facts) and applies what the engine module returns (components/engines, and the serving platforms'
-dynamo and ray-serve modules). A custom resource (NIMService, DynamoGraphDeployment, RayService)
-depends on the release that installs its CRD (`components/serving ENGINE_INSTALLER`). Pods run as
-the cache's bucket reader (`model-reader`).
+For each resolved model (stacks/resolve.py) it builds the WorkloadSpec (placement on its pool, the
+model cache from the storage concern, the engine's facts) and applies what the engine module in
+components/engines returns. A custom resource (NIMService, DynamoGraphDeployment, RayService)
+depends on the release that installs its CRD (the engine's `FACTS.controller`). Pods run as the
+cache's bucket reader (`model-reader`).
 """
 
 from __future__ import annotations
@@ -16,103 +15,59 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.config import ModelSection, StackConfig
-from stacks.versions import IMAGES, Image
+from stacks.config.storage import StorageSection
+from stacks.resolved import CACHE_CLAIM, ResolvedModel
 
-from . import engines
+from .engines import ENGINES, WorkloadSpec
 from .k8s import apply
 from .naming import TOKEN, labels
 from .scheduling import placement
-from .served import served_model
-from .serving import ENGINE_INSTALLER
 from .storage.cache import CacheContext, cache_mount
-from .storage.manifests import CACHE_CLAIM
-
-# What a scaler can target: the kinds `ServedModel.scale_target` names.
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "NIMService", "DynamoGraphDeployment", "RayService")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelsArgs:
-    config: StackConfig
+    models: list[ResolvedModel]
+    # The platform's cache settings (a team's stack follows its platform's).
+    storage: StorageSection
     provider: k8s.Provider
     cache: CacheContext | None = None
-    neuron_scheduler: pulumi.Input[str] | None = None
+    neuron_scheduler: str | None = None
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
     installers: dict[str, pulumi.Resource] = field(default_factory=dict)
 
 
-def model_image(model: ModelSection) -> Image:
-    """The catalog image for the engine, overridden per model by repository, tag and digest."""
-    base = IMAGES.get(model.engine, Image("", ""))
-    override = model.image
-    repository = override.repository or base.repository
-    tag = override.tag or base.tag
-    # A digest belongs to one repository and tag; keep the catalog's only if neither changed.
-    keep = override.repository is None and override.tag is None
-    digest = override.digest or (base.digest if keep else None)
-    return Image(repository, tag, digest)
-
-
-def workload_spec(args: ModelsArgs, model: ModelSection) -> engines.WorkloadSpec | None:
-    """Everything the engine module needs; None when the pool is unknown (validation refuses that)."""
-    config = args.config
-    pool = config.pool(model.pool)
-    if pool is None:
-        return None
-    # Without a storage component in this stack (a workloads stack), the shared cache claim has the
-    # name the storage component gives it in every model namespace.
-    shared = config.storage.model_cache in ("efs", "fsx")
-    ctx = args.cache or CacheContext(storage=config.storage, claim_name=CACHE_CLAIM if shared else None)
-    served = served_model(config, model)
-    return engines.WorkloadSpec(
-        config=config,
-        model=model,
-        pool=pool,
-        served=served,
-        placement=placement(pool, args.neuron_scheduler),  # type: ignore[arg-type]
-        cache=cache_mount(ctx, model, pool),
-        image=model_image(model),
-        labels=labels(served.service, model.name, **{"inference-platform.io/engine": model.engine}),
+def workload_spec(args: ModelsArgs, model: ResolvedModel) -> WorkloadSpec:
+    """Everything the engine module needs for one model."""
+    # Without a storage component in this stack, the shared cache claim has the name the storage
+    # component gives it in every model namespace.
+    shared = args.storage.model_cache in ("efs", "fsx")
+    ctx = args.cache or CacheContext(storage=args.storage, claim_name=CACHE_CLAIM if shared else None)
+    pool = model.pool.config
+    return WorkloadSpec(
+        served=model,
+        facts=ENGINES[model.engine].FACTS,
+        storage=args.storage,
+        placement=placement(pool, args.neuron_scheduler),
+        cache=cache_mount(ctx, model.config, pool),
+        labels=labels(model.service, model.name, **{"inference-platform.io/engine": model.engine}),
     )
-
-
-def model_manifests(spec: engines.WorkloadSpec) -> list[dict[str, Any]] | None:
-    """The engine module's objects, or None when the engine's module has not landed yet."""
-    try:
-        module = engines.engine_module(spec.model.engine)
-    except ImportError:
-        return None
-    return list(module.manifests(spec))
 
 
 class Models(pulumi.ComponentResource):
     """The stack's model servers: workload, Service, PodDisruptionBudget and HPA per model."""
 
-    skipped: list[str]
-    # model name -> (apiVersion, kind, name) of the workload built for it; equal to
-    # ServedModel.scale_target, which scalers (AIBrix PodAutoscaler, HPA) target.
-    workloads: dict[str, tuple[str, str, str]]
-
     def __init__(self, name: str, args: ModelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Models", name, None, opts)
-        self.skipped = []
-        self.workloads = {}
-        for model in args.config.models:
+        for model in args.models:
             spec = workload_spec(args, model)
-            objs = model_manifests(spec) if spec else None
-            if spec is None or objs is None:
-                self.skipped.append(model.name)
-                continue
-            work = next((o for o in objs if o["kind"] in WORKLOAD_KINDS), None)
-            if work is not None:
-                self.workloads[model.name] = (work["apiVersion"], work["kind"], work["metadata"]["name"])
+            objs = ENGINES[model.engine].manifests(spec)
             deps: list[pulumi.Resource] = []
-            if ns := args.namespaces.get(spec.served.namespace):
+            if ns := args.namespaces.get(model.namespace):
                 deps.append(ns)
+            installer = ENGINES[model.engine].FACTS.controller
             for obj in objs:
                 obj_deps = list(deps)
-                installer = ENGINE_INSTALLER.get(model.engine)
                 if not _is_core(obj) and installer:
                     if installer in args.installers:
                         obj_deps.append(args.installers[installer])
@@ -127,7 +82,7 @@ class Models(pulumi.ComponentResource):
                     pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=obj_deps),
                     name=f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",
                 )
-        self.register_outputs({"skipped": self.skipped})
+        self.register_outputs({})
 
 
 def _is_core(obj: dict[str, Any]) -> bool:

@@ -20,8 +20,9 @@ import yaml
 
 from .config import PROJECT, ModelSection
 from .errors import ConfigError, Problem
-from .exports import platform_for, platform_pools, platform_storage
+from .exports import platform_for
 from .load import parse_sections
+from .resolve import read_pools, read_storage
 from .sizing import replica_requests
 
 SCHEMA_MODELINE = "# yaml-language-server: $schema={schema}\n"
@@ -135,7 +136,7 @@ def _team_model(platform: str) -> tuple[str, str, str]:
     source = platform_for(platform)
     if source is None:
         return "nvidia", "gpu", f"# {platform} is not in this repository: check that it exports a pool named gpu.\n"
-    pools = platform_pools(source.exports)
+    pools = [p.config for p in read_pools(source.exports)]
     for accelerator in ("nvidia", "neuron"):
         match = next((p for p in pools if p.accelerator == accelerator), None)
         if match is not None:
@@ -150,9 +151,9 @@ def _quota_size(platform: str, models_text: str) -> tuple[str, str]:
     source = platform_for(platform)
     if source is not None:
         model = ModelSection.model_validate(yaml.safe_load(models_text)[0])
-        pool = next((p for p in platform_pools(source.exports) if p.name == model.pool), None)
+        pool = next((p.config for p in read_pools(source.exports) if p.name == model.pool), None)
         if pool is not None:
-            need = replica_requests(model, pool, platform_storage(source.exports))
+            need = replica_requests(model, pool, read_storage(source.exports))
             cpu = max(cpu, math.ceil(2 * need.cpu_m / 1000))
             memory = max(memory, math.ceil(2 * need.memory_mib / 1024))
     return f'"{cpu}"', f"{memory}Gi"

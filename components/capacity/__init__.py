@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.config import StackConfig
+from stacks.config.addons import AddonsSection
+from stacks.resolved import ResolvedPool
 from stacks.versions import Chart, chart
 
 from ..k8s import apply
@@ -23,7 +24,6 @@ from ..naming import TOKEN
 from .karpenter import Karpenter, KarpenterArgs, chart_ref
 from .nodepools import ec2_node_class, node_pool
 from .plugins import (
-    NEURON_SCHEDULER,
     needs_neuron_chart,
     needs_nvidia_plugin,
     neuron_values,
@@ -35,7 +35,10 @@ __all__ = ["Capacity", "CapacityArgs", "Karpenter", "KarpenterArgs"]
 
 @dataclass(frozen=True, kw_only=True)
 class CapacityArgs:
-    config: StackConfig  # validated; its cluster section is set
+    cluster_name: str  # as in the stack file: scopes Karpenter's policies and discovery tags
+    region: str
+    pools: tuple[ResolvedPool, ...]
+    addons: AddonsSection
     cluster: pulumi.Input[str]  # the Cluster component's name output (carries the dependency)
     provider: k8s.Provider
     tags: dict[str, str]
@@ -59,15 +62,12 @@ class Capacity(pulumi.ComponentResource):
     """Karpenter, the stack's NodePools and the device plugins they need."""
 
     node_role_name: pulumi.Output[str]
-    neuron_scheduler: str | None
     installers: dict[str, pulumi.Resource]
 
     def __init__(self, name: str, args: CapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Capacity", name, None, opts)
-        config = args.config
-        assert config.cluster is not None
-        addons = config.addons
-        cluster = config.cluster.name
+        addons = args.addons
+        cluster = args.cluster_name
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
 
         karpenter = Karpenter(
@@ -75,7 +75,7 @@ class Capacity(pulumi.ComponentResource):
             KarpenterArgs(
                 cluster_name=cluster,
                 cluster=args.cluster,
-                region=config.aws_region,
+                region=args.region,
                 chart=chart("karpenter", addons.karpenter.version),
                 crd_chart=chart("karpenter-crd"),
                 provider=args.provider,
@@ -87,7 +87,8 @@ class Capacity(pulumi.ComponentResource):
         self.node_role_name = karpenter.node_role_name
 
         after_crds = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[karpenter.release]))
-        for pool in config.node_pools:
+        for resolved in args.pools:
+            pool = resolved.config
             node_class = apply(
                 ec2_node_class(pool, cluster=cluster, node_role=karpenter.node_role_name, tags=args.tags),
                 after_crds,
@@ -99,7 +100,7 @@ class Capacity(pulumi.ComponentResource):
                 name=f"{name}-nodepool-{pool.name}",
             )
 
-        if needs_nvidia_plugin(config):
+        if needs_nvidia_plugin(addons, args.pools):
             self.installers["nvidia-device-plugin"] = _release(
                 f"{name}-nvidia-device-plugin",
                 "nvidia-device-plugin",
@@ -108,8 +109,7 @@ class Capacity(pulumi.ComponentResource):
                 nvidia_values(),
                 k8s_opts,
             )
-        self.neuron_scheduler = None
-        if needs_neuron_chart(config):
+        if needs_neuron_chart(addons, args.pools):
             self.installers["neuron"] = _release(
                 f"{name}-neuron",
                 "neuron",
@@ -118,13 +118,9 @@ class Capacity(pulumi.ComponentResource):
                 neuron_values(addons.neuron),
                 k8s_opts,
             )
-            if addons.neuron.scheduler:
-                self.neuron_scheduler = NEURON_SCHEDULER
-
         self.register_outputs(
             {
                 "nodeRoleName": self.node_role_name,
-                "neuronScheduler": self.neuron_scheduler,
                 "interruptionQueue": karpenter.queue_name,
             }
         )

@@ -12,30 +12,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
 
 from components.naming import SYSTEM_NODE_LABEL
-from stacks.config import StackConfig
-from stacks.config.addons import Neuron
+from stacks.config.addons import AddonsSection, Neuron
+from stacks.resolved import NEURON_SCHEDULER, ResolvedPool
 
 from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS, needs_nvidia_device_plugin
-
-# The custom kube-scheduler's name: the chart uses scheduler.customScheduler.fullnameOverride as the
-# profile's schedulerName (templates/scheduler/scheduler-custom-config.yaml).
-NEURON_SCHEDULER = "neuron-scheduler"
 
 KARPENTER_NAMESPACE = "kube-system"
 KARPENTER_SERVICE_ACCOUNT = "karpenter"
 
 
-def needs_nvidia_plugin(config: StackConfig) -> bool:
-    return config.addons.nvidia_device_plugin.enabled and any(needs_nvidia_device_plugin(p) for p in config.node_pools)
+def needs_nvidia_plugin(addons: AddonsSection, pools: Sequence[ResolvedPool]) -> bool:
+    return addons.nvidia_device_plugin.enabled and any(needs_nvidia_device_plugin(p.config) for p in pools)
 
 
-def needs_neuron_chart(config: StackConfig) -> bool:
-    return config.addons.neuron.enabled and any(p.accelerator == "neuron" for p in config.node_pools)
+def needs_neuron_chart(addons: AddonsSection, pools: Sequence[ResolvedPool]) -> bool:
+    return addons.neuron.enabled and any(p.accelerator == "neuron" for p in pools)
 
 
 def _toleration(accelerator: str) -> dict[str, str]:

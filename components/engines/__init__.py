@@ -1,63 +1,47 @@
-"""Inference engines: one module per engine, each a pure builder of the model's Kubernetes objects.
+"""Inference engines: one self-contained module per `models[].engine` value.
 
-An engine module exposes `manifests(spec: WorkloadSpec) -> list[dict]`. `ENGINE_MODULES` maps each
-`models[].engine` value to its module; the Models component applies whatever the module returns.
+Each engine module declares its server's facts (`FACTS`: port, health and metrics paths, routable
+and never-routable paths, accelerators, the operator that runs it), the Service clients reach
+(`service(model)`), the workload it becomes (`workload(model, addons)`: what a scaler targets), and
+builds that model's Kubernetes objects (`manifests(spec)`). `ENGINES` is the registry: adding an
+engine is one module here plus its image pin in stacks/versions.py (IMAGES) and its name in
+`models[].engine` (stacks/config/models.py).
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Protocol
 
-import pulumi
+from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 
-from stacks.config import ModelSection, StackConfig
-from stacks.config.pools import NodePoolSection
-from stacks.versions import Image
+from . import dynamo, neuron_vllm, nim, ollama, ray_serve, sglang, tgi, vllm
+from .facts import EngineFacts
+from .spec import WorkloadSpec
 
-from ..scheduling import Placement
-from ..served import ServedModel
-from ..storage.cache import CacheMount
 
-ENGINE_MODULES = {
-    "vllm": "components.engines.vllm",
-    "sglang": "components.engines.sglang",
-    "nim": "components.engines.nim",
-    "tgi": "components.engines.tgi",
-    "ollama": "components.engines.ollama",
-    "neuron-vllm": "components.engines.neuron_vllm",
-    "dynamo": "components.serving.dynamo",
-    "ray-serve": "components.serving.rayservice",
+class EngineModule(Protocol):
+    """What the registry requires of an engine module."""
+
+    FACTS: EngineFacts
+
+    def service(self, model: ModelSection) -> tuple[str, int]: ...
+
+    def workload(self, model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]: ...
+
+    def manifests(self, spec: WorkloadSpec) -> list[dict]: ...
+
+
+ENGINES: dict[str, ModuleType] = {
+    "vllm": vllm,
+    "sglang": sglang,
+    "nim": nim,
+    "tgi": tgi,
+    "ollama": ollama,
+    "neuron-vllm": neuron_vllm,
+    "dynamo": dynamo,
+    "ray-serve": ray_serve,
 }
 
-
-@dataclass(frozen=True, kw_only=True)
-class WorkloadSpec:
-    """Everything an engine module needs to build one model's objects."""
-
-    config: StackConfig
-    model: ModelSection
-    pool: NodePoolSection
-    served: ServedModel
-    placement: Placement
-    cache: CacheMount
-    image: Image
-    labels: dict[str, str]
-
-    @property
-    def pod_service_account(self) -> str | None:
-        """The pods' serviceAccountName: read-only bucket access through Pod Identity (`model-reader`)."""
-        return self.cache.service_account
-
-
-def engine_module(engine: str) -> ModuleType:
-    return importlib.import_module(ENGINE_MODULES[engine])
-
-
-def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
-    return list(engine_module(spec.model.engine).manifests(spec))
-
-
-__all__ = ["ENGINE_MODULES", "WorkloadSpec", "engine_module", "manifests", "pulumi"]
+__all__ = ["ENGINES", "EngineFacts", "EngineModule", "WorkloadSpec"]

@@ -16,13 +16,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 from stacks.sizing import tensor_parallel
 
 from ..storage.cache import compiled_dir
-from . import WorkloadSpec
-from .common import EngineContainer
-from .common import manifests as workload_manifests
+from .facts import EngineFacts
+from .spec import WorkloadSpec
 from .vllm import served_args
+from .workload import EngineContainer, deployment
+from .workload import manifests as workload_manifests
+
+FACTS = EngineFacts(
+    port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics", accelerators=("neuron",)
+)
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours
 # and may not fit device memory. Override with engineArgs (the last flag wins).
@@ -59,3 +66,12 @@ def container(spec: WorkloadSpec) -> EngineContainer:
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
+
+
+def service(model: ModelSection) -> tuple[str, int]:
+    return model.name, FACTS.port
+
+
+def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+    del addons
+    return deployment(model)

@@ -21,22 +21,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.engines import facts
+from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 from stacks.sizing import container_resources
 
-from ..served import NIM_API_VERSION
-from . import WorkloadSpec
-from .common import (
+from .facts import EngineFacts
+from .spec import WorkloadSpec
+from .workload import (
     HOME,
     EngineContainer,
+    deployment,
     hpa_scaling,
     metadata,
     pod_labels,
     probes,
     requests,
 )
-from .common import manifests as workload_manifests
+from .workload import manifests as workload_manifests
 
+FACTS = EngineFacts(
+    port=8000,
+    health_path="/v1/health/live",
+    ready_path="/v1/health/ready",
+    metrics_path="/v1/metrics",
+    controller="nim-operator",
+)
+NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000
 # NIM's own cache (the manifest it generates for the model, small): the pod's home volume, so it
 # never writes into the shared model cache.
@@ -50,7 +60,7 @@ def nim_env(spec: WorkloadSpec, *, operator: bool = False) -> list[dict[str, Any
     assert m.nim is not None
     env = [
         {"name": "NIM_MODEL_PROFILE", "value": m.nim.profile},
-        {"name": "NIM_SERVER_PORT", "value": str(facts("nim").port)},
+        {"name": "NIM_SERVER_PORT", "value": str(FACTS.port)},
     ]
     if operator:
         source = m.nim.model_path or (m.model if "://" in m.model else None)
@@ -101,7 +111,7 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
     """The NIMService custom resource the NIM Operator reconciles into a Deployment and Service."""
     m = spec.model
     assert m.nim is not None
-    f = facts("nim")
+    f = FACTS
     image = spec.image
     tag = f"{image.tag}@{image.digest}" if image.digest else image.tag
     pr = probes(spec, 1800)
@@ -150,6 +160,18 @@ def _numeric_port(probe: dict[str, Any], port: int) -> dict[str, Any]:
 
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
-    if spec.config.addons.nim_operator.enabled:
+    if spec.served.workload[1] == "NIMService":
         return [nim_service(spec)]
     return workload_manifests(spec, container(spec))
+
+
+def service(model: ModelSection) -> tuple[str, int]:
+    return model.name, FACTS.port
+
+
+def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+    """A NIMService when the NIM Operator runs NIM (it reconciles the Deployment and Service), else
+    the platform's own Deployment."""
+    if addons.nim_operator.enabled:
+        return NIM_API_VERSION, "NIMService", model.name
+    return deployment(model)

@@ -5,7 +5,7 @@ it would not be. Pulling is a separate preparation step, an init container that 
 server, waits for it to answer (bounded), pulls each model with bounded retries and backoff, and
 fails the pod if a pull never succeeds: no postStart sleep that pretends to wait. Models are stored
 on the model volume (OLLAMA_MODELS). Ollama has no user authentication and no Prometheus endpoint;
-its model-management API (/api/pull, /api/delete, ...) is listed in stacks/engines.py so the gateway
+its model-management API (/api/pull, /api/delete, ...) is listed in its FACTS so the gateway
 never routes it.
 """
 
@@ -14,12 +14,34 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from stacks.engines import facts
+from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 
-from . import WorkloadSpec
-from .common import EngineContainer, helper_container
-from .common import manifests as workload_manifests
+from .facts import EngineFacts
+from .spec import WorkloadSpec
+from .workload import EngineContainer, deployment, helper_container
+from .workload import manifests as workload_manifests
 
+FACTS = EngineFacts(
+    port=11434,
+    health_path="/",
+    ready_path="/api/version",
+    metrics_path=None,  # Ollama exports no Prometheus metrics
+    # Model management and ollama.com account paths (server/routes.go at 0.34): never routed.
+    management_paths=(
+        "/api/pull",
+        "/api/delete",
+        "/api/create",
+        "/api/push",
+        "/api/copy",
+        "/api/blobs",
+        "/api/me",
+        "/api/signout",
+        "/api/user/keys",
+        "/api/experimental",
+    ),
+    accelerators=("nvidia", "none"),
+)
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60
 RUN_AS = 1000
@@ -56,7 +78,7 @@ done
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
-    port = facts("ollama").port
+    port = FACTS.port
     store = [{"name": "OLLAMA_MODELS", "value": spec.cache.model_dir}]
     pull = helper_container(
         spec,
@@ -79,3 +101,12 @@ def container(spec: WorkloadSpec) -> EngineContainer:
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
+
+
+def service(model: ModelSection) -> tuple[str, int]:
+    return model.name, FACTS.port
+
+
+def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+    del addons
+    return deployment(model)

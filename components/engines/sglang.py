@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.engines import facts
+from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 from stacks.sizing import tensor_parallel
 
-from . import WorkloadSpec
-from .common import EngineContainer
-from .common import manifests as workload_manifests
+from .facts import EngineFacts
+from .spec import WorkloadSpec
+from .workload import EngineContainer, deployment
+from .workload import manifests as workload_manifests
+
+FACTS = EngineFacts(port=30000, health_path="/health", ready_path="/health", metrics_path="/metrics")
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
@@ -26,7 +30,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         "--host",
         "0.0.0.0",
         "--port",
-        str(facts("sglang").port),
+        str(FACTS.port),
         "--served-model-name",
         spec.served.served_model_name,
         "--tp-size",
@@ -47,3 +51,12 @@ def container(spec: WorkloadSpec) -> EngineContainer:
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
+
+
+def service(model: ModelSection) -> tuple[str, int]:
+    return model.name, FACTS.port
+
+
+def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+    del addons
+    return deployment(model)

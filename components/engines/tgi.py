@@ -15,11 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.engines import facts
+from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 
-from . import WorkloadSpec
-from .common import HF_TOKEN_KEY, HOME, EngineContainer
-from .common import manifests as workload_manifests
+from .facts import EngineFacts
+from .spec import WorkloadSpec
+from .workload import HF_TOKEN_KEY, HOME, EngineContainer, deployment
+from .workload import manifests as workload_manifests
+
+FACTS = EngineFacts(port=8080, health_path="/health", ready_path="/health", metrics_path="/metrics")
 
 HF_HOME = f"{HOME}/.cache/huggingface"
 
@@ -32,7 +36,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         "--hostname",
         "0.0.0.0",
         "--port",
-        str(facts("tgi").port),
+        str(FACTS.port),
         "--num-shard",
         str(max(1, m.accelerators_per_replica)),
     ]
@@ -63,3 +67,12 @@ def container(spec: WorkloadSpec) -> EngineContainer:
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
+
+
+def service(model: ModelSection) -> tuple[str, int]:
+    return model.name, FACTS.port
+
+
+def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+    del addons
+    return deployment(model)

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.engines import facts
+from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 from stacks.sizing import tensor_parallel
 
 from ..serving import aibrix
-from . import WorkloadSpec
-from .common import EngineContainer
-from .common import manifests as workload_manifests
+from .facts import EngineFacts
+from .spec import WorkloadSpec
+from .workload import EngineContainer, deployment
+from .workload import manifests as workload_manifests
+
+FACTS = EngineFacts(port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics")
 
 
 def served_args(spec: WorkloadSpec) -> list[str]:
@@ -32,7 +36,7 @@ def served_args(spec: WorkloadSpec) -> list[str]:
         "--host",
         "0.0.0.0",
         "--port",
-        str(facts(m.engine).port),
+        str(spec.facts.port),
         "--served-model-name",
         spec.served.served_model_name,
         "--tensor-parallel-size",
@@ -47,7 +51,7 @@ def served_args(spec: WorkloadSpec) -> list[str]:
 
 def lora(spec: WorkloadSpec) -> tuple[list[str], list[dict[str, str]]]:
     """AIBrix's runtime LoRA flags and env for a model with adapters, when AIBrix loads them."""
-    if spec.config.addons.aibrix.enabled and spec.model.adapters:
+    if spec.served.aibrix and spec.model.adapters:
         return aibrix.lora_runtime()
     return [], []
 
@@ -68,3 +72,12 @@ def container(spec: WorkloadSpec) -> EngineContainer:
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
+
+
+def service(model: ModelSection) -> tuple[str, int]:
+    return model.name, FACTS.port
+
+
+def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+    del addons
+    return deployment(model)

@@ -15,22 +15,24 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.config import StackConfig
-from stacks.versions import chart
+from stacks.config.gateway import GatewaySection
+from stacks.resolved import GATEWAY_NAMESPACE, Endpoint, GatewayParent
+from stacks.versions import Chart
 
 from ..k8s import apply
 from ..naming import MANAGED_BY, TOKEN
-from ..served import ServedModel
 from ..serving import litellm
 from . import isolation
-from .manifests import EG_NAMESPACE, GATEWAY_NAMESPACE, Parent, envoy_gateway_values, gateway_objects, model_routing
+from .manifests import EG_NAMESPACE, envoy_gateway_values, gateway_objects, model_routing
 
 __all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class GatewayControllerArgs:
-    config: StackConfig
+    chart: Chart  # gateway-helm, pinned
+    prod: bool  # two replicas under a PDB
+    aibrix: bool  # AIBrix patches its Gateway through EnvoyPatchPolicy
     provider: k8s.Provider
     # What must run before Envoy Gateway creates a Gateway's LoadBalancer Service (the AWS Load
     # Balancer Controller, whose Service webhook fails closed), and must outlive it on destroy.
@@ -44,7 +46,7 @@ class GatewayController(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GatewayControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:GatewayController", name, None, opts)
-        pinned = chart("envoy-gateway", args.config.addons.envoy_gateway.version)
+        pinned = args.chart
         self.release = k8s.helm.v3.Release(
             f"{name}-envoy-gateway",
             name="envoy-gateway",
@@ -52,7 +54,7 @@ class GatewayController(pulumi.ComponentResource):
             version=pinned.version,
             namespace=EG_NAMESPACE,
             create_namespace=True,
-            values=envoy_gateway_values(args.config),
+            values=envoy_gateway_values(prod=args.prod, aibrix=args.aibrix),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         self.register_outputs({"release": self.release.name})
@@ -60,10 +62,15 @@ class GatewayController(pulumi.ComponentResource):
 
 @dataclass(frozen=True, kw_only=True)
 class FrontDoorArgs:
-    config: StackConfig
+    gateway: GatewaySection
     provider: k8s.Provider
-    parent_gateway: Parent
-    served: list[ServedModel]
+    parent_gateway: GatewayParent
+    served: list[Endpoint]
+    # This stack owns the listener (its Gateway, or AIBrix's): it creates the listener's policy. A
+    # workloads stack attaches routes to its platform's listener and owns nothing of it.
+    owns_listener: bool
+    # The LiteLLM proxy runs in this stack: one more authenticated route.
+    litellm_route: bool = False
     # Installers whose CRDs the objects need (Envoy Gateway; AIBrix when its gateway is the parent).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # Namespaces that already exist (created by the platform), by name.
@@ -82,7 +89,7 @@ class FrontDoor(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FrontDoorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:FrontDoor", name, None, opts)
-        config, parent = args.config, args.parent_gateway
+        gw, parent = args.gateway, args.parent_gateway
         plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespaces = dict(args.namespaces)
         if parent.own and parent.namespace not in namespaces:
@@ -99,23 +106,24 @@ class FrontDoor(pulumi.ComponentResource):
             )
 
         exposed = [s for s in args.served if s.expose]
-        if config.gateway.enabled or not parent.own:
-            for obj in gateway_objects(config, parent):
-                apply(obj, after(parent.namespace))
+        if gw.enabled or not parent.own:
+            if args.owns_listener:
+                for obj in gateway_objects(gw, parent):
+                    apply(obj, after(parent.namespace))
             for served in exposed:
-                for obj in model_routing(config, served, parent):
+                for obj in model_routing(gw, served, parent):
                     apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
-            if config.addons.litellm.enabled and config.stack.role != "workloads":
+            if args.litellm_route:
                 # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
                 proxy_opts = after(parent.namespace)
                 if args.litellm is not None:
                     proxy_opts = pulumi.ResourceOptions.merge(
                         proxy_opts, pulumi.ResourceOptions(depends_on=[args.litellm])
                     )
-                for obj in model_routing(config, litellm.proxy_served(), parent):
+                for obj in model_routing(gw, litellm.proxy_served(), parent):
                     apply(obj, proxy_opts)
 
-        by_namespace: dict[str, list[ServedModel]] = {}
+        by_namespace: dict[str, list[Endpoint]] = {}
         for served in args.served:
             by_namespace.setdefault(served.namespace, []).append(served)
         gateway_namespaces = [EG_NAMESPACE] + ([] if parent.own else [parent.namespace])
@@ -128,5 +136,5 @@ class FrontDoor(pulumi.ComponentResource):
             ):
                 apply(obj, after(ns, crds=False))
 
-        self.url = pulumi.Output.from_input(f"https://{config.gateway.hostname}")
+        self.url = pulumi.Output.from_input(f"https://{gw.hostname}")
         self.register_outputs({"url": self.url})

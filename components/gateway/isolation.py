@@ -30,8 +30,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from stacks.resolved import Endpoint
+
 from ..naming import MANAGED_BY
-from ..served import ServedModel
 from .manifests import EG_NAMESPACE, PROXY_POD_LABELS
 
 NS_LABEL = "kubernetes.io/metadata.name"
@@ -75,7 +76,7 @@ def egress(namespace: str) -> dict[str, Any]:
 
 
 def model_ingress(
-    served: ServedModel,
+    served: Endpoint,
     *,
     gateway_namespaces: Iterable[str],
     scraper_namespace: str | None,
@@ -103,7 +104,7 @@ def model_ingress(
 
 
 def namespace_policies(
-    served_in_namespace: list[ServedModel],
+    served_in_namespace: list[Endpoint],
     *,
     gateway_namespaces: Iterable[str],
     scraper_namespace: str | None,

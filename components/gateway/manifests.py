@@ -14,15 +14,18 @@ reach the model's Service across namespaces through a ReferenceGrant the model n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from stacks.config import StackConfig
 from stacks.config.gateway import GatewaySection
+from stacks.resolved import (
+    GATEWAY_NAME,
+    GATEWAY_NAMESPACE,
+    HTTPS_LISTENER,
+    Endpoint,
+    GatewayParent,
+)
 
 from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
-from ..served import ServedModel
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 EG_API = "gateway.envoyproxy.io/v1alpha1"
@@ -35,46 +38,8 @@ PROXY_POD_LABELS = {
     "app.kubernetes.io/component": "proxy",
     "app.kubernetes.io/managed-by": "envoy-gateway",
 }
-GATEWAY_NAMESPACE = "inference-gateway"
-GATEWAY_NAME = "inference"
-HTTPS_LISTENER = "https"
 HTTP_LISTENER = "http"
-# AIBrix 0.7.0's chart (dist/chart/templates/gateway-instance/gateway.yaml) creates GatewayClass and
-# Gateway `<fullname>-eg` in the release namespace, with one HTTP listener named `http` on port 80 and
-# the default allowedRoutes (same namespace only).
-AIBRIX_GATEWAY = ("aibrix-system", "aibrix-eg", "http")
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-
-
-@dataclass(frozen=True)
-class Parent:
-    """The Gateway (and listener) the model routes attach to."""
-
-    namespace: str
-    name: str
-    section: str
-    own: bool  # True: this stack's Gateway; False: AIBrix's, or the platform stack's (workloads stacks)
-
-
-def parent_gateway(
-    config: StackConfig,
-    aibrix: tuple[str, str, str] = AIBRIX_GATEWAY,
-    exported: Mapping[str, Any] | None = None,
-) -> Parent:
-    """Where model routes attach. A workloads stack attaches to the platform stack's Gateway and never
-    creates one: `exported` is the platform's `gatewayParent` export (stacks/exports.py), which names
-    the listener the platform's front door really used (its own Gateway, or AIBrix's)."""
-    if config.stack.role == "workloads" and exported:
-        return Parent(
-            namespace=str(exported["namespace"]),
-            name=str(exported["name"]),
-            section=str(exported["listener"]),
-            own=False,
-        )
-    if config.addons.aibrix.enabled:
-        return Parent(namespace=aibrix[0], name=aibrix[1], section=aibrix[2], own=False)
-    own = config.stack.role != "workloads"
-    return Parent(namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, section=HTTPS_LISTENER, own=own)
 
 
 def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
@@ -123,11 +88,10 @@ def gateway_class() -> dict[str, Any]:
     }
 
 
-def gateway(config: StackConfig) -> dict[str, Any]:
+def gateway(gw: GatewaySection) -> dict[str, Any]:
     """HTTPS on `hostname` (443) and HTTP (80) that only redirects. With an ACM certificate the NLB
     terminates TLS and forwards plaintext to the 443 listener; otherwise Envoy terminates with the
     referenced kubernetes.io/tls Secret."""
-    gw = config.gateway
     same = {"namespaces": {"from": "Same"}}
     if terminates_on_load_balancer(gw):
         https: dict[str, Any] = {"name": HTTPS_LISTENER, "protocol": "HTTP", "port": 443}
@@ -152,7 +116,7 @@ def gateway(config: StackConfig) -> dict[str, Any]:
     }
 
 
-def redirect_route(config: StackConfig) -> dict[str, Any]:
+def redirect_route(gw: GatewaySection) -> dict[str, Any]:
     """The only route on the HTTP listener: a 301 to the same URL over https."""
     return {
         "apiVersion": GATEWAY_API,
@@ -160,7 +124,7 @@ def redirect_route(config: StackConfig) -> dict[str, Any]:
         "metadata": _meta("https-redirect", GATEWAY_NAMESPACE),
         "spec": {
             "parentRefs": [{"name": GATEWAY_NAME, "sectionName": HTTP_LISTENER}],
-            "hostnames": [config.gateway.hostname],
+            "hostnames": [gw.hostname],
             "rules": [
                 {"filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]}
             ],
@@ -168,17 +132,17 @@ def redirect_route(config: StackConfig) -> dict[str, Any]:
     }
 
 
-def route_prefix(served: ServedModel) -> str:
+def route_prefix(served: Endpoint) -> str:
     return f"/{served.name}"
 
 
-def routed_paths(served: ServedModel) -> list[str]:
+def routed_paths(served: Endpoint) -> list[str]:
     """The engine paths this model's route forwards: its OpenAI paths minus any management path."""
     blocked = served.management_paths
     return [p for p in served.route_paths if not any(p == b or p.startswith(b.rstrip("/") + "/") for b in blocked)]
 
 
-def http_route(config: StackConfig, served: ServedModel, parent: Parent) -> dict[str, Any]:
+def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     """`/<model>/v1/...` -> the model's Service at `/v1/...`, one rule per allowed path."""
     rules = []
     for path in routed_paths(served):
@@ -203,8 +167,8 @@ def http_route(config: StackConfig, served: ServedModel, parent: Parent) -> dict
         "kind": "HTTPRoute",
         "metadata": _meta(served.name, parent.namespace, **{"inference-platform.io/model": served.name}),
         "spec": {
-            "parentRefs": [{"name": parent.name, "namespace": parent.namespace, "sectionName": parent.section}],
-            "hostnames": [config.gateway.hostname],
+            "parentRefs": [{"name": parent.name, "namespace": parent.namespace, "sectionName": parent.listener}],
+            "hostnames": [gw.hostname],
             "rules": rules,
         },
     }
@@ -236,7 +200,7 @@ def _auth(gw: GatewaySection) -> dict[str, Any]:
 
 
 def security_policy(
-    config: StackConfig, name: str, namespace: str, target_kind: str, target: str, section: str | None = None
+    gw: GatewaySection, name: str, namespace: str, target_kind: str, target: str, section: str | None = None
 ) -> dict[str, Any]:
     """Authentication in front of a route, or a Gateway listener (`section`)."""
     ref = {"group": "gateway.networking.k8s.io", "kind": target_kind, "name": target}
@@ -246,14 +210,14 @@ def security_policy(
         "apiVersion": EG_API,
         "kind": "SecurityPolicy",
         "metadata": _meta(name, namespace),
-        "spec": {"targetRefs": [ref], **_auth(config.gateway)},
+        "spec": {"targetRefs": [ref], **_auth(gw)},
     }
 
 
-def rate_limit_policy(config: StackConfig, served: ServedModel, parent: Parent) -> dict[str, Any]:
+def rate_limit_policy(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     """Per-client local rate limit (each distinct authenticated client id gets its own bucket, per
     Envoy replica)."""
-    rl = config.gateway.rate_limit
+    rl = gw.rate_limit
     assert rl is not None
     return {
         "apiVersion": EG_API,
@@ -275,7 +239,7 @@ def rate_limit_policy(config: StackConfig, served: ServedModel, parent: Parent) 
     }
 
 
-def reference_grant(served: ServedModel, parent: Parent) -> dict[str, Any]:
+def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     """Lets the route in the Gateway's namespace send traffic to this one model Service."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1beta1",
@@ -288,41 +252,38 @@ def reference_grant(served: ServedModel, parent: Parent) -> dict[str, Any]:
     }
 
 
-def model_routing(config: StackConfig, served: ServedModel, parent: Parent) -> list[dict[str, Any]]:
+def model_routing(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> list[dict[str, Any]]:
     """Everything one exposed model needs at the front door."""
-    objs = [http_route(config, served, parent)]
-    if config.gateway.auth != "none":
-        objs.append(security_policy(config, f"{served.name}-auth", parent.namespace, "HTTPRoute", served.name))
-    if config.gateway.rate_limit:
-        objs.append(rate_limit_policy(config, served, parent))
+    objs = [http_route(gw, served, parent)]
+    if gw.auth != "none":
+        objs.append(security_policy(gw, f"{served.name}-auth", parent.namespace, "HTTPRoute", served.name))
+    if gw.rate_limit:
+        objs.append(rate_limit_policy(gw, served, parent))
     if served.namespace != parent.namespace:
         objs.append(reference_grant(served, parent))
     return objs
 
 
-def gateway_objects(config: StackConfig, parent: Parent) -> list[dict[str, Any]]:
+def gateway_objects(gw: GatewaySection, parent: GatewayParent) -> list[dict[str, Any]]:
     """The Gateway itself (own gateway only) and a SecurityPolicy on the models' listener: a backstop
     for any route attached later, by hand or by AIBrix's controller, without its own policy."""
     objs: list[dict[str, Any]] = []
-    if config.stack.role == "workloads":
-        return objs  # the platform stack owns the Gateway and its listener policy
     if parent.own:
-        objs += [gateway_class(), gateway(config), redirect_route(config)]
-    if config.gateway.auth != "none":
+        objs += [gateway_class(), gateway(gw), redirect_route(gw)]
+    if gw.auth != "none":
         # On the listener models use: the HTTP listener of our own Gateway must still answer with its
         # redirect, not a 401.
         objs.append(
-            security_policy(config, f"{parent.name}-auth", parent.namespace, "Gateway", parent.name, parent.section)
+            security_policy(gw, f"{parent.name}-auth", parent.namespace, "Gateway", parent.name, parent.listener)
         )
     return objs
 
 
-def envoy_gateway_values(config: StackConfig) -> dict[str, Any]:
+def envoy_gateway_values(*, prod: bool, aibrix: bool) -> dict[str, Any]:
     """gateway-helm values (keys from the v1.9.0 chart's values.tmpl.yaml). With AIBrix, the
     controller must accept EnvoyPatchPolicy (`config.envoyGateway.extensionApis`; off by default):
     AIBrix's chart patches its Gateway's route and cluster config with one, and without it the
     gateway plugin's routing never reaches Envoy."""
-    prod = config.stack.prod
     values: dict[str, Any] = {
         "deployment": {
             "replicas": 2 if prod else 1,
@@ -330,6 +291,6 @@ def envoy_gateway_values(config: StackConfig) -> dict[str, Any]:
         },
         "podDisruptionBudget": {"minAvailable": 1 if prod else 0},
     }
-    if config.addons.aibrix.enabled:
+    if aibrix:
         values["config"] = {"envoyGateway": {"extensionApis": {"enableEnvoyPatchPolicy": True}}}
     return values

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.config import StackConfig
-from stacks.engines import ENGINES
+from stacks.config.addons import LiteLLM
+from stacks.config.addons import Monitoring as MonitoringAddon
+from stacks.resolved import ResolvedModel
 from stacks.versions import chart
 
+from ..engines import ENGINES
 from ..k8s import apply
 from ..naming import MANAGED_BY, TOKEN
-from ..served import ServedModel
 from .dashboards import dashboards
 from .manifests import (
     MONITORING_NAMESPACE,
@@ -42,9 +43,14 @@ __all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
 
 @dataclass(frozen=True, kw_only=True)
 class MonitoringArgs:
-    config: StackConfig
+    addon: MonitoringAddon
     provider: k8s.Provider
-    served: list[ServedModel]
+    models: list[ResolvedModel]
+    # Accelerators of the platform's pools (their exporters) and the engines dashboards are for.
+    accelerators: frozenset[str] = frozenset()
+    dashboard_engines: frozenset[str] = frozenset()
+    # The LiteLLM proxy, when it runs in this stack: its PodMonitor.
+    litellm_addon: LiteLLM | None = None
     namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
     # What must exist before a PodMonitor/PrometheusRule can be created when Prometheus is not ours.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
@@ -61,13 +67,12 @@ class Monitoring(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Monitoring", name, None, opts)
-        config = args.config
         self.installer = None
         if args.models_only:
             self._model_monitors(args, list(args.depends_on))
             self.register_outputs({})
             return
-        mon = config.addons.monitoring
+        mon = args.addon
         plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
         ns = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": MONITORING_NAMESPACE, "labels": {**MANAGED_BY}}, opts=plain
@@ -91,12 +96,14 @@ class Monitoring(pulumi.ComponentResource):
             )
 
         if not mon.existing_prometheus:
-            self.installer = release("kube-prometheus-stack", mon.version, prometheus_stack_values(config), [ns])
+            self.installer = release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns])
             crd_deps.append(self.installer)
-        prometheus = adapter_prometheus(config)
+        prometheus = adapter_prometheus(mon)
         if prometheus is not None:
-            release("prometheus-adapter", mon.adapter_version, prometheus_adapter_values(*prometheus), [ns, *crd_deps])
-        accelerators: set[str] = {p.accelerator for p in config.node_pools}
+            workload_engines = [n for n, e in ENGINES.items() if e.FACTS.platform_workload]
+            values = prometheus_adapter_values(*prometheus, workload_engines)
+            release("prometheus-adapter", mon.adapter_version, values, [ns, *crd_deps])
+        accelerators = args.accelerators
         if "nvidia" in accelerators:
             release("dcgm-exporter", mon.dcgm_exporter_version, dcgm_exporter_values(), [ns, *crd_deps])
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns])
@@ -106,26 +113,22 @@ class Monitoring(pulumi.ComponentResource):
                 apply(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
 
         self._model_monitors(args, crd_deps)
-        if config.addons.litellm.enabled:
+        if args.litellm_addon is not None:
             deps = [*crd_deps, *([args.litellm] if args.litellm is not None else [])]
             apply(
-                litellm_pod_monitor(config),
+                litellm_pod_monitor(args.litellm_addon),
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps),
             )
-        engines = {s.engine for s in args.served}
-        if config.stack.role == "platform":
-            # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
-            engines |= {e for e, f in ENGINES.items() if accelerators & set(f.accelerators)}
-        for obj in dashboards(engines, accelerators):
+        engines = set(args.dashboard_engines)
+        for obj in dashboards(engines, set(accelerators)):
             apply(obj, after_ns)
         self.register_outputs({})
 
     def _model_monitors(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
         """A PodMonitor on each model's real metrics endpoint, and its SLO rules when the stack sets some."""
-        models = {m.name: m for m in args.config.models}
-        for served in args.served:
+        for served in args.models:
             model_ns = [args.namespaces[served.namespace]] if served.namespace in args.namespaces else []
             opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*model_ns, *crd_deps])
-            for maybe in (pod_monitor(served), prometheus_rule(models[served.name], served)):
+            for maybe in (pod_monitor(served), prometheus_rule(served.config, served)):
                 if maybe is not None:
                     apply(maybe, opts)

@@ -6,19 +6,20 @@ PrometheusRules for the SLOs a stack states. Metric names and units come from `s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 # What each node exporter asks for on every accelerator node: defined with the fit check's DaemonSet
 # overhead (stacks/capacity.py), so Karpenter's packing and the fit rule count the same figures.
 from stacks.capacity import EXPORTER_REQUESTS
-from stacks.config import ModelSection, StackConfig
-from stacks.engines import WORKLOAD_ENGINES
+from stacks.config import ModelSection
+from stacks.config.addons import LiteLLM, Monitoring
 from stacks.metrics import ENGINE_METRICS, Metric, custom_metric, metric, scaling_metrics, seconds_in
+from stacks.resolved import MODEL_LABEL, Endpoint
 from stacks.versions import image
 
 from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL, scanner_waivers
 from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS
-from ..served import MODEL_LABEL, ServedModel
 
 MONITORING_NAMESPACE = "monitoring"
 # kube-prometheus-stack's Prometheus Service for release "kube-prometheus-stack" (its fullname is the
@@ -44,11 +45,10 @@ def _gpu_toleration(accelerator: str) -> dict[str, str]:
     return {"key": TAINT_KEYS[accelerator], "operator": "Exists", "effect": "NoSchedule"}
 
 
-def prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
+def prometheus_stack_values(mon: Monitoring) -> dict[str, Any]:
     """kube-prometheus-stack: Prometheus selects every PodMonitor/ServiceMonitor/PrometheusRule in the
     cluster (not only the chart's own), Grafana's sidecar loads dashboards labelled
     grafana_dashboard=1 from every namespace. Controllers run on the system nodes."""
-    mon = config.addons.monitoring
     system = dict(SYSTEM_NODE_LABEL)
     return {
         "prometheus": {
@@ -88,11 +88,10 @@ def prometheus_stack_values(config: StackConfig) -> dict[str, Any]:
     }
 
 
-def adapter_prometheus(config: StackConfig) -> tuple[str, int | None] | None:
+def adapter_prometheus(mon: Monitoring) -> tuple[str, int | None] | None:
     """(URL, port) of the Prometheus prometheus-adapter queries: the platform's own
     kube-prometheus-stack (its `<release>-prometheus` Service), the stack's `prometheusUrl` for an
     existing one, or None when there is none to query (HPAs are then refused by stacks/rules)."""
-    mon = config.addons.monitoring
     if not mon.serves_custom_metrics:
         return None
     if mon.prometheus_url:
@@ -110,13 +109,13 @@ def adapter_rule(name: str) -> dict[str, Any]:
     }
 
 
-def prometheus_adapter_values(url: str, port: int | None) -> dict[str, Any]:
+def prometheus_adapter_values(url: str, port: int | None, engines: Iterable[str]) -> dict[str, Any]:
     """prometheus-adapter serving custom.metrics.k8s.io to HorizontalPodAutoscalers: every engine
     gauge an autoscaler may read (stacks/metrics.py scaling_metrics, the same list the rules accept),
     per pod, so team stacks' HPAs are served too. The chart's default rules (container CPU and
     memory) are off: nothing here scales on them. Two replicas and a PDB on the system nodes: an
     unavailable APIService stalls every HPA in the cluster."""
-    names = sorted({m.name for engine in WORKLOAD_ENGINES for m in scaling_metrics(engine)})
+    names = sorted({m.name for engine in engines for m in scaling_metrics(engine)})
     return {
         "prometheus": {"url": url, "port": port if port is not None else "", "path": ""},
         "rules": {"default": False, "custom": [adapter_rule(n) for n in names]},
@@ -225,7 +224,7 @@ def neuron_monitor(namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]
     return [daemonset, monitor, policy]
 
 
-def pod_monitor(served: ServedModel) -> dict[str, Any] | None:
+def pod_monitor(served: Endpoint) -> dict[str, Any] | None:
     """Scrape the model's pods on the engine's own metrics port and path (vLLM/SGLang/TGI `/metrics`,
     NIM `/v1/metrics`, Dynamo frontend `/metrics`, Ray `/metrics` on 8080); none for Ollama."""
     if not served.metrics_path or not served.metrics_port:
@@ -244,7 +243,7 @@ def pod_monitor(served: ServedModel) -> dict[str, Any] | None:
     }
 
 
-def litellm_pod_monitor(config: StackConfig) -> dict[str, Any]:
+def litellm_pod_monitor(addon: LiteLLM) -> dict[str, Any]:
     """The LiteLLM proxy's `/metrics` (its Prometheus callback, open source since
     BerriAI/litellm#16689, Nov 2025; the router config turns it on with monitoring). Since 1.85
     the endpoint wants a LiteLLM key by default, and that stays on: Prometheus sends the master key
@@ -266,7 +265,7 @@ def litellm_pod_monitor(config: StackConfig) -> dict[str, Any]:
                     "authorization": {
                         "type": "Bearer",
                         "credentials": {
-                            "name": config.addons.litellm.master_key_secret,
+                            "name": addon.master_key_secret,
                             "key": litellm.MASTER_KEY_KEY,
                         },
                     },
@@ -276,7 +275,7 @@ def litellm_pod_monitor(config: StackConfig) -> dict[str, Any]:
     }
 
 
-def model_filter(served: ServedModel) -> str:
+def model_filter(served: Endpoint) -> str:
     return f'namespace="{served.namespace}",{MODEL_TARGET_LABEL}="{served.name}"'
 
 
@@ -284,7 +283,7 @@ def _quantile(m: Metric, p: float, selector: str) -> str:
     return f"histogram_quantile({p}, sum by (le) (rate({m.name}_bucket{{{selector}}}[5m])))"
 
 
-def slo_rules(model: ModelSection, served: ServedModel) -> list[dict[str, Any]]:
+def slo_rules(model: ModelSection, served: Endpoint) -> list[dict[str, Any]]:
     """One alert per objective the stack states, on the engine's own metric; a threshold given in
     seconds is converted explicitly into the metric's unit (Ray Serve's latency is in ms)."""
     slo = model.slo
@@ -330,7 +329,7 @@ def slo_rules(model: ModelSection, served: ServedModel) -> list[dict[str, Any]]:
     return rules
 
 
-def prometheus_rule(model: ModelSection, served: ServedModel) -> dict[str, Any] | None:
+def prometheus_rule(model: ModelSection, served: Endpoint) -> dict[str, Any] | None:
     rules = slo_rules(model, served)
     if not rules:
         return None

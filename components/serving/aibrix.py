@@ -8,24 +8,22 @@ autoscaling.aibrix.ai, v1alpha1, AIBrix 0.7.0).
   schemes are the webhook's: s3://, gcs://, tos://, huggingface://, hf:// or an absolute path.
 - When `autoscaling.owner: aibrix`, one PodAutoscaler with the chosen strategy (HPA, KPA or APA)
   and exactly one metrics source (the webhook's rule): the engine's Prometheus endpoint scraped
-  per pod. It targets the model's workload (`ServedModel.scale_target`) and is its only scaler.
+  per pod. It targets the model's workload (`Endpoint.scale_target`) and is its only scaler.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from stacks.config import ModelSection
 from stacks.metrics import scaling_metric
-
-from ..served import ServedModel
+from stacks.resolved import Endpoint, ResolvedModel
 
 MODEL_LABEL = "model.aibrix.ai/name"
 PORT_LABEL = "model.aibrix.ai/port"
 ADAPTER_ENABLED_LABEL = "adapter.model.aibrix.ai/enabled"
 
 
-def pod_labels(served: ServedModel, adapters: bool) -> dict[str, str]:
+def pod_labels(served: Endpoint, adapters: bool) -> dict[str, str]:
     """Labels a model's pods carry so the AIBrix gateway and adapter controller find them."""
     labels = {MODEL_LABEL: served.served_model_name, PORT_LABEL: str(served.port)}
     if adapters:
@@ -40,9 +38,9 @@ def lora_runtime() -> tuple[list[str], list[dict[str, str]]]:
     return ["--enable-lora"], [{"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"}]
 
 
-def model_adapters(served: ServedModel, model: ModelSection, labels: dict[str, str]) -> list[dict[str, Any]]:
+def model_adapters(served: ResolvedModel, labels: dict[str, str]) -> list[dict[str, Any]]:
     out = []
-    for adapter in model.adapters:
+    for adapter in served.config.adapters:
         spec: dict[str, Any] = {
             "baseModel": served.served_model_name,
             "podSelector": {"matchLabels": {MODEL_LABEL: served.served_model_name, ADAPTER_ENABLED_LABEL: "true"}},
@@ -65,7 +63,8 @@ def model_adapters(served: ServedModel, model: ModelSection, labels: dict[str, s
     return out
 
 
-def pod_autoscaler(served: ServedModel, model: ModelSection, labels: dict[str, str]) -> dict[str, Any]:
+def pod_autoscaler(served: ResolvedModel, labels: dict[str, str]) -> dict[str, Any]:
+    model = served.config
     scaling = model.autoscaling
     api_version, kind, name = served.scale_target
     metrics_port = served.metrics_port or served.port
@@ -96,8 +95,8 @@ def pod_autoscaler(served: ServedModel, model: ModelSection, labels: dict[str, s
     }
 
 
-def model_objects(served: ServedModel, model: ModelSection, labels: dict[str, str]) -> list[dict[str, Any]]:
-    objects = model_adapters(served, model, labels)
-    if model.autoscaling.owner == "aibrix":
-        objects.append(pod_autoscaler(served, model, labels))
+def model_objects(served: ResolvedModel, labels: dict[str, str]) -> list[dict[str, Any]]:
+    objects = model_adapters(served, labels)
+    if served.scaler == "aibrix":
+        objects.append(pod_autoscaler(served, labels))
     return objects

@@ -20,19 +20,19 @@ proxy, and the gateway in front of it authenticates clients.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
-from stacks.config import StackConfig
 from stacks.config.addons import LiteLLM
+from stacks.resolved import Endpoint
 from stacks.versions import Image, image
 
 from .. import secretfiles
 from ..naming import labels as k8s_labels
 from ..naming import scanner_waivers
 from ..secretfiles import SecretFile
-from ..served import ServedModel, served_models
 
 NAMESPACE = "litellm"
 NAME = "litellm"
@@ -52,10 +52,10 @@ ROUTE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1
 METRICS_PATH = "/metrics"
 
 
-def proxy_served() -> ServedModel:
+def proxy_served() -> Endpoint:
     """The proxy as the front door and the scraper see it: one more authenticated route
     (`https://<hostname>/litellm/v1`) and a metrics endpoint on the serving port."""
-    return ServedModel(
+    return Endpoint(
         name=NAME,
         served_model_name=NAME,
         engine="litellm",
@@ -67,7 +67,6 @@ def proxy_served() -> ServedModel:
         route_paths=ROUTE_PATHS,
         management_paths=(),
         expose=True,
-        scale_target=("apps/v1", "Deployment", NAME),
     )
 
 
@@ -85,12 +84,11 @@ def litellm_image(addon: LiteLLM) -> Image:
     return Image(base.repository, f"v{version.removeprefix('v')}")
 
 
-def internal_models(config: StackConfig) -> list[ServedModel]:
-    return [s for s in served_models(config) if s.expose]
+def internal_models(models: Sequence[Endpoint]) -> list[Endpoint]:
+    return [s for s in models if s.expose]
 
 
-def router_config(config: StackConfig) -> dict[str, Any]:
-    addon = config.addons.litellm
+def router_config(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool) -> dict[str, Any]:
     model_list: list[dict[str, Any]] = [
         {
             "model_name": s.name,
@@ -101,7 +99,7 @@ def router_config(config: StackConfig) -> dict[str, Any]:
                 "api_base": f"http://{s.service}.{s.namespace}.svc.cluster.local:{s.port}/v1",
             },
         }
-        for s in internal_models(config)
+        for s in internal_models(models)
     ]
     for provider in addon.external_providers:
         for model in provider.models:
@@ -127,17 +125,16 @@ def router_config(config: StackConfig) -> dict[str, Any]:
         document["router_settings"] = router
     # Dropping unsupported parameters silently changes what a request asked for.
     settings: dict[str, Any] = {"drop_params": False}
-    if config.addons.monitoring.enabled:
+    if monitoring:
         # /metrics for the PodMonitor (components/monitoring/manifests.py litellm_pod_monitor).
         settings["callbacks"] = ["prometheus"]
     document["litellm_settings"] = settings
     return document
 
 
-def secret_files(config: StackConfig) -> list[SecretFile]:
+def secret_files(addon: LiteLLM) -> list[SecretFile]:
     """The proxy's credentials, each from its existing Secret, as the variables the router config
     names (`os.environ/...`): mounted as files and exported only into the proxy's process."""
-    addon = config.addons.litellm
     files = [
         SecretFile("LITELLM_MASTER_KEY", addon.master_key_secret, MASTER_KEY_KEY, "master-key", f"{SECRETS_DIR}/master")
     ]
@@ -152,9 +149,8 @@ def secret_files(config: StackConfig) -> list[SecretFile]:
     return files
 
 
-def deployment(config: StackConfig, config_hash: str) -> dict[str, Any]:
-    addon = config.addons.litellm
-    files = secret_files(config)
+def deployment(addon: LiteLLM, config_hash: str) -> dict[str, Any]:
+    files = secret_files(addon)
     env: list[dict[str, Any]] = []
     if addon.redis:
         env += [
@@ -225,9 +221,8 @@ def deployment(config: StackConfig, config_hash: str) -> dict[str, Any]:
     }
 
 
-def network_policy(config: StackConfig) -> dict[str, Any]:
-    addon = config.addons.litellm
-    models = internal_models(config)
+def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]:
+    models = internal_models(models)
     egress: list[dict[str, Any]] = [
         {
             "to": [
@@ -336,11 +331,10 @@ def redis_objects() -> list[dict[str, Any]]:
     ]
 
 
-def manifests(config: StackConfig) -> list[dict[str, Any]]:
+def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool) -> list[dict[str, Any]]:
     import hashlib
 
-    addon = config.addons.litellm
-    rendered = yaml.safe_dump(router_config(config), sort_keys=False)
+    rendered = yaml.safe_dump(router_config(addon, models, monitoring), sort_keys=False)
     config_hash = hashlib.sha256(rendered.encode()).hexdigest()[:16]
     labels = k8s_labels(NAME, NAME)
     objects: list[dict[str, Any]] = [
@@ -356,7 +350,7 @@ def manifests(config: StackConfig) -> list[dict[str, Any]]:
             "metadata": {"name": f"{NAME}-config", "namespace": NAMESPACE, "labels": labels},
             "data": {"config.yaml": rendered},
         },
-        deployment(config, config_hash),
+        deployment(addon, config_hash),
         {
             "apiVersion": "v1",
             "kind": "Service",
@@ -366,7 +360,7 @@ def manifests(config: StackConfig) -> list[dict[str, Any]]:
                 "ports": [{"name": "http", "port": PORT, "targetPort": PORT}],
             },
         },
-        network_policy(config),
+        network_policy(addon, models),
     ]
     if addon.redis:
         objects += redis_objects()

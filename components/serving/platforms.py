@@ -22,51 +22,19 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.config import StackConfig
+from stacks.config.addons import AddonsSection
+from stacks.config.gateway import GatewaySection
+from stacks.resolved import CONTROLLER_NAMESPACES, Endpoint, ResolvedModel
 from stacks.versions import chart
 
 from ..k8s import apply
 from ..naming import TOKEN
 from ..naming import labels as k8s_labels
-from ..served import served_models
 from . import aibrix, litellm
 from .values import aibrix_values, dynamo_values, kuberay_values, nim_operator_values
 
 # Where scripts/vendor-charts.sh puts the AIBrix chart (dist/chart at tag v<version>).
 VENDOR_DIR = "charts/vendor"
-
-NAMESPACES = {
-    "dynamo": "dynamo-system",
-    "aibrix": "aibrix-system",
-    "kuberay": "kuberay-system",
-    "nim-operator": "nim-operator",
-}
-# Engine -> the add-on whose controller manages that engine's pods.
-ENGINE_CONTROLLER = {"dynamo": "dynamo", "ray-serve": "kuberay", "nim": "nim-operator"}
-
-
-def controller_namespaces(config: StackConfig) -> dict[str, tuple[str, ...]]:
-    """Engine -> namespaces whose controllers must reach that engine's pods, for the model
-    namespaces' NetworkPolicies: the Dynamo operator, the KubeRay operator (the Ray head's dashboard
-    and Serve API), the NIM Operator; with AIBrix, its controller manager (LoRA adapter loading,
-    PodAutoscaler metrics) and gateway plugin (per-pod metrics for routing), for every engine."""
-    addons = config.addons
-    enabled = {
-        "dynamo": addons.dynamo.enabled,
-        "kuberay": addons.kuberay.enabled,
-        "nim-operator": addons.nim_operator.enabled,
-    }
-    out: dict[str, tuple[str, ...]] = {}
-    for engine in sorted({m.engine for m in config.models}):
-        namespaces = []
-        addon = ENGINE_CONTROLLER.get(engine)
-        if addon and enabled[addon]:
-            namespaces.append(NAMESPACES[addon])
-        if addons.aibrix.enabled:
-            namespaces.append(NAMESPACES["aibrix"])
-        if namespaces:
-            out[engine] = tuple(namespaces)
-    return out
 
 
 def chart_source(key: str, version: str | None) -> tuple[str, str | None, str]:
@@ -82,7 +50,10 @@ def chart_source(key: str, version: str | None) -> tuple[str, str | None, str]:
 
 @dataclass(frozen=True, kw_only=True)
 class ServingPlatformsArgs:
-    config: StackConfig
+    addons: AddonsSection
+    gateway: GatewaySection  # AIBrix's Envoy Service follows the front door's TLS
+    # The models the LiteLLM proxy routes to (its exposed ones).
+    models: list[Endpoint]
     provider: k8s.Provider
     # The Envoy Gateway controller release, when the front door installs it (AIBrix needs it).
     envoy_gateway: pulumi.Resource | None = None
@@ -98,12 +69,15 @@ class ServingPlatforms(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ServingPlatformsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ServingPlatforms", name, None, opts)
-        addons = args.config.addons
+        addons = args.addons
         self.installers = {}
         values = {
             "dynamo": (addons.dynamo, dynamo_values),
-            "aibrix": (addons.aibrix, aibrix_values),
-            "kuberay": (addons.kuberay, kuberay_values),
+            "aibrix": (
+                addons.aibrix,
+                lambda: aibrix_values(addons.aibrix, args.gateway, args.gateway_service_annotations),
+            ),
+            "kuberay": (addons.kuberay, lambda: kuberay_values(addons.kuberay)),
             "nim-operator": (addons.nim_operator, nim_operator_values),
         }
         for key, (addon, build) in values.items():
@@ -116,20 +90,18 @@ class ServingPlatforms(pulumi.ComponentResource):
                 name=key,
                 chart=ref,
                 version=version,
-                namespace=NAMESPACES[key],
+                namespace=CONTROLLER_NAMESPACES[key],
                 create_namespace=True,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
-                values=aibrix_values(args.config, args.gateway_service_annotations)
-                if key == "aibrix"
-                else build(args.config),
+                values=build(),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
             )
         if addons.litellm.enabled:
-            self.installers["litellm"] = self._litellm(name, args)
+            self.installers["litellm"] = self._litellm(args, addons)
         self.register_outputs({})
 
-    def _litellm(self, name: str, args: ServingPlatformsArgs) -> pulumi.Resource:
-        objects = litellm.manifests(args.config)
+    def _litellm(self, args: ServingPlatformsArgs, addons: AddonsSection) -> pulumi.Resource:
+        objects = litellm.manifests(addons.litellm, args.models, addons.monitoring.enabled)
         namespace = apply(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
         applied = {obj["kind"] + "/" + obj["metadata"]["name"]: apply(obj, child) for obj in objects[1:]}
@@ -138,7 +110,7 @@ class ServingPlatforms(pulumi.ComponentResource):
 
 @dataclass(frozen=True, kw_only=True)
 class ModelAddonsArgs:
-    config: StackConfig
+    models: list[ResolvedModel]
     provider: k8s.Provider
     aibrix: pulumi.Resource | None
     # Namespaces by name, so a CR waits for its namespace.
@@ -151,8 +123,8 @@ class ModelAddons(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ModelAddons", name, None, opts)
         if args.aibrix is not None:
-            for served, model in zip(served_models(args.config), args.config.models, strict=True):
-                objects = aibrix.model_objects(served, model, k8s_labels(model.name, model.name))
+            for served in args.models:
+                objects = aibrix.model_objects(served, k8s_labels(served.name, served.name))
                 if not objects:
                     continue
                 depends: list[pulumi.Resource] = [args.aibrix]

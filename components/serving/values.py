@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.config import StackConfig
+from stacks.config.addons import Aibrix, KubeRay
+from stacks.config.gateway import GatewaySection
 
 AIBRIX_IMAGES = {
     "controllerManager": "aibrix/controller-manager",
@@ -15,13 +16,12 @@ AIBRIX_IMAGES = {
 }
 
 
-def dynamo_values(config: StackConfig) -> dict[str, Any]:
+def dynamo_values() -> dict[str, Any]:
     """dynamo-platform 1.4: the operator (cluster-wide) applies its CRDs from its image's crd-apply
     init container (`upgradeCRD`; the chart ships none since 1.4.0); service discovery uses the
     Kubernetes API, so no etcd; no NATS either: since 1.4 the request plane is TCP and the event
     plane ZMQ by default (chart values: "NATS is optional"), so a graph's frontend and workers talk
     to each other directly, inside the model's namespace, and call nothing in the platform's."""
-    del config
     return {
         "global": {"etcd": {"install": False}, "nats": {"install": False}},
         "dynamo-operator": {
@@ -37,7 +37,7 @@ def dynamo_values(config: StackConfig) -> dict[str, Any]:
 AIBRIX_LISTENER_CONTAINER_PORT = 10080
 
 
-def aibrix_envoy_service(config: StackConfig, annotations: dict[str, str]) -> dict[str, Any]:
+def aibrix_envoy_service(gateway: GatewaySection, annotations: dict[str, str]) -> dict[str, Any]:
     """`gateway.envoyProxy.service` (the chart renders it as its EnvoyProxy's `envoyService`): the
     front door's NLB annotations, so AIBrix's gateway gets the same load balancer as ours. AIBrix's
     Gateway has one plain-HTTP listener on 80; with an ACM certificate the NLB terminates TLS on 443
@@ -46,7 +46,7 @@ def aibrix_envoy_service(config: StackConfig, annotations: dict[str, str]) -> di
     `envoyService.patch` as a strategic merge patch on the core Service
     (KubernetesServiceSpec.ApplyMergePatch), so `$patch: delete` drops port 80 by its merge key."""
     service: dict[str, Any] = {"type": "LoadBalancer", "annotations": dict(annotations)}
-    tls = config.gateway.tls
+    tls = gateway.tls
     if tls is not None and tls.certificate_arn:
         https = {"name": "https", "port": 443, "protocol": "TCP", "targetPort": AIBRIX_LISTENER_CONTAINER_PORT}
         service["patch"] = {
@@ -56,14 +56,16 @@ def aibrix_envoy_service(config: StackConfig, annotations: dict[str, str]) -> di
     return service
 
 
-def aibrix_values(config: StackConfig, service_annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def aibrix_values(
+    addon: Aibrix, gateway: GatewaySection, service_annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     """AIBrix 0.7.0: pinned component images (the chart's values.yaml says `nightly`; its
     stable.yaml pins v0.7.0, and so do we), CRDs kept on uninstall, webhooks on, and its Envoy
     Service behind the front door's load balancer (`aibrix_envoy_service`)."""
-    version = config.addons.aibrix.version or "0.7.0"
+    version = addon.version or "0.7.0"
     tag = f"v{version.removeprefix('v')}"
     return {
-        "gateway": {"envoyProxy": {"service": aibrix_envoy_service(config, service_annotations or {})}},
+        "gateway": {"envoyProxy": {"service": aibrix_envoy_service(gateway, service_annotations or {})}},
         "controllerManager": {"container": {"image": {"repository": AIBRIX_IMAGES["controllerManager"], "tag": tag}}},
         "gatewayPlugin": {"container": {"image": {"repository": AIBRIX_IMAGES["gatewayPlugin"], "tag": tag}}},
         "metadata": {"service": {"container": {"image": {"repository": AIBRIX_IMAGES["metadata"], "tag": tag}}}},
@@ -73,13 +75,12 @@ def aibrix_values(config: StackConfig, service_annotations: dict[str, str] | Non
     }
 
 
-def kuberay_values(config: StackConfig) -> dict[str, Any]:
-    version = config.addons.kuberay.version or "1.7.0"
+def kuberay_values(addon: KubeRay) -> dict[str, Any]:
+    version = addon.version or "1.7.0"
     return {"image": {"repository": "quay.io/kuberay/operator", "tag": f"v{version.removeprefix('v')}"}}
 
 
-def nim_operator_values(config: StackConfig) -> dict[str, Any]:
+def nim_operator_values() -> dict[str, Any]:
     """The NIM Operator with its CRD upgrade hook; the admission controller needs cert-manager,
     which this platform does not install, so it stays off (the chart default)."""
-    del config
     return {"operator": {"upgradeCRD": True, "admissionController": {"enabled": False}}}

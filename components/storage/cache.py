@@ -24,8 +24,7 @@ import pulumi
 from stacks.config.models import ModelSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
-from stacks.rules.storage import BYTES_PER_PARAMETER
-from stacks.sizing import local_cache_gib
+from stacks.sizing import BYTES_PER_PARAMETER, local_cache_gib
 
 from . import prepare
 
@@ -70,8 +69,6 @@ class CacheMount:
     volume_mounts: list[dict[str, Any]] = field(default_factory=list)
     init_containers: list[dict[str, Any]] = field(default_factory=list)
     env: list[dict[str, Any]] = field(default_factory=list)
-    # Needs its own volume per replica (StatefulSet volumeClaimTemplates) rather than a shared one.
-    per_replica: bool = False
     # Neuron pools: where the engine keeps compiled artifacts (NEURON_COMPILED_ARTIFACTS).
     compiled_dir: str | None = None
     # Add to the serving container's requests (local caches sized to the model), e.g. "22Gi".
@@ -152,15 +149,6 @@ def _volume(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -> tu
     return {"name": CACHE_VOLUME, "emptyDir": {"sizeLimit": f"{gib}Gi"}}, f"{gib}Gi"
 
 
-def per_replica(storage: StorageSection, model: ModelSection) -> bool:
-    """Whether each replica needs a volume of its own (a StatefulSet claim template) rather than the
-    shared claim (efs, fsx, an existing claim) or a node-local emptyDir (local, none). No current
-    `storage.modelCache` choice does. The one decision both the engines (Deployment or StatefulSet)
-    and `ServedModel.scale_target` (what a scaler targets) read, so they cannot disagree."""
-    del storage, model
-    return False
-
-
 def writes_as_root(storage: StorageSection) -> bool:
     return storage.model_cache == "fsx"
 
@@ -204,7 +192,6 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -
         volume_mounts=[mount],
         init_containers=inits,
         env=env,
-        per_replica=per_replica(storage, model),
         compiled_dir=compiled,
         ephemeral_storage=ephemeral,
         service_account=ctx.reader_service_account,

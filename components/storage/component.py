@@ -19,7 +19,6 @@ from .bucket import ModelBucket, ModelBucketArgs, ModelReaders, ModelReadersArgs
 from .cache import CacheContext
 from .efs import EfsCache, EfsCacheArgs
 from .fsx import FsxCache, FsxCacheArgs
-from .manifests import EFS_STORAGE_CLASS
 
 
 def subnet_count(cluster: ClusterSection) -> int:
@@ -46,8 +45,8 @@ class ModelStorage(pulumi.ComponentResource):
 
     context: CacheContext
     bucket_name: pulumi.Output[str]
-    # For the platform's exports: StorageClasses by purpose, and the bucket reader's role.
-    exports: dict[str, object]
+    # For the platform's exports: the bucket reader's role.
+    reader_role_arn: pulumi.Output[str]
 
     def __init__(self, name: str, args: ModelStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ModelStorage", name, None, opts)
@@ -83,12 +82,11 @@ class ModelStorage(pulumi.ComponentResource):
             tags=args.tags,
         )
         claim: str | None = None
-        self.exports = {"storageClasses": {}, "modelReaderRoleArn": readers.role_arn}
+        self.reader_role_arn = readers.role_arn
         if cfg.model_cache == "efs":
             claim = EfsCache(
                 f"{name}-efs", EfsCacheArgs(config=cfg.efs, subnet_count=subnet_count(args.cluster), **common), child
             ).claim_name
-            self.exports["storageClasses"] = {"modelCache": EFS_STORAGE_CLASS}
         elif cfg.model_cache == "fsx":
             claim = FsxCache(
                 f"{name}-fsx", FsxCacheArgs(config=cfg.fsx, bucket=bucket.name, **common), child

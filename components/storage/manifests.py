@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.resolved import CACHE_CLAIM, EFS_STORAGE_CLASS, READER_SERVICE_ACCOUNT
+
 from ..naming import labels
+
+__all__ = ["CACHE_CLAIM", "EFS_STORAGE_CLASS", "READER_SERVICE_ACCOUNT"]
 
 EFS_DRIVER = "efs.csi.aws.com"
 FSX_DRIVER = "fsx.csi.aws.com"
-EFS_STORAGE_CLASS = "efs-models"
-CACHE_CLAIM = "model-cache"
-READER_SERVICE_ACCOUNT = "model-reader"
 
 
 def _labels() -> dict[str, str]:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from components.engines import ENGINES
+
 from ..capacity import Requests
 from ..checks import rule, warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
-from ..engines import WORKLOAD_ENGINES
 from ..errors import Problem, key_path
 from ..metrics import scaling_metric, scaling_metrics
 from ..sizing import WEIGHTS_FRACTION, accelerator_types, replica_requests, tensor_parallel, weights
@@ -36,7 +37,7 @@ _BETA_TAG = re.compile(r"^0\.(1[7-9]|[2-9][0-9])\.")
 def _placed(config: StackConfig) -> Iterable[tuple[int, ModelSection, NodePoolSection]]:
     for i, model in enumerate(config.models):
         pool = config.pool(model.pool)
-        if pool is None or model.engine not in WORKLOAD_ENGINES:
+        if pool is None or not ENGINES[model.engine].FACTS.platform_workload:
             continue
         if pool.accelerator not in ENGINE_ACCELERATORS[model.engine]:
             continue  # stacks/rules/models.py reports the engine on the wrong accelerator
@@ -180,7 +181,7 @@ def autoscalers_read_a_gauge_the_engine_exports(config: StackConfig) -> Iterable
     must be a gauge the model's engine really exports (stacks/metrics.py), or nothing ever scales."""
     for i, model in enumerate(config.models):
         scaling = model.autoscaling
-        if scaling.owner not in ("hpa", "aibrix") or model.engine not in WORKLOAD_ENGINES:
+        if scaling.owner not in ("hpa", "aibrix") or not ENGINES[model.engine].FACTS.platform_workload:
             continue
         gauges = [m.name for m in scaling_metrics(model.engine)]
         if not gauges:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from components.engines import ENGINES
+
 from ..checks import rule, warning
 from ..config import StackConfig
-from ..engines import facts
 from ..errors import Problem, key_path
 
 
@@ -36,7 +37,7 @@ def no_open_engine_without_auth(config: StackConfig) -> Iterable[Problem]:
     if config.gateway.auth != "none" or not _carried(config):
         return
     for i, model in enumerate(config.models):
-        f = facts(model.engine)
+        f = ENGINES[model.engine].FACTS
         if model.expose and (f.management_paths or model.engine == "ollama"):
             yield Problem(
                 key_path(["models", i, "expose"]),

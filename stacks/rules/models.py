@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from components.engines import ENGINES
+
 from ..checks import rule
 from ..config import StackConfig
-from ..engines import ENGINES
 from ..errors import Problem, key_path
 
-# Which accelerators each engine runs on: the engine facts table (stacks/engines.py) holds them.
-ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {engine: f.accelerators for engine, f in ENGINES.items()}
+# Which accelerators each engine runs on: each engine module's FACTS (components/engines) holds them.
+ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {engine: e.FACTS.accelerators for engine, e in ENGINES.items()}
 
 # Engines that need a platform add-on installed first.
 ENGINE_ADDONS = {"dynamo": "dynamo", "ray-serve": "kuberay"}

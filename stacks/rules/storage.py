@@ -11,8 +11,8 @@ from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
 from ..hardware import catalog
+from ..sizing import BYTES_PER_PARAMETER
 
-BYTES_PER_PARAMETER = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 SINGLE_NODE_MODES = ("ReadWriteOnce", "ReadWriteOncePod")
 
 

@@ -20,8 +20,9 @@ from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..errors import ConfigError, Problem, key_path
-from ..exports import EXPORTS_VERSION, PlatformSource, platform_addons, platform_for, platform_pools, platform_storage
+from ..exports import EXPORTS_VERSION, PlatformSource, platform_for
 from ..guards import QUOTA_RESOURCES, quota_shortfalls
+from ..resolve import read_addons, read_pools, read_storage
 from ..sizing import replica_requests
 from .models import ENGINE_ACCELERATORS, ENGINE_ADDONS
 
@@ -115,9 +116,9 @@ def workloads_fit_the_platform(config: StackConfig) -> Iterable[Problem]:
     yield from problems
     if source is None:
         return
-    pools = {p.name: p for p in platform_pools(source.exports)}
-    addons = platform_addons(source.exports)
-    storage = platform_storage(source.exports)
+    pools = {p.name: p.config for p in read_pools(source.exports)}
+    addons = read_addons(source.exports)
+    storage = read_storage(source.exports)
     yield from _storage_for_teams(config, storage, source)
     for i, model in enumerate(config.models):
         yield from _model_on_platform(i, model, pools, storage, source)
@@ -149,9 +150,9 @@ def _one_replica(config: StackConfig, model: ModelSection) -> tuple[Requests, bo
     platform is known, else the stated lower bound."""
     source = platform_for(config.stack.platform_stack or "") if config.stack.platform_stack else None
     if source is not None:
-        pool = {p.name: p for p in platform_pools(source.exports)}.get(model.pool)
+        pool = {p.name: p.config for p in read_pools(source.exports)}.get(model.pool)
         if pool is not None:
-            return replica_requests(model, pool, platform_storage(source.exports)), True
+            return replica_requests(model, pool, read_storage(source.exports)), True
     # Without the platform's pool, the engine tells the accelerator kind.
     return stated_requests(model, ENGINE_ACCELERATORS[model.engine][0]), False
 

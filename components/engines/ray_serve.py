@@ -14,7 +14,7 @@
   and vLLM on head and workers alike, and any extra `rayServe.pip` packages go into the LLM
   config's `runtime_env`, which Ray applies to the replica and to the engine workers.
 
-Head and worker pods carry the model's selector label (`ServedModel.selector`); the workers get the
+Head and worker pods carry the model's selector label (`Endpoint.selector`); the workers get the
 model cache from the storage concern (volume, mounts, preparation init containers, the
 `model-reader` service account and the ephemeral-storage request of a node-local cache).
 
@@ -24,21 +24,30 @@ ray-operator/controllers/ray/utils/util.go at v1.7.0) on port 8000 (DefaultServi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 from stacks.config.models import RayServe
 from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
-from ..engines.common import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
+from .facts import EngineFacts
+from .spec import WorkloadSpec
 from .workers import worker_resources
+from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
 
-if TYPE_CHECKING:
-    from ..engines import WorkloadSpec
-
+FACTS = EngineFacts(
+    port=8000,
+    health_path="/-/healthz",
+    ready_path="/-/healthz",
+    metrics_path="/metrics",
+    metrics_port=8080,
+    controller="kuberay",
+    platform_workload=False,
+)
 API_VERSION = "ray.io/v1"
 SERVE_PORT = 8000
 RAY_VERSION = "2.58.0"
@@ -60,7 +69,7 @@ def ray_image(model: ModelSection) -> Image:
     )
 
 
-def served_service(model: ModelSection) -> tuple[str, int]:
+def service(model: ModelSection) -> tuple[str, int]:
     return f"{model.name}-serve-svc", SERVE_PORT
 
 
@@ -151,7 +160,7 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     block = ray_block(model)
     gpus = str(model.accelerators_per_replica)
     volumes, mounts = _secret_parts(spec)
-    resources = worker_resources(model, replica_requests(model, spec.pool, spec.config.storage).ephemeral_mib)
+    resources = worker_resources(model, replica_requests(model, spec.pool, spec.storage).ephemeral_mib)
     # Ray sizes its own scheduling from the container's CPU limit; give it the request.
     resources["limits"]["cpu"] = resources["requests"]["cpu"]
     pod_spec = spec.placement.apply(
@@ -200,3 +209,9 @@ def ray_service(spec: WorkloadSpec) -> dict[str, Any]:
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return [ray_service(spec)]
+
+
+def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+    """The RayService its operator reconciles (and generates the Services from)."""
+    del addons
+    return API_VERSION, "RayService", model.name

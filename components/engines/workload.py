@@ -1,6 +1,6 @@
 """The one workload shape every engine module fills in.
 
-A model becomes a Deployment (a StatefulSet when each replica needs its own cache volume), a
+A model becomes a Deployment, a
 ClusterIP Service, a PodDisruptionBudget and, with `autoscaling.owner: hpa`, an autoscaling/v2 HPA.
 Every pod gets: accelerator requests equal to limits and cpu/memory/ephemeral-storage from
 stacks/sizing.py (the same figures the fit rule checks, the node-local cache included), its pool's
@@ -10,7 +10,7 @@ cache's budget for the model's size, whichever is larger), readiness and livenes
 real health paths (stacks/engines.py), a restricted security context with writable caches on
 volumes, the model cache from the storage concern (volume, preparation init containers and the
 `model-reader` service account that reads the bucket), the model's selector label
-(`ServedModel.selector`) on every pod and object, AIBrix's pod labels when AIBrix is on, and
+(`Endpoint.selector`) on every pod and object, AIBrix's pod labels when AIBrix is on, and
 secrets mounted as files. Engine modules supply only what differs: command, args, env, extra
 volumes, run-as user and startup allowance.
 """
@@ -22,7 +22,6 @@ from typing import Any
 
 from stacks.capacity import Requests
 from stacks.config import ModelSection
-from stacks.engines import facts
 from stacks.metrics import custom_metric, scaling_metric
 from stacks.sizing import container_resources, replica_requests
 
@@ -30,7 +29,7 @@ from ..naming import scanner_waivers
 from ..serving import aibrix
 from ..storage.cache import startup_probe
 from ..storage.prepare import AS_ROOT, TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
-from . import WorkloadSpec
+from .spec import WorkloadSpec
 
 HOME = "/home/engine"
 # One definition of the token file, shared with the preparation init containers.
@@ -75,7 +74,7 @@ def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
     """The pods' labels: the model selector the network policies and monitors use and, with AIBrix
     on, the labels its gateway plugin and adapter controller find model pods by."""
     labels = {**spec.labels, **selector(spec)}
-    if spec.config.addons.aibrix.enabled:
+    if spec.served.aibrix:
         labels.update(aibrix.pod_labels(spec.served, adapters=bool(spec.model.adapters)))
     return labels
 
@@ -96,7 +95,7 @@ def metadata(spec: WorkloadSpec, name: str | None = None, annotations: dict[str,
 
 
 def requests(spec: WorkloadSpec) -> Requests:
-    return replica_requests(spec.model, spec.pool, spec.config.storage)
+    return replica_requests(spec.model, spec.pool, spec.storage)
 
 
 def unique_volumes(volumes: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -128,7 +127,7 @@ def startup_seconds(spec: WorkloadSpec, engine_default: int) -> int:
 
 
 def probes(spec: WorkloadSpec, engine_startup_seconds: int) -> dict[str, Any]:
-    f = facts(spec.model.engine)
+    f = spec.facts
     period = 10
     return {
         "startupProbe": startup_probe(f.ready_path, "http", startup_seconds(spec, engine_startup_seconds), period),
@@ -216,7 +215,7 @@ def helper_container(
 
 
 def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
-    f = facts(spec.model.engine)
+    f = spec.facts
     tok_vols, tok_mounts, tok_env = hf_token(spec) if engine.uses_hf_token else ([], [], [])
     shm_vols, shm_mounts = shm_volume(spec)
     ports = [{"name": "http", "containerPort": f.port, "protocol": "TCP"}, *engine.extra_ports]
@@ -279,20 +278,6 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     return {"metadata": meta, "spec": pod_spec}
 
 
-def _claim_templates(template: dict[str, Any]) -> list[dict[str, Any]]:
-    """Turn generic ephemeral volumes into StatefulSet claim templates, so each replica keeps its
-    own cache across restarts instead of re-downloading."""
-    claims, kept = [], []
-    for volume in template["spec"]["volumes"]:
-        tmpl = (volume.get("ephemeral") or {}).get("volumeClaimTemplate")
-        if tmpl is None:
-            kept.append(volume)
-        else:
-            claims.append({"metadata": {"name": volume["name"]}, "spec": tmpl["spec"]})
-    template["spec"]["volumes"] = kept
-    return claims
-
-
 def root_waiver(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, str]:
     """Why a container of this workload runs as root (Checkov CKV_K8S_23), or nothing."""
     reasons = []
@@ -317,31 +302,13 @@ def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         # With an autoscaler (HPA or AIBrix) the field is the scaler's: setting it here would make
         # every `pulumi up` reset the replica count the scaler chose.
         body["replicas"] = spec.model.replicas
-    if spec.cache.per_replica:
-        claims = _claim_templates(template)
-        body.update(
-            {
-                "serviceName": name_of(spec),
-                # Replicas are independent servers: ordered start would make each wait for the last.
-                "podManagementPolicy": "Parallel",
-                "updateStrategy": {"type": "RollingUpdate"},
-            }
-        )
-        if claims:
-            body["volumeClaimTemplates"] = claims
-        return {
-            "apiVersion": "apps/v1",
-            "kind": "StatefulSet",
-            "metadata": metadata(spec, annotations=waiver),
-            "spec": body,
-        }
     # Surge would need a spare accelerator node per replica; replace one at a time instead.
     body["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(spec, annotations=waiver), "spec": body}
 
 
 def service(spec: WorkloadSpec) -> dict[str, Any]:
-    f = facts(spec.model.engine)
+    f = spec.facts
     ports = [{"name": "http", "port": spec.served.port, "targetPort": "http", "protocol": "TCP"}]
     if f.metrics_port and f.metrics_port != f.port:
         ports.append({"name": "metrics", "port": f.metrics_port, "targetPort": f.metrics_port, "protocol": "TCP"})
@@ -401,6 +368,11 @@ def autoscaler(spec: WorkloadSpec, kind: str) -> dict[str, Any]:
             **hpa_scaling(spec.model),
         },
     }
+
+
+def deployment(model: ModelSection) -> tuple[str, str, str]:
+    """The workload every engine the platform runs itself becomes: a Deployment named after the model."""
+    return "apps/v1", "Deployment", model.name
 
 
 def manifests(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ The graph is a `components` list (v1beta1; `services` was the v1alpha1 map):
 
 The operator (installed by the dynamo-platform chart, see components/serving/platforms.py) turns
 the DGD into pods and a ClusterIP Service `<dgd name>-frontend` on port 8000 for the Frontend.
-Every pod template carries the model's selector label (`ServedModel.selector`); the workers get the
+Every pod template carries the model's selector label (`Endpoint.selector`); the workers get the
 model cache from the storage concern (volume, mounts, preparation init containers, the
 `model-reader` service account and the ephemeral-storage request of a node-local cache).
 
@@ -23,24 +23,32 @@ recommended graph is there to review, and applying it is a deliberate change to 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 from stacks.config.models import Dynamo
 from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
 from .. import secretfiles
-from ..engines.common import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
 from ..secretfiles import SecretFile
 from ..storage.prepare import TOKEN_VOLUME
+from .facts import EngineFacts
+from .spec import WorkloadSpec
 from .workers import worker_resources
-
-if TYPE_CHECKING:
-    from ..engines import WorkloadSpec
+from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
 
 FRONTEND = "Frontend"
 FRONTEND_PORT = 8000
+FACTS = EngineFacts(
+    port=8000,
+    health_path="/health",
+    ready_path="/health",
+    metrics_path="/metrics",
+    controller="dynamo",
+    platform_workload=False,
+)
 API_VERSION = "nvidia.com/v1beta1"
 
 # Worker module and working directory of each backend inside its runtime image.
@@ -76,7 +84,7 @@ def graph_name(model: ModelSection) -> str:
     return model.name
 
 
-def served_service(model: ModelSection) -> tuple[str, int]:
+def service(model: ModelSection) -> tuple[str, int]:
     """The Service the operator creates for the Frontend: `<dgd name>-frontend`, port 8000
     (Dynamo docs, "Expose the Frontend")."""
     return f"{graph_name(model)}-{FRONTEND.lower()}", FRONTEND_PORT
@@ -135,7 +143,7 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     block = dynamo_block(model)
     module, workdir = BACKENDS[block.backend]
     secret_volumes, secret_mounts = _secret_volume(spec)
-    resources = worker_resources(model, replica_requests(model, spec.pool, spec.config.storage).ephemeral_mib)
+    resources = worker_resources(model, replica_requests(model, spec.pool, spec.storage).ephemeral_mib)
     command = ["python3", "-m", module]
     token = model.secrets.hugging_face_token
     if token:
@@ -253,3 +261,9 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     if dynamo_block(spec.model).request_profiling:
         objects.append(graph_request(spec))
     return objects
+
+
+def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+    """The DynamoGraphDeployment its operator reconciles (and generates the Services from)."""
+    del addons
+    return API_VERSION, "DynamoGraphDeployment", graph_name(model)

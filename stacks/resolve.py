@@ -1,0 +1,301 @@
+"""The one resolution step: a validated StackConfig (plus, for a workloads stack, its platform's
+exports) becomes one frozen `ResolvedStack`. Pure: no Pulumi, no I/O.
+
+Every derived fact is computed here and nowhere else: the pools' instance types, the Neuron
+scheduler name, the model-cache StorageClass, the Gateway routes attach to, whether custom metrics
+are served, and per model its namespace, served name, image, Service, metrics endpoint and the
+workload its engine builds. A platform stack exports its `PlatformView` through `export_platform`;
+a workloads stack reads the same view back through `read_platform`, so the offline render of a
+team's stack and `pulumi up` see exactly what the platform created.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.engines import ENGINES, EngineModule
+
+from .config import StackConfig
+from .config.addons import AddonsSection
+from .config.gateway import GatewaySection
+from .config.models import ModelSection
+from .config.pools import NodePoolSection
+from .config.storage import StorageSection
+from .hardware import expand
+from .resolved import (
+    AIBRIX_GATEWAY,
+    CONTROLLER_NAMESPACES,
+    DEFAULT_NAMESPACE,
+    EFS_STORAGE_CLASS,
+    EXPORTS_VERSION,
+    GATEWAY_NAME,
+    GATEWAY_NAMESPACE,
+    HTTPS_LISTENER,
+    NEURON_SCHEDULER,
+    READER_SERVICE_ACCOUNT,
+    GatewayParent,
+    PlatformView,
+    ResolvedModel,
+    ResolvedPool,
+    ResolvedStack,
+    Team,
+)
+from .versions import IMAGES, Image
+
+# The storage settings a team's pods follow. Not existingClaim (a claim in the platform's namespaces,
+# absent from a team's), nor the bucket and protection settings (the platform's resources).
+STORAGE_KEYS = {"model_cache", "efs", "fsx", "local", "preparation"}
+_POOL_KEYS = {f.alias or n for n, f in NodePoolSection.model_fields.items()}
+
+
+# ---- the platform -----------------------------------------------------------------------------------
+
+
+def resolve_pool(pool: NodePoolSection) -> ResolvedPool:
+    return ResolvedPool(config=pool, instance_types=tuple(expand(pool.instance_types, pool.instance_families)))
+
+
+def neuron_scheduler(addons: AddonsSection, pools: tuple[ResolvedPool, ...]) -> str | None:
+    """The scheduler Neuron pods must name: set only when the capacity concern installs the Neuron
+    chart (Karpenter on, some Neuron pool) with its scheduler extension."""
+    installed = addons.karpenter.enabled and addons.neuron.enabled and any(p.accelerator == "neuron" for p in pools)
+    return NEURON_SCHEDULER if installed and addons.neuron.scheduler else None
+
+
+def gateway_parent(addons: AddonsSection, gateway: GatewaySection) -> GatewayParent | None:
+    """The listener model routes attach to: AIBrix's Gateway when AIBrix runs (its plugin routes),
+    else the front door's own HTTPS listener; None when neither exists."""
+    if addons.aibrix.enabled:
+        ns, name, listener = AIBRIX_GATEWAY
+        return GatewayParent(namespace=ns, name=name, listener=listener, hostname=gateway.hostname, own=False)
+    if gateway.enabled:
+        return GatewayParent(
+            namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, listener=HTTPS_LISTENER, hostname=gateway.hostname, own=True
+        )
+    return None
+
+
+def own_platform(config: StackConfig) -> PlatformView:
+    """The platform a platform or all-in-one stack creates."""
+    if config.cluster is None:
+        raise ValueError("only a stack with a cluster section (platform or all-in-one) has a platform of its own")
+    pools = tuple(resolve_pool(p) for p in config.node_pools)
+    addons = config.addons
+    return PlatformView(
+        exports_version=EXPORTS_VERSION,
+        cluster_name=config.cluster.name,
+        kubernetes_version=config.cluster.kubernetes_version,
+        environment=config.stack.environment,
+        region=config.aws_region,
+        pools=pools,
+        addons=addons,
+        storage=config.storage,
+        storage_classes={"modelCache": EFS_STORAGE_CLASS} if config.storage.model_cache == "efs" else {},
+        gateway=config.gateway,
+        gateway_parent=gateway_parent(addons, config.gateway),
+        neuron_scheduler=neuron_scheduler(addons, pools),
+        custom_metrics=addons.monitoring.serves_custom_metrics,
+    )
+
+
+def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
+    """One pool as teams see it: enough to re-run the fit check and to place pods on it."""
+    p = pool.config
+    return {
+        "name": p.name,
+        "accelerator": p.accelerator,
+        "instanceTypes": [t.name for t in pool.instance_types],
+        "capacityTypes": list(p.capacity_types),
+        "architecture": p.architecture,
+        "rootVolumeGiB": p.root_volume_gib,
+        "localNvme": p.local_nvme,
+        "limits": p.limits.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+
+
+def _parent_export(parent: GatewayParent | None) -> dict[str, str] | None:
+    if parent is None:
+        return None
+    out = {"namespace": parent.namespace, "name": parent.name, "listener": parent.listener}
+    return {**out, "hostname": parent.hostname} if parent.hostname else out
+
+
+def export_platform(view: PlatformView) -> dict[str, Any]:
+    """The platform's exports (plain JSON values): what workloads stacks may rely on."""
+    return {
+        "exportsVersion": view.exports_version,
+        "clusterName": view.cluster_name,
+        "kubernetesVersion": view.kubernetes_version,
+        "environment": view.environment,
+        "region": view.region,
+        "nodePools": [_pool_export(p) for p in view.pools],
+        "addons": {
+            (f.alias or name): getattr(view.addons, name).enabled for name, f in AddonsSection.model_fields.items()
+        },
+        "storage": view.storage.model_dump(mode="json", by_alias=True, exclude_none=True, include=STORAGE_KEYS),
+        "storageClasses": dict(view.storage_classes),
+        "gateway": view.gateway.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "gatewayParent": _parent_export(view.gateway_parent),
+        "schedulerNames": {"neuron": view.neuron_scheduler},
+        # Added within version 2: a reader treats its absence (an older platform) as unknown.
+        "customMetrics": view.custom_metrics,
+    }
+
+
+def read_pools(exports: dict[str, Any]) -> tuple[ResolvedPool, ...]:
+    """The exported pools (instance types already resolved by the platform)."""
+    return tuple(
+        resolve_pool(NodePoolSection.model_validate({k: v for k, v in pool.items() if k in _POOL_KEYS}))
+        for pool in exports.get("nodePools") or []
+    )
+
+
+def read_addons(exports: dict[str, Any]) -> AddonsSection:
+    return AddonsSection.model_validate({k: {"enabled": bool(v)} for k, v in (exports.get("addons") or {}).items()})
+
+
+def read_storage(exports: dict[str, Any]) -> StorageSection:
+    return StorageSection.model_validate(exports.get("storage") or {})
+
+
+def read_platform(exports: dict[str, Any]) -> PlatformView:
+    """A platform's exports read back as the view it was exported from."""
+    parent = exports.get("gatewayParent")
+    gateway = GatewaySection.model_validate(exports.get("gateway") or {})
+    return PlatformView(
+        exports_version=int(exports.get("exportsVersion") or 0),
+        cluster_name=str(exports.get("clusterName") or ""),
+        kubernetes_version=str(exports.get("kubernetesVersion") or ""),
+        environment=str(exports.get("environment") or ""),
+        region=str(exports.get("region") or ""),
+        pools=read_pools(exports),
+        addons=read_addons(exports),
+        storage=read_storage(exports),
+        storage_classes=dict(exports.get("storageClasses") or {}),
+        gateway=gateway,
+        gateway_parent=None
+        if not parent
+        else GatewayParent(
+            namespace=str(parent["namespace"]),
+            name=str(parent["name"]),
+            listener=str(parent["listener"]),
+            hostname=parent.get("hostname"),
+            own=False,
+        ),
+        neuron_scheduler=(exports.get("schedulerNames") or {}).get("neuron"),
+        custom_metrics=exports.get("customMetrics"),
+    )
+
+
+# ---- the models -------------------------------------------------------------------------------------
+
+
+def model_image(model: ModelSection) -> Image:
+    """The catalog image for the engine, overridden per model by repository, tag and digest."""
+    base = IMAGES.get(model.engine, Image("", ""))
+    override = model.image
+    repository = override.repository or base.repository
+    tag = override.tag or base.tag
+    # A digest belongs to one repository and tag; keep the catalog's only if neither changed.
+    keep = override.repository is None and override.tag is None
+    digest = override.digest or (base.digest if keep else None)
+    return Image(repository, tag, digest)
+
+
+def engine(name: str) -> EngineModule:
+    return ENGINES[name]
+
+
+def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> ResolvedModel | None:
+    """One model on its platform; None when its pool is unknown (validation refuses that first)."""
+    pool = view.pool(model.pool)
+    if pool is None:
+        return None
+    module = engine(model.engine)
+    facts = module.FACTS
+    service, port = module.service(model)
+    return ResolvedModel(
+        name=model.name,
+        engine=model.engine,
+        expose=model.expose,
+        config=model,
+        pool=pool,
+        namespace=model.namespace or team or DEFAULT_NAMESPACE,
+        served_model_name=model.name,
+        image=model_image(model),
+        service=service,
+        port=port,
+        metrics_path=facts.metrics_path,
+        metrics_port=facts.metrics_port or (facts.port if facts.metrics_path else None),
+        route_paths=facts.route_paths,
+        management_paths=facts.management_paths,
+        workload=module.workload(model, view.addons),
+        service_account=READER_SERVICE_ACCOUNT,
+        scaler=model.autoscaling.owner,
+        aibrix=view.addons.aibrix.enabled,
+    )
+
+
+def controller_namespaces(addons: AddonsSection, engines: set[str]) -> dict[str, tuple[str, ...]]:
+    """Engine -> namespaces whose controllers must reach that engine's pods: the engine's own operator
+    (Dynamo, KubeRay, the NIM Operator) when installed and, with AIBrix, its controller manager and
+    gateway plugin (adapter loading, per-pod metrics) for every engine."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name in sorted(engines):
+        namespaces = []
+        addon = ENGINES[name].FACTS.controller
+        if addon and getattr(addons, addon.replace("-", "_")).enabled:
+            namespaces.append(CONTROLLER_NAMESPACES[addon])
+        if addons.aibrix.enabled:
+            namespaces.append(CONTROLLER_NAMESPACES["aibrix"])
+        if namespaces:
+            out[name] = tuple(namespaces)
+    return out
+
+
+def route_parent(view: PlatformView, owns_platform: bool) -> GatewayParent:
+    """Where this stack's model routes attach: the platform's listener when it exports one (its own
+    Gateway's, or AIBrix's), else the front door's own Gateway (which only a stack that owns the
+    platform creates)."""
+    if view.gateway_parent is not None:
+        return view.gateway_parent
+    return GatewayParent(
+        namespace=GATEWAY_NAMESPACE,
+        name=GATEWAY_NAME,
+        listener=HTTPS_LISTENER,
+        hostname=view.gateway.hostname,
+        own=owns_platform,
+    )
+
+
+def resolve(config: StackConfig, platform_exports: dict[str, Any] | None = None) -> ResolvedStack:
+    """The stack, resolved. A workloads stack needs its platform's exports; other stacks ignore them."""
+    stack = config.stack
+    team: Team | None = None
+    if stack.role == "workloads":
+        if platform_exports is None:
+            raise ValueError("a workloads stack resolves against its platform's exports")
+        assert stack.team is not None and stack.quota is not None
+        view = read_platform(platform_exports)
+        team = Team(name=stack.team, quota=stack.quota)
+    else:
+        view = own_platform(config)
+    models = tuple(
+        m for m in (resolve_model(m, view, team.name if team else None) for m in config.models) if m is not None
+    )
+    dashboards = {m.engine for m in models}
+    if stack.role == "platform":
+        # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
+        dashboards |= {name for name, e in ENGINES.items() if view.accelerators & set(e.FACTS.accelerators)}
+    return ResolvedStack(
+        environment=stack.environment,
+        region=config.aws_region,
+        platform=view,
+        models=models,
+        cluster=config.cluster if stack.role != "workloads" else None,
+        team=team,
+        platform_stack=stack.platform_stack,
+        controller_namespaces=controller_namespaces(view.addons, {m.engine for m in config.models}),
+        route_parent=route_parent(view, stack.role != "workloads"),
+        dashboard_engines=frozenset(dashboards),
+    )

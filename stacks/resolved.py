@@ -1,0 +1,212 @@
+"""The resolved stack: what one validated stack file means, with every derived fact computed once.
+
+`stacks/resolve.py` builds a `ResolvedStack` from the validated config (and, for a workloads stack,
+the platform's exports); components and builders read slices of it and derive nothing of their own.
+The platform half (`PlatformView`) is exactly what a platform stack exports and what a workloads
+stack reads back, through the same two functions (`resolve.export_platform`, `resolve.read_platform`).
+
+This module holds only the types and the platform's fixed names (the Gateway routes attach to, the
+Neuron scheduler, the model-cache StorageClass and claim): plain values, importable from anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .config.addons import AddonsSection
+from .config.cluster import ClusterSection
+from .config.gateway import GatewaySection
+from .config.models import ModelSection
+from .config.pools import NodePoolSection
+from .config.stack import Quota
+from .config.storage import StorageSection
+from .hardware import InstanceType
+from .versions import Image
+
+# Bump when an export changes shape; a workloads stack refuses exports of another version.
+# 2: storage carries the cache settings, storageClasses, gatewayParent, modelBucket, modelReaderRoleArn.
+EXPORTS_VERSION = 2
+
+# The Neuron chart's second kube-scheduler: the chart names its profile after
+# scheduler.customScheduler.fullnameOverride (templates/scheduler/scheduler-custom-config.yaml), which
+# the capacity concern sets to this name.
+NEURON_SCHEDULER = "neuron-scheduler"
+
+# The front door's own Gateway, and AIBrix 0.7.0's (dist/chart/templates/gateway-instance/gateway.yaml:
+# GatewayClass and Gateway `<fullname>-eg` in the release namespace, one HTTP listener `http` on 80).
+GATEWAY_NAMESPACE = "inference-gateway"
+GATEWAY_NAME = "inference"
+HTTPS_LISTENER = "https"
+AIBRIX_GATEWAY = ("aibrix-system", "aibrix-eg", "http")
+
+# The model cache: the dynamic EFS StorageClass teams may claim from, and the claim name every model
+# namespace uses for a shared cache (EFS or FSx).
+EFS_STORAGE_CLASS = "efs-models"
+CACHE_CLAIM = "model-cache"
+# The bucket reader every model pod runs as (Pod Identity, read-only; components/storage/bucket.py).
+READER_SERVICE_ACCOUNT = "model-reader"
+
+# Models without a namespace of their own (all-in-one stacks); a team's models run in the team's.
+DEFAULT_NAMESPACE = "inference"
+
+# Serving-platform controllers, their namespaces, and the engines whose pods each manages.
+CONTROLLER_NAMESPACES = {
+    "dynamo": "dynamo-system",
+    "aibrix": "aibrix-system",
+    "kuberay": "kuberay-system",
+    "nim-operator": "nim-operator",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedPool:
+    """A node pool with its allowed instance types resolved from the hardware catalog."""
+
+    config: NodePoolSection
+    instance_types: tuple[InstanceType, ...]
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def accelerator(self) -> str:
+        return self.config.accelerator
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayParent:
+    """The Gateway listener model routes attach to."""
+
+    namespace: str
+    name: str
+    listener: str
+    hostname: str | None
+    # True: this stack creates that Gateway; False: AIBrix's chart or the platform stack does.
+    own: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformView:
+    """The platform a stack's models run on: its own (platform, all-in-one) or the platform stack's
+    (workloads), exactly as exported."""
+
+    exports_version: int
+    cluster_name: str
+    kubernetes_version: str
+    environment: str
+    region: str
+    pools: tuple[ResolvedPool, ...]
+    addons: AddonsSection
+    storage: StorageSection
+    storage_classes: dict[str, str]
+    gateway: GatewaySection
+    gateway_parent: GatewayParent | None
+    neuron_scheduler: str | None
+    # prometheus-adapter serves engine gauges to HPAs; None: an older platform that did not say.
+    custom_metrics: bool | None
+
+    def pool(self, name: str) -> ResolvedPool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    @property
+    def accelerators(self) -> frozenset[str]:
+        return frozenset(p.accelerator for p in self.pools)
+
+
+# The label every pod (and the Service) of a model carries, so the gateway's network policies, the
+# scrapers and the model's own peers can select exactly that model's pods.
+MODEL_LABEL = "inference-platform.io/model"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """A server the front door routes to and the scrapers read: a model's, or the LiteLLM proxy's."""
+
+    name: str  # the name clients ask for (models[].name), and the route's path prefix
+    served_model_name: str  # what the server reports in /v1/models
+    engine: str
+    namespace: str
+    service: str
+    port: int
+    metrics_path: str | None
+    metrics_port: int | None
+    route_paths: tuple[str, ...]
+    # Paths that manage the server; never routed.
+    management_paths: tuple[str, ...]
+    expose: bool
+
+    @property
+    def selector(self) -> dict[str, str]:
+        """Labels selecting this server's pods: every engine puts them on every pod it creates."""
+        return {MODEL_LABEL: self.name}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedModel(Endpoint):
+    """One `models[]` entry with everything derived from it: where it runs, its image, and the
+    workload its engine builds for it (`workload`, the object a scaler targets)."""
+
+    config: ModelSection
+    pool: ResolvedPool
+    image: Image
+    # (apiVersion, kind, name) of the workload the engine builds; what a scaler targets.
+    workload: tuple[str, str, str]
+    # The pods' service account: read-only bucket access through Pod Identity.
+    service_account: str | None
+    # Who sets the replica count: none (the stack), hpa, aibrix.
+    scaler: str
+    # AIBrix's gateway plugin and adapter controller find the model's pods by their labels.
+    aibrix: bool
+
+    @property
+    def scale_target(self) -> tuple[str, str, str]:
+        return self.workload
+
+
+@dataclass(frozen=True, kw_only=True)
+class Team:
+    """A workloads stack's owner: its namespace and its share of the platform."""
+
+    name: str
+    quota: Quota
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedStack:
+    """Everything one stack file asks for, resolved."""
+
+    environment: str
+    region: str
+    platform: PlatformView
+    models: tuple[ResolvedModel, ...]
+    # The cluster this stack creates; None when it runs on a platform stack's cluster.
+    cluster: ClusterSection | None
+    # A workloads stack's team; None for platform and all-in-one stacks.
+    team: Team | None
+    # The platform stack a workloads stack runs on (org/project/stack).
+    platform_stack: str | None = None
+    # Model namespace -> serving-platform controller namespaces that must reach its pods, by engine.
+    controller_namespaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The listener this stack's model routes attach to: the platform's exported parent, AIBrix's, or
+    # the front door's own (`own` only when this stack creates it).
+    route_parent: GatewayParent
+    # Engines a dashboard is provisioned for (a platform stack: every engine its pools can run).
+    dashboard_engines: frozenset[str] = frozenset()
+
+    @property
+    def prod(self) -> bool:
+        return self.environment == "prod"
+
+    @property
+    def owns_platform(self) -> bool:
+        """True when this stack creates the cluster and its add-ons (platform, all-in-one)."""
+        return self.cluster is not None
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """The model namespaces this stack creates (a team's always, even with no models yet)."""
+        names = {m.namespace for m in self.models}
+        if self.team is not None:
+            names.add(self.team.name)
+        return tuple(sorted(names))
