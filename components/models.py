@@ -37,18 +37,23 @@ class ModelsArgs:
     installers: dict[str, pulumi.Resource] = field(default_factory=dict)
 
 
-def workload_spec(args: ModelsArgs, model: ResolvedModel) -> WorkloadSpec:
+def workload_spec(
+    model: ResolvedModel,
+    storage: StorageSection,
+    cache: CacheContext | None = None,
+    neuron_scheduler: str | None = None,
+) -> WorkloadSpec:
     """Everything the engine module needs for one model."""
     # Without a storage component in this stack, the shared cache claim has the name the storage
     # component gives it in every model namespace.
-    shared = args.storage.model_cache in ("efs", "fsx")
-    ctx = args.cache or CacheContext(storage=args.storage, claim_name=CACHE_CLAIM if shared else None)
+    shared = storage.model_cache in ("efs", "fsx")
+    ctx = cache or CacheContext(storage=storage, claim_name=CACHE_CLAIM if shared else None)
     pool = model.pool.config
     return WorkloadSpec(
         served=model,
         facts=ENGINES[model.engine].FACTS,
-        storage=args.storage,
-        placement=placement(pool, args.neuron_scheduler),
+        storage=storage,
+        placement=placement(pool, neuron_scheduler),
         cache=cache_mount(ctx, model.config, pool),
         labels=labels(model.service, model.name, **{"inference-platform.io/engine": model.engine}),
     )
@@ -60,8 +65,8 @@ class Models(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Models", name, None, opts)
         for model in args.models:
-            spec = workload_spec(args, model)
-            objs = ENGINES[model.engine].manifests(spec)
+            spec = workload_spec(model, args.storage, args.cache, args.neuron_scheduler)
+            objs = model_objects(spec)
             deps: list[pulumi.Resource] = []
             if ns := args.namespaces.get(model.namespace):
                 deps.append(ns)
@@ -83,6 +88,11 @@ class Models(pulumi.ComponentResource):
                     name=f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",
                 )
         self.register_outputs({})
+
+
+def model_objects(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    """The engine module's objects for one model."""
+    return list(ENGINES[spec.served.engine].manifests(spec))
 
 
 def _is_core(obj: dict[str, Any]) -> bool:

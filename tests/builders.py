@@ -1,0 +1,43 @@
+"""Builder-level test helpers: resolve a stack from sections (milliseconds) and call the pure
+builders directly, instead of rendering the whole program under the mocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.models import model_objects, workload_spec
+from components.storage.cache import CacheContext
+from stacks.exports import platform_for
+from stacks.load import parse_sections
+from stacks.resolve import resolve
+from stacks.resolved import ResolvedModel, ResolvedStack
+
+
+def resolved_stack(
+    sections: dict[str, Any], region: str = "us-west-2", exports: dict[str, Any] | None = None
+) -> ResolvedStack:
+    """Validate like `pulumi up` would, then resolve (a workloads stack against its platform's
+    exports: given, or read from the platform's stack file in this repository)."""
+    config = parse_sections(sections, region)
+    if config.stack.role == "workloads" and exports is None:
+        source = platform_for(config.stack.platform_stack or "")
+        assert source is not None, "the platform stack file must be in this repository"
+        exports = source.exports
+    return resolve(config, exports)
+
+
+def resolved_model(stack: ResolvedStack, name: str) -> ResolvedModel:
+    found = [m for m in stack.models if m.name == name]
+    assert found, f"no model {name}; have {[m.name for m in stack.models]}"
+    return found[0]
+
+
+def engine_objects(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> list[dict[str, Any]]:
+    """The objects the model's engine module builds, as the Models component would apply them."""
+    model = resolved_model(stack, name)
+    spec = workload_spec(model, stack.platform.storage, cache, stack.platform.neuron_scheduler)
+    return model_objects(spec)
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
