@@ -14,6 +14,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.versions import Chart
+
 # (apiVersion, kind) -> typed resource class.
 TYPED: dict[tuple[str, str], Any] = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
@@ -68,3 +70,50 @@ def apply(obj: dict[str, Any], opts: pulumi.ResourceOptions, name: str | None = 
         )
     fields = {_snake(k): v for k, v in obj.items() if k not in ("apiVersion", "kind")}
     return cls(resource_name, opts=opts, **fields)
+
+
+# Where scripts/vendor-charts.sh puts charts published only in git (a catalog entry without a
+# repository): `<release>-<version>/<chart>` (AIBrix: dist/chart at tag v<version>).
+VENDOR_DIR = "charts/vendor"
+
+
+def chart_source(release_name: str, pinned: Chart) -> tuple[str, str | None]:
+    """(chart reference, https repository or None) for a pinned chart: an `oci://` registry path, an
+    https chart repository, or a vendored chart directory."""
+    if pinned.repo.startswith("oci://"):
+        return f"{pinned.repo}/{pinned.chart}", None
+    if pinned.repo:
+        return pinned.chart, pinned.repo
+    return f"{VENDOR_DIR}/{release_name}-{pinned.version}/{pinned.chart}", None
+
+
+def release(
+    resource_name: str,
+    pinned: Chart,
+    *,
+    release_name: str,
+    namespace: str,
+    opts: pulumi.ResourceOptions,
+    values: dict[str, Any] | None = None,
+    create_namespace: bool = False,
+    skip_crds: bool = False,
+) -> k8s.helm.v3.Release:
+    """Install a pinned chart of the catalog (stacks/versions.py) as a Helm release: the one way every
+    release of the platform is created, so chart sources, versions and options are handled once."""
+    ref, repo = chart_source(release_name, pinned)
+    extra: dict[str, Any] = {}
+    if create_namespace:
+        extra["create_namespace"] = True
+    if skip_crds:
+        extra["skip_crds"] = True
+    return k8s.helm.v3.Release(
+        resource_name,
+        name=release_name,
+        chart=ref,
+        version=pinned.version,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
+        namespace=namespace,
+        values=values,
+        opts=opts,
+        **extra,
+    )

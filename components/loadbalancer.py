@@ -32,6 +32,7 @@ from stacks.config.gateway import GatewaySection
 from stacks.versions import Chart
 
 from . import podidentity
+from .k8s import release
 from .naming import SYSTEM_NODE_LABEL, TOKEN, physical
 
 NAMESPACE = "kube-system"
@@ -304,12 +305,10 @@ class LoadBalancerController(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = release(
             f"{name}-release",
-            name="aws-load-balancer-controller",
-            chart=args.chart.chart,
-            version=args.chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repo),
+            args.chart,
+            release_name="aws-load-balancer-controller",
             namespace=NAMESPACE,
             values=controller_values(cluster=args.cluster, region=args.region, vpc_id=args.vpc_id, tags=args.tags),
             opts=pulumi.ResourceOptions(

@@ -17,11 +17,11 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
 from stacks.resolved import ResolvedPool
-from stacks.versions import Chart, chart
+from stacks.versions import chart
 
-from ..k8s import apply
+from ..k8s import apply, release
 from ..naming import TOKEN
-from .karpenter import Karpenter, KarpenterArgs, chart_ref
+from .karpenter import Karpenter, KarpenterArgs
 from .nodepools import ec2_node_class, node_pool
 from .plugins import (
     needs_neuron_chart,
@@ -42,20 +42,6 @@ class CapacityArgs:
     cluster: pulumi.Input[str]  # the Cluster component's name output (carries the dependency)
     provider: k8s.Provider
     tags: dict[str, str]
-
-
-def _release(name: str, release: str, spec: Chart, namespace: str, values: dict, opts: pulumi.ResourceOptions):
-    oci = spec.repo.startswith("oci://")
-    return k8s.helm.v3.Release(
-        name,
-        name=release,
-        chart=chart_ref(spec) if oci else spec.chart,
-        version=spec.version,
-        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=spec.repo),
-        namespace=namespace,
-        values=values,
-        opts=opts,
-    )
 
 
 class Capacity(pulumi.ComponentResource):
@@ -101,22 +87,22 @@ class Capacity(pulumi.ComponentResource):
             )
 
         if needs_nvidia_plugin(addons, args.pools):
-            self.installers["nvidia-device-plugin"] = _release(
+            self.installers["nvidia-device-plugin"] = release(
                 f"{name}-nvidia-device-plugin",
-                "nvidia-device-plugin",
                 chart("nvidia-device-plugin", addons.nvidia_device_plugin.version),
-                "kube-system",
-                nvidia_values(),
-                k8s_opts,
+                release_name="nvidia-device-plugin",
+                namespace="kube-system",
+                values=nvidia_values(),
+                opts=k8s_opts,
             )
         if needs_neuron_chart(addons, args.pools):
-            self.installers["neuron"] = _release(
+            self.installers["neuron"] = release(
                 f"{name}-neuron",
-                "neuron",
                 chart("neuron", addons.neuron.version),
-                "kube-system",
-                neuron_values(addons.neuron),
-                k8s_opts,
+                release_name="neuron",
+                namespace="kube-system",
+                values=neuron_values(addons.neuron),
+                opts=k8s_opts,
             )
         self.register_outputs(
             {

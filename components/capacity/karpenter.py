@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 from stacks.versions import Chart
 
 from .. import iam, podidentity
+from ..k8s import release
 from ..naming import TOKEN, iam_role_name, physical
 from . import policies
 from .plugins import KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT, karpenter_values
@@ -50,10 +51,6 @@ def rule_name(cluster: str, event: str) -> str:
 
 def _dump(key: str, documents: dict[str, dict[str, Any]]) -> str:
     return json.dumps(documents[key])
-
-
-def chart_ref(chart: Chart) -> str:
-    return f"{chart.repo}/{chart.chart}"
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -154,19 +151,17 @@ class Karpenter(pulumi.ComponentResource):
 
         # CRDs from their own chart at the controller's version: Helm never upgrades a chart's crds/
         # directory, so CRDs installed with the controller chart would stay at the first version.
-        crds = k8s.helm.v3.Release(
+        crds = release(
             f"{name}-crd",
-            name="karpenter-crd",
-            chart=chart_ref(args.crd_chart),
-            version=args.chart.version,
+            args.crd_chart.with_version(args.chart.version),
+            release_name="karpenter-crd",
             namespace=KARPENTER_NAMESPACE,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = release(
             f"{name}-release",
-            name="karpenter",
-            chart=chart_ref(args.chart),
-            version=args.chart.version,
+            args.chart,
+            release_name="karpenter",
             namespace=KARPENTER_NAMESPACE,
             skip_crds=True,
             values=karpenter_values(cluster=cluster, queue=queue.name),

@@ -19,7 +19,7 @@ from stacks.config.gateway import GatewaySection
 from stacks.resolved import GATEWAY_NAMESPACE, Endpoint, GatewayParent
 from stacks.versions import Chart
 
-from ..k8s import apply
+from ..k8s import apply, release
 from ..naming import MANAGED_BY, TOKEN
 from ..serving import litellm
 from . import isolation
@@ -46,12 +46,10 @@ class GatewayController(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GatewayControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:GatewayController", name, None, opts)
-        pinned = args.chart
-        self.release = k8s.helm.v3.Release(
+        self.release = release(
             f"{name}-envoy-gateway",
-            name="envoy-gateway",
-            chart=f"{pinned.repo}/{pinned.chart}",
-            version=pinned.version,
+            args.chart,
+            release_name="envoy-gateway",
             namespace=EG_NAMESPACE,
             create_namespace=True,
             values=envoy_gateway_values(prod=args.prod, aibrix=args.aibrix),

@@ -24,6 +24,7 @@ from stacks.versions import chart
 
 from ..engines import ENGINES
 from ..k8s import apply
+from ..k8s import release as release_chart
 from ..naming import MANAGED_BY, TOKEN
 from .dashboards import dashboards
 from .manifests import (
@@ -83,13 +84,10 @@ class Monitoring(pulumi.ComponentResource):
             key: str, version: str | None, values: dict, depends_on: list[pulumi.Resource]
         ) -> k8s.helm.v3.Release:
             """A pinned chart of the catalog (`key` is also the release name) in the monitoring namespace."""
-            pinned = chart(key, version)
-            return k8s.helm.v3.Release(
+            return release_chart(
                 f"{name}-{key}",
-                name=key,
-                chart=pinned.chart,
-                version=pinned.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pinned.repo),
+                chart(key, version),
+                release_name=key,
                 namespace=MONITORING_NAMESPACE,
                 values=values,
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends_on),

@@ -27,25 +27,11 @@ from stacks.config.gateway import GatewaySection
 from stacks.resolved import CONTROLLER_NAMESPACES, Endpoint, ResolvedModel
 from stacks.versions import chart
 
-from ..k8s import apply
+from ..k8s import apply, release
 from ..naming import TOKEN
 from ..naming import labels as k8s_labels
 from . import aibrix, litellm
 from .values import aibrix_values, dynamo_values, kuberay_values, nim_operator_values
-
-# Where scripts/vendor-charts.sh puts the AIBrix chart (dist/chart at tag v<version>).
-VENDOR_DIR = "charts/vendor"
-
-
-def chart_source(key: str, version: str | None) -> tuple[str, str | None, str]:
-    """(chart reference, https repository or None, version) for a catalog chart; a catalog entry
-    without a repository is a vendored chart directory named after the chart."""
-    pinned = chart(key, version)
-    if pinned.repo.startswith("oci://"):
-        return f"{pinned.repo}/{pinned.chart}", None, pinned.version
-    if pinned.repo:
-        return pinned.chart, pinned.repo, pinned.version
-    return f"{VENDOR_DIR}/{key}-{pinned.version}/{pinned.chart}", None, pinned.version
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,16 +69,13 @@ class ServingPlatforms(pulumi.ComponentResource):
         for key, (addon, build) in values.items():
             if not addon.enabled:
                 continue
-            ref, repo, version = chart_source(key, addon.version)
             depends = [args.envoy_gateway] if key == "aibrix" and args.envoy_gateway is not None else []
-            self.installers[key] = k8s.helm.v3.Release(
+            self.installers[key] = release(
                 f"{name}-{key}",
-                name=key,
-                chart=ref,
-                version=version,
+                chart(key, addon.version),
+                release_name=key,
                 namespace=CONTROLLER_NAMESPACES[key],
                 create_namespace=True,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
                 values=build(),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
             )
