@@ -106,10 +106,6 @@ def families() -> set[str]:
     return {t.family for t in catalog().values()}
 
 
-def lookup(name: str) -> InstanceType | None:
-    return catalog().get(name)
-
-
 def expand(instance_types: list[str], instance_families: list[str]) -> list[InstanceType]:
     """The catalog entries a pool allows, in catalog order (smallest first within a family)."""
     wanted_types, wanted_families = set(instance_types), set(instance_families)

@@ -136,11 +136,6 @@ def custom_metric(name: str) -> str:
     return name.replace(":", "_")
 
 
-def all_metric_names() -> set[str]:
-    names = {m.name for table in ENGINE_METRICS.values() for m in table.values()}
-    return names | {m.name for table in NODE_METRICS.values() for m in table.values()}
-
-
 def seconds_in(unit: str) -> float:
     """How many of `unit` make one second: thresholds in seconds are converted explicitly."""
     return {"s": 1.0, "ms": 1000.0}[unit]

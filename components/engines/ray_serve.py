@@ -51,8 +51,6 @@ FACTS = EngineFacts(
 API_VERSION = "ray.io/v1"
 SERVE_PORT = 8000
 RAY_VERSION = "2.58.0"
-# KubeRay limits a RayService name so that `<name>-serve-svc` fits 63 characters.
-MAX_NAME = 53
 
 
 def ray_block(model: ModelSection) -> RayServe:

@@ -14,7 +14,7 @@ from typing import Any
 from stacks.capacity import EXPORTER_REQUESTS
 from stacks.config import ModelSection
 from stacks.config.addons import LiteLLM, Monitoring
-from stacks.metrics import ENGINE_METRICS, Metric, custom_metric, metric, scaling_metrics, seconds_in
+from stacks.metrics import Metric, custom_metric, metric, scaling_metrics, seconds_in
 from stacks.resolved import MODEL_LABEL, Endpoint
 from stacks.versions import image
 
@@ -339,7 +339,3 @@ def prometheus_rule(model: ModelSection, served: Endpoint) -> dict[str, Any] | N
         "metadata": _meta(f"{served.name}-slo", served.namespace, **{MODEL_LABEL: served.name}),
         "spec": {"groups": [{"name": f"{served.name}.slo", "rules": rules}]},
     }
-
-
-def exported_signals(engine: str) -> set[str]:
-    return set(ENGINE_METRICS.get(engine, {}))

@@ -136,6 +136,8 @@ class FsxCache(pulumi.ComponentResource):
             volume = apply(
                 fsx_volume(
                     ns,
+                    # NodePublishVolume mounts `<dnsname>@tcp:/<mountname>` from the volume attributes
+                    # and uses the handle only as an id (aws-fsx-csi-driver pkg/driver/node.go).
                     pulumi.Output.format("{0}::{1}", fs.id, ns),
                     fs.dns_name,
                     fs.mount_name,

@@ -81,12 +81,6 @@ def fsx_volume_name(namespace: str) -> str:
     return f"fsx-model-cache-{namespace}"
 
 
-def fsx_volume_handle(file_system_id: str, namespace: str) -> str:
-    """NodePublishVolume mounts `<dnsname>@tcp:/<mountname>` from the volume attributes and uses the
-    handle only as an id (aws-fsx-csi-driver pkg/driver/node.go), so it only has to be unique."""
-    return f"{file_system_id}::{namespace}"
-
-
 def fsx_volume(namespace: str, volume_handle: Any, dns_name: Any, mount_name: Any, size_gib: int) -> dict[str, Any]:
     """A static PersistentVolume for the existing Lustre file system, reserved for one namespace's
     claim (a volume binds to exactly one claim, so each namespace gets its own view)."""

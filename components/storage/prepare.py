@@ -24,7 +24,6 @@ from typing import Any
 
 from stacks.versions import image
 
-MARKER = ".prepared"
 TOKEN_DIR = "/var/run/secrets/huggingface"
 TOKEN_KEY = "token"  # the key the named Secret must hold
 TOKEN_VOLUME = "hf-token"

@@ -6,7 +6,7 @@ Each add-on is `enabled` plus an optional `version` that overrides the pinned de
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Self
+from typing import Annotated, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -115,18 +115,3 @@ class AddonsSection(Strict):
     # Provisions the NLB for the gateway's (or AIBrix's) LoadBalancer Service. Turn it off only where
     # the cluster already runs one (installed by other means, or EKS Auto Mode's own).
     aws_load_balancer_controller: Addon = Field(default_factory=lambda: Addon(enabled=True))
-
-
-AddonName = Literal[
-    "nvidiaDevicePlugin",
-    "neuron",
-    "karpenter",
-    "dynamo",
-    "aibrix",
-    "kuberay",
-    "nimOperator",
-    "litellm",
-    "monitoring",
-    "envoyGateway",
-    "awsLoadBalancerController",
-]

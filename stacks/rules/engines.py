@@ -19,7 +19,6 @@ from collections.abc import Iterable
 
 from components.engines import ENGINES
 
-from ..capacity import Requests
 from ..checks import rule, warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
@@ -197,8 +196,3 @@ def autoscalers_read_a_gauge_the_engine_exports(config: StackConfig) -> Iterable
                 f"per-pod value); use one of {', '.join(gauges)}, or leave metric unset for its queue "
                 f"depth, {scaling_metric(model.engine, None)}",
             )
-
-
-def requests_of(config: StackConfig, model: ModelSection) -> Requests | None:
-    pool = config.pool(model.pool)
-    return None if pool is None else replica_requests(model, pool, config.storage)
