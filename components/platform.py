@@ -16,13 +16,13 @@ from stacks.resolve import export_platform
 from stacks.resolved import ResolvedStack
 from stacks.versions import chart
 
-from . import k8s as manifests
+from . import k8s as k8s_objects
 from .capacity import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .gateway import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
-from .gateway.manifests import load_balancer_annotations
+from .gateway.routing import load_balancer_annotations
 from .loadbalancer import LoadBalancerController, LoadBalancerControllerArgs, needs_load_balancer_controller
-from .models import Models, ModelsArgs
+from .model_servers import Models, ModelsArgs
 from .monitoring import MONITORING_NAMESPACE, Monitoring, MonitoringArgs
 from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
@@ -389,7 +389,7 @@ class Platform(pulumi.ComponentResource):
         self._namespaces(name, wiring)
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[wiring.namespaces[team.name]])
         for obj in guardrails(team.name, team.name, team.quota, stack.environment):
-            manifests.apply(obj, child)
+            k8s_objects.apply(obj, child)
         team_storage = TeamStorage(
             f"{name}-team-storage",
             TeamStorageArgs(

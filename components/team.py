@@ -28,7 +28,7 @@ from stacks.config.storage import StorageSection
 from .k8s import apply
 from .naming import TOKEN, labels
 from .storage.cache import CacheContext
-from .storage.manifests import CACHE_CLAIM, READER_SERVICE_ACCOUNT, cache_claim, service_account
+from .storage.claims import CACHE_CLAIM, READER_SERVICE_ACCOUNT, cache_claim, service_account
 
 ENV_LABEL = "inference-platform.io/environment"  # read by the policy pack (image digests in prod)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .capacity import RESOURCES, Requests, Shortfall
 from .config.base import SHA256_DIGEST
+from .fit import RESOURCES, Requests, Shortfall
 
 # ResourceQuota `hard` keys a team quota sets (components/team.py) -> the pod resource they bound.
 QUOTA_RESOURCES = {

@@ -1,13 +1,14 @@
 """`python -m stacks plan <stack>`: what each pool can launch and where each model fits.
 
 For each pool, the instance types it allows with what a pod can request on a fresh node of each
-(Karpenter's allocatable less the platform's DaemonSets, stacks/capacity.py); for each model, one
+(Karpenter's allocatable less the platform's DaemonSets, stacks/fit.py); for each model, one
 replica's requests and the types it fits on. Pure text from a validated StackConfig.
 """
 
 from __future__ import annotations
 
-from .capacity import (
+from .config import StackConfig
+from .fit import (
     allocatable,
     daemonset_overhead,
     daemonsets_on,
@@ -15,7 +16,6 @@ from .capacity import (
     pool_limits,
     pool_types,
 )
-from .config import StackConfig
 from .sizing import replica_requests
 
 COLUMNS = ("type", "cpu", "memory", "ephemeral", "gpu", "neuron", "neuroncore", "pods")

@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .capacity import GIB, Requests, daemonset_overhead, pool_types
 from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
+from .fit import GIB, Requests, daemonset_overhead, pool_types
 from .hardware import InstanceType
 
 BYTES_PER_PARAMETER = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}

@@ -2,7 +2,7 @@
 
 Creates the node IAM role (worker, CNI, ECR pull, SSM) with an EKS access entry of type EC2_LINUX so
 nodes can join; the controller role, reached through EKS Pod Identity, with the cluster-scoped
-policies of components/capacity/policies.py; the SQS interruption queue (SSE, 5-minute retention,
+policies of components/capacity/karpenter_iam.py; the SQS interruption queue (SSE, 5-minute retention,
 TLS-only policy) and the EventBridge rules that feed it; the karpenter-crd chart (NodePool, EC2NodeClass, NodeClaim
 CRDs, upgraded with each version) and the Karpenter chart on the system nodes in kube-system. Every
 Karpenter custom resource depends on `release`, which itself waits for the CRDs.
@@ -24,7 +24,7 @@ from stacks.versions import Chart
 from .. import iam, podidentity
 from ..k8s import release
 from ..naming import TOKEN, iam_role_name, physical
-from . import policies
+from . import karpenter_iam
 from .plugins import KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT, karpenter_values
 
 
@@ -72,7 +72,7 @@ class Karpenter(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        for i, arn in enumerate(policies.NODE_POLICIES):
+        for i, arn in enumerate(karpenter_iam.NODE_POLICIES):
             aws.iam.RolePolicyAttachment(f"{name}-node-{i}", role=node_role.name, policy_arn=arn, opts=child)
         access = aws.eks.AccessEntry(
             f"{name}-node",
@@ -94,10 +94,10 @@ class Karpenter(pulumi.ComponentResource):
         aws.sqs.QueuePolicy(
             f"{name}-interruption",
             queue_url=queue.url,
-            policy=queue.arn.apply(lambda arn: json.dumps(policies.queue_policy(arn))),
+            policy=queue.arn.apply(lambda arn: json.dumps(karpenter_iam.queue_policy(arn))),
             opts=child,
         )
-        for event, pattern in policies.INTERRUPTION_EVENTS.items():
+        for event, pattern in karpenter_iam.INTERRUPTION_EVENTS.items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{event}",
                 name=rule_name(cluster, event),
@@ -119,8 +119,8 @@ class Karpenter(pulumi.ComponentResource):
         identity = aws.get_caller_identity_output()
         partition = aws.get_partition_output()
         documents = pulumi.Output.all(identity.account_id, partition.partition, node_role.arn, queue.arn).apply(
-            lambda v: policies.controller_policies(
-                policies.Scope(cluster=cluster, region=args.region, account=v[0], partition=v[1]),
+            lambda v: karpenter_iam.controller_policies(
+                karpenter_iam.Scope(cluster=cluster, region=args.region, account=v[0], partition=v[1]),
                 node_role_arn=v[2],
                 queue_arn=v[3],
             )

@@ -9,7 +9,7 @@ What each object carries and why:
   instance store when `localNvme: raid0`.
 - NodePool: requirements from the pool's instance types or families, capacity types and
   architecture; the accelerator taint and labels from components/scheduling.py (one source for the
-  taint and its toleration); limits from stacks/capacity.py; disruption with consolidateAfter and,
+  taint and its toleration); limits from stacks/fit.py; disruption with consolidateAfter and,
   by default on accelerator pools, a business-hours budget that keeps serving nodes in place.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import pulumi
 
-from stacks.capacity import pool_limits
 from stacks.config.pools import DisruptionBudget, NodePoolSection
+from stacks.fit import pool_limits
 
 from ..scheduling import pool_labels, pool_taints
 

@@ -5,7 +5,7 @@ revision, from the model bucket or the Hub: components/storage/prepare.py), neve
 itself: given a repo id, vLLM would download it again into its own cache layout beside the prepared
 copy. Tensor parallel size = `acceleratorsPerReplica`, `maxModelLen`, and
 `--trust-remote-code` only when the model entry opts in (it runs code from the model repository).
-Health at /health, Prometheus metrics at /metrics on the serving port (stacks/engines.py). With
+Health at /health, Prometheus metrics at /metrics on the serving port (each engine module's FACTS). With
 AIBrix on, a model with `adapters` also gets AIBrix's LoRA runtime (`--enable-lora` and runtime
 adapter loading), so the adapter controller can load its ModelAdapters into the server.
 """

@@ -7,7 +7,7 @@ stacks/sizing.py (the same figures the fit rule checks, the node-local cache inc
 tolerations, node selector and scheduler, a zone spread, memory-backed /dev/shm when a replica spans
 several accelerators, a startup probe sized for model loading (the engine's allowance or the
 cache's budget for the model's size, whichever is larger), readiness and liveness on the engine's
-real health paths (stacks/engines.py), a restricted security context with writable caches on
+real health paths (each engine module's FACTS), a restricted security context with writable caches on
 volumes, the model cache from the storage concern (volume, preparation init containers and the
 `model-reader` service account that reads the bucket), the model's selector label
 (`Endpoint.selector`) on every pod and object, AIBrix's pod labels when AIBrix is on, and
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from stacks.capacity import Requests
 from stacks.config import ModelSection
+from stacks.fit import Requests
 from stacks.metrics import custom_metric, scaling_metric
 from stacks.sizing import container_resources, replica_requests
 

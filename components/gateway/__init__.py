@@ -5,7 +5,7 @@ Two components, because other concerns sit between them: `GatewayController` ins
 (its chart carries the Gateway API and Envoy Gateway CRDs, which AIBrix's gateway also needs), and
 `FrontDoor` creates the objects that attach to it once the models exist (and, with `addons.litellm`,
 the LiteLLM proxy's route and SecurityPolicy under `/litellm/v1/...`). Manifests come from the pure
-builders in `manifests.py` and `isolation.py`.
+builders in `routing.py` and `isolation.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..k8s import apply, release
 from ..naming import MANAGED_BY, TOKEN
 from ..serving import litellm
 from . import isolation
-from .manifests import EG_NAMESPACE, envoy_gateway_values, gateway_objects, model_routing
+from .routing import EG_NAMESPACE, envoy_gateway_values, gateway_objects, model_routing
 
 __all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
 

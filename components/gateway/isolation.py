@@ -33,7 +33,7 @@ from typing import Any
 from stacks.resolved import Endpoint
 
 from ..naming import MANAGED_BY
-from .manifests import EG_NAMESPACE, PROXY_POD_LABELS
+from .routing import EG_NAMESPACE, PROXY_POD_LABELS
 
 NS_LABEL = "kubernetes.io/metadata.name"
 # The EKS Pod Identity agent's credential endpoint (IPv4 clusters): AWS_CONTAINER_CREDENTIALS_FULL_URI.

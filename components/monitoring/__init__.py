@@ -7,7 +7,7 @@ prometheus-adapter serves the engines' gauges to HorizontalPodAutoscalers (custo
 With `addons.monitoring.existingPrometheus: true` nothing is installed but the PodMonitors,
 PrometheusRules and dashboard ConfigMaps (the Prometheus Operator CRDs must then already exist), and
 prometheus-adapter when `prometheusUrl` says where that Prometheus answers.
-Builders live in `manifests.py` and `dashboards.py`.
+Builders live in `collection.py` and `dashboards.py`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from ..engines import ENGINES
 from ..k8s import apply
 from ..k8s import release as release_chart
 from ..naming import MANAGED_BY, TOKEN
-from .dashboards import dashboards
-from .manifests import (
+from .collection import (
     MONITORING_NAMESPACE,
     adapter_prometheus,
     dcgm_exporter_values,
@@ -38,6 +37,7 @@ from .manifests import (
     prometheus_rule,
     prometheus_stack_values,
 )
+from .dashboards import dashboards
 
 __all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
 

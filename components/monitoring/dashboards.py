@@ -14,7 +14,7 @@ from typing import Any
 from stacks.metrics import ENGINE_METRICS, GRAFANA_UNITS, NODE_METRICS, Metric
 
 from ..naming import MANAGED_BY
-from .manifests import DASHBOARD_LABEL, MODEL_TARGET_LABEL, MONITORING_NAMESPACE
+from .collection import DASHBOARD_LABEL, MODEL_TARGET_LABEL, MONITORING_NAMESPACE
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 BY_MODEL = f"namespace, {MODEL_TARGET_LABEL}"

@@ -43,7 +43,7 @@ class ServingPlatformsArgs:
     provider: k8s.Provider
     # The Envoy Gateway controller release, when the front door installs it (AIBrix needs it).
     envoy_gateway: pulumi.Resource | None = None
-    # The front door's load-balancer annotations (components/gateway/manifests.py
+    # The front door's load-balancer annotations (components/gateway/routing.py
     # load_balancer_annotations): AIBrix's chart owns its Envoy Service and must carry them.
     gateway_service_annotations: dict[str, str] = field(default_factory=dict)
 

@@ -22,8 +22,8 @@ from stacks.config.storage import ModelBucket as ModelBucketConfig
 from .. import podidentity
 from ..k8s import apply
 from ..naming import TOKEN, physical
-from .manifests import READER_SERVICE_ACCOUNT, service_account
-from .policies import read_only_policy, tls_only_policy
+from .claims import READER_SERVICE_ACCOUNT, service_account
+from .storage_iam import read_only_policy, tls_only_policy
 
 
 @dataclass(frozen=True, kw_only=True)

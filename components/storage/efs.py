@@ -18,8 +18,8 @@ from stacks.config.storage import Efs
 from ..k8s import apply
 from ..naming import TOKEN
 from .addon import csi_addon
-from .manifests import CACHE_CLAIM, EFS_STORAGE_CLASS, cache_claim, efs_storage_class
-from .policies import EFS_CSI_POLICY
+from .claims import CACHE_CLAIM, EFS_STORAGE_CLASS, cache_claim, efs_storage_class
+from .storage_iam import EFS_CSI_POLICY
 
 NFS_PORT = 2049
 

@@ -21,8 +21,8 @@ from stacks.config.storage import Fsx
 from ..k8s import apply
 from ..naming import TOKEN
 from .addon import csi_addon
-from .manifests import CACHE_CLAIM, cache_claim, fsx_volume, fsx_volume_name
-from .policies import FSX_CSI_POLICY
+from .claims import CACHE_CLAIM, cache_claim, fsx_volume, fsx_volume_name
+from .storage_iam import FSX_CSI_POLICY
 
 # FSx for Lustre User Guide, "File system access control with Amazon VPC".
 LUSTRE_PORTS = ((988, 988), (1018, 1023))

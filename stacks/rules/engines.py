@@ -57,7 +57,7 @@ def no_accelerators_on_cpu_pools(config: StackConfig) -> Iterable[Problem]:
 @rule
 def pool_limits_allow_one_replica(config: StackConfig) -> Iterable[Problem]:
     for i, model, pool in _placed(config):
-        # The accelerator limit is checked with the fit (stacks/rules/capacity.py).
+        # The accelerator limit is checked with the fit (stacks/rules/provisioning.py).
         requests = replica_requests(model, pool, config.storage)
         if pool.limits.cpu is not None and requests.cpu_m > _cpu_m(pool.limits.cpu):
             yield Problem(

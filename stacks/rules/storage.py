@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from ..capacity import ephemeral_mib, pool_types
 from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from ..fit import ephemeral_mib, pool_types
 from ..hardware import catalog
 from ..sizing import BYTES_PER_PARAMETER
 

@@ -4,7 +4,7 @@ The platform's pools and storage come from its exports (stacks/exports.py): read
 StackReference under `pulumi up`, or computed from the platform's stack file when it is in this
 repository. A replica's requests are `stacks/sizing.py replica_requests` on the platform's pool and
 storage: the very figures the engine builders put into the container, so the fit and the quota are
-checked against what is deployed, default sizing included. Fit uses the same `stacks/capacity.py`
+checked against what is deployed, default sizing included. Fit uses the same `stacks/fit.py`
 functions as an all-in-one stack, and the quota comparison is `stacks/guards.py quota_shortfalls`,
 which the policy pack runs on the rendered ResourceQuota and pods at preview.
 """
@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..capacity import Requests, daemonset_overhead, explain_no_fit, fit
 from ..checks import rule, warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..errors import ConfigError, Problem, key_path
 from ..exports import EXPORTS_VERSION, PlatformSource, platform_for
+from ..fit import Requests, daemonset_overhead, explain_no_fit, fit
 from ..guards import QUOTA_RESOURCES, quota_shortfalls
 from ..resolve import read_addons, read_pools, read_storage
 from ..sizing import replica_requests

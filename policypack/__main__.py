@@ -1,4 +1,4 @@
-"""Assemble the policy pack; all logic lives in policies.validators (importable, unit-tested)."""
+"""Assemble the policy pack; all logic lives in policypack.validators (importable, unit-tested)."""
 
 import sys
 from pathlib import Path
@@ -8,6 +8,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pulumi_policy import EnforcementLevel, PolicyPack
 
-from policies.validators import POLICIES
+from policypack.validators import POLICIES
 
 PolicyPack(name="inference-platform", policies=POLICIES, enforcement_level=EnforcementLevel.MANDATORY)

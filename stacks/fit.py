@@ -168,7 +168,7 @@ def _exporter(accelerator: str) -> Callable[[NodePoolSection, StackConfig | None
 
 
 # What each accelerator exporter asks for on every accelerator node: the DCGM exporter's Helm values
-# and the neuron-monitor DaemonSet (components/monitoring/manifests.py) take these very figures.
+# and the neuron-monitor DaemonSet (components/monitoring/collection.py) take these very figures.
 EXPORTER_REQUESTS: dict[str, dict[str, str]] = {
     "nvidia": {"cpu": "100m", "memory": "128Mi"},
     "neuron": {"cpu": "256m", "memory": "128Mi"},  # AWS's neuron-monitor DaemonSet requests
@@ -236,13 +236,13 @@ NODE_DAEMONSETS: list[NodeDaemonSet] = [
     NodeDaemonSet(
         "dcgm-exporter",
         _requests(EXPORTER_REQUESTS["nvidia"]),
-        "components/monitoring/manifests.py dcgm_exporter_values: resources.requests = EXPORTER_REQUESTS",
+        "components/monitoring/collection.py dcgm_exporter_values: resources.requests = EXPORTER_REQUESTS",
         _exporter("nvidia"),
     ),
     NodeDaemonSet(
         "neuron-monitor",
         _requests(EXPORTER_REQUESTS["neuron"]),
-        "components/monitoring/manifests.py neuron_monitor DaemonSet: requests = EXPORTER_REQUESTS",
+        "components/monitoring/collection.py neuron_monitor DaemonSet: requests = EXPORTER_REQUESTS",
         _exporter("neuron"),
     ),
 ]

@@ -27,8 +27,8 @@ from pulumi_policy import (
 from pydantic import ValidationError
 
 from components.scheduling import ACCELERATOR_LABEL, POOL_LABEL, TAINT_KEYS
-from stacks.capacity import Requests, daemonset_overhead, explain_no_fit, fit
 from stacks.config.pools import NodePoolSection
+from stacks.fit import Requests, daemonset_overhead, explain_no_fit, fit
 from stacks.guards import (
     QUOTA_RESOURCES,
     accelerator_taint_problem,

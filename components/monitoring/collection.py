@@ -9,11 +9,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-# What each node exporter asks for on every accelerator node: defined with the fit check's DaemonSet
-# overhead (stacks/capacity.py), so Karpenter's packing and the fit rule count the same figures.
-from stacks.capacity import EXPORTER_REQUESTS
 from stacks.config import ModelSection
 from stacks.config.addons import LiteLLM, Monitoring
+
+# What each node exporter asks for on every accelerator node: defined with the fit check's DaemonSet
+# overhead (stacks/fit.py), so Karpenter's packing and the fit rule count the same figures.
+from stacks.fit import EXPORTER_REQUESTS
 from stacks.metrics import Metric, custom_metric, metric, scaling_metrics, seconds_in
 from stacks.resolved import MODEL_LABEL, Endpoint
 from stacks.versions import image

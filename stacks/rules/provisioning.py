@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..capacity import (
+from ..checks import rule, warning
+from ..config import StackConfig
+from ..errors import Problem, key_path
+from ..fit import (
     blocked_by_limits,
     daemonset_overhead,
     explain_no_fit,
@@ -21,9 +24,6 @@ from ..capacity import (
     pool_limits,
     pool_types,
 )
-from ..checks import rule, warning
-from ..config import StackConfig
-from ..errors import Problem, key_path
 from ..hardware import catalog
 from ..sizing import replica_requests
 
