@@ -88,9 +88,50 @@ class Cluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Cluster", name, None, opts)
-        cfg = args.config
-        child = pulumi.ResourceOptions(parent=self)
+        # The AWS side: control plane, the add-ons nodes need, the system node group, the rest of the
+        # add-ons; then the one Kubernetes provider everything in the cluster goes through.
+        cluster = self._control_plane(name, args, self._secrets_key(name, args))
+        eks_cluster = cluster.eks_cluster
+        self.name = eks_cluster.name
+        self.endpoint = eks_cluster.endpoint
+        self.oidc_provider_arn = cluster.oidc_provider_arn
+        self.oidc_issuer = cluster.oidc_issuer
+        self.security_group_id = cluster.cluster_security_group_id
+        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
+        # Karpenter discovers the security group for its nodes by this tag.
+        aws.ec2.Tag(
+            f"{name}-sg-discovery",
+            resource_id=self.security_group_id,
+            key="karpenter.sh/discovery",
+            value=args.config.name,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        addons = {a: self._addon(name, a, args, before) for a, before in ADDONS if before}
+        self.system_node_group = self._system_nodes(name, args, list(addons.values()))
+        for addon, before in ADDONS:
+            if not before:
+                addons[addon] = self._addon(name, addon, args, before)
+        self.addon_versions = pulumi.Output.all(**{a: r.addon_version for a, r in addons.items()})
 
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+        )
+        self.register_outputs(
+            {
+                "name": self.name,
+                "endpoint": self.endpoint,
+                "oidcProviderArn": self.oidc_provider_arn,
+                "securityGroupId": self.security_group_id,
+            }
+        )
+
+    def _secrets_key(self, name: str, args: ClusterArgs) -> aws.kms.Key:
+        """The rotating KMS key that encrypts the cluster's Secrets."""
+        child = pulumi.ResourceOptions(parent=self)
+        cfg = args.config
         key = aws.kms.Key(
             f"{name}-secrets",
             description=f"EKS secrets encryption for {cfg.name}",
@@ -100,8 +141,11 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
         aws.kms.Alias(f"{name}-secrets", name=f"alias/eks/{cfg.name}", target_key_id=key.key_id, opts=child)
+        return key
 
-        cluster = eks.Cluster(
+    def _control_plane(self, name: str, args: ClusterArgs, key: aws.kms.Key) -> eks.Cluster:
+        cfg = args.config
+        return eks.Cluster(
             f"{name}-eks",
             name=cfg.name,
             version=cfg.kubernetes_version,
@@ -126,26 +170,13 @@ class Cluster(pulumi.ComponentResource):
             upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
             deletion_protection=args.prod,
             tags=args.tags,
-            opts=child,
-        )
-        eks_cluster = cluster.eks_cluster
-        self.name = eks_cluster.name
-        self.endpoint = eks_cluster.endpoint
-        self.oidc_provider_arn = cluster.oidc_provider_arn
-        self.oidc_issuer = cluster.oidc_issuer
-        self.security_group_id = cluster.cluster_security_group_id
-        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
-
-        # Karpenter discovers the security group for its nodes by this tag.
-        aws.ec2.Tag(
-            f"{name}-sg-discovery",
-            resource_id=self.security_group_id,
-            key="karpenter.sh/discovery",
-            value=cfg.name,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
-        addons = {a: self._addon(name, a, args, before) for a, before in ADDONS if before}
+    def _system_nodes(self, name: str, args: ClusterArgs, addons: list[aws.eks.Addon]) -> aws.eks.NodeGroup:
+        """The managed AL2023 node group controllers run on, after the add-ons nodes need."""
+        child = pulumi.ResourceOptions(parent=self)
+        cfg = args.config
         node_role = aws.iam.Role(
             f"{name}-system-node",
             name=iam_role_name(cfg.name, "system-node"),
@@ -158,7 +189,7 @@ class Cluster(pulumi.ComponentResource):
             for i, arn in enumerate(iam.NODE_POLICIES)
         ]
         sys = cfg.system_nodes
-        self.system_node_group = aws.eks.NodeGroup(
+        return aws.eks.NodeGroup(
             f"{name}-system",
             cluster_name=self.name,
             node_group_name="system",
@@ -175,27 +206,8 @@ class Cluster(pulumi.ComponentResource):
             labels=dict(SYSTEM_NODE_LABEL),
             tags=args.tags,
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[*addons.values(), *attachments], ignore_changes=["scalingConfig.desiredSize"]
+                parent=self, depends_on=[*addons, *attachments], ignore_changes=["scalingConfig.desiredSize"]
             ),
-        )
-        for addon, before in ADDONS:
-            if not before:
-                addons[addon] = self._addon(name, addon, args, before)
-        self.addon_versions = pulumi.Output.all(**{a: r.addon_version for a, r in addons.items()})
-
-        self.provider = k8s.Provider(
-            f"{name}-k8s",
-            kubeconfig=self.kubeconfig,
-            enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
-        )
-        self.register_outputs(
-            {
-                "name": self.name,
-                "endpoint": self.endpoint,
-                "oidcProviderArn": self.oidc_provider_arn,
-                "securityGroupId": self.security_group_id,
-            }
         )
 
     def _addon(self, name: str, addon: str, args: ClusterArgs, before_nodes: bool) -> aws.eks.Addon:

@@ -62,12 +62,21 @@ class Karpenter(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Karpenter", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        cluster = args.cluster_name
+        # The AWS side (what terraform-aws-eks's karpenter submodule holds), then what runs in the cluster.
+        node_role, access = self._node_role(name, args)
+        queue = self._interruption_queue(name, args)
+        credentials = self._controller_identity(name, args, node_role, queue)
+        self.release = self._controller(name, args, queue, [access, *credentials])
+        self.node_role_name = node_role.name
+        self.queue_name = queue.name
+        self.register_outputs({"nodeRoleName": self.node_role_name, "queueName": self.queue_name})
 
+    def _node_role(self, name: str, args: KarpenterArgs) -> tuple[aws.iam.Role, aws.eks.AccessEntry]:
+        """The role Karpenter's nodes run as, and the access entry that lets them join the cluster."""
+        child = pulumi.ResourceOptions(parent=self)
         node_role = aws.iam.Role(
             f"{name}-node",
-            name=iam_role_name(cluster, "karpenter-node"),
+            name=iam_role_name(args.cluster_name, "karpenter-node"),
             assume_role_policy=json.dumps(iam.ec2_trust()),
             tags=args.tags,
             opts=child,
@@ -82,10 +91,14 @@ class Karpenter(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        return node_role, access
 
+    def _interruption_queue(self, name: str, args: KarpenterArgs) -> aws.sqs.Queue:
+        """The SQS queue EventBridge feeds with spot interruptions, rebalances and health events."""
+        child = pulumi.ResourceOptions(parent=self)
         queue = aws.sqs.Queue(
             f"{name}-interruption",
-            name=queue_name(cluster),
+            name=queue_name(args.cluster_name),
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
             tags=args.tags,
@@ -100,7 +113,7 @@ class Karpenter(pulumi.ComponentResource):
         for event, pattern in karpenter_iam.INTERRUPTION_EVENTS.items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{event}",
-                name=rule_name(cluster, event),
+                name=rule_name(args.cluster_name, event),
                 event_pattern=json.dumps(pattern),
                 tags=args.tags,
                 opts=child,
@@ -112,7 +125,15 @@ class Karpenter(pulumi.ComponentResource):
                 target_id="KarpenterInterruptionQueueTarget",
                 opts=child,
             )
+        return queue
 
+    def _controller_identity(
+        self, name: str, args: KarpenterArgs, node_role: aws.iam.Role, queue: aws.sqs.Queue
+    ) -> list[pulumi.Resource]:
+        """The controller's Pod Identity role with the cluster-scoped policies; returns what the
+        controller must wait for (the policy attachments and the association)."""
+        child = pulumi.ResourceOptions(parent=self)
+        cluster = args.cluster_name
         controller_role = podidentity.role(
             f"{name}-controller", cluster=cluster, purpose="karpenter", tags=args.tags, parent=self
         )
@@ -125,7 +146,7 @@ class Karpenter(pulumi.ComponentResource):
                 queue_arn=v[3],
             )
         )
-        attachments = []
+        attachments: list[pulumi.Resource] = []
         for key in ("node-lifecycle", "iam-integration", "eks-integration", "interruption", "resource-discovery"):
             policy = aws.iam.Policy(
                 f"{name}-{key}",
@@ -148,7 +169,12 @@ class Karpenter(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        return [association, *attachments]
 
+    def _controller(
+        self, name: str, args: KarpenterArgs, queue: aws.sqs.Queue, aws_side: list[pulumi.Resource]
+    ) -> k8s.helm.v3.Release:
+        """What runs in the cluster: the CRD chart, then the controller on the system nodes."""
         # CRDs from their own chart at the controller's version: Helm never upgrades a chart's crds/
         # directory, so CRDs installed with the controller chart would stay at the first version.
         crds = release(
@@ -158,21 +184,18 @@ class Karpenter(pulumi.ComponentResource):
             namespace=KARPENTER_NAMESPACE,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
-        self.release = release(
+        return release(
             f"{name}-release",
             args.chart,
             release_name="karpenter",
             namespace=KARPENTER_NAMESPACE,
             skip_crds=True,
-            values=karpenter_values(cluster=cluster, queue=queue.name),
+            values=karpenter_values(cluster=args.cluster_name, queue=queue.name),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
                 # CRDs, credentials and the node access entry first: a controller without them
                 # crashes, launches nothing, or launches nodes that never join.
-                depends_on=[crds, association, access, *attachments],
+                depends_on=[crds, *aws_side],
             ),
         )
-        self.node_role_name = node_role.name
-        self.queue_name = queue.name
-        self.register_outputs({"nodeRoleName": self.node_role_name, "queueName": self.queue_name})

@@ -13,8 +13,11 @@ from ..errors import Problem, key_path
 # Which accelerators each engine runs on: each engine module's FACTS (components/engines) holds them.
 ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {engine: e.FACTS.accelerators for engine, e in ENGINES.items()}
 
-# Engines that need a platform add-on installed first.
-ENGINE_ADDONS = {"dynamo": "dynamo", "ray-serve": "kuberay"}
+# Engines that need a platform add-on installed first: those whose operator runs them (not NIM,
+# which runs as the platform's own Deployment without its operator).
+ENGINE_ADDONS = {
+    engine: e.FACTS.controller for engine, e in ENGINES.items() if e.FACTS.controller and not e.FACTS.platform_workload
+}
 
 
 @rule
