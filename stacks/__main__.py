@@ -10,9 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .checks import stack_warnings
 from .errors import ConfigError
-from .load import ROOT, load_stack_file, resolve_stack
+from .load import ROOT, load_stack_file, platform_for, resolve_stack, stack_warnings
 
 
 def all_stack_files() -> list[Path]:
@@ -30,7 +29,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for problem in exc.problems:
                 print(f"{path}: {problem}", file=sys.stderr)
             continue
-        for warn in stack_warnings(config):
+        for warn in stack_warnings(config, platform_for):
             print(f"{path}: warning: {warn}", file=sys.stderr)
         print(f"{path}: ok")
     return 1 if failed else 0

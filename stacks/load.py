@@ -7,6 +7,8 @@ the same stack files.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .checks import check_stack
 from .config import PROJECT, SECTIONS, StackConfig
-from .errors import ConfigError, Problem, problems_from
+from .errors import ConfigError, Problem, key_path, problems_from
+from .exports import PlatformSource, supplied
+from .resolve import export_platform, own_platform
+from .rules import check_stack, stack_warnings
+
+__all__ = ["ROOT", "load_stack_file", "parse_sections", "platform_for", "stack_warnings"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +50,7 @@ def parse_sections(raw: dict[str, Any], region: str | None, source: str = "") ->
         config = StackConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(problems_from(exc, StackConfig), source) from None
-    problems = check_stack(config)
+    problems = check_stack(config, platform_for)
     if problems:
         raise ConfigError(problems, source)
     return config
@@ -115,3 +121,52 @@ def sections_to_pulumi_config(sections: dict[str, Any], region: str | None) -> d
     if region:
         out["aws:region"] = region
     return out
+
+
+# ---- where a workloads stack finds its platform's exports -------------------------------------------
+
+
+def platform_stack_file(stack_ref: str, root: Path | None = None) -> Path | None:
+    """`org/project/<stack>` -> Pulumi.<stack>.yaml at the project root or in stacks/examples."""
+    base = root or ROOT
+    _, project, stack = stack_ref.split("/")
+    if project != PROJECT:
+        return None
+    for candidate in (base / f"Pulumi.{stack}.yaml", base / "stacks" / "examples" / f"Pulumi.{stack}.yaml"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def exports_from_file(path: Path) -> dict[str, Any]:
+    """The config-derived exports of a platform stack file (ConfigError if that file is invalid).
+    Cached per file version: every rule and model of a workloads stack asks for them."""
+    return copy.deepcopy(_exports_cached(str(path), path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=32)
+def _exports_cached(path: str, mtime_ns: int) -> dict[str, Any]:
+    config = load_stack_file(Path(path))
+    if config.cluster is None:
+        raise ConfigError(
+            [
+                Problem(
+                    key_path(["stack", "role"]),
+                    f"is {config.stack.role}: only a platform or all-in-one stack exports a cluster",
+                )
+            ],
+            path,
+        )
+    return export_platform(own_platform(config))
+
+
+def platform_for(stack_ref: str) -> PlatformSource | None:
+    """The platform's exports: from the StackReference when the program supplied them, else from the
+    platform's stack file when it is in this repository, else None (cannot be checked offline)."""
+    found = supplied(stack_ref)
+    if found is not None:
+        return found
+    path = platform_stack_file(stack_ref)
+    if path is None:
+        return None
+    return PlatformSource(exports_from_file(path), str(path))

@@ -18,6 +18,9 @@ import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
+from .exports import SECRET_KEYS
+from .load import exports_from_file, platform_stack_file
+
 ACCOUNT = "123456789012"
 REGION = "us-west-2"
 PARTITION = "aws"
@@ -253,8 +256,6 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def _stack_reference_outputs(self, stack_ref: str) -> dict[str, Any]:
         """A platform stack's outputs: its exports computed from its stack file in this repository
         (stacks/exports.py), plus the cloud-only values as the cluster mock would report them."""
-        from .exports import SECRET_KEYS, exports_from_file, platform_stack_file
-
         path = platform_stack_file(stack_ref)
         if path is None:
             return {"name": stack_ref, "outputs": {}, "secretOutputNames": []}

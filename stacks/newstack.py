@@ -20,8 +20,7 @@ import yaml
 
 from .config import PROJECT, ModelSection
 from .errors import ConfigError, Problem
-from .exports import platform_for
-from .load import parse_sections
+from .load import parse_sections, platform_for
 from .resolve import read_pools, read_storage
 from .sizing import replica_requests
 

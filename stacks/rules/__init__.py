@@ -1,7 +1,32 @@
-"""Rule modules; importing this package registers every rule module in it with stacks.checks."""
+"""The rule modules, each imported here so its rules register (stacks/checks.py), and the two calls
+that run them."""
 
-import importlib
-import pkgutil
+from __future__ import annotations
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+from ..checks import PLATFORM_RULES, PLATFORM_WARNINGS, RULES, WARNINGS, Lookup, run
+from ..config import StackConfig
+from ..errors import Problem
+from . import (  # noqa: F401  (each registers its rules)
+    engines,
+    gateway,
+    guards,
+    models,
+    monitoring,
+    names,
+    pins,
+    pools,
+    provisioning,
+    serving,
+    storage,
+    workloads,
+)
+
+
+def check_stack(config: StackConfig, lookup: Lookup) -> list[Problem]:
+    """Every refusal for this stack, all at once."""
+    return run(config, lookup, RULES, PLATFORM_RULES)
+
+
+def stack_warnings(config: StackConfig, lookup: Lookup) -> list[Problem]:
+    """Every warning for this stack (dev and staging leniency, things only a preview can check)."""
+    return run(config, lookup, WARNINGS, PLATFORM_WARNINGS)

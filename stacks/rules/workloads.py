@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..checks import rule, warning
+from ..checks import Lookup, platform_rule, platform_warning, rule
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..errors import ConfigError, Problem, key_path
-from ..exports import EXPORTS_VERSION, PlatformSource, platform_for
+from ..exports import EXPORTS_VERSION, PlatformSource
 from ..fit import Requests, daemonset_overhead, explain_no_fit, fit
 from ..guards import QUOTA_RESOURCES, quota_shortfalls
 from ..resolve import read_addons, read_pools, read_storage
@@ -52,11 +52,11 @@ def stated_requests(model: ModelSection, accelerator: str) -> Requests:
     )
 
 
-def _source(config: StackConfig) -> tuple[PlatformSource | None, list[Problem]]:
+def _source(config: StackConfig, lookup: Lookup) -> tuple[PlatformSource | None, list[Problem]]:
     ref = config.stack.platform_stack
     assert ref is not None
     try:
-        source = platform_for(ref)
+        source = lookup(ref)
     except ConfigError as exc:
         first = exc.problems[0] if exc.problems else "invalid"
         return None, [
@@ -108,11 +108,11 @@ def _model_on_platform(
         )
 
 
-@rule
-def workloads_fit_the_platform(config: StackConfig) -> Iterable[Problem]:
+@platform_rule
+def workloads_fit_the_platform(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
     if config.stack.role != "workloads":
         return
-    source, problems = _source(config)
+    source, problems = _source(config, lookup)
     yield from problems
     if source is None:
         return
@@ -145,10 +145,10 @@ def workloads_fit_the_platform(config: StackConfig) -> Iterable[Problem]:
             )
 
 
-def _one_replica(config: StackConfig, model: ModelSection) -> tuple[Requests, bool]:
+def _one_replica(config: StackConfig, model: ModelSection, lookup: Lookup) -> tuple[Requests, bool]:
     """(requests of one replica, exact): the sizing on the platform's pool and storage when the
     platform is known, else the stated lower bound."""
-    source = platform_for(config.stack.platform_stack or "") if config.stack.platform_stack else None
+    source = lookup(config.stack.platform_stack) if config.stack.platform_stack else None
     if source is not None:
         pool = {p.name: p.config for p in read_pools(source.exports)}.get(model.pool)
         if pool is not None:
@@ -172,14 +172,14 @@ QUOTA_KEYS = {"requests.nvidia.com/gpu": "gpus", "requests.aws.amazon.com/neuron
 assert set(QUOTA_KEYS) == set(QUOTA_RESOURCES)
 
 
-@rule
-def quota_holds_one_replica(config: StackConfig) -> Iterable[Problem]:
+@platform_rule
+def quota_holds_one_replica(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
     if config.stack.role != "workloads" or config.stack.quota is None:
         return
     try:
         limit = quota_requests(config)
         for i, model in enumerate(config.models):
-            need, exact = _one_replica(config, model)
+            need, exact = _one_replica(config, model, lookup)
             for short in quota_shortfalls(need, limit):
                 key = QUOTA_KEYS[short.resource]
                 sized = "" if exact else "at least "
@@ -194,15 +194,15 @@ def quota_holds_one_replica(config: StackConfig) -> Iterable[Problem]:
         return  # an invalid platform stack is reported by workloads_fit_the_platform
 
 
-@warning
-def quota_holds_every_replica(config: StackConfig) -> Iterable[Problem]:
+@platform_warning
+def quota_holds_every_replica(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
     if config.stack.role != "workloads" or config.stack.quota is None:
         return
     try:
         limit = quota_requests(config)
         total = Requests()
         for model in config.models:
-            one, _ = _one_replica(config, model)
+            one, _ = _one_replica(config, model, lookup)
             for _ in range(model.replicas):
                 total = total + one
     except ConfigError:
@@ -235,12 +235,12 @@ def _storage_for_teams(config: StackConfig, storage: StorageSection, source: Pla
         )
 
 
-@warning
-def platform_checked_offline(config: StackConfig) -> Iterable[Problem]:
+@platform_warning
+def platform_checked_offline(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
     ref = config.stack.platform_stack
     if config.stack.role == "workloads" and ref is not None:
         try:
-            found = platform_for(ref)
+            found = lookup(ref)
         except ConfigError:
             return
         if found is None:
