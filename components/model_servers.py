@@ -34,7 +34,8 @@ class ModelsArgs:
     cache: CacheContext | None = None
     neuron_scheduler: str | None = None
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
-    installers: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # The serving platforms' releases by add-on name: a custom resource waits for its CRD's.
+    operators: dict[str, pulumi.Resource] = field(default_factory=dict)
 
 
 def workload_spec(
@@ -74,8 +75,8 @@ class Models(pulumi.ComponentResource):
             for obj in objs:
                 obj_deps = list(deps)
                 if not _is_core(obj) and installer:
-                    if installer in args.installers:
-                        obj_deps.append(args.installers[installer])
+                    if installer in args.operators:
+                        obj_deps.append(args.operators[installer])
                     else:
                         pulumi.log.warn(
                             f"{obj['kind']} {obj['metadata']['name']}: no installer for the {installer} "

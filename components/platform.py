@@ -32,9 +32,6 @@ from .storage.cache import CacheContext
 from .storage.component import ModelStorage, ModelStorageArgs
 from .team import TeamStorage, TeamStorageArgs, guardrails
 
-# Installers a LoadBalancer Service needs: created before it, deleted after it (the NLB goes with it).
-LOAD_BALANCING = ("aws-load-balancer-controller",)
-
 
 @dataclass(frozen=True, kw_only=True)
 class PlatformArgs:
@@ -62,8 +59,13 @@ class Wiring:
     """What one concern hands the next. Filled in dependency order by Platform."""
 
     cluster: ClusterRef
-    # Resources a custom resource must wait for (its CRD's installer), by add-on name.
-    installers: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # What later objects wait for: the load balancer controller (its Service webhook fails closed),
+    # Envoy Gateway (Gateway API CRDs), the serving platforms' releases by add-on name (the engines'
+    # `FACTS.controller`, and AIBrix), the LiteLLM proxy.
+    load_balancer: pulumi.Resource | None = None
+    envoy_gateway: pulumi.Resource | None = None
+    operators: dict[str, pulumi.Resource] = field(default_factory=dict)
+    litellm: pulumi.Resource | None = None
     namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
     # The model cache the storage concern (or a team's storage) created.
     cache: CacheContext | None = None
@@ -152,7 +154,7 @@ class Platform(pulumi.ComponentResource):
         platform = self.stack.platform
         if not platform.addons.karpenter.enabled:
             return
-        capacity = Capacity(
+        Capacity(
             f"{name}-capacity",
             CapacityArgs(
                 cluster_name=platform.cluster_name,
@@ -165,7 +167,6 @@ class Platform(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self),
         )
-        wiring.installers.update(capacity.installers)
         self.outputs["nodePools"] = [
             {"name": p.name, "accelerator": p.accelerator, "instanceTypes": [t.name for t in p.instance_types]}
             for p in platform.pools
@@ -190,7 +191,7 @@ class Platform(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self),
         )
-        wiring.installers["aws-load-balancer-controller"] = controller.release
+        wiring.load_balancer = controller.release
 
     def _namespaces(self, name: str, wiring: Wiring) -> None:
         """One Namespace per model namespace (a team's, even with no models yet), before anything is
@@ -240,11 +241,11 @@ class Platform(pulumi.ComponentResource):
                 aibrix=addons.aibrix.enabled,
                 provider=wiring.cluster.provider,
                 # Every Gateway it serves (ours, AIBrix's) gets a LoadBalancer Service.
-                depends_on=[wiring.installers[k] for k in LOAD_BALANCING if k in wiring.installers],
+                depends_on=[r for r in (wiring.load_balancer,) if r is not None],
             ),
             pulumi.ResourceOptions(parent=self),
         )
-        wiring.installers["envoy-gateway"] = controller.release
+        wiring.envoy_gateway = controller.release
 
     def _serving_platforms(self, name: str, wiring: Wiring) -> None:
         """Dynamo, AIBrix, KubeRay, NIM Operator, LiteLLM installations (issue: serving platforms)."""
@@ -256,13 +257,14 @@ class Platform(pulumi.ComponentResource):
                 gateway=platform.gateway,
                 models=list(self.stack.models),
                 provider=wiring.cluster.provider,
-                envoy_gateway=wiring.installers.get("envoy-gateway"),
+                envoy_gateway=wiring.envoy_gateway,
                 # AIBrix's chart owns its Envoy Service: it gets the front door's NLB annotations.
                 gateway_service_annotations=load_balancer_annotations(platform.gateway),
             ),
             pulumi.ResourceOptions(parent=self),
         )
-        wiring.installers.update(platforms.installers)
+        wiring.operators.update(platforms.releases)
+        wiring.litellm = platforms.litellm
 
     def _models(self, name: str, wiring: Wiring) -> None:
         """One workload per models[] entry (issue: inference engines)."""
@@ -277,7 +279,7 @@ class Platform(pulumi.ComponentResource):
                 cache=wiring.cache,
                 neuron_scheduler=self.stack.platform.neuron_scheduler,
                 namespaces=dict(wiring.namespaces),
-                installers=dict(wiring.installers),
+                operators=dict(wiring.operators),
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -290,7 +292,7 @@ class Platform(pulumi.ComponentResource):
             ModelAddonsArgs(
                 models=list(self.stack.models),
                 provider=wiring.cluster.provider,
-                aibrix=wiring.installers.get("aibrix"),
+                aibrix=wiring.operators.get("aibrix"),
                 namespaces=dict(wiring.namespaces),
             ),
             pulumi.ResourceOptions(parent=self),
@@ -301,9 +303,9 @@ class Platform(pulumi.ComponentResource):
         stack = self.stack
         platform = stack.platform
         parent = stack.route_parent
-        installers = [wiring.installers[k] for k in ("envoy-gateway", *LOAD_BALANCING) if k in wiring.installers]
-        if not parent.own and "aibrix" in wiring.installers:
-            installers.append(wiring.installers["aibrix"])
+        installers = [r for r in (wiring.envoy_gateway, wiring.load_balancer) if r is not None]
+        if not parent.own and "aibrix" in wiring.operators:
+            installers.append(wiring.operators["aibrix"])
         door = FrontDoor(
             f"{name}-front-door",
             FrontDoorArgs(
@@ -317,7 +319,7 @@ class Platform(pulumi.ComponentResource):
                 namespaces=dict(wiring.namespaces),
                 scraper_namespace=MONITORING_NAMESPACE if platform.addons.monitoring.enabled else None,
                 platform_namespaces=dict(stack.controller_namespaces),
-                litellm=wiring.installers.get("litellm"),
+                litellm=wiring.litellm,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -330,7 +332,7 @@ class Platform(pulumi.ComponentResource):
         addons = stack.platform.addons
         if not addons.monitoring.enabled:
             return
-        monitoring = Monitoring(
+        Monitoring(
             f"{name}-monitoring",
             MonitoringArgs(
                 addon=addons.monitoring,
@@ -340,14 +342,11 @@ class Platform(pulumi.ComponentResource):
                 dashboard_engines=stack.dashboard_engines,
                 litellm_addon=addons.litellm if addons.litellm.enabled else None,
                 namespaces=dict(wiring.namespaces),
-                depends_on=[wiring.installers[k] for k in ("prometheus-operator",) if k in wiring.installers],
                 models_only=not stack.owns_platform,
-                litellm=wiring.installers.get("litellm"),
+                litellm=wiring.litellm,
             ),
             pulumi.ResourceOptions(parent=self),
         )
-        if monitoring.installer is not None:
-            wiring.installers["kube-prometheus-stack"] = monitoring.installer
 
     # ---- stack roles (issue: self-service stacks) ------------------------------------------------
 

@@ -4,8 +4,9 @@ device plugins those pools need.
 `Capacity` builds the Karpenter component (components/capacity/karpenter.py), applies the pure
 manifests of components/capacity/nodepools.py after the Karpenter release (which installs their
 CRDs), and installs the NVIDIA device plugin and the AWS Neuron chart only where some pool needs
-them (components/capacity/plugins.py). It exposes the node role name, the installers by add-on name
-and, when the Neuron scheduler is on, the scheduler name Neuron workloads must use.
+them (components/capacity/plugins.py), with the Neuron scheduler under the name the resolved stack
+gives Neuron pods (stacks/resolved.py NEURON_SCHEDULER). It exposes the node role name and
+Karpenter's release.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Capacity(pulumi.ComponentResource):
     """Karpenter, the stack's NodePools and the device plugins they need."""
 
     node_role_name: pulumi.Output[str]
-    installers: dict[str, pulumi.Resource]
+    release: pulumi.Resource  # Karpenter's: NodePools and EC2NodeClasses wait for it
 
     def __init__(self, name: str, args: CapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Capacity", name, None, opts)
@@ -69,7 +70,7 @@ class Capacity(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self),
         )
-        self.installers = {"karpenter": karpenter.release}
+        self.release = karpenter.release
         self.node_role_name = karpenter.node_role_name
 
         after_crds = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[karpenter.release]))
@@ -87,7 +88,7 @@ class Capacity(pulumi.ComponentResource):
             )
 
         if needs_nvidia_plugin(addons, args.pools):
-            self.installers["nvidia-device-plugin"] = release(
+            release(
                 f"{name}-nvidia-device-plugin",
                 chart("nvidia-device-plugin", addons.nvidia_device_plugin.version),
                 release_name="nvidia-device-plugin",
@@ -96,7 +97,7 @@ class Capacity(pulumi.ComponentResource):
                 opts=k8s_opts,
             )
         if needs_neuron_chart(addons, args.pools):
-            self.installers["neuron"] = release(
+            release(
                 f"{name}-neuron",
                 chart("neuron", addons.neuron.version),
                 release_name="neuron",

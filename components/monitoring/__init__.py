@@ -53,8 +53,6 @@ class MonitoringArgs:
     # The LiteLLM proxy, when it runs in this stack: its PodMonitor.
     litellm_addon: LiteLLM | None = None
     namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
-    # What must exist before a PodMonitor/PrometheusRule can be created when Prometheus is not ours.
-    depends_on: list[pulumi.Resource] = field(default_factory=list)
     # A workloads stack: only its models' PodMonitors and rules; the platform stack owns the rest.
     models_only: bool = False
     # The LiteLLM proxy's installer (its namespace must exist before its PodMonitor).
@@ -64,13 +62,10 @@ class MonitoringArgs:
 class Monitoring(pulumi.ComponentResource):
     """Prometheus, exporters, PodMonitors, dashboards and rules."""
 
-    installer: pulumi.Resource | None
-
     def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Monitoring", name, None, opts)
-        self.installer = None
         if args.models_only:
-            self._model_monitors(args, list(args.depends_on))
+            self._model_monitors(args, [])
             self.register_outputs({})
             return
         mon = args.addon
@@ -78,7 +73,8 @@ class Monitoring(pulumi.ComponentResource):
         ns = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": MONITORING_NAMESPACE, "labels": {**MANAGED_BY}}, opts=plain
         )
-        crd_deps: list[pulumi.Resource] = list(args.depends_on)
+        # An existing Prometheus's operator CRDs already exist; ours arrive with kube-prometheus-stack.
+        crd_deps: list[pulumi.Resource] = []
 
         def release(
             key: str, version: str | None, values: dict, depends_on: list[pulumi.Resource]
@@ -94,8 +90,7 @@ class Monitoring(pulumi.ComponentResource):
             )
 
         if not mon.existing_prometheus:
-            self.installer = release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns])
-            crd_deps.append(self.installer)
+            crd_deps.append(release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns]))
         prometheus = adapter_prometheus(mon)
         if prometheus is not None:
             workload_engines = [n for n, e in ENGINES.items() if e.FACTS.platform_workload]

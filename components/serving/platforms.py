@@ -51,12 +51,15 @@ class ServingPlatformsArgs:
 class ServingPlatforms(pulumi.ComponentResource):
     """Dynamo, AIBrix, KubeRay, NIM Operator and LiteLLM installations."""
 
-    installers: dict[str, pulumi.Resource]
+    # The releases by add-on name (their CRDs' installers), and the LiteLLM proxy's Deployment.
+    releases: dict[str, pulumi.Resource]
+    litellm: pulumi.Resource | None
 
     def __init__(self, name: str, args: ServingPlatformsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ServingPlatforms", name, None, opts)
         addons = args.addons
-        self.installers = {}
+        self.releases = {}
+        self.litellm = None
         values = {
             "dynamo": (addons.dynamo, dynamo_values),
             "aibrix": (
@@ -70,7 +73,7 @@ class ServingPlatforms(pulumi.ComponentResource):
             if not addon.enabled:
                 continue
             depends = [args.envoy_gateway] if key == "aibrix" and args.envoy_gateway is not None else []
-            self.installers[key] = release(
+            self.releases[key] = release(
                 f"{name}-{key}",
                 chart(key, addon.version),
                 release_name=key,
@@ -80,7 +83,7 @@ class ServingPlatforms(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
             )
         if addons.litellm.enabled:
-            self.installers["litellm"] = self._litellm(args, addons)
+            self.litellm = self._litellm(args, addons)
         self.register_outputs({})
 
     def _litellm(self, args: ServingPlatformsArgs, addons: AddonsSection) -> pulumi.Resource:
