@@ -253,7 +253,8 @@ class ModelSecrets(Strict):
 
 
 class Resources(Strict):
-    """Explicit cpu/memory per replica; default sizing comes from the engine module."""
+    """Explicit cpu/memory per replica; unset, `stacks/sizing.py` sizes the replica from its pool (the
+    same figures the fit and quota checks use)."""
 
     cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = Field(
         default=None,

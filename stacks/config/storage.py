@@ -106,7 +106,8 @@ class ModelBucket(Strict):
 
 
 class Local(Strict):
-    """`modelCache: local`: each pod's cache is an emptyDir on the node's RAID0 instance store."""
+    """Node-local caches: with `modelCache: local` (on the RAID0 instance store), or `none` without
+    `existingClaim` (on the root volume), each pod's cache is an emptyDir sized from the weights."""
 
     # Room above the weights for tokenizer files, partial downloads and compiled Neuron artifacts.
     headroom_percent: int = Field(
