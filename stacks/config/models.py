@@ -297,8 +297,8 @@ class ModelSection(Strict):
         default=1,
         ge=0,
         le=64,
-        description="GPUs, or whole Neuron devices on a Neuron pool, per replica (tensor parallelism follows); 0 "
-        "only on a CPU pool.",
+        description="GPUs, or whole Neuron devices on a Neuron pool, per replica (tensor parallelism follows); must "
+        "be 0 on a CPU pool, and at least 1 for every engine but Ollama and Ray Serve.",
     )
     replicas: int = Field(
         default=1,
