@@ -1,4 +1,4 @@
-"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,golden,changed}`.
+"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,reference,golden,changed}`.
 
 Every command validates the stack file first; a bad file prints one line per problem on stderr and
 exits 1, with no traceback and nothing written.
@@ -94,6 +94,19 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reference(args: argparse.Namespace) -> int:
+    from .reference import REFERENCE_PATH, render, write
+
+    if args.check:
+        if not REFERENCE_PATH.exists() or REFERENCE_PATH.read_text() != render():
+            print(f"{REFERENCE_PATH} is out of date: run python -m stacks reference", file=sys.stderr)
+            return 1
+        print(f"{REFERENCE_PATH}: up to date")
+        return 0
+    print(f"{write()}: written")
+    return 0
+
+
 def cmd_golden(args: argparse.Namespace) -> int:
     from .golden import main as golden
 
@@ -137,6 +150,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="write stacks/stack.schema.json (JSON Schema of the stack file)")
     s.add_argument("--check", action="store_true", help="exit 1 if the committed schema is out of date")
     s.set_defaults(fn=cmd_schema)
+    ref = sub.add_parser("reference", help="write docs/reference/stack-file.md (every stack-file key, generated)")
+    ref.add_argument("--check", action="store_true", help="exit 1 if the committed reference is out of date")
+    ref.set_defaults(fn=cmd_reference)
     g = sub.add_parser("golden", help="write (or --check) tests/golden/<stack>.json, a digest per rendered resource")
     g.add_argument("files", nargs="*", help="stack names or paths (default: every shipped stack file)")
     g.add_argument("--check", action="store_true", help="exit 1 and list each URN added, removed or changed")

@@ -71,7 +71,7 @@ def test_custom_resources_whose_crd_is_not_on_file_are_reported_not_passed(path)
         if not conformance.is_core(m) and conformance.unvalidated(m, SCHEMAS)
     )
     if missing:
-        pytest.skip(f"no CRD on file, not schema-checked (see README 'Schemas'): {', '.join(missing)}")
+        pytest.skip(f"no CRD on file, not schema-checked (see docs/design.md 'Schemas'): {', '.join(missing)}")
 
 
 @needs_schemas
@@ -134,7 +134,7 @@ def test_releases_whose_chart_values_are_not_on_file_are_reported_not_passed(pat
     assert not any(unexplained.values()), f"values files missing from {SCHEMAS}: {unexplained}"
     skipped = sorted(n for n, files in missing.items() if files)
     if skipped:
-        pytest.skip(f"chart values not on file, keys not checked (see README 'Schemas'): {', '.join(skipped)}")
+        pytest.skip(f"chart values not on file, keys not checked (see docs/design.md 'Schemas'): {', '.join(skipped)}")
 
 
 @needs_schemas

@@ -14,31 +14,63 @@ from .base import Addon, SecretName, Strict
 
 
 class NvidiaDevicePlugin(Addon):
-    enabled: bool = True
+    """The NVIDIA device plugin chart, which makes AL2023 GPU nodes advertise `nvidia.com/gpu`."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Install the plugin when some NVIDIA pool runs AL2023 (its AMI ships the driver but no "
+        "plugin; Bottlerocket brings its own). Refused off while such a pool exists.",
+    )
 
 
 class Neuron(Addon):
     """The AWS Neuron Helm chart: device plugin, scheduler extension, node problem detector."""
 
-    enabled: bool = True
-    scheduler: bool = True
-    node_problem_detector: bool = True
+    enabled: bool = Field(
+        default=True,
+        description="Install the Neuron chart when some pool is `accelerator: neuron`; refused off while such a "
+        "pool exists (no node would advertise `aws.amazon.com/neuron`).",
+    )
+    scheduler: bool = Field(
+        default=True,
+        description="Also run the Neuron scheduler extension (custom scheduler `neuron-scheduler`), which "
+        "Neuron workloads are given automatically.",
+    )
+    node_problem_detector: bool = Field(
+        default=True,
+        description="Also run the Neuron node problem detector on Neuron nodes (its requests count in the fit checks).",
+    )
 
 
 class Dynamo(Addon):
-    pass
+    """NVIDIA Dynamo's platform chart (the cluster-wide operator) in `dynamo-system`; needed by
+    `engine: dynamo`."""
 
 
 class Aibrix(Addon):
-    pass
+    """AIBrix (controller manager, gateway plugin, metadata service, GPU optimizer) from a vendored
+    chart; needed by `models[].adapters` and `autoscaling.owner: aibrix`. Its Gateway replaces the
+    platform's own."""
+
+    version: str | None = Field(
+        default=None,
+        description="AIBrix release overriding the pin: the vendored chart `charts/vendor/aibrix-<version>` "
+        "(run `scripts/vendor-charts.sh`) and its component image tags.",
+    )
 
 
 class KubeRay(Addon):
-    pass
+    """The KubeRay operator chart in `kuberay-system`; needed by `engine: ray-serve`."""
+
+    version: str | None = Field(
+        default=None,
+        description="KubeRay release overriding the pin: the chart version and the operator image tag.",
+    )
 
 
 class NimOperator(Addon):
-    pass
+    """NVIDIA's NIM Operator chart in `nim-operator`: with it, `engine: nim` models become NIMServices
+    (which then need `secrets.ngcApiKey`)."""
 
 
 # Also names the provider's key variable (<NAME>_API_KEY), so it starts with a letter.
@@ -48,40 +80,96 @@ ProviderName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$")]
 class ExternalProvider(Strict):
     """An external model provider LiteLLM may route to (data leaves the cluster)."""
 
-    name: ProviderName
-    models: list[str] = Field(min_length=1)
-    api_key_secret: SecretName
-    egress_hosts: list[str] = Field(min_length=1)
+    name: ProviderName = Field(
+        description="LiteLLM provider name (`openai`, `anthropic`, ...); lower case, starting with a letter, "
+        "since it also names the key's variable `<NAME>_API_KEY`."
+    )
+    models: list[str] = Field(
+        min_length=1,
+        description="Model names the provider may serve through the proxy; unique across the stack's exposed "
+        "models and every provider.",
+    )
+    api_key_secret: SecretName = Field(
+        description="Existing Secret in namespace `litellm` whose key `api-key` holds the provider's API key, "
+        "mounted as a file."
+    )
+    egress_hosts: list[str] = Field(
+        min_length=1,
+        description="Hosts the provider is reached at, recorded on the egress NetworkPolicy; enforcing them per "
+        "host needs an egress proxy or an FQDN-aware CNI.",
+    )
 
 
 class LiteLLM(Addon):
     """The LiteLLM proxy in front of the stack's models; external providers only when listed."""
 
-    master_key_secret: SecretName = "litellm-master-key"
-    external_providers: list[ExternalProvider] = Field(default_factory=list)
-    fallbacks: dict[str, list[str]] = Field(default_factory=dict)
-    database_url_secret: SecretName | None = None
-    redis: bool = False
-    replicas: int = Field(default=2, ge=1, le=20)
+    version: str | None = Field(
+        default=None,
+        description="LiteLLM release overriding the pinned proxy image, e.g. `1.100.1` (image tag `v1.100.1`).",
+    )
+    master_key_secret: SecretName = Field(
+        default="litellm-master-key",
+        description="Existing Secret in namespace `litellm` whose key `master-key` protects the proxy (and "
+        "authenticates Prometheus's scrape).",
+    )
+    external_providers: list[ExternalProvider] = Field(
+        default_factory=list,
+        description="External providers the proxy may route to; without one, no traffic leaves the cluster.",
+    )
+    fallbacks: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="`model: [fallback, ...]`; every name must be an exposed model of the stack or a model of a "
+        "listed provider.",
+    )
+    database_url_secret: SecretName | None = Field(
+        default=None,
+        description="Existing Secret with key `database-url` (virtual keys, spend tracking); unset: no database.",
+    )
+    redis: bool = Field(
+        default=False, description="Run a small Redis in the namespace for router state shared across replicas."
+    )
+    replicas: int = Field(default=2, ge=1, le=20, description="Proxy replicas.")
 
 
 class Monitoring(Addon):
     """Metrics: kube-prometheus-stack (or an existing Prometheus), exporters, dashboards, rules, and
     prometheus-adapter serving the engines' metrics to HorizontalPodAutoscalers."""
 
-    enabled: bool = True
-    existing_prometheus: bool = False
-    # The existing Prometheus's in-cluster query URL (scheme, host and port; no path), for
-    # prometheus-adapter. Only with existingPrometheus: otherwise the platform's own Prometheus is used.
-    prometheus_url: Annotated[str, StringConstraints(pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")] | None = None
-    retention: Annotated[str, StringConstraints(pattern=r"^[0-9]+(h|d|w)$")] = "15d"
-    grafana: bool = True
-    # An existing Secret in namespace `monitoring` with keys admin-user and admin-password for
-    # Grafana's admin; unset, the chart generates a random password and keeps it across upgrades.
-    grafana_admin_secret: SecretName | None = None
-    # Chart versions overriding the catalog (`version` is kube-prometheus-stack's).
-    adapter_version: str | None = None
-    dcgm_exporter_version: str | None = None
+    enabled: bool = Field(
+        default=True,
+        description="Install monitoring: kube-prometheus-stack (unless `existingPrometheus`), prometheus-adapter, "
+        "the DCGM exporter and neuron-monitor, PodMonitors, dashboards and SLO alerts.",
+    )
+    version: str | None = Field(default=None, description="kube-prometheus-stack chart version overriding the pin.")
+    existing_prometheus: bool = Field(
+        default=False,
+        description="Use a Prometheus the cluster already runs instead of installing kube-prometheus-stack; "
+        "PodMonitors, rules, dashboards and exporters are still created (the Prometheus Operator CRDs must exist "
+        "and it must select them).",
+    )
+    prometheus_url: Annotated[str, StringConstraints(pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$")] | None = (
+        Field(
+            default=None,
+            description="With `existingPrometheus` only: its in-cluster query URL (scheme, host, port; no path), e.g. "
+            "`http://prometheus-operated.monitoring.svc:9090`, so prometheus-adapter is installed. Without it no model "
+            "may use `autoscaling.owner: hpa`.",
+        )
+    )
+    retention: Annotated[str, StringConstraints(pattern=r"^[0-9]+(h|d|w)$")] = Field(
+        default="15d", description="How long Prometheus keeps metrics, in hours, days or weeks (`12h`, `15d`, `2w`)."
+    )
+    grafana: bool = Field(default=True, description="Run Grafana as part of the platform's kube-prometheus-stack.")
+    grafana_admin_secret: SecretName | None = Field(
+        default=None,
+        description="Existing Secret in namespace `monitoring` with keys `admin-user` and `admin-password` for "
+        "Grafana's admin; unset, the chart generates a random password and keeps it across upgrades.",
+    )
+    adapter_version: str | None = Field(
+        default=None, description="prometheus-adapter chart version overriding the pin."
+    )
+    dcgm_exporter_version: str | None = Field(
+        default=None, description="DCGM exporter chart version overriding the pin."
+    )
 
     @property
     def serves_custom_metrics(self) -> bool:
@@ -100,18 +188,40 @@ class Monitoring(Addon):
 
 
 class AddonsSection(Strict):
-    """`inference-platform:addons`."""
+    """`inference-platform:addons`: what is installed on the cluster beyond Kubernetes itself. Every
+    add-on is `enabled` plus an optional `version` overriding its pin in `stacks/versions.py`."""
 
-    nvidia_device_plugin: NvidiaDevicePlugin = Field(default_factory=NvidiaDevicePlugin)
-    neuron: Neuron = Field(default_factory=Neuron)
-    karpenter: Addon = Field(default_factory=lambda: Addon(enabled=True))
-    dynamo: Dynamo = Field(default_factory=Dynamo)
-    aibrix: Aibrix = Field(default_factory=Aibrix)
-    kuberay: KubeRay = Field(default_factory=KubeRay)
-    nim_operator: NimOperator = Field(default_factory=NimOperator)
-    litellm: LiteLLM = Field(default_factory=LiteLLM)
-    monitoring: Monitoring = Field(default_factory=Monitoring)
-    envoy_gateway: Addon = Field(default_factory=lambda: Addon(enabled=True))
-    # Provisions the NLB for the gateway's (or AIBrix's) LoadBalancer Service. Turn it off only where
-    # the cluster already runs one (installed by other means, or EKS Auto Mode's own).
-    aws_load_balancer_controller: Addon = Field(default_factory=lambda: Addon(enabled=True))
+    nvidia_device_plugin: NvidiaDevicePlugin = Field(
+        default_factory=NvidiaDevicePlugin, description="NVIDIA device plugin for AL2023 GPU pools."
+    )
+    neuron: Neuron = Field(default_factory=Neuron, description="AWS Neuron chart for Inferentia and Trainium pools.")
+    karpenter: Addon = Field(
+        default_factory=lambda: Addon(enabled=True),
+        description="Karpenter, which launches every node pool's nodes; required while `nodePools` is not empty.",
+    )
+    dynamo: Dynamo = Field(default_factory=Dynamo, description="NVIDIA Dynamo operator, for `engine: dynamo`.")
+    aibrix: Aibrix = Field(
+        default_factory=Aibrix, description="AIBrix, for LoRA adapters and `autoscaling.owner: aibrix`."
+    )
+    kuberay: KubeRay = Field(default_factory=KubeRay, description="KubeRay operator, for `engine: ray-serve`.")
+    nim_operator: NimOperator = Field(
+        default_factory=NimOperator, description="NIM Operator: NIM models become NIMServices."
+    )
+    litellm: LiteLLM = Field(
+        default_factory=LiteLLM, description="LiteLLM proxy: one OpenAI-compatible endpoint over several models."
+    )
+    monitoring: Monitoring = Field(
+        default_factory=Monitoring, description="Prometheus, prometheus-adapter, exporters, dashboards and alerts."
+    )
+    envoy_gateway: Addon = Field(
+        default_factory=lambda: Addon(enabled=True),
+        description="Envoy Gateway, which runs the gateway (and AIBrix's); installed only when one of them is on, "
+        "and refused off while one is.",
+    )
+    # Turn it off only where the cluster already runs one (installed by other means, or EKS Auto
+    # Mode's own).
+    aws_load_balancer_controller: Addon = Field(
+        default_factory=lambda: Addon(enabled=True),
+        description="AWS Load Balancer Controller, which turns the gateway's (or AIBrix's) LoadBalancer Service "
+        "into an NLB; installed only when one of them is on.",
+    )

@@ -10,7 +10,7 @@ import ipaddress
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
 PROJECT = "inference-platform"
@@ -68,5 +68,7 @@ GIT_REVISION = re.compile(r"^[0-9a-f]{40}$")
 class Addon(Strict):
     """An optional add-on: whether it is installed and, optionally, a version overriding the catalog."""
 
-    enabled: bool = False
-    version: str | None = None
+    enabled: bool = Field(default=False, description="Whether the add-on is installed.")
+    version: str | None = Field(
+        default=None, description="Chart version overriding the pin in `stacks/versions.py`; unset: the pin."
+    )

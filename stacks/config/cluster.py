@@ -23,14 +23,38 @@ AddonVersion = Annotated[str, StringConstraints(pattern=r"^v[0-9]+\.[0-9]+\.[0-9
 class Vpc(Strict):
     """Create a VPC (cidr, availabilityZones) or adopt one (id, privateSubnetIds, publicSubnetIds)."""
 
-    cidr: Cidr | None = None
-    availability_zones: int = Field(default=3, ge=2, le=6)
-    id: VpcId | None = None
-    private_subnet_ids: list[SubnetId] = Field(default_factory=list)
-    public_subnet_ids: list[SubnetId] = Field(default_factory=list)
-    # One NAT gateway per zone survives a zone outage; one in total is cheaper. Default: per zone
-    # in prod, single elsewhere.
-    nat_gateways: Literal["single", "perZone"] | None = None
+    cidr: Cidr | None = Field(
+        default=None,
+        description="IPv4 block of a VPC to create, /16 to /20 with host bits zero; unset creates "
+        "`10.0.0.0/16`. Each zone gets a private subnet of 1/8 of the block and a small public one.",
+    )
+    availability_zones: int = Field(
+        default=3,
+        ge=2,
+        le=6,
+        description="Availability zones a created VPC spans, each with a private and a public subnet.",
+    )
+    id: VpcId | None = Field(
+        default=None,
+        description="Adopt this existing VPC (`vpc-...`) instead of creating one; needs `privateSubnetIds` "
+        "and excludes `cidr`.",
+    )
+    private_subnet_ids: list[SubnetId] = Field(
+        default_factory=list,
+        description="With `id`: at least two private subnets in different zones for the cluster and nodes; "
+        "they get the Karpenter discovery and internal load-balancer tags.",
+    )
+    public_subnet_ids: list[SubnetId] = Field(
+        default_factory=list,
+        description="With `id`: public subnets for internet-facing load balancers; they get the public "
+        "load-balancer tag.",
+    )
+    # One NAT gateway per zone survives a zone outage; one in total is cheaper.
+    nat_gateways: Literal["single", "perZone"] | None = Field(
+        default=None,
+        description="NAT gateways of a created VPC: `perZone` survives a zone outage, `single` is cheaper; "
+        "unset means `perZone` in `environment: prod` and `single` elsewhere.",
+    )
 
     @model_validator(mode="after")
     def _create_or_adopt(self) -> Self:
@@ -68,8 +92,15 @@ class Vpc(Strict):
 class Endpoint(Strict):
     """API server endpoint access. Private access is always on so nodes never leave the VPC."""
 
-    public_access: bool = True
-    public_access_cidrs: list[Cidr] = Field(default_factory=list)
+    public_access: bool = Field(
+        default=True,
+        description="Whether the API server has a public endpoint; private access is always on.",
+    )
+    public_access_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        description="CIDR blocks allowed to reach the public endpoint; empty allows any address. Only with "
+        "`publicAccess: true`.",
+    )
 
     @model_validator(mode="after")
     def _cidrs_need_public(self) -> Self:
@@ -84,12 +115,19 @@ class SystemNodes(Strict):
     """The managed node group (AL2023) that runs controllers: Karpenter, CoreDNS, operators."""
 
     instance_types: list[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")]] = Field(
-        default_factory=lambda: ["m7i.large"], min_length=1
+        default_factory=lambda: ["m7i.large"],
+        min_length=1,
+        description="EC2 instance types of the on-demand system node group (x86_64 AL2023).",
     )
-    min: int = Field(default=2, ge=1, le=50)
-    max: int = Field(default=4, ge=1, le=100)
-    desired: int | None = Field(default=None, ge=1)
-    disk_size_gib: int = Field(default=50, ge=20, le=1000)
+    min: int = Field(default=2, ge=1, le=50, description="Fewest system nodes; at most `max`.")
+    max: int = Field(default=4, ge=1, le=100, description="Most system nodes.")
+    desired: int | None = Field(
+        default=None,
+        ge=1,
+        description="Node count at creation, between `min` and `max`; unset starts at `min`. Later changes "
+        "to the live count are left alone.",
+    )
+    disk_size_gib: int = Field(default=50, ge=20, le=1000, description="Root disk of each system node, in GiB.")
 
     @model_validator(mode="after")
     def _bounds(self) -> Self:
@@ -101,20 +139,35 @@ class SystemNodes(Strict):
 
 
 class ClusterSection(Strict):
-    """`inference-platform:cluster`."""
+    """`inference-platform:cluster`: the EKS control plane, its network and its system nodes. Required
+    for `platform` and `all-in-one` stacks; a `workloads` stack may not set it."""
 
-    name: ClusterName
-    kubernetes_version: Literal[SUPPORTED_KUBERNETES] = "1.34"  # type: ignore[valid-type]
-    vpc: Vpc = Field(default_factory=Vpc)
-    endpoint: Endpoint = Field(default_factory=Endpoint)
-    admins: list[IamArn] = Field(default_factory=list)
-    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
-    log_types: list[Literal[LOG_TYPES]] = Field(  # type: ignore[valid-type]
-        default_factory=lambda: list(LOG_TYPES)
+    name: ClusterName = Field(
+        description="EKS cluster name (letters, digits, `-` and `_`, at most 82 characters); also the value of "
+        "the `karpenter.sh/discovery` tag on its subnets and security group."
     )
-    # Exact EKS add-on versions (e.g. vpc-cni: v1.20.4-eksbuild.1). Unset ones use the catalog pin for
-    # the Kubernetes minor, else the default EKS ships for it; the stack output eksAddonVersions shows
-    # what was used, ready to copy here.
+    kubernetes_version: Literal[SUPPORTED_KUBERNETES] = Field(  # type: ignore[valid-type]
+        default="1.34",
+        description='Kubernetes minor version of the control plane, one in EKS standard support; quote it (`"1.34"`).',
+    )
+    vpc: Vpc = Field(default_factory=Vpc, description="The network: a VPC to create, or one to adopt.")
+    endpoint: Endpoint = Field(default_factory=Endpoint, description="Who may reach the Kubernetes API server.")
+    admins: list[IamArn] = Field(
+        default_factory=list,
+        description="IAM role or user ARNs given cluster-admin through EKS access entries: the identities the "
+        "`kubeconfig` stack output lets in.",
+    )
+    system_nodes: SystemNodes = Field(
+        default_factory=SystemNodes,
+        description="The managed node group that runs controllers (Karpenter, CoreDNS, operators).",
+    )
+    log_types: list[Literal[LOG_TYPES]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(LOG_TYPES),
+        description="Control-plane log types sent to CloudWatch Logs; all five by default.",
+    )
     addon_versions: dict[Literal[EKS_ADDON_NAMES], AddonVersion] = Field(  # type: ignore[valid-type]
-        default_factory=dict
+        default_factory=dict,
+        description="Exact EKS managed add-on versions, e.g. `vpc-cni: v1.20.4-eksbuild.1`; an unset add-on "
+        "uses the catalog pin for the Kubernetes minor, else EKS's default. The stack output "
+        "`eksAddonVersions` shows what was used, ready to copy here.",
     )

@@ -16,16 +16,28 @@ AcmArn = Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-
 
 
 class Jwt(Strict):
-    issuer: HttpUrl
-    jwks_uri: HttpUrl
-    audiences: list[str] = Field(default_factory=list)
+    """The JWT provider `auth: jwt` validates clients' bearer tokens against."""
+
+    issuer: HttpUrl = Field(description="The tokens' issuer (`iss`), a URL.")
+    jwks_uri: HttpUrl = Field(description="URL of the issuer's JSON Web Key Set the signatures are checked with.")
+    audiences: list[str] = Field(
+        default_factory=list, description="Accepted `aud` values; empty: the audience is not checked."
+    )
 
 
 class Tls(Strict):
     """TLS for the HTTPS listener: an ACM certificate on the load balancer, or a cert Secret."""
 
-    certificate_arn: AcmArn | None = None
-    secret_name: SecretName | None = None
+    certificate_arn: AcmArn | None = Field(
+        default=None,
+        description="ACM certificate ARN: the NLB terminates TLS on 443 and forwards to Envoy. The only choice "
+        "with AIBrix.",
+    )
+    secret_name: SecretName | None = Field(
+        default=None,
+        description="A `kubernetes.io/tls` Secret in the Gateway's namespace (`inference-gateway`): Envoy "
+        "terminates TLS with it.",
+    )
 
     @model_validator(mode="after")
     def _one(self) -> Self:
@@ -38,24 +50,64 @@ class RateLimit(Strict):
     """Per-client request limit. The client id header is set by the gateway from the authenticated
     identity (API-key client name or the JWT `sub`), so a client cannot pick its own bucket."""
 
-    requests_per_minute: int = Field(ge=1, le=1_000_000)
-    client_header: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+$", max_length=64)] = "x-client-id"
+    requests_per_minute: int = Field(
+        ge=1,
+        le=1_000_000,
+        description="Requests each authenticated client may make per minute on each route, counted per Envoy replica.",
+    )
+    client_header: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+$", max_length=64)] = Field(
+        default="x-client-id",
+        description="Header the gateway writes the client id into (the API key's name, or the JWT `sub`) and "
+        "counts by; lower case.",
+    )
 
 
 class GatewaySection(Strict):
-    """`inference-platform:gateway`."""
+    """`inference-platform:gateway`: the authenticated HTTPS front door (Envoy Gateway behind an NLB);
+    every exposed model is reached at `https://<hostname>/<model name>/v1`."""
 
-    enabled: bool = True
-    hostname: Hostname = "inference.example.com"
-    auth: Literal["apiKey", "jwt", "none"] = "apiKey"
-    api_keys_secret: SecretName = "inference-api-keys"
-    jwt: Jwt | None = None
-    allow_unauthenticated: bool = False
-    tls: Tls | None = None
-    rate_limit: RateLimit | None = None
-    # Where clients put the API key; Envoy strips a leading "Bearer " (Authorization: Bearer <key>).
-    api_key_header: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9-]+$", max_length=64)] = "Authorization"
-    scheme: Literal["internet-facing", "internal"] = "internet-facing"  # the AWS load balancer's scheme
+    enabled: bool = Field(
+        default=True,
+        description="Create the platform's Gateway and route exposed models through it; with `addons.aibrix` on, "
+        "models attach to AIBrix's Gateway whatever this says.",
+    )
+    hostname: Hostname = Field(
+        default="inference.example.com",
+        description="DNS name of the HTTPS listener and of every model route; the TLS certificate must cover it.",
+    )
+    auth: Literal["apiKey", "jwt", "none"] = Field(
+        default="apiKey",
+        description="How clients authenticate: `apiKey` (keys in `apiKeysSecret`), `jwt` (needs `jwt`) or `none` "
+        "(needs `allowUnauthenticated: true`, refused in prod).",
+    )
+    api_keys_secret: SecretName = Field(
+        default="inference-api-keys",
+        description="Existing Opaque Secret in the Gateway's namespace holding one entry per client (key: client "
+        "name, value: its API key); created and rotated outside the stack.",
+    )
+    jwt: Jwt | None = Field(default=None, description="The JWT provider; required with `auth: jwt`.")
+    allow_unauthenticated: bool = Field(
+        default=False,
+        description="Accept `auth: none` (outside prod); an Ollama model still cannot be exposed without auth.",
+    )
+    tls: Tls | None = Field(
+        default=None,
+        description="TLS of the HTTPS listener; unset expects a Secret `inference-tls` in `inference-gateway` "
+        "(e.g. from cert-manager), a warning in dev and staging and an error in prod.",
+    )
+    rate_limit: RateLimit | None = Field(
+        default=None, description="Per-client request limit on every model route; unset: no limit."
+    )
+    # Envoy strips a leading "Bearer " (Authorization: Bearer <key>).
+    api_key_header: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9-]+$", max_length=64)] = Field(
+        default="Authorization",
+        description="Header clients send the API key in (`Authorization: Bearer <key>` by default); the gateway "
+        "removes it before the request reaches the engine.",
+    )
+    scheme: Literal["internet-facing", "internal"] = Field(
+        default="internet-facing",
+        description="Scheme of the AWS load balancer: reachable from the internet, or only inside the VPC.",
+    )
 
     @model_validator(mode="after")
     def _auth(self) -> Self:

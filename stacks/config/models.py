@@ -32,44 +32,109 @@ class Image(Strict):
 
     repository: (
         Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+([._/-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9._-]+)*$")] | None
-    ) = None
-    tag: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")] | None = None
-    digest: Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")] | None = None
+    ) = Field(
+        default=None, description="Image repository replacing the engine's catalog image, e.g. `vllm/vllm-openai`."
+    )
+    tag: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")] | None = Field(
+        default=None,
+        description="Image tag replacing the catalog's; for `engine: dynamo` it must be the version `X.Y.Z` "
+        "(Dynamo's webhook reads it).",
+    )
+    digest: Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")] | None = Field(
+        default=None,
+        description="`sha256:` digest the image is pinned to; required in `environment: prod` (dev warns). The "
+        "catalog's own digest is kept only while neither repository nor tag is overridden.",
+    )
 
 
 class Nim(Strict):
-    profile: Annotated[str, StringConstraints(min_length=1)]
-    image_pull_secret: SecretName = "ngc-registry"
-    model_path: str | None = None
+    """`engine: nim` only (and required there): NVIDIA NIM's profile, pull secret and model source."""
+
+    profile: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="NIM profile id (`NIM_MODEL_PROFILE`), one from the container's own `list-model-profiles`; "
+        "there is no safe default."
+    )
+    image_pull_secret: SecretName = Field(
+        default="ngc-registry",
+        description="Existing dockerconfigjson Secret for nvcr.io; must not be the `secrets.ngcApiKey` Secret.",
+    )
+    model_path: str | None = Field(
+        default=None,
+        description="A model prepared elsewhere for NIM to serve (e.g. by NIM's download-to-cache); required for "
+        "an NGC model without the NIM Operator. Unset: an `hf://` model is prepared by the platform.",
+    )
 
 
 class Tgi(Strict):
-    accept_maintenance_mode: bool = False
-    quantize: Literal["awq", "gptq", "bitsandbytes", "eetq", "fp8"] | None = None
-    weights_format: Literal["awq", "gptq", "safetensors"] = "safetensors"
+    """`engine: tgi` only (and required there): Hugging Face Text Generation Inference."""
+
+    accept_maintenance_mode: bool = Field(
+        default=False,
+        description="Must be `true`: TGI is in maintenance mode upstream, and the stack says so deliberately.",
+    )
+    quantize: Literal["awq", "gptq", "bitsandbytes", "eetq", "fp8"] | None = Field(
+        default=None,
+        description="TGI's `--quantize`; `awq` and `gptq` need `weightsFormat` of the same name (it does not "
+        "convert ordinary weights).",
+    )
+    weights_format: Literal["awq", "gptq", "safetensors"] = Field(
+        default="safetensors", description="The format the model's checkpoint is already in."
+    )
 
 
 class Sglang(Strict):
-    grammar_backend: Literal["xgrammar", "outlines", "llguidance"] = "xgrammar"
+    """`engine: sglang` only: SGLang options."""
+
+    grammar_backend: Literal["xgrammar", "outlines", "llguidance"] = Field(
+        default="xgrammar", description="SGLang's structured-output backend (`--grammar-backend`)."
+    )
 
 
 class Ollama(Strict):
+    """`engine: ollama` only: which Ollama models to pull into the cache before the server starts."""
+
     pull: list[Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?$")]] = Field(
-        default_factory=list
+        default_factory=list,
+        description="Ollama model names (`name` or `name:tag`) to pull, with bounded retries; empty: pull `model`.",
     )
 
 
 class Dynamo(Strict):
-    mode: Literal["aggregated", "disaggregated"] = "aggregated"
-    backend: Literal["vllm", "sglang", "trtllm"] = "vllm"
-    prefill_workers: int = Field(default=1, ge=1, le=64)
-    decode_workers: int = Field(default=1, ge=1, le=64)
-    prefill_revision: str | None = None
-    frontend_replicas: int = Field(default=1, ge=1, le=16)
-    request_profiling: bool = False
-    # The concurrency the profiler sizes the graph for: a DGDR needs it (or requestRate) when no
-    # planner runs, and the platform deploys none.
-    profile_concurrency: int | None = Field(default=None, ge=1, le=100_000)
+    """`engine: dynamo` only: the shape of the DynamoGraphDeployment."""
+
+    mode: Literal["aggregated", "disaggregated"] = Field(
+        default="aggregated",
+        description="`aggregated`: a Frontend and `replicas` workers that prefill and decode; `disaggregated`: "
+        "a Frontend, `prefillWorkers` prefill and `decodeWorkers` decode workers (needs a pinned `revision`).",
+    )
+    backend: Literal["vllm", "sglang", "trtllm"] = Field(
+        default="vllm",
+        description="Worker backend, which picks the pinned `<backend>-runtime` image; `trtllm` is refused for "
+        "a disaggregated graph and with a `revision`.",
+    )
+    prefill_workers: int = Field(default=1, ge=1, le=64, description="Prefill workers; disaggregated only.")
+    decode_workers: int = Field(default=1, ge=1, le=64, description="Decode workers; disaggregated only.")
+    prefill_revision: str | None = Field(
+        default=None,
+        description="Disaggregated only: must equal `revision` if given (KV blocks move between roles, so both "
+        "load the same weights).",
+    )
+    frontend_replicas: int = Field(
+        default=1, ge=1, le=16, description="Replicas of the CPU-only Frontend that clients reach."
+    )
+    request_profiling: bool = Field(
+        default=False,
+        description="Also render a DynamoGraphDeploymentRequest (with `autoApply: false`), whose profiling jobs "
+        "occupy GPUs; needs `profileConcurrency`.",
+    )
+    # A DGDR needs a workload (or requestRate) when no planner runs, and the platform deploys none.
+    profile_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="The concurrent requests the profiler sizes the graph for; required with `requestProfiling` "
+        "and only with it.",
+    )
 
     @model_validator(mode="after")
     def _profiling_workload(self) -> Self:
@@ -84,19 +149,52 @@ class Dynamo(Strict):
 
 
 class RayServe(Strict):
-    min_workers: int = Field(default=1, ge=0, le=256)
-    max_workers: int = Field(default=2, ge=1, le=256)
-    pip: list[str] = Field(default_factory=list)
+    """`engine: ray-serve` only: the RayService's GPU worker group."""
+
+    min_workers: int = Field(
+        default=1, ge=0, le=256, description="Fewest GPU workers (in-tree autoscaling); at most `maxWorkers`."
+    )
+    max_workers: int = Field(
+        default=2,
+        ge=1,
+        le=256,
+        description="Most GPU workers, each with `acceleratorsPerReplica` GPUs.",
+    )
+    pip: list[str] = Field(
+        default_factory=list,
+        description="Extra pip packages for the LLM config's `runtime_env`, which reaches the replicas and engine "
+        "workers.",
+    )
 
 
 class Autoscaling(Strict):
-    owner: Literal["hpa", "aibrix", "dynamo-planner", "none"] = "none"
-    min_replicas: int = Field(default=1, ge=0, le=1000)
-    max_replicas: int = Field(default=4, ge=1, le=1000)
-    strategy: Literal["HPA", "KPA", "APA"] = "KPA"
-    # The engine gauge to scale on; unset: the engine's queue depth (stacks/metrics.py scaling_metric).
-    metric: str | None = None
-    target_value: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?$")] = "10"
+    """Who scales the model's replicas; one owner per workload."""
+
+    owner: Literal["hpa", "aibrix", "dynamo-planner", "none"] = Field(
+        default="none",
+        description="`none` (fixed `replicas`), `hpa` (needs prometheus-adapter) or `aibrix` (a PodAutoscaler). "
+        "`dynamo-planner` is refused (the platform does not deploy it); Dynamo and Ray Serve take `none`.",
+    )
+    min_replicas: int = Field(
+        default=1,
+        ge=0,
+        le=1000,
+        description="Fewest replicas; at most `maxReplicas`. An HPA never goes below 1; 0 reaches only an AIBrix "
+        "PodAutoscaler.",
+    )
+    max_replicas: int = Field(default=4, ge=1, le=1000, description="Most replicas the autoscaler may run.")
+    strategy: Literal["HPA", "KPA", "APA"] = Field(
+        default="KPA", description="The AIBrix PodAutoscaler's scaling strategy; read with `owner: aibrix` only."
+    )
+    # stacks/metrics.py scaling_metric picks the default.
+    metric: str | None = Field(
+        default=None,
+        description="The engine gauge to scale on, e.g. `vllm:num_requests_waiting`; must be one the engine "
+        "exports. Unset: the engine's queue depth.",
+    )
+    target_value: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?$")] = Field(
+        default="10", description="Target average of `metric` per pod, as a decimal string."
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> Self:
@@ -108,9 +206,15 @@ class Autoscaling(Strict):
 class Adapter(Strict):
     """An AIBrix ModelAdapter (LoRA) loaded onto the model's pods."""
 
-    name: DnsLabel
-    artifact_url: Annotated[str, StringConstraints(min_length=2)] = Field(alias="artifactURL")
-    replicas: int | None = None
+    name: DnsLabel = Field(description="Name of the ModelAdapter, which clients ask for.")
+    artifact_url: Annotated[str, StringConstraints(min_length=2)] = Field(
+        alias="artifactURL",
+        description="Where the adapter is: `s3://`, `gcs://`, `tos://`, `huggingface://`, `hf://` or an absolute "
+        "path (`https://` is refused, as the AIBrix webhook does).",
+    )
+    replicas: int | None = Field(
+        default=None, description="Omit to load the adapter on every pod of the model, or `1` to load it on one."
+    )
 
     @field_validator("artifact_url")
     @classmethod
@@ -136,46 +240,131 @@ class Adapter(Strict):
 class ModelSecrets(Strict):
     """Names of existing Kubernetes Secrets, mounted into the pods as files."""
 
-    hugging_face_token: SecretName | None = None
-    ngc_api_key: SecretName | None = None
+    hugging_face_token: SecretName | None = Field(
+        default=None,
+        description="Secret whose key `token` is a Hugging Face token, mounted read-only at "
+        "`/var/run/secrets/huggingface/token`; for gated models.",
+    )
+    ngc_api_key: SecretName | None = Field(
+        default=None,
+        description="Secret holding `NGC_API_KEY`: only, and then required, as the NIM Operator's `authSecret` "
+        "(`addons.nimOperator`); refused otherwise.",
+    )
 
 
 class Resources(Strict):
-    """Explicit cpu/memory per replica; default sizing comes from the engine module."""
+    """Explicit cpu/memory per replica; unset, `stacks/sizing.py` sizes the replica from its pool (the
+    same figures the fit and quota checks use)."""
 
-    cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = None
-    memory: Annotated[str, StringConstraints(pattern=r"^[0-9]+(Mi|Gi|Ti)$")] | None = None
+    cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = Field(
+        default=None,
+        description="CPU request per replica (cores or millicores); unset: the replica's share of the smallest "
+        "type that holds its accelerators (Dynamo and Ray workers: 2 per GPU).",
+    )
+    memory: Annotated[str, StringConstraints(pattern=r"^[0-9]+(Mi|Gi|Ti)$")] | None = Field(
+        default=None,
+        description="Memory request and limit per replica (Mi, Gi or Ti); unset: sized like `cpu` (Dynamo and Ray "
+        "workers: 8Gi per GPU).",
+    )
 
 
 class ModelSection(Strict):
-    """One entry of `inference-platform:models`."""
+    """One entry of `inference-platform:models`: one served model, its engine, the pool its replicas
+    run on and how clients reach it."""
 
-    name: DnsLabel
-    engine: Engine
-    model: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    revision: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
-    pool: DnsLabel
-    accelerators_per_replica: int = Field(default=1, ge=0, le=64)
-    replicas: int = Field(default=1, ge=0, le=1000)
-    max_model_len: int | None = Field(default=None, ge=128, le=10_000_000)
-    parameters: str | int | None = None
-    dtype: Dtype | None = None
-    image: Image = Field(default_factory=Image)
-    engine_args: list[str] = Field(default_factory=list)
-    trust_remote_code: bool = False
-    resources: Resources = Field(default_factory=Resources)
-    nim: Nim | None = None
-    tgi: Tgi | None = None
-    sglang: Sglang | None = None
-    ollama: Ollama | None = None
-    dynamo: Dynamo | None = None
-    ray_serve: RayServe | None = None
-    autoscaling: Autoscaling = Field(default_factory=Autoscaling)
-    adapters: list[Adapter] = Field(default_factory=list)
-    secrets: ModelSecrets = Field(default_factory=ModelSecrets)
-    expose: bool = True
-    namespace: DnsLabel | None = None
-    slo: Slo | None = None  # serving objectives alerted on (monitoring)
+    name: DnsLabel = Field(
+        description="The model's name, unique in the stack: clients ask for it, and it names the Service, the "
+        "workload and the route `/<name>/v1`."
+    )
+    engine: Engine = Field(
+        description="Inference engine; it must run on the pool's accelerator (`neuron-vllm` on Neuron, `ollama` "
+        "on CPU or NVIDIA, the others NVIDIA). `dynamo` and `ray-serve` need their add-on."
+    )
+    model: Annotated[str, StringConstraints(min_length=1, max_length=200)] = Field(
+        description="What to serve: a Hugging Face repo id (`Qwen/Qwen3-8B`); for NIM an `hf://` model or an NGC "
+        "one, for Ollama the model to pull."
+    )
+    revision: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = Field(
+        default=None,
+        description="The model repository's commit; prod requires a 40-hex commit (except Ollama). Unset: `main` "
+        "is fetched once and never refreshed.",
+    )
+    pool: DnsLabel = Field(
+        description="The node pool the replicas run on: a `nodePools[].name`, or for a workloads stack a pool the "
+        "platform exports. A replica must fit one of its instance types."
+    )
+    accelerators_per_replica: int = Field(
+        default=1,
+        ge=0,
+        le=64,
+        description="GPUs, or whole Neuron devices on a Neuron pool, per replica (tensor parallelism follows); must "
+        "be 0 on a CPU pool, and at least 1 for every engine but Ollama and Ray Serve.",
+    )
+    replicas: int = Field(
+        default=1,
+        ge=0,
+        le=1000,
+        description="Replicas with `autoscaling.owner: none` (with an autoscaler the workload leaves the count to "
+        "it); for an aggregated Dynamo graph, its workers.",
+    )
+    max_model_len: int | None = Field(
+        default=None,
+        ge=128,
+        le=10_000_000,
+        description="Context length in tokens, passed as the engine's own flag (vLLM `--max-model-len`, SGLang "
+        "`--context-length`, ...); unset: the engine's default.",
+    )
+    parameters: str | int | None = Field(
+        default=None,
+        description="Parameter count (`8B`, `500M`, `1.5B` or an integer). With `dtype`, weights are checked "
+        "against accelerator memory and caches and startup are sized; required (with `dtype`) by "
+        "`modelCache: local`.",
+    )
+    dtype: Dtype | None = Field(
+        default=None,
+        description="Bytes per parameter for sizing (bf16, fp16: 2; fp8, int8: 1; int4: 0.5); not passed to the "
+        "engine. Required with `parameters`.",
+    )
+    image: Image = Field(default_factory=Image, description="Override of the engine's catalog image.")
+    engine_args: list[str] = Field(
+        default_factory=list,
+        description="Extra engine flags, passed through after the managed ones (Ray Serve takes none).",
+    )
+    trust_remote_code: bool = Field(
+        default=False,
+        description="Let the engine run code from the model repository (`--trust-remote-code`); only for models "
+        "that need it.",
+    )
+    resources: Resources = Field(
+        default_factory=Resources, description="Explicit CPU and memory per replica, beside the accelerators."
+    )
+    nim: Nim | None = Field(default=None, description="NIM options; required with, and only for, `engine: nim`.")
+    tgi: Tgi | None = Field(default=None, description="TGI options; required with, and only for, `engine: tgi`.")
+    sglang: Sglang | None = Field(default=None, description="SGLang options; only for `engine: sglang`.")
+    ollama: Ollama | None = Field(default=None, description="Ollama options; only for `engine: ollama`.")
+    dynamo: Dynamo | None = Field(default=None, description="Dynamo graph options; only for `engine: dynamo`.")
+    ray_serve: RayServe | None = Field(default=None, description="Ray Serve options; only for `engine: ray-serve`.")
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Who scales the replicas, and on what.")
+    adapters: list[Adapter] = Field(
+        default_factory=list,
+        description="AIBrix LoRA ModelAdapters loaded onto the model's pods; `engine: vllm` with `addons.aibrix` only.",
+    )
+    secrets: ModelSecrets = Field(
+        default_factory=ModelSecrets, description="Existing Secrets the pods mount as files, never as env."
+    )
+    expose: bool = Field(
+        default=True,
+        description="Route the model through the authenticated gateway at `/<name>/v1`; needs a gateway "
+        "(`gateway.enabled` or AIBrix's). `false` keeps it cluster-internal.",
+    )
+    namespace: DnsLabel | None = Field(
+        default=None,
+        description="Kubernetes namespace of the model; unset: `inference`, or the team's namespace in a "
+        "workloads stack (where it may only repeat it).",
+    )
+    slo: Slo | None = Field(
+        default=None, description="Serving objectives, alerted on by Prometheus; needs `addons.monitoring`."
+    )
 
     @field_validator("parameters")
     @classmethod

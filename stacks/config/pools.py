@@ -20,18 +20,46 @@ Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi
 class PoolLimits(Strict):
     """Upper bounds for the whole pool; cpu and memory are derived when not given."""
 
-    accelerators: int | None = Field(default=None, ge=1, le=10000)
-    cpu: Quantity | None = None
-    memory: Quantity | None = None
+    accelerators: int | None = Field(
+        default=None,
+        ge=1,
+        le=10000,
+        description="Most GPUs or Neuron devices the pool may hold; unset CPU and memory limits are then derived "
+        "so this one binds and one whole largest instance always fits. Not on an `accelerator: none` pool.",
+    )
+    cpu: Quantity | None = Field(
+        default=None,
+        description='Pool-wide CPU limit as a Kubernetes quantity (e.g. `"256"`); unset: derived from '
+        "`accelerators`, else none.",
+    )
+    memory: Quantity | None = Field(
+        default=None,
+        description="Pool-wide memory limit as a Kubernetes quantity (e.g. `1024Gi`); unset: derived from "
+        "`accelerators`, else none.",
+    )
 
 
 class DisruptionBudget(Strict):
     """A Karpenter disruption budget (karpenter.sh/v1 NodePool.spec.disruption.budgets[])."""
 
-    nodes: Annotated[str, StringConstraints(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")]
-    schedule: str | None = None
-    duration: Duration | None = None
-    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = None
+    nodes: Annotated[str, StringConstraints(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = Field(
+        description='How many of the pool\'s nodes Karpenter may disrupt at once: a count (`"0"` blocks) or '
+        "a percentage (`10%`)."
+    )
+    schedule: str | None = Field(
+        default=None,
+        description="Cron schedule (UTC) of when the budget starts to apply, e.g. `0 9 * * 1-5`; with "
+        "`duration`. Unset: always.",
+    )
+    duration: Duration | None = Field(
+        default=None,
+        description="How long the budget applies after each `schedule` start (`s`, `m`, `h`; no days, "
+        "e.g. `9h`); with `schedule`.",
+    )
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
+        default=None,
+        description="Disruption reasons the budget limits; unset: all of them.",
+    )
 
     @model_validator(mode="after")
     def _schedule_needs_duration(self) -> Self:
@@ -41,23 +69,76 @@ class DisruptionBudget(Strict):
 
 
 class NodePoolSection(Strict):
-    """One entry of `inference-platform:nodePools`."""
+    """One entry of `inference-platform:nodePools`: a Karpenter NodePool and EC2NodeClass that launch
+    nodes on demand when a pod asks for the pool's devices, and remove them when empty."""
 
-    name: DnsLabel
-    accelerator: Accelerator = "none"
-    instance_types: list[InstanceTypeName] = Field(default_factory=list)
-    instance_families: list[InstanceFamily] = Field(default_factory=list)
-    capacity_types: list[CapacityType] = Field(default_factory=lambda: list[CapacityType](["on-demand"]), min_length=1)
-    architecture: Literal["amd64", "arm64"] = "amd64"
-    ami_alias: AmiAlias = "al2023@latest"
-    root_volume_gib: int = Field(default=200, ge=20, le=16384)
-    local_nvme: Literal["raid0", "none"] = "none"
-    limits: PoolLimits = Field(default_factory=PoolLimits)
-    consolidate_after: Duration = "10m"
-    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = "WhenEmptyOrUnderutilized"
-    disruption_budgets: list[DisruptionBudget] | None = None
-    expire_after: Annotated[str, StringConstraints(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = "720h"
-    weight: int | None = Field(default=None, ge=1, le=100)
+    name: DnsLabel = Field(
+        description="Name of the NodePool and its EC2NodeClass, unique in the stack; `models[].pool` refers to it."
+    )
+    accelerator: Accelerator = Field(
+        default="none",
+        description="The pool's devices: `nvidia` GPUs or `neuron` (Inferentia/Trainium) pools are tainted and "
+        "labelled for them; must match the instance types in the catalog.",
+    )
+    instance_types: list[InstanceTypeName] = Field(
+        default_factory=list,
+        description="Exact EC2 instance types Karpenter may launch, e.g. `[g6.xlarge, g6.12xlarge]`; give "
+        "exactly one of this and `instanceFamilies`.",
+    )
+    instance_families: list[InstanceFamily] = Field(
+        default_factory=list,
+        description="Instance families Karpenter may launch any size of, e.g. `[g6, g6e]`; give exactly one of "
+        "this and `instanceTypes`.",
+    )
+    capacity_types: list[CapacityType] = Field(
+        default_factory=lambda: list[CapacityType](["on-demand"]),
+        min_length=1,
+        description="EC2 capacity types Karpenter may use (`on-demand`, `spot`, `reserved`), each at most once.",
+    )
+    architecture: Literal["amd64", "arm64"] = Field(
+        default="amd64", description="CPU architecture of the nodes; must match the instance types."
+    )
+    ami_alias: AmiAlias = Field(
+        default="al2023@latest",
+        description="Karpenter AMI alias, `al2023@<version>` or `bottlerocket@<version>`; Karpenter picks the "
+        "NVIDIA or Neuron variant per type. `environment: prod` refuses `@latest` (pin e.g. `al2023@v20261015`).",
+    )
+    root_volume_gib: int = Field(
+        default=200,
+        ge=20,
+        le=16384,
+        description="Size in GiB of each node's encrypted gp3 root volume (Bottlerocket: its data volume), the "
+        "node's ephemeral storage unless `localNvme: raid0`.",
+    )
+    local_nvme: Literal["raid0", "none"] = Field(
+        default="none",
+        description="`raid0` stripes the instance store and makes it the node's ephemeral storage; refused on "
+        "types without instance store (inf2). A pool that runs models needs it with `storage.modelCache: local`.",
+    )
+    limits: PoolLimits = Field(default_factory=PoolLimits, description="Upper bounds on the whole pool's capacity.")
+    consolidate_after: Duration = Field(
+        default="10m",
+        description="How long a node stays empty or underused before Karpenter consolidates it (`s`, `m`, `h`).",
+    )
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        default="WhenEmptyOrUnderutilized",
+        description="Which nodes Karpenter consolidates: only empty ones, or underused ones too.",
+    )
+    disruption_budgets: list[DisruptionBudget] | None = Field(
+        default=None,
+        description="Karpenter disruption budgets. Unset: `nodes: 10%` and, on accelerator pools, also "
+        '`nodes: "0"` for `Underutilized` and `Drifted` Mon-Fri 09:00-18:00 UTC.',
+    )
+    expire_after: Annotated[str, StringConstraints(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = Field(
+        default="720h",
+        description="Node lifetime before Karpenter replaces it (`s`, `m`, `h`), or `Never` to keep nodes.",
+    )
+    weight: int | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="Preference among pools that could serve the same pod (higher first); unset: no weight.",
+    )
 
     @model_validator(mode="after")
     def _one_selector(self) -> Self:

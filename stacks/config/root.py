@@ -37,16 +37,40 @@ PLATFORM_OWNED = (
 
 
 class StackConfig(Strict):
-    """Everything under the `inference-platform:` namespace of a Pulumi.<stack>.yaml."""
+    """Everything under the `inference-platform:` namespace of a Pulumi.<stack>.yaml. Sections marked
+    platform-owned are refused in a `workloads` stack: they belong to its platform stack."""
 
-    stack: StackSection = Field(default_factory=StackSection)
-    cluster: ClusterSection | None = None
-    node_pools: list[NodePoolSection] = Field(default_factory=list)
-    addons: AddonsSection = Field(default_factory=AddonsSection)
-    storage: StorageSection = Field(default_factory=StorageSection)
-    gateway: GatewaySection = Field(default_factory=GatewaySection)
-    models: list[ModelSection] = Field(default_factory=list)
-    aws_region: str = Field(default="us-west-2", exclude=True)
+    stack: StackSection = Field(
+        default_factory=StackSection, description="The stack's role, environment and, for a team, its platform."
+    )
+    cluster: ClusterSection | None = Field(
+        default=None,
+        description="The EKS cluster, its network and system nodes; required unless `stack.role` is `workloads`, "
+        "which may not set it.",
+    )
+    node_pools: list[NodePoolSection] = Field(
+        default_factory=list,
+        description="Karpenter node pools for GPUs, Neuron devices and CPUs; empty: only the system nodes. "
+        "Platform-owned.",
+    )
+    addons: AddonsSection = Field(
+        default_factory=AddonsSection, description="What is installed on the cluster. Platform-owned."
+    )
+    storage: StorageSection = Field(
+        default_factory=StorageSection, description="Model bucket and model cache. Platform-owned."
+    )
+    gateway: GatewaySection = Field(
+        default_factory=GatewaySection, description="The authenticated HTTPS front door. Platform-owned."
+    )
+    models: list[ModelSection] = Field(
+        default_factory=list, description="The served models; a `platform` stack may not have any."
+    )
+    aws_region: str = Field(
+        default="us-west-2",
+        exclude=True,
+        description="The stack file's `aws:region` (the AWS provider's own key), read for the Karpenter and "
+        "load-balancer controller settings and the exports; `us-west-2` when absent.",
+    )
 
     @model_validator(mode="after")
     def _role_shapes_sections(self) -> Self:

@@ -20,30 +20,81 @@ MemoryQuantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(Mi|Gi|Ti)$")
 class ContainerDefaults(Strict):
     """LimitRange defaults for a container that states no requests or limits of its own."""
 
-    cpu: CpuQuantity = "250m"
-    memory: MemoryQuantity = "512Mi"
+    cpu: CpuQuantity = Field(
+        default="250m",
+        description="CPU request the team namespace's LimitRange gives a container that states none "
+        "(cores or millicores, e.g. `250m`, `2`).",
+    )
+    memory: MemoryQuantity = Field(
+        default="512Mi",
+        description="Memory request, and memory limit, the LimitRange gives a container that states none "
+        "(a whole number of Mi, Gi or Ti).",
+    )
 
 
 class Quota(Strict):
     """The team's share of the platform: a ResourceQuota on its namespace, and a LimitRange so a
-    container without requests still counts against it."""
+    container without requests still counts against it. One replica of every model must fit the quota
+    (a warning says when all replicas do not)."""
 
-    gpus: int = Field(default=0, ge=0, le=100_000)  # requests.nvidia.com/gpu
-    neuron_devices: int = Field(default=0, ge=0, le=100_000)  # requests.aws.amazon.com/neuron
-    cpu: CpuQuantity  # requests.cpu
-    memory: MemoryQuantity  # requests.memory
-    pods: int = Field(default=100, ge=1, le=100_000)
-    container_defaults: ContainerDefaults = Field(default_factory=ContainerDefaults)
+    gpus: int = Field(
+        default=0,
+        ge=0,
+        le=100_000,
+        description="NVIDIA GPUs the team's pods may request in total (`requests.nvidia.com/gpu` of the "
+        "ResourceQuota); 0 allows none.",
+    )
+    neuron_devices: int = Field(
+        default=0,
+        ge=0,
+        le=100_000,
+        description="Whole Neuron devices the team's pods may request in total "
+        "(`requests.aws.amazon.com/neuron`); 0 allows none.",
+    )
+    cpu: CpuQuantity = Field(
+        description="CPU the team's pods may request in total (`requests.cpu`), in cores or millicores, e.g. `'64'`."
+    )
+    memory: MemoryQuantity = Field(
+        description="Memory the team's pods may request in total (`requests.memory`), a whole number of "
+        "Mi, Gi or Ti, e.g. `512Gi`."
+    )
+    pods: int = Field(default=100, ge=1, le=100_000, description="Most pods the team's namespace may hold (`pods`).")
+    container_defaults: ContainerDefaults = Field(
+        default_factory=ContainerDefaults,
+        description="Requests for containers that state none, so they still count against the quota.",
+    )
 
 
 class StackSection(Strict):
-    """`inference-platform:stack`."""
+    """`inference-platform:stack`: what this stack is for, how strict its guardrails are and, for a team's
+    workloads stack, the platform it runs on and the team's quota there."""
 
-    role: Role = "all-in-one"
-    environment: Environment = "dev"
-    platform_stack: StackRef | None = None
-    team: DnsLabel | None = None
-    quota: Quota | None = None
+    role: Role = Field(
+        default="all-in-one",
+        description="What the stack builds: `all-in-one` (cluster and models), `platform` (cluster, pools, "
+        "add-ons, storage and gateway; no models) or `workloads` (one team's models on a platform stack).",
+    )
+    environment: Environment = Field(
+        default="dev",
+        description="Guardrail level. `prod` refuses unpinned AMIs, images without digests, model revisions "
+        "that are not 40-hex commits and a gateway without named TLS (`dev` and `staging` only warn), refuses "
+        "`gateway.auth: none` and `storage.protect: false`, and turns on EKS deletion protection and, unless "
+        "`cluster.vpc.natGateways` says otherwise, a NAT gateway per zone.",
+    )
+    platform_stack: StackRef | None = Field(
+        default=None,
+        description="The platform stack a workloads stack runs on, as `org/project/stack`; required for "
+        "`role: workloads` and refused for any other role.",
+    )
+    team: DnsLabel | None = Field(
+        default=None,
+        description="Workloads only (required there): the team, which names its namespace and owns its quota.",
+    )
+    quota: Quota | None = Field(
+        default=None,
+        description="Workloads only (required there): the team's share of the platform, a ResourceQuota and "
+        "LimitRange on its namespace.",
+    )
 
     @model_validator(mode="after")
     def _role_needs(self) -> Self:

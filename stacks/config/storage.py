@@ -13,9 +13,28 @@ BucketName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9.-]{1,61
 
 
 class Efs(Strict):
-    throughput_mode: Literal["elastic", "bursting", "provisioned"] = "elastic"
-    provisioned_throughput_mibps: int | None = Field(default=None, ge=1, le=10240)
-    cache_size_gib: int = Field(default=500, ge=1, le=1_000_000)
+    """`modelCache: efs`: an encrypted EFS file system shared by every replica, one access point and
+    directory per claim."""
+
+    throughput_mode: Literal["elastic", "bursting", "provisioned"] = Field(
+        default="elastic",
+        description="EFS throughput mode: `elastic` follows demand; `bursting` scales with size; `provisioned` "
+        "is what `provisionedThroughputMiBps` buys.",
+    )
+    provisioned_throughput_mibps: int | None = Field(
+        default=None,
+        ge=1,
+        le=10240,
+        description="Provisioned throughput in MiB/s; required with `throughputMode: provisioned` and refused "
+        "otherwise.",
+    )
+    cache_size_gib: int = Field(
+        default=500,
+        ge=1,
+        le=1_000_000,
+        description="Requested size in GiB of each `model-cache` claim (a model namespace's, or a team's); EFS "
+        "itself grows with use.",
+    )
 
     @model_validator(mode="after")
     def _provisioned(self) -> Self:
@@ -31,10 +50,25 @@ FSX_THROUGHPUT_PER_TIB = (125, 250, 500, 1000)
 
 
 class Fsx(Strict):
-    storage_capacity_gib: int = Field(default=1200, ge=1200)
-    throughput_per_tib: Literal[FSX_THROUGHPUT_PER_TIB] = 250  # type: ignore[valid-type]
-    import_path: S3Url | None = None
-    data_compression: Literal["NONE", "LZ4"] = "LZ4"
+    """`modelCache: fsx`: an FSx for Lustre PERSISTENT_2 SSD file system linked to the model bucket."""
+
+    storage_capacity_gib: int = Field(
+        default=1200,
+        ge=1200,
+        description="File system capacity in GiB: 1200 or a multiple of 2400 (what PERSISTENT_2 SSD accepts).",
+    )
+    throughput_per_tib: Literal[FSX_THROUGHPUT_PER_TIB] = Field(  # type: ignore[valid-type]
+        default=250,
+        description="Provisioned throughput in MB/s per TiB of capacity: 125, 250, 500 or 1000.",
+    )
+    import_path: S3Url | None = Field(
+        default=None,
+        description="S3 URL the data repository association links to the file system's root; unset: the model "
+        "bucket. Only with `modelCache: fsx`.",
+    )
+    data_compression: Literal["NONE", "LZ4"] = Field(
+        default="LZ4", description="Lustre data compression of the file system: `LZ4` or `NONE`."
+    )
 
     @field_validator("storage_capacity_gib")
     @classmethod
@@ -53,8 +87,16 @@ class Fsx(Strict):
 class ModelBucket(Strict):
     """Create the model bucket (`create: true`) or adopt an existing one by `name`."""
 
-    create: bool = True
-    name: BucketName | None = None
+    create: bool = Field(
+        default=True,
+        description="Create the bucket (encrypted, versioned, public access blocked, TLS only); `false` adopts "
+        "the bucket named by `name`.",
+    )
+    name: BucketName | None = Field(
+        default=None,
+        description="S3 bucket name: required with `create: false`; with `create: true`, unset generates a "
+        "unique name from the cluster's.",
+    )
 
     @model_validator(mode="after")
     def _adopt_needs_name(self) -> Self:
@@ -64,17 +106,34 @@ class ModelBucket(Strict):
 
 
 class Local(Strict):
-    """`modelCache: local`: each pod's cache is an emptyDir on the node's RAID0 instance store."""
+    """Node-local caches: with `modelCache: local` (on the RAID0 instance store), or `none` without
+    `existingClaim` (on the root volume), each pod's cache is an emptyDir sized from the weights."""
 
     # Room above the weights for tokenizer files, partial downloads and compiled Neuron artifacts.
-    headroom_percent: int = Field(default=25, ge=0, le=400)
+    headroom_percent: int = Field(
+        default=25,
+        ge=0,
+        le=400,
+        description="Percent added to the weights' size (`parameters` x `dtype`) when sizing a node-local cache "
+        "volume (`local`, or `none` without `existingClaim`) and the pod's ephemeral-storage request.",
+    )
 
 
 class Preparation(Strict):
     """How the cache is filled: bounded attempts, and how long a filler's lock is trusted."""
 
-    attempts: int = Field(default=3, ge=1, le=10)
-    lock_timeout_seconds: int = Field(default=3600, ge=60, le=86400)
+    attempts: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description="Download attempts (with growing backoff) before a preparation init container fails.",
+    )
+    lock_timeout_seconds: int = Field(
+        default=3600,
+        ge=60,
+        le=86400,
+        description="Seconds a filler's cache lock is trusted; a lock held longer is taken over.",
+    )
 
 
 ClaimName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
@@ -84,22 +143,39 @@ class ExistingClaim(Strict):
     """An existing PersistentVolumeClaim (same name in every model namespace) used as the cache
     with `modelCache: none`; its access mode decides how many replicas may share it."""
 
-    name: ClaimName
-    access_mode: Literal["ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany", "ReadOnlyMany"]
+    name: ClaimName = Field(description="Name of the PersistentVolumeClaim, which must exist in every model namespace.")
+    access_mode: Literal["ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany", "ReadOnlyMany"] = Field(
+        description="The claim's access mode; with `ReadWriteOnce` or `ReadWriteOncePod` a model may run only one "
+        "replica."
+    )
 
 
 class StorageSection(Strict):
-    """`inference-platform:storage`."""
+    """`inference-platform:storage`: where model weights live (the model bucket) and how serving pods
+    reach them (the model cache)."""
 
-    model_cache: Literal["efs", "fsx", "local", "none"] = "none"
-    efs: Efs = Field(default_factory=Efs)
-    fsx: Fsx = Field(default_factory=Fsx)
-    local: Local = Field(default_factory=Local)
-    preparation: Preparation = Field(default_factory=Preparation)
-    existing_claim: ExistingClaim | None = None
-    model_bucket: ModelBucket = Field(default_factory=ModelBucket)
-    # Stateful resources (bucket, file systems) survive `pulumi destroy` unless this is false.
-    protect: bool = True
+    model_cache: Literal["efs", "fsx", "local", "none"] = Field(
+        default="none",
+        description="The cache serving pods load weights from: shared `efs` or `fsx`, `local` (RAID0 instance "
+        "store, a copy per pod) or `none` (an emptyDir on the root volume, or `existingClaim`).",
+    )
+    efs: Efs = Field(default_factory=Efs, description="EFS settings, read with `modelCache: efs`.")
+    fsx: Fsx = Field(default_factory=Fsx, description="FSx for Lustre settings, read with `modelCache: fsx`.")
+    local: Local = Field(default_factory=Local, description="Sizing of node-local cache volumes.")
+    preparation: Preparation = Field(
+        default_factory=Preparation, description="How the preparation init containers fill the cache."
+    )
+    existing_claim: ExistingClaim | None = Field(
+        default=None, description="An existing claim as the cache; only with `modelCache: none`."
+    )
+    model_bucket: ModelBucket = Field(
+        default_factory=ModelBucket, description="The S3 bucket weights are kept in, under `<model>/<revision>/`."
+    )
+    protect: bool = Field(
+        default=True,
+        description="Protect the model bucket and file systems: `pulumi destroy` stops at them and removing them "
+        "from the stack leaves them in the account. Refused `false` in `environment: prod`.",
+    )
 
     @model_validator(mode="after")
     def _claim_only_without_cache(self) -> Self:
