@@ -14,7 +14,7 @@ from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections, sections_to_pulumi_config
 from stacks.render import Rendered, run_program
 from stacks.resolve import export_platform, own_platform
-from stacks.resolved import GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER
+from stacks.resolved import CACHE_CLAIM, GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER
 from stacks.sizing import replica_requests
 from tests.builders import resolved_stack
 from tests.conftest import PLATFORM_REF, rendered_stack, sections_of, supply_platform
@@ -208,6 +208,57 @@ def test_team_routes_attach_to_the_gateway_the_platform_exports(mocks, team, mon
     assert not mocks.of_type("kubernetes:gateway.networking.k8s.io/v1:Gateway"), "the team creates no Gateway"
     grants = mocks.of_type("kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant")
     assert grants and all(g.inputs["spec"]["from"][0]["namespace"] == "edge" for g in grants)
+
+
+def _pod_specs(objs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(workload name, pod spec) of every object that templates pods."""
+    return [
+        (o["metadata"]["name"], o["spec"]["template"]["spec"])
+        for o in objs
+        if isinstance(o.get("spec"), dict) and "spec" in (o["spec"].get("template") or {})
+    ]
+
+
+def _requests_neuron(pod: dict[str, Any]) -> bool:
+    containers = [*pod.get("initContainers", []), *pod["containers"]]
+    return any(
+        key.startswith("aws.amazon.com/neuron")
+        for c in containers
+        for block in (c.get("resources") or {}).values()
+        for key in block
+    )
+
+
+def test_the_team_render_uses_exactly_the_scheduler_storage_class_and_gateway_the_platform_render_exports():
+    """The team-search example against the platform example, both as rendered (session-cached): what
+    the platform's outputs say is what the team's objects use, with nothing re-derived in between."""
+    out = rendered_stack(PLATFORM).outputs
+    objs = team_render().manifests()
+
+    scheduler = out["schedulerNames"]["neuron"]
+    assert scheduler, "the platform installs the Neuron scheduler extension (addons.neuron.scheduler: true)"
+    neuron = [(name, pod) for name, pod in _pod_specs(objs) if _requests_neuron(pod)]
+    assert [name for name, _ in neuron] == ["llama-3-8b-neuron"], "the team's one Neuron model has Neuron pods"
+    for name, pod in neuron:
+        assert pod.get("schedulerName") == scheduler, (
+            f"{name}: a Neuron pod must name the scheduler the platform's chart installs, or it stays Pending"
+        )
+
+    (claim,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] == CACHE_CLAIM]
+    assert claim["metadata"]["namespace"] == "search"
+    assert claim["spec"]["storageClassName"] == out["storageClasses"]["modelCache"], (
+        "the team's cache claim binds through the StorageClass the platform exports"
+    )
+
+    parent = out["gatewayParent"]
+    routes = [o for o in objs if o["kind"] == "HTTPRoute"]
+    exposed = {m["name"] for m in sections_of(TEAM)["models"] if m.get("expose")}
+    assert exposed and {r["metadata"]["name"] for r in routes} == exposed, "one route per exposed team model"
+    for route in routes:
+        assert route["metadata"]["namespace"] == parent["namespace"], "a route lives beside the Gateway it joins"
+        assert route["spec"]["parentRefs"] == [
+            {"name": parent["name"], "namespace": parent["namespace"], "sectionName": parent["listener"]}
+        ], f"{route['metadata']['name']}: attached to exactly the listener the platform exports"
 
 
 def test_parent_gateway_reads_the_exported_names_only_for_a_workloads_stack(dev, team):
