@@ -1,22 +1,21 @@
-"""Shared helpers for the serving-platform tests: the example stack's config and a WorkloadSpec
-for one of its models, built the way the Models component builds it."""
+"""Shared helpers for the serving-platform tests: the serving example stack's sections, validated or
+resolved (milliseconds, no render), and the WorkloadSpec / objects of one of its models, built the
+way the Models component builds them (tests/builders.py)."""
 
 from __future__ import annotations
 
 import copy
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from components.engines import WorkloadSpec
-from components.naming import labels
-from components.scheduling import placement
-from components.served import served_model
-from components.storage.cache import CacheContext, cache_mount
-from components.storage.manifests import CACHE_CLAIM as STORAGE_CLAIM
+from components.models import workload_spec
 from stacks import conformance
 from stacks.config import StackConfig
 from stacks.load import ROOT, parse_sections
-from stacks.versions import image
+from stacks.resolved import ResolvedStack
+from tests.builders import engine_objects, resolved_model, resolved_stack
 from tests.conftest import sections_of
 
 SERVING = ROOT / "stacks" / "examples" / "Pulumi.serving.yaml"
@@ -28,6 +27,7 @@ def serving_sections() -> dict[str, Any]:
 
 
 def config_of(sections: dict[str, Any]) -> StackConfig:
+    """Validate like `pulumi up` would (ConfigError on a refusal)."""
     return parse_sections(sections, "us-west-2")
 
 
@@ -35,17 +35,23 @@ def model_entry(sections: dict[str, Any], name: str) -> dict[str, Any]:
     return next(m for m in sections["models"] if m["name"] == name)
 
 
-def spec_for(config: StackConfig, name: str) -> WorkloadSpec:
-    model = next(m for m in config.models if m.name == name)
-    pool = config.pool(model.pool)
-    assert pool is not None
-    return WorkloadSpec(
-        config=config,
-        model=model,
-        pool=pool,
-        served=served_model(config, model),
-        placement=placement(pool),
-        cache=cache_mount(CacheContext(storage=config.storage, claim_name=STORAGE_CLAIM), model, pool),
-        image=image("vllm"),
-        labels=labels(model.name, model.name),
-    )
+@cache
+def _example_stack() -> ResolvedStack:
+    return resolved_stack(serving_sections())
+
+
+def serving_stack(sections: dict[str, Any] | None = None) -> ResolvedStack:
+    """The serving example resolved (or these modified sections of it); frozen, so the unmodified
+    example is resolved once per process."""
+    return _example_stack() if sections is None else resolved_stack(sections)
+
+
+def spec_for(stack: ResolvedStack, name: str) -> WorkloadSpec:
+    """The WorkloadSpec the Models component builds for one model of a resolved stack."""
+    model = resolved_model(stack, name)
+    return workload_spec(model, stack.platform.storage, None, stack.platform.neuron_scheduler)
+
+
+def serving_objects(name: str, sections: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The objects the model's engine module builds (the serving example, or these sections)."""
+    return engine_objects(serving_stack(sections), name)

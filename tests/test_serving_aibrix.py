@@ -6,19 +6,18 @@ from __future__ import annotations
 import pytest
 
 from components.naming import labels
-from components.served import served_model
 from components.serving import aibrix
 from stacks import conformance
 from stacks.errors import ConfigError
-from tests.serving_support import SCHEMAS, config_of, model_entry, serving_sections
+from tests.builders import resolved_model
+from tests.serving_support import SCHEMAS, config_of, model_entry, serving_sections, serving_stack
 
 NAME = "qwen3-8b-lora"
 
 
 def _objects() -> list[dict]:
-    config = config_of(serving_sections())
-    model = next(m for m in config.models if m.name == NAME)
-    return aibrix.model_objects(served_model(config, model), model, labels(NAME, NAME))
+    """The model's AIBrix objects with the labels the ModelAddons component gives them."""
+    return aibrix.model_objects(resolved_model(serving_stack(), NAME), labels(NAME, NAME))
 
 
 def test_each_adapter_is_a_model_adapter_selecting_the_models_pods():
@@ -98,8 +97,7 @@ def test_adapters_on_an_engine_aibrix_cannot_load_them_into_are_refused():
 
 
 def test_pods_carry_the_labels_the_aibrix_gateway_routes_by():
-    config = config_of(serving_sections())
-    served = served_model(config, next(m for m in config.models if m.name == NAME))
+    served = resolved_model(serving_stack(), NAME)
     assert aibrix.pod_labels(served, adapters=True) == {
         "model.aibrix.ai/name": NAME,
         "model.aibrix.ai/port": "8000",

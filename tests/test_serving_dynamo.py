@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from components.engines import manifests
-from components.served import served_model
-from components.serving import ENGINE_INSTALLER, dynamo
+from components.engines import ENGINES, dynamo
 from stacks import conformance
 from stacks.errors import ConfigError
-from tests.serving_support import SCHEMAS, config_of, model_entry, serving_sections, spec_for
+from tests.builders import resolved_model
+from tests.serving_support import SCHEMAS, config_of, model_entry, serving_objects, serving_sections, serving_stack
 
 
 def program(main: dict) -> list[str]:
@@ -22,8 +21,7 @@ def program(main: dict) -> list[str]:
 
 
 def _graph(name: str) -> dict:
-    config = config_of(serving_sections())
-    return manifests(spec_for(config, name))[0]
+    return serving_objects(name)[0]
 
 
 def _components(graph: dict) -> dict[str, dict]:
@@ -76,8 +74,7 @@ def test_a_disaggregated_graph_has_prefill_and_decode_roles_on_the_same_backend_
 
 
 def test_the_profiling_request_never_applies_a_second_graph():
-    config = config_of(serving_sections())
-    objects = manifests(spec_for(config, "qwen3-32b-disagg"))
+    objects = serving_objects("qwen3-32b-disagg")
     request = next(o for o in objects if o["kind"] == "DynamoGraphDeploymentRequest")
     assert request["spec"]["autoApply"] is False, (
         "a DGDR profiles on the cluster's GPUs and, with autoApply (default true), creates its own DGD: "
@@ -87,26 +84,23 @@ def test_the_profiling_request_never_applies_a_second_graph():
     assert request["spec"]["image"] == "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.4.2", "1.4: the planner image"
     assert request["spec"]["workload"] == {"concurrency": 64}, "required when no planner runs"
     assert request["spec"]["sla"] == {"ttft": 1500.0, "itl": 50.0}, "the model's SLO, in milliseconds"
-    assert not any(o["kind"] == "DynamoGraphDeploymentRequest" for o in manifests(spec_for(config, "qwen3-8b-dynamo")))
+    assert not any(o["kind"] == "DynamoGraphDeploymentRequest" for o in serving_objects("qwen3-8b-dynamo"))
 
 
 @pytest.mark.skipif(SCHEMAS is None, reason="needs INFERENCE_PLATFORM_SCHEMAS")
 @pytest.mark.parametrize("name", ["qwen3-8b-dynamo", "qwen3-32b-disagg"])
 def test_every_dynamo_object_passes_the_upstream_crd(name):
     assert SCHEMAS is not None
-    config = config_of(serving_sections())
-    for obj in manifests(spec_for(config, name)):
+    for obj in serving_objects(name):
         assert conformance.validate_custom(obj, SCHEMAS) == [], obj["kind"]
 
 
 def test_clients_reach_the_operator_generated_frontend_service():
-    config = config_of(serving_sections())
-    model = next(m for m in config.models if m.name == "qwen3-8b-dynamo")
-    served = served_model(config, model)
+    served = resolved_model(serving_stack(), "qwen3-8b-dynamo")
     assert (served.service, served.port) == ("qwen3-8b-dynamo-frontend", 8000), "<dgd name>-frontend on 8000"
-    assert dynamo.served_service(model) == (served.service, served.port)
+    assert dynamo.service(served.config) == (served.service, served.port)
     assert served.scale_target == ("nvidia.com/v1beta1", "DynamoGraphDeployment", "qwen3-8b-dynamo")
-    assert ENGINE_INSTALLER["dynamo"] == "dynamo", "DGDs wait for the dynamo-platform release"
+    assert ENGINES["dynamo"].FACTS.controller == "dynamo", "DGDs wait for the dynamo-platform release"
 
 
 def test_a_prefill_revision_that_differs_from_the_decode_revision_is_refused():
@@ -136,7 +130,7 @@ def test_prefill_and_decode_counts_are_refused_on_an_aggregated_graph():
 def test_an_sglang_disaggregated_graph_transfers_kv_over_nixl_on_both_roles():
     sections = serving_sections()
     model_entry(sections, "qwen3-32b-disagg")["dynamo"]["backend"] = "sglang"
-    graph = manifests(spec_for(config_of(sections), "qwen3-32b-disagg"))[0]
+    graph = serving_objects("qwen3-32b-disagg", sections)[0]
     roles = {c["type"]: _main(c) for c in graph["spec"]["components"] if c["type"] != "frontend"}
     for role, main in roles.items():
         assert program(main) == ["python3", "-m", "dynamo.sglang"]
@@ -202,7 +196,7 @@ def test_a_worker_of_a_gated_model_gets_hf_token_from_its_file_not_from_the_pod_
     process by a prelude, never a secretKeyRef or a literal."""
     sections = serving_sections()
     model_entry(sections, "qwen3-8b-dynamo")["secrets"] = {"huggingFaceToken": "hf-token"}
-    worker = _main(_components(manifests(spec_for(config_of(sections), "qwen3-8b-dynamo"))[0])["Worker"])
+    worker = _main(_components(serving_objects("qwen3-8b-dynamo", sections)[0])["Worker"])
     assert worker["command"][:2] == ["/bin/sh", "-c"]
     assert 'HF_TOKEN="$(cat /var/run/secrets/huggingface/token)" && export HF_TOKEN' in worker["command"][2]
     assert program(worker) == ["python3", "-m", "dynamo.vllm"]

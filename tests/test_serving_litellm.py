@@ -10,12 +10,16 @@ import yaml
 
 from components.serving import litellm
 from stacks.errors import ConfigError
-from tests.serving_support import config_of, serving_sections
+from tests.serving_support import config_of, serving_sections, serving_stack
 
 
 def _objects(sections: dict | None = None) -> dict[str, dict]:
-    config = config_of(sections or serving_sections())
-    return {f"{o['kind']}/{o['metadata']['name']}": o for o in litellm.manifests(config)}
+    """The proxy's objects as the ServingPlatforms component builds them: the add-on, the stack's
+    models, and whether monitoring is on."""
+    stack = serving_stack(sections)
+    addons = stack.platform.addons
+    objects = litellm.manifests(addons.litellm, stack.models, addons.monitoring.enabled)
+    return {f"{o['kind']}/{o['metadata']['name']}": o for o in objects}
 
 
 def _router(objects: dict[str, dict]) -> dict:

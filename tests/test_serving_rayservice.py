@@ -6,18 +6,17 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components.engines import manifests
-from components.served import served_model
-from components.serving import ENGINE_INSTALLER
+from components.engines import ENGINES
 from stacks import conformance
 from stacks.errors import ConfigError
-from tests.serving_support import SCHEMAS, config_of, model_entry, serving_sections, spec_for
+from tests.builders import resolved_model
+from tests.serving_support import SCHEMAS, config_of, model_entry, serving_objects, serving_sections, serving_stack
 
 NAME = "qwen3-4b-ray"
 
 
 def _service() -> dict:
-    return manifests(spec_for(config_of(serving_sections()), NAME))[0]
+    return serving_objects(NAME)[0]
 
 
 def test_the_head_runs_on_cpu_and_the_gpu_workers_scale_within_the_configured_bounds():
@@ -55,7 +54,7 @@ def test_serve_config_is_a_yaml_string_serving_the_pinned_revision_through_the_l
 def test_dependencies_reach_the_workers_through_the_image_and_runtime_env():
     sections = serving_sections()
     model_entry(sections, NAME)["rayServe"]["pip"] = ["transformers==4.57.1"]
-    svc = manifests(spec_for(config_of(sections), NAME))[0]
+    svc = serving_objects(NAME, sections)[0]
     cluster = svc["spec"]["rayClusterConfig"]
     images = {cluster["headGroupSpec"]["template"]["spec"]["containers"][0]["image"]}
     images.add(cluster["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"])
@@ -71,10 +70,9 @@ def test_the_rayservice_passes_the_upstream_crd():
 
 
 def test_clients_reach_the_kuberay_serve_service():
-    config = config_of(serving_sections())
-    served = served_model(config, next(m for m in config.models if m.name == NAME))
+    served = resolved_model(serving_stack(), NAME)
     assert (served.service, served.port) == (f"{NAME}-serve-svc", 8000)
-    assert ENGINE_INSTALLER["ray-serve"] == "kuberay", "RayServices wait for the KubeRay operator release"
+    assert ENGINES["ray-serve"].FACTS.controller == "kuberay", "RayServices wait for the KubeRay operator release"
 
 
 def test_more_min_workers_than_max_workers_is_refused():

@@ -13,7 +13,9 @@ from stacks import exports
 from stacks.checks import stack_warnings
 from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections
-from tests.conftest import PLATFORM_REF, render_sections, sections_of, supply_platform
+from stacks.resolve import export_platform, own_platform, read_pools
+from stacks.resolved import NEURON_SCHEDULER
+from tests.conftest import PLATFORM_REF, rendered_stack, sections_of, supply_platform
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
 TEAM = ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml"
@@ -31,13 +33,21 @@ def team() -> dict[str, Any]:
     return sections_of(TEAM)
 
 
+def platform_exports(sections: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the platform stack exports (its resolved view), from its stack file or these sections."""
+    config = parse_sections(sections or sections_of(PLATFORM), "us-west-2")
+    return export_platform(own_platform(config))
+
+
 def test_the_platform_exports_its_pools_with_accelerators_and_resolved_instance_types():
-    config = parse_sections(sections_of(PLATFORM), "us-west-2")
-    out = exports.platform_exports(config)
+    out = platform_exports()
     pools = {p["name"]: p for p in out["nodePools"]}
     assert pools["gpu"]["accelerator"] == "nvidia" and pools["gpu"]["instanceTypes"] == ["g6.xlarge", "g6.12xlarge"]
     assert pools["inferentia"]["accelerator"] == "neuron"
-    assert out["clusterName"] == "inference-platform" and out["schedulerNames"] == {"neuron": "my-scheduler"}
+    assert out["clusterName"] == "inference-platform"
+    assert out["schedulerNames"] == {"neuron": NEURON_SCHEDULER} == {"neuron": "neuron-scheduler"}, (
+        "the scheduler the platform's Neuron chart installs (scheduler: true), which Neuron pods must name"
+    )
     assert out["gateway"]["hostname"] == "inference.staging.example.com"
     assert out["storage"]["modelCache"] == "efs" and out["storage"]["efs"]["cacheSizeGiB"] == 500
     assert "existingClaim" not in out["storage"], "a claim of the platform's namespaces is not the team's"
@@ -49,14 +59,15 @@ def test_the_platform_exports_its_pools_with_accelerators_and_resolved_instance_
 def test_a_pool_given_by_family_is_exported_with_its_instance_types(dev):
     dev["nodePools"][0].pop("instanceTypes")
     dev["nodePools"][0]["instanceFamilies"] = ["g6"]
-    out = exports.platform_exports(parse_sections(dev, "us-west-2"))
+    out = platform_exports(dev)
     gpu = out["nodePools"][0]
     assert "g6.xlarge" in gpu["instanceTypes"] and "g6.48xlarge" in gpu["instanceTypes"], gpu
-    assert exports.platform_pools(out)[0].instance_types == gpu["instanceTypes"], "round trip for the fit check"
+    read_back = [t.name for t in read_pools(out)[0].instance_types]
+    assert read_back == gpu["instanceTypes"], "round trip for the fit check"
 
 
-def test_the_platform_render_exports_the_contract_and_keeps_the_kubeconfig_secret(mocks):
-    rendered = render_sections(sections_of(PLATFORM))
+def test_the_platform_render_exports_the_contract_and_keeps_the_kubeconfig_secret():
+    rendered = rendered_stack(PLATFORM)
     for key in ("clusterName", "clusterEndpoint", "nodePools", "schedulerNames", "gateway", "storage", "addons"):
         assert key in rendered.outputs, f"workloads stacks read {key}"
     for key in exports.OUTPUT_KEYS:
@@ -64,8 +75,9 @@ def test_the_platform_render_exports_the_contract_and_keeps_the_kubeconfig_secre
     assert rendered.outputs["kubeconfig"] == "[secret]", "the kubeconfig is exported only as a secret"
 
 
-def test_the_workloads_stack_renders_against_the_platforms_exports(mocks, team):
-    rendered = render_sections(team)
+def test_the_workloads_stack_renders_against_the_platforms_exports():
+    rendered = rendered_stack(TEAM)
+    mocks = rendered.mocks
     ref = mocks.of_type("pulumi:pulumi:StackReference")
     assert [r.inputs.get("name") for r in ref] == [PLATFORM_REF], "the platform is read through a StackReference"
     providers = mocks.of_type("pulumi:providers:kubernetes")
@@ -143,8 +155,7 @@ def test_an_engine_whose_add_on_the_platform_lacks_is_refused(team):
 
 
 def test_the_exports_read_from_the_stack_reference_win_over_the_repository_file(team):
-    config = parse_sections(sections_of(PLATFORM), "us-west-2")
-    live = exports.platform_exports(config)
+    live = platform_exports()
     live["nodePools"] = [p for p in live["nodePools"] if p["name"] != "inferentia"]
     supply_platform(live)
     found = problems(team)
@@ -218,7 +229,7 @@ def test_a_platform_stack_that_is_itself_a_workloads_stack_is_refused(team):
 
 def test_a_team_hpa_on_a_platform_without_prometheus_adapter_is_refused(team):
     team["models"][0]["autoscaling"] = {"owner": "hpa", "maxReplicas": 2}
-    live = exports.platform_exports(parse_sections(sections_of(PLATFORM), "us-west-2"))
+    live = platform_exports()
     assert live["customMetrics"] is True
     parse_sections(team, "us-west-2")  # accepted: the platform serves custom metrics
     live["customMetrics"] = False

@@ -8,15 +8,16 @@ from typing import Any
 
 import pytest
 
-from components.gateway.manifests import GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER, parent_gateway
 from policies import validators as v
 from stacks import exports
 from stacks.errors import ConfigError
-from stacks.exports import effective_config, platform_for
 from stacks.load import ROOT, parse_sections, sections_to_pulumi_config
-from stacks.render import run_program
+from stacks.render import Rendered, run_program
+from stacks.resolve import export_platform, own_platform
+from stacks.resolved import CACHE_CLAIM, GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER
 from stacks.sizing import replica_requests
-from tests.conftest import PLATFORM_REF, render_sections, sections_of, supply_platform
+from tests.builders import resolved_stack
+from tests.conftest import PLATFORM_REF, rendered_stack, sections_of, supply_platform
 from tests.test_policies import res, stack, violations
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
@@ -36,7 +37,13 @@ def problems(sections: dict[str, Any]) -> list[str]:
 
 
 def platform_exports() -> dict[str, Any]:
-    return exports.platform_exports(parse_sections(sections_of(PLATFORM), "us-west-2"))
+    """What the platform stack exports (its resolved view, exactly as `pulumi up` would export it)."""
+    return export_platform(own_platform(parse_sections(sections_of(PLATFORM), "us-west-2")))
+
+
+def team_render() -> Rendered:
+    """The team's stack file rendered against the platform's stack file (once per process)."""
+    return rendered_stack(TEAM)
 
 
 # ---- 1. quota and fit with the engines' sizing -------------------------------------------------------
@@ -54,14 +61,9 @@ def test_a_quota_below_the_engines_default_sizing_for_one_replica_is_refused(tea
 
 
 def test_the_quota_check_counts_exactly_what_the_engine_deploys(team):
-    config = parse_sections(team, "us-west-2")
-    source = platform_for(PLATFORM_REF)
-    assert source is not None
-    seen = effective_config(config, source.exports)
+    seen = resolved_stack(team)  # against the platform's stack file, as validation sees it
     model = seen.models[1]
-    pool = seen.pool(model.pool)
-    assert pool is not None
-    need = replica_requests(model, pool, seen.storage)
+    need = replica_requests(model.config, model.pool.config, seen.platform.storage)
     cpu = f"{need.cpu_m - 500}m"
     team["stack"]["quota"]["cpu"] = cpu
     found = problems(team)
@@ -72,25 +74,21 @@ def test_the_quota_check_counts_exactly_what_the_engine_deploys(team):
     parse_sections(team, "us-west-2")  # exactly one replica's worth is enough
 
 
-def test_the_rendered_pods_request_what_the_quota_check_assumed(mocks, team):
-    config = parse_sections(team, "us-west-2")
-    source = platform_for(PLATFORM_REF)
-    assert source is not None
-    seen = effective_config(config, source.exports)
-    render_sections(team)
+def test_the_rendered_pods_request_what_the_quota_check_assumed(team):
+    seen = resolved_stack(team)  # against the platform's stack file, as validation sees it
+    mocks = team_render().mocks
     for model in seen.models:
         deployment = mocks.named("kubernetes:apps/v1:Deployment", f"platform-models-deployment-{model.name}")
         pod = deployment.inputs["spec"]["template"]["spec"]
         engine = next(c for c in pod["containers"] if c["name"] == "engine")
-        pool = seen.pool(model.pool)
-        assert pool is not None
-        assert v.container_requests(engine) == replica_requests(model, pool, seen.storage), (
+        need = replica_requests(model.config, model.pool.config, seen.platform.storage)
+        assert v.container_requests(engine) == need, (
             f"{model.name}: one source of requests for the engine, the fit and the quota"
         )
 
 
-def test_the_policy_pack_refuses_a_team_quota_smaller_than_a_rendered_pod(mocks, team):
-    render_sections(team)
+def test_the_policy_pack_refuses_a_team_quota_smaller_than_a_rendered_pod():
+    mocks = team_render().mocks
     deployment = mocks.named("kubernetes:apps/v1:Deployment", "platform-models-deployment-llama-3-8b-neuron")
     quota = mocks.named("kubernetes:core/v1:ResourceQuota", "resourcequota-search-search-quota")
     pod = res(v.WORKLOADS[0], deployment.inputs, "llama")
@@ -112,8 +110,8 @@ def test_a_pod_counts_its_largest_init_container_and_its_ephemeral_storage():
 # ---- 2. the model cache and bucket reader in the team namespace ---------------------------------------
 
 
-def test_the_team_stack_creates_its_cache_claim_on_the_platforms_efs_storage_class(mocks, team):
-    render_sections(team)
+def test_the_team_stack_creates_its_cache_claim_on_the_platforms_efs_storage_class():
+    mocks = team_render().mocks
     claims = mocks.of_type("kubernetes:core/v1:PersistentVolumeClaim")
     assert len(claims) == 1, "one model-cache claim in the team namespace"
     claim = claims[0].inputs
@@ -128,8 +126,8 @@ def test_the_team_stack_creates_its_cache_claim_on_the_platforms_efs_storage_cla
         )
 
 
-def test_the_team_stack_reads_the_bucket_as_model_reader_through_pod_identity(mocks, team):
-    render_sections(team)
+def test_the_team_stack_reads_the_bucket_as_model_reader_through_pod_identity():
+    mocks = team_render().mocks
     account = mocks.named("kubernetes:core/v1:ServiceAccount", "platform-team-storage-serviceaccount").inputs
     assert account["metadata"]["name"] == "model-reader" and account["metadata"]["namespace"] == "search"
     (assoc,) = mocks.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
@@ -173,8 +171,9 @@ def test_exports_of_the_previous_contract_version_are_refused(team):
 # ---- 3. exports: gateway and storage classes ----------------------------------------------------------
 
 
-def test_the_platform_render_exports_gateway_storage_classes_and_reader_role(mocks):
-    rendered = render_sections(sections_of(PLATFORM))
+def test_the_platform_render_exports_gateway_storage_classes_and_reader_role():
+    rendered = rendered_stack(PLATFORM)
+    mocks = rendered.mocks
     out = rendered.outputs
     assert out["gatewayParent"] == {
         "namespace": GATEWAY_NAMESPACE,
@@ -211,12 +210,70 @@ def test_team_routes_attach_to_the_gateway_the_platform_exports(mocks, team, mon
     assert grants and all(g.inputs["spec"]["from"][0]["namespace"] == "edge" for g in grants)
 
 
-def test_parent_gateway_reads_the_exported_names_only_for_a_workloads_stack(dev):
-    config = parse_sections(dev, "us-west-2")
+def _pod_specs(objs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(workload name, pod spec) of every object that templates pods."""
+    return [
+        (o["metadata"]["name"], o["spec"]["template"]["spec"])
+        for o in objs
+        if isinstance(o.get("spec"), dict) and "spec" in (o["spec"].get("template") or {})
+    ]
+
+
+def _requests_neuron(pod: dict[str, Any]) -> bool:
+    containers = [*pod.get("initContainers", []), *pod["containers"]]
+    return any(
+        key.startswith("aws.amazon.com/neuron")
+        for c in containers
+        for block in (c.get("resources") or {}).values()
+        for key in block
+    )
+
+
+def test_the_team_render_uses_exactly_the_scheduler_storage_class_and_gateway_the_platform_render_exports():
+    """The team-search example against the platform example, both as rendered (session-cached): what
+    the platform's outputs say is what the team's objects use, with nothing re-derived in between."""
+    out = rendered_stack(PLATFORM).outputs
+    objs = team_render().manifests()
+
+    scheduler = out["schedulerNames"]["neuron"]
+    assert scheduler, "the platform installs the Neuron scheduler extension (addons.neuron.scheduler: true)"
+    neuron = [(name, pod) for name, pod in _pod_specs(objs) if _requests_neuron(pod)]
+    assert [name for name, _ in neuron] == ["llama-3-8b-neuron"], "the team's one Neuron model has Neuron pods"
+    for name, pod in neuron:
+        assert pod.get("schedulerName") == scheduler, (
+            f"{name}: a Neuron pod must name the scheduler the platform's chart installs, or it stays Pending"
+        )
+
+    (claim,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] == CACHE_CLAIM]
+    assert claim["metadata"]["namespace"] == "search"
+    assert claim["spec"]["storageClassName"] == out["storageClasses"]["modelCache"], (
+        "the team's cache claim binds through the StorageClass the platform exports"
+    )
+
+    parent = out["gatewayParent"]
+    routes = [o for o in objs if o["kind"] == "HTTPRoute"]
+    exposed = {m["name"] for m in sections_of(TEAM)["models"] if m.get("expose")}
+    assert exposed and {r["metadata"]["name"] for r in routes} == exposed, "one route per exposed team model"
+    for route in routes:
+        assert route["metadata"]["namespace"] == parent["namespace"], "a route lives beside the Gateway it joins"
+        assert route["spec"]["parentRefs"] == [
+            {"name": parent["name"], "namespace": parent["namespace"], "sectionName": parent["listener"]}
+        ], f"{route['metadata']['name']}: attached to exactly the listener the platform exports"
+
+
+def test_parent_gateway_reads_the_exported_names_only_for_a_workloads_stack(dev, team):
     exported = {"namespace": "edge", "name": "public", "listener": "tls"}
-    own = parent_gateway(config, exported=exported)
-    assert (own.namespace, own.name, own.own) == (GATEWAY_NAMESPACE, GATEWAY_NAME, True), (
-        "an all-in-one stack attaches to its own Gateway"
+    live = {**platform_exports(), "gatewayParent": exported}
+    own = resolved_stack(dev, exports=live).route_parent
+    assert (own.namespace, own.name, own.listener, own.own) == (
+        GATEWAY_NAMESPACE,
+        GATEWAY_NAME,
+        HTTPS_LISTENER,
+        True,
+    ), "an all-in-one stack attaches to its own Gateway"
+    theirs = resolved_stack(team, exports=live).route_parent
+    assert (theirs.namespace, theirs.name, theirs.listener, theirs.own) == ("edge", "public", "tls", False), (
+        "a workloads stack attaches to the listener its platform exports, and never creates it"
     )
 
 

@@ -5,34 +5,25 @@ LiteLLM proxy is one more authenticated route, scraped with its own key."""
 
 from __future__ import annotations
 
-import copy
-from functools import cache
 from typing import Any
 
 import yaml
 
 from components.gateway import isolation
-from components.gateway.manifests import (
-    EG_NAMESPACE,
-    envoy_gateway_values,
-    load_balancer_annotations,
-    parent_gateway,
-)
-from components.served import served_models
+from components.gateway.manifests import EG_NAMESPACE, envoy_gateway_values, load_balancer_annotations
 from components.serving import litellm
-from components.serving.platforms import controller_namespaces
 from components.serving.values import aibrix_values
-from stacks.load import parse_sections
-from tests.conftest import DEV, render_sections, sections_of
-from tests.serving_support import config_of, serving_sections
+from tests.builders import resolved_stack
+from tests.conftest import DEV, rendered_stack, sections_of, stack_manifests
+from tests.serving_support import SERVING, serving_sections, serving_stack
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 ACM = "arn:aws:acm:us-west-2:111122223333:certificate/0f0e0d0c-0b0a-0908-0706-050403020100"
 
 
-@cache
 def _serving() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    rendered = render_sections(serving_sections())
+    """The serving example's objects and releases, from its render cached for the session."""
+    rendered = rendered_stack(SERVING)
     releases = {r.inputs["name"]: r.inputs for r in rendered.mocks.of_type(RELEASE)}
     return rendered.manifests(), releases
 
@@ -64,9 +55,8 @@ def admitted_namespaces(spec: dict[str, Any]) -> set[str]:
 
 def test_each_models_pods_admit_the_controllers_that_manage_them():
     objs, _ = _serving()
-    config = config_of(serving_sections())
     expected = {"dynamo": "dynamo-system", "ray-serve": "kuberay-system"}
-    for served in served_models(config):
+    for served in serving_stack().models:
         admitted = admitted_namespaces(policy(objs, served.namespace, f"{served.name}-ingress"))
         if served.engine in expected:
             assert expected[served.engine] in admitted, (
@@ -101,16 +91,14 @@ def test_the_platform_wiring_follows_the_enabled_add_ons():
     for model in sections["models"]:
         model.pop("adapters", None)
         model.pop("autoscaling", None)
-    config = parse_sections(sections, "us-west-2")
-    assert controller_namespaces(config) == {"dynamo": ("dynamo-system",), "ray-serve": ("kuberay-system",)}
-    dev = parse_sections(sections_of(DEV), "us-west-2")
-    assert controller_namespaces(dev) == {}, "no platform, no opening"
+    stack = serving_stack(sections)
+    assert stack.controller_namespaces == {"dynamo": ("dynamo-system",), "ray-serve": ("kuberay-system",)}
+    assert resolved_stack(sections_of(DEV)).controller_namespaces == {}, "no platform, no opening"
 
 
 def test_a_model_namespace_egress_is_dns_itself_https_and_the_pod_identity_agent(dev):
-    config = parse_sections(dev, "us-west-2")
     policies = isolation.namespace_policies(
-        [s for s in served_models(config) if s.namespace == "inference"],
+        [s for s in resolved_stack(dev).models if s.namespace == "inference"],
         gateway_namespaces=[EG_NAMESPACE],
         scraper_namespace=None,
         platform_namespaces={"vllm": ("aibrix-system",)},
@@ -123,7 +111,9 @@ def test_a_model_namespace_egress_is_dns_itself_https_and_the_pod_identity_agent
 
 
 def test_envoy_gateway_accepts_envoy_patch_policies_only_when_aibrix_needs_them(dev):
-    assert "config" not in envoy_gateway_values(parse_sections(dev, "us-west-2")), "off unless AIBrix is on"
+    plain = resolved_stack(dev)
+    values = envoy_gateway_values(prod=plain.prod, aibrix=plain.platform.addons.aibrix.enabled)
+    assert "config" not in values, "off unless AIBrix is on"
     _, releases = _serving()
     values = releases["envoy-gateway"]["values"]
     assert values["config"]["envoyGateway"]["extensionApis"] == {"enableEnvoyPatchPolicy": True}, (
@@ -133,9 +123,9 @@ def test_envoy_gateway_accepts_envoy_patch_policies_only_when_aibrix_needs_them(
 
 def test_aibrix_envoy_service_gets_the_front_doors_load_balancer_annotations():
     _, releases = _serving()
-    config = config_of(serving_sections())
     service = releases["aibrix"]["values"]["gateway"]["envoyProxy"]["service"]
-    assert service["annotations"] == load_balancer_annotations(config.gateway), "the same NLB as our gateway"
+    gateway = serving_stack().platform.gateway
+    assert service["annotations"] == load_balancer_annotations(gateway), "the same NLB as our gateway"
     assert service["type"] == "LoadBalancer"
     assert "patch" not in service, "no certificate in the example: the listener stays plain HTTP on 80"
 
@@ -143,8 +133,9 @@ def test_aibrix_envoy_service_gets_the_front_doors_load_balancer_annotations():
 def test_with_an_acm_certificate_aibrix_gateway_answers_tls_on_443_and_not_plain_http():
     sections = serving_sections()
     sections["gateway"]["tls"] = {"certificateArn": ACM}
-    config = parse_sections(sections, "us-west-2")
-    service = aibrix_values(config, load_balancer_annotations(config.gateway))["gateway"]["envoyProxy"]["service"]
+    platform = serving_stack(sections).platform
+    values = aibrix_values(platform.addons.aibrix, platform.gateway, load_balancer_annotations(platform.gateway))
+    service = values["gateway"]["envoyProxy"]["service"]
     annotations = service["annotations"]
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == ACM
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443"
@@ -162,10 +153,9 @@ def test_with_an_acm_certificate_aibrix_gateway_answers_tls_on_443_and_not_plain
 def test_litellm_is_routed_through_the_front_door_with_authentication():
     objs, _ = _serving()
     (route,) = [r for r in of_kind(objs, "HTTPRoute") if r["metadata"]["name"] == litellm.NAME]
-    config = config_of(serving_sections())
-    parent = parent_gateway(config)
+    parent = serving_stack().route_parent
     assert route["spec"]["parentRefs"] == [
-        {"name": parent.name, "namespace": parent.namespace, "sectionName": parent.section}
+        {"name": parent.name, "namespace": parent.namespace, "sectionName": parent.listener}
     ]
     prefixes = {m["path"]["value"] for rule in route["spec"]["rules"] for m in rule["matches"]}
     assert prefixes == {f"/litellm{p}" for p in litellm.ROUTE_PATHS}, "only the OpenAI paths, never the admin API"
@@ -184,20 +174,19 @@ def test_litellm_is_routed_through_the_front_door_with_authentication():
 
 
 def test_litellm_has_no_route_when_it_is_off():
-    sections = copy.deepcopy(sections_of(DEV))
-    objs = render_sections(sections).manifests()
+    objs = stack_manifests(DEV)
     assert not [r for r in of_kind(objs, "HTTPRoute") if r["metadata"]["name"] == litellm.NAME]
 
 
 def test_litellm_is_scraped_with_its_master_key_when_monitoring_is_on():
     objs, _ = _serving()
-    config = config_of(serving_sections())
+    addon = serving_stack().platform.addons.litellm
     (monitor,) = [m for m in of_kind(objs, "PodMonitor") if m["metadata"]["namespace"] == litellm.NAMESPACE]
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
     assert endpoint["path"] == "/metrics" and endpoint["port"] == "http"
     assert endpoint["authorization"] == {
         "type": "Bearer",
-        "credentials": {"name": config.addons.litellm.master_key_secret, "key": litellm.MASTER_KEY_KEY},
+        "credentials": {"name": addon.master_key_secret, "key": litellm.MASTER_KEY_KEY},
     }, "LiteLLM's /metrics requires a key by default (1.85+); the key comes from the existing Secret"
     router = yaml.safe_load(_router_text(objs))
     assert router["litellm_settings"]["callbacks"] == ["prometheus"], "the proxy exports /metrics only when asked"
@@ -208,8 +197,10 @@ def test_litellm_exports_no_metrics_and_gets_no_monitor_without_monitoring():
     sections["addons"]["monitoring"] = {"enabled": False}
     for model in sections["models"]:
         model.pop("slo", None)  # alerted on by Prometheus: refused without monitoring
-    config = parse_sections(sections, "us-west-2")
-    assert "callbacks" not in litellm.router_config(config)["litellm_settings"]
+    stack = serving_stack(sections)
+    addons = stack.platform.addons
+    router = litellm.router_config(addons.litellm, stack.models, addons.monitoring.enabled)
+    assert "callbacks" not in router["litellm_settings"]
 
 
 def _router_text(objs: list[dict[str, Any]]) -> str:
