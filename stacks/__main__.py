@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .errors import ConfigError
-from .load import ROOT, load_stack_file, platform_for, resolve_stack, stack_warnings
+from .load import ROOT, load_stack_file, resolve_stack, stack_warnings
 
 
 def all_stack_files() -> list[Path]:
@@ -29,7 +29,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for problem in exc.problems:
                 print(f"{path}: {problem}", file=sys.stderr)
             continue
-        for warn in stack_warnings(config, platform_for):
+        for warn in stack_warnings(config):
             print(f"{path}: warning: {warn}", file=sys.stderr)
         print(f"{path}: ok")
     return 1 if failed else 0

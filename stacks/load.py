@@ -16,11 +16,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from . import rules
 from .config import PROJECT, SECTIONS, StackConfig
 from .errors import ConfigError, Problem, key_path, problems_from
 from .exports import PlatformSource, supplied
 from .resolve import export_platform, own_platform
-from .rules import check_stack, stack_warnings
 
 __all__ = ["ROOT", "load_stack_file", "parse_sections", "platform_for", "stack_warnings"]
 
@@ -50,7 +50,7 @@ def parse_sections(raw: dict[str, Any], region: str | None, source: str = "") ->
         config = StackConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(problems_from(exc, StackConfig), source) from None
-    problems = check_stack(config, platform_for)
+    problems = rules.check_stack(config, platform_for)
     if problems:
         raise ConfigError(problems, source)
     return config
@@ -68,6 +68,11 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], str | None]:
     sections = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith(f"{PROJECT}:")}
     region = config.get("aws:region")
     return sections, region if isinstance(region, str) else None
+
+
+def stack_warnings(config: StackConfig) -> list[Problem]:
+    """The stack's warnings, a workloads stack's checked against its platform as validation does."""
+    return rules.stack_warnings(config, platform_for)
 
 
 def load_stack_file(path: Path) -> StackConfig:

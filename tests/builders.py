@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.models import model_objects, workload_spec
+from components.model_servers import model_objects, workload_spec
 from components.storage.cache import CacheContext
-from stacks.exports import platform_for
+from stacks.load import platform_for
 from stacks.load import parse_sections
 from stacks.resolve import resolve
 from stacks.resolved import ResolvedModel, ResolvedStack

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from components.engines import WorkloadSpec
-from components.models import workload_spec
+from components.model_servers import workload_spec
 from stacks import conformance
 from stacks.config import StackConfig
 from stacks.load import ROOT, parse_sections

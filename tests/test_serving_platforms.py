@@ -46,7 +46,9 @@ def _build_platforms(stack: ResolvedStack, envoy_gateway: bool = False) -> dict[
                 envoy_gateway=envoy,
             ),
         )
-        installers.update(platforms.installers)
+        installers.update(platforms.releases)
+        if platforms.litellm is not None:
+            installers["litellm"] = platforms.litellm
         return provider.urn
 
     build()

@@ -10,9 +10,8 @@ import pytest
 from pulumi.runtime import rpc
 
 from stacks import exports
-from stacks.checks import stack_warnings
 from stacks.errors import ConfigError
-from stacks.load import ROOT, parse_sections
+from stacks.load import ROOT, parse_sections, stack_warnings
 from stacks.resolve import export_platform, own_platform, read_pools
 from stacks.resolved import NEURON_SCHEDULER
 from tests.conftest import PLATFORM_REF, rendered_stack, sections_of, supply_platform

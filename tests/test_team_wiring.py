@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from policies import validators as v
+from policypack import validators as v
 from stacks import exports
 from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections, sections_to_pulumi_config

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from components.gateway import isolation
-from components.gateway.manifests import EG_NAMESPACE, envoy_gateway_values, load_balancer_annotations
+from components.gateway.routing import EG_NAMESPACE, envoy_gateway_values, load_balancer_annotations
 from components.serving import litellm
 from components.serving.values import aibrix_values
 from tests.builders import resolved_stack
