@@ -2,11 +2,14 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Checkov's dependency tree conflicts with the project's: it gets its own environment.
+SCAN_VENV := .venv-scan
+SCAN_BIN := $(SCAN_VENV)/bin
 STACK ?= dev
 OUT ?= build/render
 export INFERENCE_PLATFORM_SCHEMAS ?= ../shared/schemas
 
-.PHONY: check install lint typecheck validate test render plan bench clean
+.PHONY: check install install-scan lint typecheck validate test render plan bench clean
 
 check: lint typecheck validate test
 
@@ -16,6 +19,14 @@ $(BIN)/.installed: requirements.lock
 	touch $@
 
 install: $(BIN)/.installed
+
+# requirements-scan.lock: checkov with hashes, compiled from requirements-scan.in (command in its header).
+$(SCAN_BIN)/.installed: requirements-scan.lock
+	$(PY) -m venv $(SCAN_VENV)
+	$(SCAN_BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-scan.lock
+	touch $@
+
+install-scan: $(SCAN_BIN)/.installed
 
 lint: install
 	$(BIN)/ruff format --check .
@@ -40,4 +51,4 @@ bench: install
 	$(BIN)/python -m stacks bench
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SCAN_VENV) build .pytest_cache .mypy_cache .ruff_cache
