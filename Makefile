@@ -7,9 +7,11 @@ SCAN_VENV := .venv-scan
 SCAN_BIN := $(SCAN_VENV)/bin
 STACK ?= dev
 OUT ?= build/render
+# Every stack file; render-all writes each to $(OUT)/<stack>/.
+STACK_FILES := $(sort $(wildcard Pulumi.*.yaml)) $(sort $(wildcard stacks/examples/Pulumi.*.yaml))
 export INFERENCE_PLATFORM_SCHEMAS ?= ../shared/schemas
 
-.PHONY: check install install-scan lint typecheck validate test render plan bench clean
+.PHONY: check install install-scan lint typecheck validate test render render-all plan bench clean
 
 check: lint typecheck validate test
 
@@ -43,6 +45,9 @@ test: install
 
 render: install
 	$(BIN)/python -m stacks render $(STACK) --out $(OUT)
+
+render-all: install
+	$(BIN)/python scripts/render-all.py --out $(OUT) $(STACK_FILES)
 
 plan: install
 	$(BIN)/python -m stacks plan $(STACK)
