@@ -7,11 +7,12 @@ SCAN_VENV := .venv-scan
 SCAN_BIN := $(SCAN_VENV)/bin
 STACK ?= dev
 OUT ?= build/render
-# Every stack file; render-all writes each to $(OUT)/<stack>/.
+# Every stack file; render-all writes each to $(OUT)/<stack>/ and scan reads it there.
 STACK_FILES := $(sort $(wildcard Pulumi.*.yaml)) $(sort $(wildcard stacks/examples/Pulumi.*.yaml))
+STACKS := $(patsubst Pulumi.%.yaml,%,$(notdir $(STACK_FILES)))
 export INFERENCE_PLATFORM_SCHEMAS ?= ../shared/schemas
 
-.PHONY: check install install-scan lint typecheck validate test render render-all plan bench clean
+.PHONY: check install install-scan lint typecheck validate test render render-all scan plan bench clean
 
 check: lint typecheck validate test
 
@@ -48,6 +49,9 @@ render: install
 
 render-all: install
 	$(BIN)/python scripts/render-all.py --out $(OUT) $(STACK_FILES)
+
+scan: render-all install-scan
+	CHECKOV=$(SCAN_BIN)/checkov scripts/scan.sh $(OUT) $(STACKS)
 
 plan: install
 	$(BIN)/python -m stacks plan $(STACK)
