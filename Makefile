@@ -12,9 +12,9 @@ STACK_FILES := $(sort $(wildcard Pulumi.*.yaml)) $(sort $(wildcard stacks/exampl
 STACKS := $(patsubst Pulumi.%.yaml,%,$(notdir $(STACK_FILES)))
 export INFERENCE_PLATFORM_SCHEMAS ?= ../shared/schemas
 
-.PHONY: check install install-scan lint typecheck validate test render render-all scan plan bench clean
+.PHONY: check install install-scan lint typecheck schema-check validate test render render-all scan plan bench clean
 
-check: lint typecheck validate test
+check: lint typecheck schema-check validate test render-all scan
 
 $(BIN)/.installed: requirements.lock
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,9 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy
+
+schema-check: install
+	$(BIN)/python -m stacks schema --check
 
 validate: install
 	$(BIN)/python -m stacks validate
