@@ -1,4 +1,5 @@
-# One entry point for humans and CI. `make check` is exactly what CI runs (.ci/run calls it).
+# One entry point for humans and CI. `make check` is the whole gate: .ci/run calls it, and the PR
+# workflow's jobs run exactly its parts (tests/test_workflows.py holds them to it).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
