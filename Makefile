@@ -1,14 +1,21 @@
-# One entry point for humans and CI. `make check` is exactly what CI runs (.ci/run calls it).
+# One entry point for humans and CI. `make check` is the whole gate: .ci/run calls it, and the PR
+# workflow's jobs run exactly its parts (tests/test_workflows.py holds them to it).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Checkov's dependency tree conflicts with the project's: it gets its own environment.
+SCAN_VENV := .venv-scan
+SCAN_BIN := $(SCAN_VENV)/bin
 STACK ?= dev
 OUT ?= build/render
+# Every stack file; render-all writes each to $(OUT)/<stack>/ and scan reads it there.
+STACK_FILES := $(sort $(wildcard Pulumi.*.yaml)) $(sort $(wildcard stacks/examples/Pulumi.*.yaml))
+STACKS := $(patsubst Pulumi.%.yaml,%,$(notdir $(STACK_FILES)))
 export INFERENCE_PLATFORM_SCHEMAS ?= ../shared/schemas
 
-.PHONY: check install lint typecheck validate test render plan bench clean
+.PHONY: check install install-scan lint typecheck schema-check validate test render render-all scan plan bench clean
 
-check: lint typecheck validate test
+check: lint typecheck schema-check validate test render-all scan
 
 $(BIN)/.installed: requirements.lock
 	$(PY) -m venv $(VENV)
@@ -17,12 +24,23 @@ $(BIN)/.installed: requirements.lock
 
 install: $(BIN)/.installed
 
+# requirements-scan.lock: checkov with hashes, compiled from requirements-scan.in (command in its header).
+$(SCAN_BIN)/.installed: requirements-scan.lock
+	$(PY) -m venv $(SCAN_VENV)
+	$(SCAN_BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-scan.lock
+	touch $@
+
+install-scan: $(SCAN_BIN)/.installed
+
 lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 
 typecheck: install
 	$(BIN)/mypy
+
+schema-check: install
+	$(BIN)/python -m stacks schema --check
 
 validate: install
 	$(BIN)/python -m stacks validate
@@ -33,6 +51,12 @@ test: install
 render: install
 	$(BIN)/python -m stacks render $(STACK) --out $(OUT)
 
+render-all: install
+	$(BIN)/python scripts/render-all.py --out $(OUT) $(STACK_FILES)
+
+scan: render-all install-scan
+	CHECKOV=$(SCAN_BIN)/checkov scripts/scan.sh $(OUT) $(STACKS)
+
 plan: install
 	$(BIN)/python -m stacks plan $(STACK)
 
@@ -40,4 +64,4 @@ bench: install
 	$(BIN)/python -m stacks bench
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SCAN_VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -1,15 +1,19 @@
 """The CI workflows keep their shape: right triggers, least privilege, every action pinned by SHA,
-credentials only by OIDC, `pulumi up` only on main behind an environment approval."""
+credentials only by OIDC, `pulumi up` only on main behind an environment approval; and the PR
+workflow runs exactly what `make check` (the local gate, .ci/run) runs, through make."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from stacks.__main__ import all_stack_files
 from stacks.ci import by_role, touched
 from stacks.load import ROOT
 
@@ -17,6 +21,31 @@ WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 PINNED = re.compile(r"^\s*-?\s*uses:\s*([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # v\d+(\.\d+)*\s*$")
 OIDC = "aws-actions/configure-aws-credentials"
 PULUMI = "pulumi/actions"
+PR = ROOT / ".github" / "workflows" / "pr.yml"
+MAKE_STEP = re.compile(r"^make((?:\s+[\w-]+)+)$")
+# What the gate must contain (each in some command of `make -n check`), and what no workflow step may
+# run except through make (a second definition of a check drifts from the first).
+GATE = {
+    "format": "ruff format --check .",
+    "lint": "ruff check .",
+    "types": "bin/mypy",
+    "schema drift": "-m stacks schema --check",
+    "validation": "-m stacks validate",
+    "unit tests": "-m pytest",
+    "render of every stack": "scripts/render-all.py",
+    "security scan": "scripts/scan.sh",
+}
+CHECK_TOOLS = (
+    "ruff",
+    "mypy",
+    "pytest",
+    "checkov",
+    "stacks validate",
+    "stacks render",
+    "stacks schema",
+    "render-all",
+    "scan.sh",
+)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -27,6 +56,32 @@ def load(path: Path) -> dict[str, Any]:
 
 def steps_using(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
     return [s for s in job.get("steps", []) if str(s.get("uses", "")).startswith(action + "@")]
+
+
+def make_dry_run(*targets: str) -> set[str]:
+    """The commands `make TARGETS` would run, as make prints them with -n (nothing is run)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", *targets], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, f"make -n {' '.join(targets)}: {done.stderr}"
+    return {line.strip() for line in done.stdout.splitlines() if line.strip() and not line.startswith("make")}
+
+
+def make_targets_by_job(doc: dict[str, Any]) -> dict[str, list[list[str]]]:
+    """Per job, the targets of each `make ...` step; a step that runs a check tool any other way fails."""
+    by_job: dict[str, list[list[str]]] = {}
+    for name, job in doc["jobs"].items():
+        for step in job.get("steps", []):
+            run = str(step.get("run", "")).strip()
+            if not run:
+                continue
+            if match := MAKE_STEP.match(run):
+                by_job.setdefault(name, []).append(match.group(1).split())
+                continue
+            for tool in CHECK_TOOLS:
+                assert tool not in run, f"pr.yml {name} runs {tool} outside make (make check is its one definition)"
+    return by_job
 
 
 def test_there_is_a_pr_workflow_and_a_deploy_workflow():
@@ -64,13 +119,39 @@ def test_aws_credentials_come_only_from_oidc(path):
             assert step["with"]["role-to-assume"], "credentials come from assuming a role"
 
 
+def test_make_check_is_the_whole_gate():
+    commands = " ".join(make_dry_run("check"))
+    for what, command in GATE.items():
+        assert command in commands, f"make check runs the {what} ({command})"
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert [line for line in ci if line.startswith("make")] == ["make check"], ".ci/run runs make check"
+
+
+def test_make_check_renders_and_scans_every_stack_file():
+    commands = [c.split() for c in make_dry_run("render-all", "scan")]
+    render = next(c for c in commands if "scripts/render-all.py" in c)
+    scan = next(c for c in commands if "scripts/scan.sh" in c)
+    for path in all_stack_files():
+        assert str(path.relative_to(ROOT)) in render, f"make render-all renders {path.name}"
+        assert path.name.removeprefix("Pulumi.").removesuffix(".yaml") in scan, f"make scan scans {path.name}"
+
+
+def test_the_pr_workflow_runs_exactly_what_make_check_runs():
+    doc = load(PR)
+    gate = {
+        name: steps for name, steps in make_targets_by_job(doc).items() if {t for s in steps for t in s} - {"install"}
+    }
+    assert gate, "the PR workflow runs make check's parts"
+    ran = set().union(*(make_dry_run(*targets) for steps in gate.values() for targets in steps))
+    check = make_dry_run("check")
+    assert not check - ran, f"make check runs what no PR job runs: {sorted(check - ran)}"
+    assert not ran - check, f"PR jobs run what make check does not: {sorted(ran - check)}"
+    assert set(gate) <= set(doc["jobs"]["preview"]["needs"]), "previews wait for every job of the gate"
+
+
 def test_pull_requests_are_checked_and_previewed_with_a_comment():
-    doc = load(ROOT / ".github" / "workflows" / "pr.yml")
+    doc = load(PR)
     assert set(doc["on"]) == {"pull_request"}, "the PR workflow runs on pull requests only"
-    runs = " ".join(s.get("run", "") for job in doc["jobs"].values() for s in job.get("steps", []))
-    for command in ("make lint", "make typecheck", "make test", "stacks validate", "stacks render", "checkov"):
-        assert command in runs, f"the PR workflow runs {command}"
-    assert "stacks schema --check" in runs, "the editor schema is checked for drift"
     previews = [s for job in doc["jobs"].values() for s in steps_using(job, PULUMI)]
     assert previews and all(s["with"]["command"] == "preview" for s in previews), "a PR never runs pulumi up"
     assert all(s["with"]["comment-on-pr"] is True and s["with"]["policyPacks"] == "policies" for s in previews)
