@@ -154,7 +154,7 @@ def test_pull_requests_are_checked_and_previewed_with_a_comment():
     assert set(doc["on"]) == {"pull_request"}, "the PR workflow runs on pull requests only"
     previews = [s for job in doc["jobs"].values() for s in steps_using(job, PULUMI)]
     assert previews and all(s["with"]["command"] == "preview" for s in previews), "a PR never runs pulumi up"
-    assert all(s["with"]["comment-on-pr"] is True and s["with"]["policyPacks"] == "policies" for s in previews)
+    assert all(s["with"]["comment-on-pr"] is True and s["with"]["policyPacks"] == "policypack" for s in previews)
 
 
 def test_pulumi_up_runs_only_on_main_behind_an_environment_approval():
