@@ -1,4 +1,5 @@
-"""Shared helpers for the engine tests: the engines example stack and its workload specs."""
+"""Shared helpers for the engine tests: the engines example stack, resolved (milliseconds), and what
+each model's engine module builds for it (tests/builders.py does the resolving and the building)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from components.engines import WorkloadSpec
-from components.models import ModelsArgs, model_manifests, workload_spec
-from stacks.config import StackConfig
-from stacks.load import ROOT, parse_sections
+from components.models import workload_spec
+from components.storage.cache import CacheContext
+from stacks.load import ROOT
+from stacks.resolved import ResolvedStack
+from tests.builders import engine_objects, resolved_model, resolved_stack
 from tests.conftest import sections_of
 
 ENGINES = ROOT / "stacks" / "examples" / "Pulumi.engines.yaml"
@@ -18,23 +21,20 @@ def example() -> dict[str, Any]:
     return sections_of(Path(ENGINES))
 
 
-def config_of(sections: dict[str, Any]) -> StackConfig:
-    return parse_sections(sections, "us-west-2")
+def stack_of(sections: dict[str, Any]) -> ResolvedStack:
+    """The stack file's sections validated like `pulumi up` would, then resolved."""
+    return resolved_stack(sections)
 
 
-def spec(config: StackConfig, name: str, neuron_scheduler: str | None = None) -> WorkloadSpec:
-    model = next(m for m in config.models if m.name == name)
-    args = ModelsArgs(config=config, provider=None, neuron_scheduler=neuron_scheduler)  # type: ignore[arg-type]
-    built = workload_spec(args, model)
-    assert built is not None
-    return built
+def spec(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> WorkloadSpec:
+    """The WorkloadSpec the Models component builds for one model (the platform's storage and
+    Neuron scheduler, the shared cache claim when the cache is shared)."""
+    return workload_spec(resolved_model(stack, name), stack.platform.storage, cache, stack.platform.neuron_scheduler)
 
 
-def objects(config: StackConfig, name: str, neuron_scheduler: str | None = None) -> dict[str, dict[str, Any]]:
+def objects(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> dict[str, dict[str, Any]]:
     """kind -> object for one model."""
-    objs = model_manifests(spec(config, name, neuron_scheduler))
-    assert objs is not None
-    return {o["kind"]: o for o in objs}
+    return {o["kind"]: o for o in engine_objects(stack, name, cache)}
 
 
 def engine_container(workload: dict[str, Any]) -> dict[str, Any]:

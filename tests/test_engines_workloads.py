@@ -1,13 +1,13 @@
 """Each engine's workload as it would be applied: command, ports, probes, metrics, resources,
-placement, security and secrets (pure builders, from the engines example stack)."""
+placement, security and secrets (the engine modules' builders, on the engines example stack resolved)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.engines_helpers import config_of, engine_container, env_of, example, flag, objects
+from tests.engines_helpers import engine_container, env_of, example, flag, objects, stack_of
 
-CONFIG = config_of(example())
+STACK = stack_of(example())
 
 
 def prepared_dir(objs) -> str:
@@ -33,7 +33,7 @@ def pod(objs):
     ],
 )
 def test_every_engine_serves_on_its_port_with_probes_on_its_real_health_paths(name, port, live, ready, metrics):
-    objs = objects(CONFIG, name)
+    objs = objects(STACK, name)
     c = engine_container(objs["Deployment"])
     assert c["ports"][0] == {"name": "http", "containerPort": port, "protocol": "TCP"}
     assert c["livenessProbe"]["httpGet"]["path"] == live, "liveness must hit the engine's own health path"
@@ -50,7 +50,7 @@ def test_every_engine_serves_on_its_port_with_probes_on_its_real_health_paths(na
 
 
 def test_vllm_runs_the_openai_server_with_the_pinned_revision_and_tp_equal_to_the_gpus():
-    objs = objects(CONFIG, "qwen3-8b")
+    objs = objects(STACK, "qwen3-8b")
     c = engine_container(objs["Deployment"])
     args = c["args"]
     assert c["command"] == ["vllm", "serve"] and args[0] == prepared_dir(objs), (
@@ -68,12 +68,12 @@ def test_vllm_runs_the_openai_server_with_the_pinned_revision_and_tp_equal_to_th
 def test_vllm_trusts_remote_code_only_when_the_model_entry_says_so():
     sections = example()
     sections["models"][0]["trustRemoteCode"] = True
-    args = engine_container(objects(config_of(sections), "qwen3-8b")["Deployment"])["args"]
+    args = engine_container(objects(stack_of(sections), "qwen3-8b")["Deployment"])["args"]
     assert "--trust-remote-code" in args
 
 
 def test_sglang_launches_with_tp_host_metrics_and_the_chosen_grammar_backend():
-    objs = objects(CONFIG, "qwen3-8b-sglang")
+    objs = objects(STACK, "qwen3-8b-sglang")
     c = engine_container(objs["Deployment"])
     args = c["args"]
     assert c["command"] == ["python3", "-m", "sglang.launch_server"]
@@ -88,12 +88,12 @@ def test_sglang_launches_with_tp_host_metrics_and_the_chosen_grammar_backend():
 def test_sglang_defaults_to_xgrammar():
     sections = example()
     del sections["models"][1]["sglang"]
-    args = engine_container(objects(config_of(sections), "qwen3-8b-sglang")["Deployment"])["args"]
+    args = engine_container(objects(stack_of(sections), "qwen3-8b-sglang")["Deployment"])["args"]
     assert flag(args, "--grammar-backend") == "xgrammar"
 
 
 def test_nim_serves_the_prepared_hub_model_with_an_explicit_profile_and_no_credential():
-    objs = objects(CONFIG, "llama-nim")
+    objs = objects(STACK, "llama-nim")
     spec = pod(objs)["spec"]
     c = engine_container(objs["Deployment"])
     env = env_of(c)
@@ -116,7 +116,7 @@ def test_nim_with_a_prepared_model_path_needs_no_credential_at_all():
     nim["nim"]["modelPath"] = "/models/llama-nim/prepared"
     nim["model"] = "meta/llama-3.1-8b-instruct"  # an NGC model, prepared elsewhere
     del nim["secrets"]
-    objs = objects(config_of(sections), "llama-nim")
+    objs = objects(stack_of(sections), "llama-nim")
     c = engine_container(objs["Deployment"])
     assert env_of(c)["NIM_MODEL_PATH"] == "/models/llama-nim/prepared"
     assert c["args"][:3] == ["nim-serve", "--served-model-name", "llama-nim"]
@@ -124,7 +124,7 @@ def test_nim_with_a_prepared_model_path_needs_no_credential_at_all():
 
 
 def test_tgi_shards_over_its_gpus_quantizes_only_awq_weights_and_waits_long_for_startup():
-    objs = objects(CONFIG, "mistral-awq-tgi")
+    objs = objects(STACK, "mistral-awq-tgi")
     c = engine_container(objs["Deployment"])
     args = c["args"]
     assert "command" not in c, "the image entrypoint activates TGI's venv before the launcher"
@@ -138,7 +138,7 @@ def test_tgi_shards_over_its_gpus_quantizes_only_awq_weights_and_waits_long_for_
 
 
 def test_ollama_listens_on_all_interfaces_and_pulls_in_a_bounded_preparation_step():
-    objs = objects(CONFIG, "qwen3-ollama")
+    objs = objects(STACK, "qwen3-ollama")
     spec = pod(objs)["spec"]
     c = engine_container(objs["Deployment"])
     env = env_of(c)
@@ -155,7 +155,7 @@ def test_ollama_listens_on_all_interfaces_and_pulls_in_a_bounded_preparation_ste
 
 
 def test_neuron_vllm_asks_for_whole_devices_and_uses_their_neuroncores_for_tensor_parallelism():
-    objs = objects(CONFIG, "llama-inf2", neuron_scheduler="neuron-scheduler")
+    objs = objects(STACK, "llama-inf2")
     spec = pod(objs)["spec"]
     c = engine_container(objs["Deployment"])
     res = c["resources"]
@@ -178,7 +178,7 @@ def test_neuron_vllm_asks_for_whole_devices_and_uses_their_neuroncores_for_tenso
 
 
 def test_gpu_pods_tolerate_the_gpu_taint_land_on_their_pool_and_request_what_they_limit():
-    spec = pod(objects(CONFIG, "qwen3-8b"))["spec"]
+    spec = pod(objects(STACK, "qwen3-8b"))["spec"]
     c = engine_container({"spec": {"template": {"spec": spec}}})
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
     assert spec["nodeSelector"] == {"inference-platform.io/pool": "gpu"}
@@ -189,7 +189,7 @@ def test_gpu_pods_tolerate_the_gpu_taint_land_on_their_pool_and_request_what_the
 
 
 def test_the_hugging_face_token_is_a_mounted_file_named_by_hf_token_path():
-    c = engine_container(objects(CONFIG, "qwen3-8b")["Deployment"])
+    c = engine_container(objects(STACK, "qwen3-8b")["Deployment"])
     env = env_of(c)
     assert env["HF_TOKEN_PATH"] == "/var/run/secrets/huggingface/token"
     assert "HF_TOKEN" not in env, "a token is never an env value"
@@ -209,7 +209,7 @@ def test_the_hugging_face_token_is_a_mounted_file_named_by_hf_token_path():
     ],
 )
 def test_engine_containers_run_restricted_and_non_root_where_the_image_allows(name, non_root):
-    c = engine_container(objects(CONFIG, name)["Deployment"])
+    c = engine_container(objects(STACK, name)["Deployment"])
     sc = c["securityContext"]
     assert sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"]}
@@ -219,29 +219,29 @@ def test_engine_containers_run_restricted_and_non_root_where_the_image_allows(na
 
 
 def test_a_replica_spanning_several_gpus_gets_a_memory_backed_dev_shm():
-    objs = objects(CONFIG, "llama-nim")
+    objs = objects(STACK, "llama-nim")
     spec = pod(objs)["spec"]
     shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"]["medium"] == "Memory"
     assert any(m["mountPath"] == "/dev/shm" for m in engine_container(objs["Deployment"])["volumeMounts"])
-    single = pod(objects(CONFIG, "qwen3-8b"))["spec"]
+    single = pod(objects(STACK, "qwen3-8b"))["spec"]
     assert not any(v["name"] == "dshm" for v in single["volumes"])
 
 
 def test_an_hpa_owner_gets_an_autoscaling_v2_hpa_on_the_workload():
-    objs = objects(CONFIG, "qwen3-8b")
+    objs = objects(STACK, "qwen3-8b")
     hpa = objs["HorizontalPodAutoscaler"]
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen3-8b"}
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
-    assert "HorizontalPodAutoscaler" not in objects(CONFIG, "qwen3-8b-sglang")
+    assert "HorizontalPodAutoscaler" not in objects(STACK, "qwen3-8b-sglang")
 
 
 def test_aibrix_labels_are_on_the_pods_only_when_aibrix_is_on():
-    assert "model.aibrix.ai/name" not in pod(objects(CONFIG, "qwen3-8b"))["metadata"]["labels"]
+    assert "model.aibrix.ai/name" not in pod(objects(STACK, "qwen3-8b"))["metadata"]["labels"]
     sections = example()
     sections["addons"]["aibrix"] = {"enabled": True}
-    labels = pod(objects(config_of(sections), "qwen3-8b"))["metadata"]["labels"]
+    labels = pod(objects(stack_of(sections), "qwen3-8b"))["metadata"]["labels"]
     assert labels["model.aibrix.ai/name"] == "qwen3-8b"
     assert labels["model.aibrix.ai/port"] == "8000"
 
@@ -250,5 +250,5 @@ def test_an_image_override_replaces_repository_tag_and_digest():
     sections = example()
     digest = "sha256:" + "a" * 64
     sections["models"][0]["image"] = {"tag": "v0.31.0", "digest": digest}
-    c = engine_container(objects(config_of(sections), "qwen3-8b")["Deployment"])
+    c = engine_container(objects(stack_of(sections), "qwen3-8b")["Deployment"])
     assert c["image"] == f"vllm/vllm-openai:v0.31.0@{digest}"
