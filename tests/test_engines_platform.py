@@ -1,18 +1,15 @@
 """The Models component in the program: every model of a stack becomes its objects through the
-cluster's provider, in the model's namespace; NIMService through the operator; per-replica caches
-become a StatefulSet; engines whose modules have not landed are skipped, not crashed."""
+cluster's provider, in the model's namespace; NIMService through the operator, after the release
+that installs its CRD."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import pytest
 
 from components.engines import nim
-from components.models import model_manifests
-from components.storage.cache import CacheMount
-from tests.conftest import render_sections
-from tests.engines_helpers import config_of, example, spec
+from tests.builders import engine_objects, resolved_model
+from tests.conftest import stack_manifests
+from tests.engines_helpers import ENGINES, example, spec, stack_of
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
@@ -29,11 +26,16 @@ def test_the_dev_stack_renders_each_model_through_the_cluster_provider(dev_rende
     assert len(dev_render.mocks.of_type("kubernetes:policy/v1:PodDisruptionBudget")) == 2
 
 
-def test_the_engines_example_renders_one_workload_per_engine(mocks):
-    rendered = render_sections(example())
-    kinds = [(r.inputs["metadata"]["name"], r.type) for r in rendered.mocks.kubernetes_objects()]
-    workloads = {name for name, typ in kinds if typ == DEPLOYMENT}
-    assert workloads == {"qwen3-8b", "qwen3-8b-sglang", "llama-nim", "mistral-awq-tgi", "qwen3-ollama", "llama-inf2"}
+def test_the_engines_example_renders_one_workload_per_engine():
+    workloads = {o["metadata"]["name"] for o in stack_manifests(ENGINES) if o["kind"] == "Deployment"}
+    assert workloads == {
+        "qwen3-8b",
+        "qwen3-8b-sglang",
+        "llama-nim",
+        "mistral-awq-tgi",
+        "qwen3-ollama",
+        "llama-inf2",
+    }, "every model of the example becomes a Deployment of its own, through its engine's module"
 
 
 def test_with_the_nim_operator_nim_is_a_nimservice_with_profile_pull_secret_and_metrics():
@@ -42,8 +44,8 @@ def test_with_the_nim_operator_nim_is_a_nimservice_with_profile_pull_secret_and_
     next(m for m in sections["models"] if m["name"] == "llama-nim")["secrets"] = {
         "ngcApiKey": "ngc-api-key"
     }  # the operator's authSecret
-    objs = model_manifests(spec(config_of(sections), "llama-nim"))
-    assert objs is not None and [o["kind"] for o in objs] == ["NIMService"]
+    objs = engine_objects(stack_of(sections), "llama-nim")
+    assert [o["kind"] for o in objs] == ["NIMService"], "the operator builds the Deployment and Service"
     svc = objs[0]
     assert svc["apiVersion"] == "apps.nvidia.com/v1alpha1"
     body = svc["spec"]
@@ -70,7 +72,7 @@ def test_the_nimservice_passes_the_operator_crd(owner):
     }  # the operator's authSecret
     nim_model = next(m for m in sections["models"] if m["name"] == "llama-nim")
     nim_model["autoscaling"] = {"owner": owner, "maxReplicas": 3}
-    obj = nim.nim_service(spec(config_of(sections), "llama-nim"))
+    obj = nim.nim_service(spec(stack_of(sections), "llama-nim"))
     if owner == "hpa":
         hpa = obj["spec"]["scale"]["hpa"]
         assert hpa["metrics"][0]["pods"]["metric"]["name"] == "vllm_num_requests_waiting"
@@ -79,34 +81,6 @@ def test_the_nimservice_passes_the_operator_crd(owner):
     # quirk); the API server validates metadata itself.
     body = {k: v for k, v in obj.items() if k != "metadata"}
     assert conformance.validate_custom(body, root) == []
-
-
-def test_a_per_replica_cache_makes_a_statefulset_with_a_claim_per_replica():
-    base = spec(config_of(example()), "qwen3-8b")
-    claim = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "100Gi"}}}}
-    cache = CacheMount(
-        model_dir=base.cache.model_dir,
-        volumes=[{"name": "model-cache", "ephemeral": {"volumeClaimTemplate": claim}}],
-        volume_mounts=[{"name": "model-cache", "mountPath": "/models"}],
-        per_replica=True,
-    )
-    objs = model_manifests(dataclasses.replace(base, cache=cache))
-    assert objs is not None
-    kinds = {o["kind"]: o for o in objs}
-    sts = kinds["StatefulSet"]
-    assert sts["spec"]["podManagementPolicy"] == "Parallel", "replicas must not wait for each other"
-    assert sts["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "model-cache"
-    assert kinds["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]["kind"] == "StatefulSet"
-    assert "Deployment" not in kinds
-
-
-def test_an_engine_whose_module_has_not_landed_is_skipped():
-    base = spec(config_of(example()), "qwen3-8b")
-    dynamo = dataclasses.replace(base, model=base.model.model_copy(update={"engine": "dynamo"}))
-    try:
-        import components.serving.dynamo  # noqa: F401
-    except ImportError:
-        assert model_manifests(dynamo) is None
 
 
 def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
@@ -121,9 +95,7 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
         "ngcApiKey": "ngc-api-key"
     }  # the operator's authSecret
     sections["models"] = [m for m in sections["models"] if m["name"] == "llama-nim"]
-    config = config_of(sections)
-
-    built: list[Models] = []
+    stack = stack_of(sections)
 
     @pulumi.runtime.test
     def program():
@@ -131,11 +103,15 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
         operator = k8s.helm.v3.Release(
             "nim-operator", chart="k8s-nim-operator", opts=pulumi.ResourceOptions(provider=provider)
         )
-        built.append(
-            Models(
-                "test-models",
-                ModelsArgs(config=config, provider=provider, installers={"nim-operator": operator}),
-            )
+        Models(
+            "test-models",
+            ModelsArgs(
+                models=list(stack.models),
+                storage=stack.platform.storage,
+                provider=provider,
+                neuron_scheduler=stack.platform.neuron_scheduler,
+                installers={"nim-operator": operator},
+            ),
         )
 
     program()
@@ -144,4 +120,9 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
     assert len(crs) == 1
     assert release.urn in crs[0].depends_on, "the CR must wait for the release that installs its CRD"
     assert "test-k8s" in crs[0].provider
-    assert built[0].workloads == {"llama-nim": ("apps.nvidia.com/v1alpha1", "NIMService", "llama-nim")}
+    target = resolved_model(stack, "llama-nim").workload
+    assert target == ("apps.nvidia.com/v1alpha1", "NIMService", "llama-nim"), "scalers target the NIMService"
+    built = crs[0].inputs
+    assert (built["apiVersion"], built["kind"], built["metadata"]["name"]) == target, (
+        "the workload the Models component applies is the one the resolved model names as its scale target"
+    )
