@@ -11,34 +11,37 @@ from typing import Any
 
 import pytest
 
-from components import served as served_module
-from components.engines import manifests as engine_manifests
-from components.models import model_manifests
-from components.served import MODEL_LABEL, served_model, served_models
+from components.models import model_objects
 from components.serving import aibrix
-from components.storage import cache as cache_module
 from components.storage.cache import CacheContext, cache_mount
 from stacks.load import ROOT
+from stacks.resolved import MODEL_LABEL
 from stacks.sizing import BASE_EPHEMERAL_MIB, replica_requests, weights
-from tests.conftest import ALL_STACKS, render_sections, sections_of
-from tests.engines_helpers import config_of, engine_container, env_of, example, objects, spec
-from tests.serving_support import serving_sections, spec_for
+from tests.builders import by_kind, resolved_model
+from tests.conftest import ALL_STACKS, DEV, rendered_stack, sections_of
+from tests.engines_helpers import engine_container, env_of, example, objects, spec, stack_of
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
-SERVICE = "kubernetes:core/v1:Service"
 READER = "model-reader"
-LOCAL = ROOT / "stacks" / "examples" / "Pulumi.storage-local.yaml"
+EXAMPLES = ROOT / "stacks" / "examples"
+LOCAL = EXAMPLES / "Pulumi.storage-local.yaml"
+SERVING = EXAMPLES / "Pulumi.serving.yaml"
 
 
-def _pod(objs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    work = objs.get("Deployment") or objs["StatefulSet"]
-    return work["spec"]["template"]
+def serving_sections() -> dict[str, Any]:
+    """The serving-platforms example: Dynamo, KubeRay and AIBrix with their models."""
+    return sections_of(SERVING)
 
 
 def _with_cache(sections: dict[str, Any], **storage: Any) -> dict[str, Any]:
     sections = copy.deepcopy(sections)
     sections["storage"] = storage
     return sections
+
+
+def objects_of(stack: Any, name: str) -> list[dict[str, Any]]:
+    """The model's objects as the Models component would apply them (a list: kinds may repeat)."""
+    return model_objects(spec(stack, name))
 
 
 # --- storage -> engines ---------------------------------------------------------------------
@@ -59,27 +62,28 @@ def test_a_rendered_dev_pod_runs_as_the_bucket_reader_and_carries_the_model_sele
         assert d.inputs["spec"]["selector"]["matchLabels"][MODEL_LABEL] == name
 
 
-def test_every_model_service_in_the_dev_stack_carries_and_selects_the_model_label(dev_render):
-    served = {s.service: s for s in served_models(config_of(sections_of(ALL_STACKS[0])))}
-    services = [s for s in dev_render.mocks.of_type(SERVICE) if s.inputs["metadata"]["name"] in served]
-    assert services, "each model has a Service"
-    for s in services:
-        model = served[s.inputs["metadata"]["name"]]
-        assert s.inputs["metadata"]["labels"][MODEL_LABEL] == model.name, "the Service itself is selectable"
-        assert s.inputs["spec"]["selector"][MODEL_LABEL] == model.name, "it routes to the model's pods only"
+def test_every_model_service_in_the_dev_stack_carries_and_selects_the_model_label():
+    stack = stack_of(sections_of(DEV))
+    assert stack.models, "the dev stack serves models"
+    for model in stack.models:
+        services = by_kind(objects_of(stack, model.name), "Service")
+        assert [s["metadata"]["name"] for s in services] == [model.service], "each model has its Service"
+        for s in services:
+            assert s["metadata"]["labels"][MODEL_LABEL] == model.name, "the Service itself is selectable"
+            assert s["spec"]["selector"][MODEL_LABEL] == model.name, "it routes to the model's pods only"
 
 
 def test_a_node_local_cache_is_requested_as_ephemeral_storage_and_counted_by_the_fit_rule():
-    config = config_of(sections_of(LOCAL))
-    assert config.storage.model_cache == "local"
-    built = spec(config, "qwen3-8b")
+    stack = stack_of(sections_of(LOCAL))
+    assert stack.platform.storage.model_cache == "local"
+    built = spec(stack, "qwen3-8b")
     assert built.cache.ephemeral_storage is not None, "qwen3-8b gives parameters and dtype: its cache is sized"
     cache_gib = int(built.cache.ephemeral_storage.removesuffix("Gi"))
-    container = engine_container(objects(config, "qwen3-8b")["Deployment"])
+    container = engine_container(objects(stack, "qwen3-8b")["Deployment"])
     requested = container["resources"]["requests"]["ephemeral-storage"]
     expected_mib = BASE_EPHEMERAL_MIB + cache_gib * 1024
     assert requested == f"{expected_mib}Mi", "the pod asks for its logs and home plus the whole local cache"
-    fit = replica_requests(built.model, built.pool, config.storage)
+    fit = replica_requests(built.model, built.pool, stack.platform.storage)
     assert fit.ephemeral_mib == expected_mib, "the fit rule checks the very request the pod makes"
 
 
@@ -87,34 +91,35 @@ def test_an_existing_claim_keeps_the_weights_off_the_nodes_disk():
     sections = _with_cache(
         example(), modelCache="none", existingClaim={"name": "team-weights", "accessMode": "ReadWriteMany"}
     )
-    config = config_of(sections)
-    built = spec(config, "qwen3-8b")
+    stack = stack_of(sections)
+    built = spec(stack, "qwen3-8b")
     assert built.cache.ephemeral_storage is None
-    fit = replica_requests(built.model, built.pool, config.storage)
+    fit = replica_requests(built.model, built.pool, stack.platform.storage)
     assert fit.ephemeral_mib == BASE_EPHEMERAL_MIB, "weights on a claim need no node disk"
 
 
 def test_a_large_model_gets_the_caches_startup_budget_and_a_small_one_the_engines_own():
-    config = config_of(example())
-    small = spec(config, "qwen3-8b")
-    probe = engine_container(objects(config, "qwen3-8b")["Deployment"])["startupProbe"]
+    stack = stack_of(example())
+    small = spec(stack, "qwen3-8b")
+    probe = engine_container(objects(stack, "qwen3-8b")["Deployment"])["startupProbe"]
     allowed = probe["failureThreshold"] * probe["periodSeconds"]
     assert small.cache.startup_seconds < 1800 and allowed == 1800, "the engine's allowance when larger"
     # A model this size is refused by the memory rule on this pool; the probe arithmetic is what counts.
     model = small.model.model_copy(update={"parameters": "400B", "dtype": "fp8"})
-    ctx = CacheContext(storage=config.storage, claim_name="model-cache")
-    big = dataclasses.replace(small, model=model, cache=cache_mount(ctx, model, small.pool))
-    probe = engine_container(next(o for o in engine_manifests(big) if o["kind"] == "Deployment"))["startupProbe"]
+    ctx = CacheContext(storage=stack.platform.storage, claim_name="model-cache")
+    served = dataclasses.replace(small.served, config=model)
+    big = dataclasses.replace(small, served=served, cache=cache_mount(ctx, model, small.pool))
+    probe = engine_container(by_kind(model_objects(big), "Deployment")[0])["startupProbe"]
     allowed = probe["failureThreshold"] * probe["periodSeconds"]
     assert big.cache.startup_seconds > 1800, "400 GB of weights take longer than the default to read"
     assert allowed >= big.cache.startup_seconds, "the kubelet must not restart a server still loading"
 
 
 def test_neuron_artifacts_live_in_the_shared_caches_compiled_tree_so_a_model_compiles_once():
-    config = config_of(_with_cache(example(), modelCache="efs"))
-    built = spec(config, "llama-inf2")
+    stack = stack_of(_with_cache(example(), modelCache="efs"))
+    built = spec(stack, "llama-inf2")
     assert built.cache.compiled_dir is not None
-    work = objects(config, "llama-inf2")["Deployment"]
+    work = objects(stack, "llama-inf2")["Deployment"]
     env = env_of(engine_container(work))
     assert env["NEURON_COMPILED_ARTIFACTS"].startswith(built.cache.compiled_dir + "/"), "on the cache volume"
     volumes = {v["name"] for v in work["spec"]["template"]["spec"]["volumes"]}
@@ -123,8 +128,7 @@ def test_neuron_artifacts_live_in_the_shared_caches_compiled_tree_so_a_model_com
 
 def test_a_node_local_neuron_cache_has_room_for_the_compiled_artifacts():
     # inf2 has no instance store: its node-local cache is an emptyDir on the root volume.
-    config = config_of(_with_cache(example(), modelCache="none"))
-    built = spec(config, "llama-inf2")
+    built = spec(stack_of(_with_cache(example(), modelCache="none")), "llama-inf2")
     assert built.cache.ephemeral_storage is not None
     gib = int(built.cache.ephemeral_storage.removesuffix("Gi"))
     w = weights(built.model)
@@ -135,9 +139,8 @@ def test_a_node_local_neuron_cache_has_room_for_the_compiled_artifacts():
 # --- serving platforms -> engines -------------------------------------------------------------
 
 
-def test_dgds_and_rayservices_depend_on_their_operator_releases(mocks):
-    rendered = render_sections(serving_sections())
-    records = list(rendered.resources)
+def test_dgds_and_rayservices_depend_on_their_operator_releases():
+    records = list(rendered_stack(SERVING).resources)
     releases = {r.inputs.get("name"): r for r in records if r.type == "kubernetes:helm.sh/v3:Release"}
     dgds = [r for r in records if r.type == "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"]
     rays = [r for r in records if r.type == "kubernetes:ray.io/v1:RayService"]
@@ -149,9 +152,8 @@ def test_dgds_and_rayservices_depend_on_their_operator_releases(mocks):
 
 
 def test_with_aibrix_on_vllm_pods_carry_its_labels_and_adapter_models_get_the_lora_runtime():
-    config = config_of(serving_sections())
-    built = spec_for(config, "qwen3-8b-lora")
-    objs = {o["kind"]: o for o in engine_manifests(built)}
+    built = spec(stack_of(serving_sections()), "qwen3-8b-lora")
+    objs = {o["kind"]: o for o in model_objects(built)}
     template = objs["Deployment"]["spec"]["template"]
     expected = aibrix.pod_labels(built.served, adapters=True)
     assert expected.items() <= template["metadata"]["labels"].items(), "AIBrix's gateway and adapter controller"
@@ -168,30 +170,30 @@ def test_without_aibrix_no_aibrix_labels_and_no_lora_runtime():
         if m["name"] == "qwen3-8b-lora":
             m["autoscaling"] = {"owner": "none"}
             m.pop("adapters", None)
-    built = spec_for(config_of(sections), "qwen3-8b-lora")
-    work = next(o for o in engine_manifests(built) if o["kind"] == "Deployment")
+    built = spec(stack_of(sections), "qwen3-8b-lora")
+    work = by_kind(model_objects(built), "Deployment")[0]
     labels = work["spec"]["template"]["metadata"]["labels"]
     assert not any(k.startswith(("model.aibrix.ai/", "adapter.model.aibrix.ai/")) for k in labels)
     assert "--enable-lora" not in work["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 def test_no_hpa_when_another_owner_scales_the_model():
-    config = config_of(serving_sections())
-    built = spec_for(config, "qwen3-8b-lora")
+    built = spec(stack_of(serving_sections()), "qwen3-8b-lora")
     assert built.model.autoscaling.owner == "aibrix"
-    kinds = [o["kind"] for o in engine_manifests(built)]
+    objs = model_objects(built)
+    kinds = [o["kind"] for o in objs]
     assert "HorizontalPodAutoscaler" not in kinds, "AIBrix's PodAutoscaler is the only scaler"
-    work = next(o for o in engine_manifests(built) if o["kind"] == "Deployment")
+    work = by_kind(objs, "Deployment")[0]
     assert "replicas" not in work["spec"], "the owner sets replicas; a fixed count would fight it"
 
 
 # --- Dynamo and Ray pod templates ------------------------------------------------------------
 
 
-def _reader_spec(config: Any, name: str) -> Any:
-    base = spec_for(config, name)
-    ctx = CacheContext(storage=config.storage, bucket="acme-models", reader_service_account=READER)
-    return dataclasses.replace(base, cache=cache_mount(ctx, base.model, base.pool))
+def _reader_spec(stack: Any, name: str) -> Any:
+    """The model's spec with the cache a platform's storage concern hands over: the bucket and its reader."""
+    ctx = CacheContext(storage=stack.platform.storage, bucket="acme-models", reader_service_account=READER)
+    return spec(stack, name, cache=ctx)
 
 
 def _templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -203,9 +205,9 @@ def _templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("name", ["qwen3-8b-dynamo", "qwen3-32b-disagg", "qwen3-4b-ray"])
 def test_dynamo_and_ray_pods_carry_the_selector_and_their_gpu_workers_get_the_cache(name):
-    config = config_of(serving_sections())
-    built = _reader_spec(config, name)
-    obj = engine_manifests(built)[0]
+    stack = stack_of(serving_sections())
+    built = _reader_spec(stack, name)
+    obj = model_objects(built)[0]
     assert obj["metadata"]["labels"][MODEL_LABEL] == name
     gpu_pods = 0
     for template in _templates(obj):
@@ -225,7 +227,7 @@ def test_dynamo_and_ray_pods_carry_the_selector_and_their_gpu_workers_get_the_ca
             env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
             assert env["HF_HOME"].startswith("/models/"), "downloads land on the shared model cache"
         requests = pod["containers"][0]["resources"]["requests"]
-        expected = replica_requests(built.model, built.pool, config.storage).ephemeral_mib
+        expected = replica_requests(built.model, built.pool, stack.platform.storage).ephemeral_mib
         assert requests["ephemeral-storage"] == f"{expected}Mi", "the worker reserves the node disk it fills"
     assert gpu_pods, "a GPU worker role exists"
 
@@ -235,15 +237,11 @@ def test_dynamo_and_ray_pods_carry_the_selector_and_their_gpu_workers_get_the_ca
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_the_scale_target_is_the_workload_the_engine_builds(path):
-    config = config_of(sections_of(path))
-    for model in config.models:
-        if config.pool(model.pool) is None:
-            continue  # a team stack's pools are the platform stack's
-        built = spec(config, model.name)
-        objs = model_manifests(built)
-        assert objs is not None
-        workloads = [(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in objs]
-        assert built.served.scale_target in workloads, f"{model.name}: a scaler must target what exists"
+    # A team stack resolves against its platform's exports: its models are checked too.
+    stack = stack_of(sections_of(path))
+    for model in stack.models:
+        workloads = [(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in objects_of(stack, model.name)]
+        assert model.scale_target in workloads, f"{model.name}: a scaler must target what exists"
 
 
 def test_with_the_nim_operator_the_scale_target_is_the_nimservice():
@@ -252,27 +250,15 @@ def test_with_the_nim_operator_the_scale_target_is_the_nimservice():
     next(m for m in sections["models"] if m["name"] == "llama-nim")["secrets"] = {
         "ngcApiKey": "ngc-api-key"
     }  # the operator's authSecret
-    config = config_of(sections)
-    model = next(m for m in config.models if m.name == "llama-nim")
-    assert served_model(config, model).scale_target == ("apps.nvidia.com/v1alpha1", "NIMService", "llama-nim")
+    model = resolved_model(stack_of(sections), "llama-nim")
+    assert model.scale_target == ("apps.nvidia.com/v1alpha1", "NIMService", "llama-nim"), (
+        "the operator reconciles the NIMService into the Deployment: scalers target the NIMService"
+    )
 
 
-def test_a_podautoscaler_targets_the_statefulset_when_the_cache_is_per_replica(monkeypatch):
-    monkeypatch.setattr(cache_module, "per_replica", lambda storage, model: True)
-    monkeypatch.setattr(served_module, "per_replica", lambda storage, model: True)
-    config = config_of(serving_sections())
-    built = spec_for(config, "qwen3-8b-lora")
-    assert built.cache.per_replica
-    kinds = {o["kind"] for o in engine_manifests(built)}
-    assert "StatefulSet" in kinds and "Deployment" not in kinds
-    autoscaler = aibrix.pod_autoscaler(built.served, built.model, {})
-    ref = autoscaler["spec"]["scaleTargetRef"]
-    assert (ref["apiVersion"], ref["kind"], ref["name"]) == ("apps/v1", "StatefulSet", "qwen3-8b-lora")
-
-
-def test_an_hpa_owned_deployment_leaves_replicas_to_the_hpa(dev_render):
-    hpa = [r for r in dev_render.mocks.records if r.type == "kubernetes:autoscaling/v2:HorizontalPodAutoscaler"]
+def test_an_hpa_owned_deployment_leaves_replicas_to_the_hpa():
+    objs = objects(stack_of(sections_of(DEV)), "qwen3-8b")
+    hpa = objs.get("HorizontalPodAutoscaler")
     assert hpa, "the dev stack's qwen3-8b is scaled by an HPA"
-    deployment = dev_render.mocks.named("kubernetes:apps/v1:Deployment", "platform-models-deployment-qwen3-8b")
-    assert "replicas" not in deployment.inputs["spec"], "pulumi up must not reset the HPA's replica count"
-    assert hpa[0].inputs["spec"]["minReplicas"] == 2
+    assert "replicas" not in objs["Deployment"]["spec"], "pulumi up must not reset the HPA's replica count"
+    assert hpa["spec"]["minReplicas"] == 2, "the HPA holds the stack file's minimum instead"
