@@ -41,7 +41,8 @@ def test_a_shared_cache_mounts_the_namespace_claim_and_prepares_into_it():
     assert mount.volumes[0] == {"name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache"}}
     assert mount.volume_mounts == [{"name": "model-cache", "mountPath": "/models"}]
     assert mount.model_dir == f"/models/{model.name}/{model.revision}", "weights per model and pinned revision"
-    assert not mount.per_replica and mount.ephemeral_storage is None
+    assert mount.ephemeral_storage is None, "the weights are on the claim, not on the node's disk"
+    assert not any("ephemeral" in v for v in mount.volumes), "one claim shared by every replica, none per replica"
     assert [c["name"] for c in mount.init_containers] == ["model-from-bucket", "model-from-hub"]
     assert mount.service_account == "model-reader", "pods read the bucket only through Pod Identity"
 
