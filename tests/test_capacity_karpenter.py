@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 
-from components.capacity import policies
+from components import platform as platform_module
+from components.capacity import Capacity, CapacityArgs, policies
 from components.capacity.plugins import NEURON_SCHEDULER, karpenter_values, neuron_values, nvidia_values
+from components.models import ModelsArgs
 from components.naming import SYSTEM_NODE_LABEL
-from components.platform import Platform, PlatformArgs, Wiring
+from components.platform import Platform, PlatformArgs
 from stacks.config.addons import Neuron
-from stacks.load import parse_sections
-from tests.conftest import render_sections
+from stacks.mocks import Record, RecordingMocks
+from stacks.resolved import ResolvedStack
+from tests.builders import by_kind, engine_objects, resolved_stack
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CLUSTER = "inference-dev"
@@ -20,6 +25,35 @@ CLUSTER = "inference-dev"
 
 def releases(rendered) -> dict:
     return {r.inputs["name"]: r for r in rendered.mocks.of_type(RELEASE)}
+
+
+def capacity_records(mocks: RecordingMocks, sections: dict[str, Any]) -> list[Record]:
+    """What the Capacity component alone registers for the resolved stack (no whole program)."""
+    stack = resolved_stack(sections)
+    platform = stack.platform
+
+    @pulumi.runtime.test
+    def build():
+        provider = k8s.Provider("test-k8s", kubeconfig="{}")
+        Capacity(
+            "capacity",
+            CapacityArgs(
+                cluster_name=platform.cluster_name,
+                region=platform.region,
+                pools=platform.pools,
+                addons=platform.addons,
+                cluster=platform.cluster_name,
+                provider=provider,
+                tags={},
+            ),
+        )
+
+    build()
+    return list(mocks.records)
+
+
+def capacity_releases(mocks: RecordingMocks, sections: dict[str, Any]) -> dict[str, Record]:
+    return {r.inputs["name"]: r for r in capacity_records(mocks, sections) if r.type == RELEASE}
 
 
 def scope() -> policies.Scope:
@@ -150,46 +184,58 @@ def test_the_nvidia_plugin_installs_no_driver_and_the_neuron_chart_follows_the_a
 def test_no_device_plugin_is_installed_where_no_pool_needs_it(dev, mocks):
     dev["nodePools"] = [{"name": "cpu", "accelerator": "none", "instanceTypes": ["m7i.large"]}]
     dev["models"] = []
-    rels = releases(render_sections(dev))
+    rels = capacity_releases(mocks, dev)
     plugins = {"nvidia-device-plugin", "neuron"}
-    assert {"karpenter-crd", "karpenter"} <= set(rels) and not plugins & set(rels), set(rels)
+    assert {"karpenter-crd", "karpenter"} <= set(rels), f"Karpenter runs whatever the pools: {set(rels)}"
+    assert not plugins & set(rels), f"no pool needs a device plugin: {set(rels)}"
 
 
 def test_a_bottlerocket_only_gpu_stack_skips_the_nvidia_plugin(dev, mocks):
     dev["nodePools"][0]["amiAlias"] = "bottlerocket@v1.40.0"
-    assert "nvidia-device-plugin" not in releases(render_sections(dev))
+    rels = capacity_releases(mocks, dev)
+    assert "nvidia-device-plugin" not in rels, "Bottlerocket's NVIDIA variant ships its own device plugin"
+    assert "neuron" in rels, "the Neuron pool still needs its chart"
 
 
-class _Spy(Platform):
-    seen: list[Wiring] = []
+def _models_args(stack: ResolvedStack, monkeypatch) -> ModelsArgs:
+    """The arguments the Platform hands the Models component, with every concern before it built."""
+    seen: list[ModelsArgs] = []
 
-    def _models(self, name: str, wiring: Wiring) -> None:
-        _Spy.seen.append(wiring)
+    class SpyModels(pulumi.ComponentResource):
+        def __init__(self, name: str, args: ModelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+            super().__init__("test:index:Models", name, None, opts)
+            seen.append(args)
 
-
-def _wiring(sections) -> Wiring:
-    config = parse_sections(sections, "us-west-2")
-    _Spy.seen.clear()
+    monkeypatch.setattr(platform_module, "Models", SpyModels)
 
     @pulumi.runtime.test
     def build():
-        _Spy("platform", PlatformArgs(config=config))
-        return pulumi.Output.from_input(1)
+        Platform("platform", PlatformArgs(stack=stack))
 
     build()
-    return _Spy.seen[0]
+    assert len(seen) == 1, "one Models component per stack"
+    return seen[0]
 
 
-def test_later_concerns_get_the_scheduler_name_node_role_and_installers(dev, mocks):
-    wiring = _wiring(dev)
-    assert wiring.neuron_scheduler == NEURON_SCHEDULER
-    assert {"karpenter", "nvidia-device-plugin", "neuron"} <= set(wiring.installers)
-    assert "karpenter_node_role" in wiring.extra
+def test_later_concerns_get_the_scheduler_name_node_role_and_installers(dev, mocks, monkeypatch):
+    args = _models_args(resolved_stack(dev), monkeypatch)
+    assert args.neuron_scheduler == NEURON_SCHEDULER, "Neuron pods must name the scheduler the chart installs"
+    assert {"karpenter", "nvidia-device-plugin", "neuron"} <= set(args.installers), (
+        "the models may wait for the capacity concern's releases"
+    )
+    # The node role is no longer handed on (no later concern uses it): it reaches the EC2NodeClasses.
+    node_classes = [r for r in mocks.records if r.type == "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"]
+    assert node_classes, "a node class per pool"
+    for node_class in node_classes:
+        assert node_class.inputs["spec"]["role"] == f"{CLUSTER}-karpenter-node", "nodes join with the node role"
 
 
-def test_without_the_neuron_scheduler_workloads_get_no_scheduler_name(dev, mocks):
+def test_without_the_neuron_scheduler_workloads_get_no_scheduler_name(dev):
     dev["addons"]["neuron"]["scheduler"] = False
-    assert _wiring(dev).neuron_scheduler is None
+    stack = resolved_stack(dev)
+    assert stack.platform.neuron_scheduler is None, "no scheduler extension, no scheduler name to hand on"
+    (deployment,) = by_kind(engine_objects(stack, "llama-3-8b-neuron"), "Deployment")
+    assert "schedulerName" not in deployment["spec"]["template"]["spec"], "the default scheduler places the pod"
 
 
 def test_the_stack_exports_its_pools(dev_render):
