@@ -1,5 +1,7 @@
 """What the schemas cannot see: every pod of every stack file must be one the API server accepts
-and that can start (unique volume, container and env names; every mount has its volume)."""
+and that can start (unique volume, container and env names; every mount has its volume). Each
+shipped stack is rendered once per test process (tests/conftest.py stack_manifests) and every check
+reads that render."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ALL_STACKS, render_sections, sections_of
+from tests.conftest import ALL_STACKS, EXAMPLES, stack_manifests
 
 
 def pod_specs(obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -48,7 +50,7 @@ def problems(pod: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_every_pod_has_unique_names_and_mounts_only_its_volumes(path):
     failures = {}
-    for obj in render_sections(sections_of(path)).manifests():
+    for obj in stack_manifests(path):
         for where, pod in pod_specs(obj):
             if found := problems(pod):
                 failures[f"{obj['kind']}/{obj['metadata'].get('name')} {where}"] = found
@@ -70,7 +72,7 @@ def start_problems(pod: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_no_container_is_refused_by_the_kubelets_non_root_check(path):
     failures = {}
-    for obj in render_sections(sections_of(path)).manifests():
+    for obj in stack_manifests(path):
         for where, pod in pod_specs(obj):
             if found := start_problems(pod):
                 failures[f"{obj['kind']}/{obj['metadata'].get('name')} {where}"] = found
@@ -81,7 +83,7 @@ def test_no_container_is_refused_by_the_kubelets_non_root_check(path):
 def test_the_platforms_own_workloads_drop_every_capability(path):
     """Model pods (engines and their preparation steps) and the LiteLLM proxy: no capability."""
     failures = []
-    for obj in render_sections(sections_of(path)).manifests():
+    for obj in stack_manifests(path):
         if obj["kind"] not in ("Deployment", "StatefulSet") or obj["metadata"]["namespace"] == "monitoring":
             continue
         pod = obj["spec"]["template"]["spec"]
@@ -94,10 +96,8 @@ def test_the_platforms_own_workloads_drop_every_capability(path):
 
 def test_on_fsx_the_cache_writers_run_as_root_with_no_capability():
     """The Lustre root directory belongs to root and fsGroup does not apply to it."""
-    from tests.conftest import EXAMPLES
-
     (fsx,) = [p for p in EXAMPLES if p.name == "Pulumi.storage-fsx.yaml"]
-    for obj in render_sections(sections_of(fsx)).manifests():
+    for obj in stack_manifests(fsx):
         if obj["kind"] != "Deployment":
             continue
         pod = obj["spec"]["template"]["spec"]
@@ -112,7 +112,7 @@ def test_on_fsx_the_cache_writers_run_as_root_with_no_capability():
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_every_root_container_says_why_on_its_workload(path):
     """A container that runs as root carries the reason as its scanner waiver; the others carry none."""
-    for obj in render_sections(sections_of(path)).manifests():
+    for obj in stack_manifests(path):
         if obj["kind"] not in ("Deployment", "StatefulSet", "DaemonSet"):
             continue
         pod = obj["spec"]["template"]["spec"]

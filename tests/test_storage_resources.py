@@ -1,23 +1,63 @@
 """Model storage as rendered from the example stacks: the bucket, its readers, EFS, FSx for Lustre,
-the CSI add-ons with Pod Identity, and the Kubernetes objects each cache choice creates."""
+the CSI add-ons with Pod Identity, and the Kubernetes objects each cache choice creates. The shipped
+examples are read from their session-cached renders; a modified stack file builds only the storage
+concern (ModelStorage) for its resolved stack, under the mocks."""
 
 from __future__ import annotations
 
 import json
-from functools import cache
+from typing import Any
 
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.storage.component import ModelStorage, ModelStorageArgs
 from stacks.load import ROOT
-from stacks.mocks import Record
+from stacks.mocks import Record, RecordingMocks
 from stacks.render import manifest
-from tests.conftest import render_sections, sections_of
+from tests.builders import resolved_stack
+from tests.conftest import rendered_stack, sections_of
 
 EXAMPLES = ROOT / "stacks" / "examples"
 
 
-@cache
-def rendered(name: str) -> tuple[Record, ...]:
-    result = render_sections(sections_of(EXAMPLES / f"Pulumi.{name}.yaml"))
-    return tuple(result.resources)  # a copy: the next render resets the shared mocks
+def rendered(name: str) -> list[Record]:
+    return rendered_stack(EXAMPLES / f"Pulumi.{name}.yaml").resources
+
+
+def storage_records(mocks: RecordingMocks, sections: dict[str, Any]) -> list[Record]:
+    """What the storage concern registers for this stack file, named and wired as the Platform does
+    (one Namespace per model namespace, the cluster's provider), without the rest of the program."""
+    stack = resolved_stack(sections)
+    assert stack.cluster is not None, "a stack that creates its storage"
+    zones = stack.cluster.vpc.availability_zones
+
+    @pulumi.runtime.test
+    def build():
+        provider = k8s.Provider("platform-k8s", kubeconfig="{}")
+        namespaces = {
+            ns: k8s.core.v1.Namespace(
+                f"platform-ns-{ns}", metadata={"name": ns}, opts=pulumi.ResourceOptions(provider=provider)
+            )
+            for ns in stack.namespaces
+        }
+        ModelStorage(
+            "platform-storage",
+            ModelStorageArgs(
+                storage=stack.platform.storage,
+                cluster=stack.cluster,
+                cluster_name=stack.platform.cluster_name,
+                vpc_id="vpc-0test",
+                private_subnet_ids=[f"subnet-0test{i}" for i in range(zones)],
+                cluster_security_group_id="sg-0test",
+                namespaces=namespaces,
+                provider=provider,
+                tags={},
+            ),
+        )
+
+    build()
+    return list(mocks.records)
 
 
 def of_type(name: str, typ: str) -> list[Record]:
@@ -65,10 +105,10 @@ def test_stateful_storage_is_protected_and_retained_by_default():
         assert record.retain_on_delete, f"{typ} survives being removed from the program"
 
 
-def test_switching_protect_off_leaves_stateful_storage_deletable():
+def test_switching_protect_off_leaves_stateful_storage_deletable(mocks):
     sections = sections_of(EXAMPLES / "Pulumi.storage-efs.yaml")
     sections["storage"]["protect"] = False
-    resources = render_sections(sections).resources
+    resources = storage_records(mocks, sections)
     fs = next(r for r in resources if r.type == "aws:efs/fileSystem:FileSystem")
     assert not fs.protect and not fs.retain_on_delete
     claim_class = next(r for r in resources if r.type == "kubernetes:storage.k8s.io/v1:StorageClass")
@@ -212,10 +252,10 @@ def test_the_local_cache_creates_no_file_system_or_claim():
     assert k8s_objects("storage-local", "ServiceAccount"), "pods still read the bucket through Pod Identity"
 
 
-def test_every_model_namespace_gets_its_reader_and_its_claim_on_the_cluster_provider():
+def test_every_model_namespace_gets_its_reader_and_its_claim_on_the_cluster_provider(mocks):
     sections = sections_of(EXAMPLES / "Pulumi.storage-efs.yaml")
     sections["models"][1]["namespace"] = "neuron-models"
-    resources = render_sections(sections).resources
+    resources = storage_records(mocks, sections)
     associations = [
         r
         for r in resources
@@ -236,9 +276,9 @@ def test_a_generated_bucket_name_is_prefixed_by_the_cluster_within_the_s3_limit(
     assert prefix == "storage-efs-models-" and len(prefix) <= 37, "S3 allows prefixes of at most 37 characters"
 
 
-def test_no_shared_cache_means_no_file_system_and_no_csi_addon(dev):
+def test_no_shared_cache_means_no_file_system_and_no_csi_addon(dev, mocks):
     dev["storage"] = {"modelCache": "none"}
-    resources = render_sections(dev).resources
+    resources = storage_records(mocks, dev)
     types = {r.type for r in resources}
     assert "aws:efs/fileSystem:FileSystem" not in types and "aws:fsx/lustreFileSystem:LustreFileSystem" not in types
     addons = {r.inputs["addonName"] for r in resources if r.type == "aws:eks/addon:Addon"}
