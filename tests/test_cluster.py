@@ -99,21 +99,39 @@ def test_outputs_carry_plain_cluster_values_and_a_secret_kubeconfig(dev_render):
     assert out["kubeconfig"] == "[secret]", "the kubeconfig output must be a Pulumi secret"
 
 
-def test_eks_addon_versions_from_the_stack_file_are_used_and_exported(dev):
-    from tests.conftest import render_sections
+def test_eks_addon_versions_from_the_stack_file_are_used_and_exported(dev_render, dev, mocks):
+    import pulumi
+
+    from components.cluster import Cluster, ClusterArgs
+    from tests.builders import resolved_stack
 
     dev["cluster"]["addonVersions"] = {"vpc-cni": "v1.20.4-eksbuild.1"}
-    rendered = render_sections(dev)
-    cni = rendered.mocks.named("aws:eks/addon:Addon", "platform-cluster-vpc-cni")
-    assert cni.inputs["addonVersion"] == "v1.20.4-eksbuild.1"
-    assert rendered.outputs["eksAddonVersions"]["vpc-cni"] == "v1.20.4-eksbuild.1"
-    assert set(rendered.outputs["eksAddonVersions"]) == {
-        "vpc-cni",
-        "kube-proxy",
-        "eks-pod-identity-agent",
-        "coredns",
-        "aws-ebs-csi-driver",
-    }
+    stack = resolved_stack(dev)
+    assert stack.cluster is not None
+    versions: list[dict[str, str]] = []
+
+    @pulumi.runtime.test
+    def build():
+        cluster = Cluster(
+            "platform-cluster",
+            ClusterArgs(
+                config=stack.cluster,
+                prod=stack.prod,
+                vpc_id="vpc-0test",
+                private_subnet_ids=["subnet-0a", "subnet-0b", "subnet-0c"],
+                public_subnet_ids=["subnet-0d", "subnet-0e", "subnet-0f"],
+                tags={},
+            ),
+        )
+        return cluster.addon_versions.apply(versions.append)
+
+    build()
+    cni = mocks.named("aws:eks/addon:Addon", "platform-cluster-vpc-cni")
+    assert cni.inputs["addonVersion"] == "v1.20.4-eksbuild.1", "the stack file's pin wins over the default"
+    assert versions[0]["vpc-cni"] == "v1.20.4-eksbuild.1", "the cluster reports the version it installed"
+    expected = {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver"}
+    assert set(versions[0]) == expected, "one version per managed add-on"
+    assert set(dev_render.outputs["eksAddonVersions"]) == expected, "and the stack exports what the cluster reports"
 
 
 def test_an_adopted_vpc_creates_no_network_and_tags_its_subnets(dev):
