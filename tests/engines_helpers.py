@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from components.engines import WorkloadSpec
-from components.models import workload_spec
+from components.model_servers import workload_spec
 from components.storage.cache import CacheContext
 from stacks.load import ROOT
 from stacks.resolved import ResolvedStack

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from stacks import capacity, hardware
-from stacks.capacity import Requests, allocatable, daemonset_overhead, explain_no_fit, fit
+from stacks import fit as fit_arithmetic
+from stacks import hardware
 from stacks.config.pools import NodePoolSection
+from stacks.fit import Requests, allocatable, daemonset_overhead, explain_no_fit, fit
 from stacks.load import ROOT
 
 # shared/ sits beside the checkout (CI) or beside the worktrees directory.
@@ -195,20 +196,20 @@ NODE_AGENTS = {"aws-node", "kube-proxy", "eks-pod-identity-agent", "ebs-csi-node
 def test_each_pool_counts_the_daemonsets_that_land_on_its_nodes(pool_kind, expected):
     types = {"none": ["m7i.large"], "nvidia": ["g6.xlarge"], "neuron": ["inf2.xlarge"]}[pool_kind]
     p = pool(accelerator=pool_kind, instanceTypes=types)
-    assert {d.name for d in capacity.daemonsets_on(p)} == expected
-    assert daemonset_overhead(p).cpu_m == sum(d.requests.cpu_m for d in capacity.daemonsets_on(p)) >= 135
+    assert {d.name for d in fit_arithmetic.daemonsets_on(p)} == expected
+    assert daemonset_overhead(p).cpu_m == sum(d.requests.cpu_m for d in fit_arithmetic.daemonsets_on(p)) >= 135
 
 
 def test_the_daemonset_table_is_open_for_other_concerns():
-    extra = capacity.NodeDaemonSet("efs-csi-node", Requests(cpu_m=50), "test", lambda p, c: True)
+    extra = fit_arithmetic.NodeDaemonSet("efs-csi-node", Requests(cpu_m=50), "test", lambda p, c: True)
     before = daemonset_overhead(pool()).cpu_m
-    capacity.NODE_DAEMONSETS.append(extra)
+    fit_arithmetic.NODE_DAEMONSETS.append(extra)
     try:
         assert daemonset_overhead(pool()).cpu_m == before + 50
     finally:
-        capacity.NODE_DAEMONSETS.remove(extra)
+        fit_arithmetic.NODE_DAEMONSETS.remove(extra)
 
 
 def test_quantities_parse_like_kubernetes():
-    assert capacity.cpu_millicores("500m") == 500 and capacity.cpu_millicores("2.5") == 2500
-    assert capacity.memory_mib("24Gi") == 24576 and capacity.memory_mib("1Ti") == 1024**2
+    assert fit_arithmetic.cpu_millicores("500m") == 500 and fit_arithmetic.cpu_millicores("2.5") == 2500
+    assert fit_arithmetic.memory_mib("24Gi") == 24576 and fit_arithmetic.memory_mib("1Ti") == 1024**2

@@ -9,9 +9,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import platform as platform_module
-from components.capacity import Capacity, CapacityArgs, policies
+from components.capacity import Capacity, CapacityArgs, karpenter_iam
 from components.capacity.plugins import NEURON_SCHEDULER, karpenter_values, neuron_values, nvidia_values
-from components.models import ModelsArgs
+from components.model_servers import ModelsArgs
 from components.naming import SYSTEM_NODE_LABEL
 from components.platform import Platform, PlatformArgs
 from stacks.config.addons import Neuron
@@ -56,8 +56,8 @@ def capacity_releases(mocks: RecordingMocks, sections: dict[str, Any]) -> dict[s
     return {r.inputs["name"]: r for r in capacity_records(mocks, sections) if r.type == RELEASE}
 
 
-def scope() -> policies.Scope:
-    return policies.Scope(cluster=CLUSTER, region="us-west-2", account="123456789012")
+def scope() -> karpenter_iam.Scope:
+    return karpenter_iam.Scope(cluster=CLUSTER, region="us-west-2", account="123456789012")
 
 
 def all_statements(docs: dict) -> list[dict]:
@@ -65,7 +65,7 @@ def all_statements(docs: dict) -> list[dict]:
 
 
 def test_every_controller_permission_is_scoped_to_this_cluster_or_read_only():
-    docs = policies.controller_policies(scope(), node_role_arn="arn:node", queue_arn="arn:queue")
+    docs = karpenter_iam.controller_policies(scope(), node_role_arn="arn:node", queue_arn="arn:queue")
     read_only = {
         "AllowRegionalReadActions",
         "AllowPricingReadActions",
@@ -83,7 +83,7 @@ def test_every_controller_permission_is_scoped_to_this_cluster_or_read_only():
 
 
 def test_the_controller_may_pass_only_the_node_role_and_read_only_its_queue():
-    docs = policies.controller_policies(scope(), node_role_arn="arn:node", queue_arn="arn:queue")
+    docs = karpenter_iam.controller_policies(scope(), node_role_arn="arn:node", queue_arn="arn:queue")
     passing = next(s for s in all_statements(docs) if s["Action"] == "iam:PassRole")
     assert passing["Resource"] == "arn:node"
     assert docs["interruption"]["Statement"][0]["Resource"] == "arn:queue"
@@ -95,7 +95,7 @@ def test_the_controller_may_pass_only_the_node_role_and_read_only_its_queue():
 
 
 def test_the_queue_policy_admits_eventbridge_and_denies_plain_http():
-    statements = policies.queue_policy("arn:q")["Statement"]
+    statements = karpenter_iam.queue_policy("arn:q")["Statement"]
     assert statements[0]["Principal"]["Service"] == ["events.amazonaws.com", "sqs.amazonaws.com"]
     assert statements[1]["Effect"] == "Deny" and statements[1]["Condition"]["Bool"]["aws:SecureTransport"] == "false"
 
@@ -217,13 +217,11 @@ def _models_args(stack: ResolvedStack, monkeypatch) -> ModelsArgs:
     return seen[0]
 
 
-def test_later_concerns_get_the_scheduler_name_node_role_and_installers(dev, mocks, monkeypatch):
+def test_later_concerns_get_the_scheduler_name_and_the_node_role_reaches_the_node_classes(dev, mocks, monkeypatch):
     args = _models_args(resolved_stack(dev), monkeypatch)
     assert args.neuron_scheduler == NEURON_SCHEDULER, "Neuron pods must name the scheduler the chart installs"
-    assert {"karpenter", "nvidia-device-plugin", "neuron"} <= set(args.installers), (
-        "the models may wait for the capacity concern's releases"
-    )
-    # The node role is no longer handed on (no later concern uses it): it reaches the EC2NodeClasses.
+    # Neither the node role nor the capacity releases are handed on (no later concern reads them): the
+    # node role reaches the EC2NodeClasses, and the NodePools wait for Karpenter's release (below).
     node_classes = [r for r in mocks.records if r.type == "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"]
     assert node_classes, "a node class per pool"
     for node_class in node_classes:
@@ -251,7 +249,7 @@ def test_queue_and_rule_names_are_per_cluster_and_within_aws_limits():
     from components.capacity.karpenter import queue_name, rule_name
 
     long = "a-very-long-cluster-name-for-a-team-that-likes-long-names-xyz"
-    names = [rule_name(c, e) for c in ("one", "two", long) for e in policies.INTERRUPTION_EVENTS]
+    names = [rule_name(c, e) for c in ("one", "two", long) for e in karpenter_iam.INTERRUPTION_EVENTS]
     assert len(set(names)) == len(names), "two clusters in one account never share a rule"
     assert all(len(n) <= 64 for n in names) and len(queue_name(long)) <= 80
 

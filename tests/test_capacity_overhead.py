@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from components.monitoring.manifests import dcgm_exporter_values, neuron_monitor
-from stacks import capacity, hardware
-from stacks.capacity import EXPORTER_REQUESTS, Requests, allocatable, daemonset_overhead, fit
+from components.monitoring.collection import dcgm_exporter_values, neuron_monitor
+from stacks import fit as fit_arithmetic
+from stacks import hardware
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
+from stacks.fit import EXPORTER_REQUESTS, Requests, allocatable, daemonset_overhead, fit
 from stacks.load import parse_sections
 from tests.conftest import EXAMPLES, sections_of
 
@@ -34,7 +35,7 @@ def monitoring(sections: dict[str, Any], on: bool) -> dict[str, Any]:
 def names(pool_name: str, cfg: StackConfig) -> set[str]:
     pool = cfg.pool(pool_name)
     assert pool is not None
-    return {d.name for d in capacity.daemonsets_on(pool, cfg)}
+    return {d.name for d in fit_arithmetic.daemonsets_on(pool, cfg)}
 
 
 def test_allocatable_on_g6_xlarge_drops_by_the_dcgm_exporters_request_when_monitoring_is_on(dev):
@@ -101,10 +102,10 @@ def test_the_model_caches_csi_node_driver_counts_on_every_pool_for_its_cache_onl
 
 
 def test_the_fsx_csi_node_costs_its_plugin_and_two_sidecars():
-    fsx = next(d for d in capacity.NODE_DAEMONSETS if d.name == "fsx-csi-node")
+    fsx = next(d for d in fit_arithmetic.NODE_DAEMONSETS if d.name == "fsx-csi-node")
     # chart 1.17.0: node.resources 10m/40Mi, node-driver-registrar and liveness-probe 10m/32Mi each.
     assert fsx.requests == Requests(cpu_m=30, memory_mib=104)
-    efs = next(d for d in capacity.NODE_DAEMONSETS if d.name == "efs-csi-node")
+    efs = next(d for d in fit_arithmetic.NODE_DAEMONSETS if d.name == "efs-csi-node")
     assert efs.requests == Requests(), "chart 4.4.1 sets no requests on the EFS node pods"
 
 
@@ -113,6 +114,6 @@ def test_the_exporters_request_exactly_what_the_fit_check_subtracts():
     daemonset = next(o for o in neuron_monitor() if o["kind"] == "DaemonSet")
     container = daemonset["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"] == EXPORTER_REQUESTS["neuron"]
-    table = {d.name: d.requests for d in capacity.NODE_DAEMONSETS}
+    table = {d.name: d.requests for d in fit_arithmetic.NODE_DAEMONSETS}
     assert table["dcgm-exporter"] == Requests(cpu_m=100, memory_mib=128)
     assert table["neuron-monitor"] == Requests(cpu_m=256, memory_mib=128)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stacks.checks import stack_warnings
 from stacks.errors import ConfigError
-from stacks.load import parse_sections
+from stacks.load import parse_sections, stack_warnings
 
 
 def problems(sections) -> list[str]:

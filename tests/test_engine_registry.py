@@ -1,6 +1,6 @@
 """The engine registry and the import structure it relies on.
 
-- Every module under components/, stacks/ and policies/ imports in a fresh interpreter, and the
+- Every module under components/, stacks/ and policypack/ (the CrossGuard pack) imports in a fresh interpreter, and the
   import graph read from the source (every `import` and `from ... import`, those inside functions
   included) has no cycle: with an acyclic graph no module depends on the order others were imported
   in, so importing them one after another in one interpreter stands for importing each on its own.
@@ -30,7 +30,7 @@ from components.engines.facts import OPENAI_PATHS, EngineFacts
 from components.engines.spec import WorkloadSpec
 from components.engines.workload import EngineContainer
 from components.engines.workload import manifests as workload_manifests
-from components.models import model_objects, workload_spec
+from components.model_servers import model_objects, workload_spec
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.load import ROOT, parse_sections
@@ -40,9 +40,9 @@ from stacks.versions import IMAGES, Image
 from tests.builders import by_kind
 from tests.engines_helpers import engine_container, example
 
-PACKAGES = ("components", "stacks", "policies")
-# Assembling the policy pack starts its gRPC server (policies/__init__.py): run by the CLI, never imported.
-NOT_IMPORTED = {"policies.__main__"}
+PACKAGES = ("components", "stacks", "policypack")
+# Assembling the policy pack starts its gRPC server (policypack/__init__.py): run by the CLI, never imported.
+NOT_IMPORTED = {"policypack.__main__"}
 
 
 # --- (a) imports ---------------------------------------------------------------------------------

@@ -87,7 +87,7 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
     import pulumi
     import pulumi_kubernetes as k8s
 
-    from components.models import Models, ModelsArgs
+    from components.model_servers import Models, ModelsArgs
 
     sections = example()
     sections["addons"]["nimOperator"] = {"enabled": True}
@@ -110,7 +110,7 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
                 storage=stack.platform.storage,
                 provider=provider,
                 neuron_scheduler=stack.platform.neuron_scheduler,
-                installers={"nim-operator": operator},
+                operators={"nim-operator": operator},
             ),
         )
 

@@ -199,7 +199,7 @@ def test_an_hpa_on_ollama_is_refused_because_it_exports_no_metrics():
 
 
 def test_a_non_power_of_two_neuron_request_is_warned_about():
-    from stacks.checks import stack_warnings
+    from stacks.load import stack_warnings
 
     s = example()
     i, m = model(s, "llama-inf2")

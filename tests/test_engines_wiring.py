@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from components.models import model_objects
+from components.model_servers import model_objects
 from components.serving import aibrix
 from components.storage.cache import CacheContext, cache_mount
 from stacks.load import ROOT

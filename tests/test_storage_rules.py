@@ -117,7 +117,7 @@ def test_production_refuses_unprotected_storage(dev):
 
 
 def test_one_replica_on_a_readwriteonce_claim_warns_about_rollouts(dev):
-    from stacks.checks import stack_warnings
+    from stacks.load import stack_warnings
 
     dev["storage"] = {"modelCache": "none", "existingClaim": {"name": "weights", "accessMode": "ReadWriteOnce"}}
     for model in dev["models"]:
