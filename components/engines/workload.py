@@ -67,7 +67,8 @@ class EngineContainer:
 
 
 def name_of(spec: WorkloadSpec) -> str:
-    return spec.served.service
+    """The workload's name: the one the resolved model's scale target names (stacks/resolve.py)."""
+    return spec.served.workload[2]
 
 
 def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
@@ -315,7 +316,7 @@ def service(spec: WorkloadSpec) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(spec),
+        "metadata": metadata(spec, name=spec.served.service),
         "spec": {"type": "ClusterIP", "selector": selector(spec), "ports": ports},
     }
 
@@ -358,13 +359,14 @@ def hpa_scaling(model: ModelSection) -> dict[str, Any]:
     }
 
 
-def autoscaler(spec: WorkloadSpec, kind: str) -> dict[str, Any]:
+def autoscaler(spec: WorkloadSpec) -> dict[str, Any]:
+    api_version, kind, name = spec.served.workload
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": metadata(spec),
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": kind, "name": name_of(spec)},
+            "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": name},
             **hpa_scaling(spec.model),
         },
     }
@@ -380,5 +382,5 @@ def manifests(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any
     work = workload(spec, engine)
     objs = [work, service(spec), disruption_budget(spec)]
     if spec.model.autoscaling.owner == "hpa":
-        objs.append(autoscaler(spec, work["kind"]))
+        objs.append(autoscaler(spec))
     return objs
