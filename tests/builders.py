@@ -7,8 +7,7 @@ from typing import Any
 
 from components.model_servers import model_objects, workload_spec
 from components.storage.cache import CacheContext
-from stacks.load import platform_for
-from stacks.load import parse_sections
+from stacks.load import parse_sections, platform_for
 from stacks.resolve import resolve
 from stacks.resolved import ResolvedModel, ResolvedStack
 
