@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from stacks.load import ROOT
@@ -27,10 +28,17 @@ def bad_stack(tmp_path: Path) -> Path:
     return path
 
 
-def test_render_writes_resources_manifests_helm_and_outputs(tmp_path):
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def dev_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`python -m stacks render dev --out ...`, run once for the tests that read what it wrote."""
+    out = tmp_path_factory.mktemp("render") / "out"
     result = run("render", "dev", "--out", str(out))
     assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_render_writes_resources_manifests_helm_and_outputs(dev_out):
+    out: Path = dev_out
     resources = json.loads((out / "resources.json").read_text())
     assert {"type", "name", "parent", "provider", "dependsOn", "inputs"} <= set(resources[0])
     assert any(r["type"] == "eks:index:Cluster" for r in resources)
@@ -67,9 +75,7 @@ def test_an_unknown_stack_name_is_a_clear_error():
     assert result.returncode == 1 and "no such stack" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_rendered_manifests_keep_integers_integers(tmp_path):
-    out = tmp_path / "out"
-    assert run("render", "dev", "--out", str(out)).returncode == 0
-    deployment = yaml.safe_load((out / "manifests" / "Deployment-inference-qwen3-8b.yaml").read_text())
+def test_rendered_manifests_keep_integers_integers(dev_out):
+    deployment = yaml.safe_load((dev_out / "manifests" / "Deployment-inference-qwen3-8b.yaml").read_text())
     port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
     assert port == 8000 and isinstance(port, int), "a manifest is applied with 8000, not 8000.0"

@@ -15,8 +15,7 @@ import pytest
 
 from stacks import conformance
 from stacks.load import load_stack_file
-from stacks.render import Rendered, release
-from tests.conftest import ALL_STACKS, render_sections, sections_of
+from tests.conftest import ALL_STACKS, rendered_stack
 
 SCHEMAS = conformance.schema_dir()
 needs_schemas = pytest.mark.skipif(
@@ -27,10 +26,11 @@ needs_schemas = pytest.mark.skipif(
 
 @cache
 def rendered(path: Path) -> tuple[str, list[dict], list[dict]]:
+    """The stack's Kubernetes version, objects and releases, from the session's one render of it."""
     config = load_stack_file(path)
-    result: Rendered = render_sections(sections_of(path))
+    result = rendered_stack(path)
     version = config.cluster.kubernetes_version if config.cluster else "1.34"
-    return version, result.manifests(), [release(r) for r in result.mocks.of_type("kubernetes:helm.sh/v3:Release")]
+    return version, result.manifests(), result.releases()
 
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)

@@ -6,8 +6,7 @@ from typing import Any
 
 from components.gateway import isolation
 from components.gateway.manifests import EG_NAMESPACE
-from components.served import served_models
-from stacks.load import parse_sections
+from tests.builders import resolved_stack
 
 
 def policies(objs: list[dict[str, Any]], namespace: str) -> dict[str, dict[str, Any]]:
@@ -28,7 +27,7 @@ def sources(rule: dict[str, Any]) -> set[str]:
 
 def test_every_model_namespace_denies_ingress_and_egress_by_default(dev_render, dev):
     objs = dev_render.manifests()
-    namespaces = {s.namespace for s in served_models(parse_sections(dev, "us-west-2"))}
+    namespaces = {m.namespace for m in resolved_stack(dev).models}
     for ns in namespaces:
         deny = policies(objs, ns)["default-deny"]
         assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}, ns
@@ -36,7 +35,7 @@ def test_every_model_namespace_denies_ingress_and_egress_by_default(dev_render, 
 
 def test_a_model_admits_the_gateway_on_its_port_the_scraper_on_its_metrics_port_and_its_peers(dev_render, dev):
     objs = dev_render.manifests()
-    for served in served_models(parse_sections(dev, "us-west-2")):
+    for served in resolved_stack(dev).models:
         spec = policies(objs, served.namespace)[f"{served.name}-ingress"]
         assert spec["podSelector"] == {"matchLabels": served.selector}
         by_source = {frozenset(sources(r)): r for r in spec["ingress"]}
@@ -51,8 +50,7 @@ def test_a_model_admits_the_gateway_on_its_port_the_scraper_on_its_metrics_port_
 
 def test_an_unexposed_model_gets_no_gateway_ingress(dev):
     dev["models"][0]["expose"] = False
-    config = parse_sections(dev, "us-west-2")
-    served = served_models(config)[0]
+    served = resolved_stack(dev).models[0]
     spec = isolation.model_ingress(served, gateway_namespaces=[EG_NAMESPACE], scraper_namespace=None)
     assert all(EG_NAMESPACE not in sources(r) for r in spec["spec"]["ingress"])
 
@@ -73,7 +71,7 @@ def test_egress_is_dns_the_namespace_itself_https_and_pod_identity(dev_render):
 
 
 def test_a_serving_platform_controller_is_admitted_when_the_wiring_names_its_namespace(dev):
-    served = served_models(parse_sections(dev, "us-west-2"))[0]
+    served = resolved_stack(dev).models[0]
     spec = isolation.model_ingress(
         served, gateway_namespaces=[], scraper_namespace=None, platform_namespaces=["kuberay-system"]
     )

@@ -8,19 +8,15 @@ from typing import Any
 
 import pytest
 
-from components.gateway.manifests import (
-    GATEWAY_NAMESPACE,
-    gateway,
-    gateway_objects,
-    model_routing,
-    parent_gateway,
-    routed_paths,
-)
-from components.served import ServedModel, served_models
-from stacks.engines import ENGINES
-from stacks.load import parse_sections
+from components.engines import ENGINES
+from components.gateway.manifests import gateway, gateway_objects, model_routing, routed_paths
+from stacks.load import ROOT
+from stacks.resolved import GATEWAY_NAMESPACE, Endpoint
 from stacks.versions import chart
-from tests.conftest import ALL_STACKS, DEV, render_sections, sections_of, stack_manifests
+from tests.builders import resolved_stack
+from tests.conftest import ALL_STACKS, DEV, render_sections, rendered_stack, sections_of, stack_manifests
+
+SERVING = ROOT / "stacks" / "examples" / "Pulumi.serving.yaml"
 
 
 def manifests_of(path: Path) -> list[dict[str, Any]]:
@@ -70,8 +66,8 @@ def test_the_dev_stack_exposes_its_models_through_an_authenticated_https_route(d
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_no_exposed_route_lacks_a_security_policy(path):
     objs = manifests_of(path)
-    config = parse_sections(sections_of(path), "us-west-2")
-    if config.gateway.auth == "none":
+    # The gateway the routes are built with: the stack's own, or (a team's stack) its platform's.
+    if resolved_stack(sections_of(path)).platform.gateway.auth == "none":
         pytest.skip("this stack accepts an unauthenticated gateway (allowUnauthenticated, not prod)")
     protected = {(p["metadata"]["namespace"], t) for p in of_kind(objs, "SecurityPolicy") for t in targets(p)}
     for route in model_routes(objs):
@@ -84,7 +80,7 @@ def test_no_exposed_route_lacks_a_security_policy(path):
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_no_management_path_is_routed(path):
-    management = {p for f in ENGINES.values() for p in f.management_paths}
+    management = {p for e in ENGINES.values() for p in e.FACTS.management_paths}
     for route in model_routes(manifests_of(path)):
         for rule in route["spec"]["rules"]:
             for match in rule["matches"]:
@@ -97,8 +93,8 @@ def test_no_management_path_is_routed(path):
 
 
 def test_ollamas_management_api_is_never_routed_even_if_its_paths_were_offered():
-    f = ENGINES["ollama"]
-    crafted = ServedModel(
+    f = ENGINES["ollama"].FACTS
+    crafted = Endpoint(
         name="m",
         served_model_name="m",
         engine="ollama",
@@ -110,7 +106,6 @@ def test_ollamas_management_api_is_never_routed_even_if_its_paths_were_offered()
         route_paths=(*f.route_paths, "/api/pull", "/api/delete/x"),
         management_paths=f.management_paths,
         expose=True,
-        scale_target=("apps/v1", "Deployment", "m"),
     )
     assert not {"/api/pull", "/api/delete/x"} & set(routed_paths(crafted)), "management paths are filtered out"
 
@@ -134,7 +129,7 @@ def test_the_http_listener_only_redirects_to_https(dev_render):
 
 def test_a_certificate_secret_terminates_tls_at_envoy(dev):
     dev["gateway"]["tls"] = {"secretName": "inference-dev-tls"}
-    gw = gateway(parse_sections(dev, "us-west-2"))
+    gw = gateway(resolved_stack(dev).platform.gateway)
     https = next(li for li in gw["spec"]["listeners"] if li["name"] == "https")
     assert https["protocol"] == "HTTPS"
     assert https["tls"] == {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "inference-dev-tls"}]}
@@ -142,9 +137,9 @@ def test_a_certificate_secret_terminates_tls_at_envoy(dev):
 
 
 def test_api_keys_are_stripped_and_the_client_named_before_the_model_sees_the_request(dev):
-    config = parse_sections(dev, "us-west-2")
-    served = served_models(config)[0]
-    policy = next(o for o in model_routing(config, served, parent_gateway(config)) if o["kind"] == "SecurityPolicy")
+    stack = resolved_stack(dev)
+    routing = model_routing(stack.platform.gateway, stack.models[0], stack.route_parent)
+    policy = next(o for o in routing if o["kind"] == "SecurityPolicy")
     assert policy["spec"]["apiKeyAuth"]["sanitize"] is True, "the key never reaches the engine"
     assert policy["spec"]["apiKeyAuth"]["forwardClientIDHeader"] == "x-client-id"
 
@@ -154,8 +149,10 @@ def test_jwt_authentication_checks_issuer_and_jwks(dev):
         "auth": "jwt",
         "jwt": {"issuer": "https://login.example.com/", "jwksUri": "https://login.example.com/jwks.json"},
     }
-    config = parse_sections(dev, "us-west-2")
-    policy = next(o for o in gateway_objects(config, parent_gateway(config)) if o["kind"] == "SecurityPolicy")
+    stack = resolved_stack(dev)
+    policy = next(
+        o for o in gateway_objects(stack.platform.gateway, stack.route_parent) if o["kind"] == "SecurityPolicy"
+    )
     (provider,) = policy["spec"]["jwt"]["providers"]
     assert provider["issuer"] == "https://login.example.com/"
     assert provider["remoteJWKS"] == {"uri": "https://login.example.com/jwks.json"}
@@ -163,9 +160,9 @@ def test_jwt_authentication_checks_issuer_and_jwks(dev):
 
 
 def test_rate_limits_are_per_authenticated_client(dev):
-    config = parse_sections(dev, "us-west-2")
-    served = served_models(config)[0]
-    (btp,) = [o for o in model_routing(config, served, parent_gateway(config)) if o["kind"] == "BackendTrafficPolicy"]
+    stack = resolved_stack(dev)
+    routing = model_routing(stack.platform.gateway, stack.models[0], stack.route_parent)
+    (btp,) = [o for o in routing if o["kind"] == "BackendTrafficPolicy"]
     (rule,) = btp["spec"]["rateLimit"]["local"]["rules"]
     assert rule["clientSelectors"] == [{"headers": [{"name": "x-client-id", "type": "Distinct"}]}], (
         "one bucket per client"
@@ -175,8 +172,8 @@ def test_rate_limits_are_per_authenticated_client(dev):
 
 def test_no_rate_limit_policy_unless_asked(dev):
     del dev["gateway"]["rateLimit"]
-    config = parse_sections(dev, "us-west-2")
-    objs = model_routing(config, served_models(config)[0], parent_gateway(config))
+    stack = resolved_stack(dev)
+    objs = model_routing(stack.platform.gateway, stack.models[0], stack.route_parent)
     assert not of_kind(objs, "BackendTrafficPolicy")
 
 
@@ -190,25 +187,53 @@ def test_a_route_reaches_another_namespace_only_through_a_grant_for_that_one_ser
                     assert (ref["namespace"], ref["name"]) in grants, f"no ReferenceGrant for {ref}"
 
 
-@pytest.fixture(scope="module")
-def aibrix_render():
+def aibrix_without_own_gateway() -> dict[str, Any]:
     sections = copy.deepcopy(sections_of(DEV))
     sections["addons"]["aibrix"] = {"enabled": True}
     sections["gateway"]["enabled"] = False
-    return render_sections(sections)
+    return sections
 
 
-def test_with_aibrix_the_routes_attach_to_its_gateway_and_no_second_gateway_exists(aibrix_render):
-    objs = aibrix_render.manifests()
+def test_with_aibrix_the_routes_attach_to_its_gateway_and_no_second_gateway_is_built():
+    stack = resolved_stack(aibrix_without_own_gateway())
+    gw, parent = stack.platform.gateway, stack.route_parent
+    assert (parent.namespace, parent.name, parent.listener, parent.own) == ("aibrix-system", "aibrix-eg", "http", False)
+    objs = gateway_objects(gw, parent)
     assert not of_kind(objs, "Gateway") and not of_kind(objs, "GatewayClass"), "AIBrix's gateway is the only one"
-    for route in model_routes(objs):
+    routes = [o for m in stack.models if m.expose for o in model_routing(gw, m, parent) if o["kind"] == "HTTPRoute"]
+    assert routes, "the exposed models are still routed, through AIBrix's gateway"
+    for route in routes:
         assert route["metadata"]["namespace"] == "aibrix-system"
         assert route["spec"]["parentRefs"] == [
             {"name": "aibrix-eg", "namespace": "aibrix-system", "sectionName": "http"}
         ]
     gateway_policy = [p for p in of_kind(objs, "SecurityPolicy") if ("Gateway", "aibrix-eg") in targets(p)]
     assert gateway_policy, "AIBrix's own routes are authenticated too"
-    releases = {r["name"] for r in aibrix_render.releases()}
+
+
+def test_the_aibrix_stack_renders_its_routes_on_aibrixs_gateway_and_no_gateway_of_its_own():
+    """Wiring: the serving example enables both the front door's gateway and AIBrix; AIBrix's wins."""
+    rendered = rendered_stack(SERVING)
+    objs = rendered.manifests()
+    assert not of_kind(objs, "Gateway") and not of_kind(objs, "GatewayClass"), "AIBrix's gateway is the only one"
+    routes = model_routes(objs)
+    assert routes, "the serving example exposes models"
+    for route in routes:
+        assert route["metadata"]["namespace"] == "aibrix-system"
+        assert route["spec"]["parentRefs"] == [
+            {"name": "aibrix-eg", "namespace": "aibrix-system", "sectionName": "http"}
+        ]
+    gateway_policy = [p for p in of_kind(objs, "SecurityPolicy") if ("Gateway", "aibrix-eg") in targets(p)]
+    assert gateway_policy, "AIBrix's own routes are authenticated too"
+
+
+def test_aibrix_alone_still_installs_envoy_gateway_and_no_gateway_of_the_front_doors():
+    """Wiring no shipped stack covers (AIBrix on, the front door's gateway off): a fresh render."""
+    rendered = render_sections(aibrix_without_own_gateway())
+    objs = rendered.manifests()
+    assert not of_kind(objs, "Gateway") and not of_kind(objs, "GatewayClass"), "AIBrix's gateway is the only one"
+    assert {r["metadata"]["namespace"] for r in model_routes(objs)} == {"aibrix-system"}, "routed through AIBrix's"
+    releases = {r["name"] for r in rendered.releases()}
     assert "envoy-gateway" in releases, "AIBrix's gateway runs on Envoy Gateway"
 
 
@@ -233,7 +258,6 @@ def test_envoy_gateway_is_pinned_and_every_gateway_object_waits_for_its_crds(dev
 def test_the_litellm_proxy_route_is_one_of_the_routes_that_must_carry_a_security_policy():
     """The auth rule above covers the LiteLLM proxy's route: it carries the same label as a model's."""
     from components.serving import litellm
-    from tests.serving_support import SERVING
 
     names = {r["metadata"]["name"] for r in model_routes(manifests_of(SERVING))}
     assert litellm.NAME in names, "with addons.litellm the proxy is routed, and so checked for a SecurityPolicy"

@@ -11,9 +11,10 @@ import pytest
 
 from components.loadbalancer import CLUSTER_TAG, controller_policy, controller_values, needs_load_balancer_controller
 from components.naming import SYSTEM_NODE_LABEL
-from stacks.load import parse_sections
+from stacks.resolved import PlatformView
 from stacks.versions import chart
-from tests.conftest import EXAMPLES, render_sections, sections_of
+from tests.builders import resolved_stack
+from tests.conftest import EXAMPLES, rendered_stack
 
 LBC = "aws-load-balancer-controller"
 
@@ -72,29 +73,26 @@ def test_the_gateway_and_envoy_gateway_wait_for_the_controller(dev_render):
 # ---- when it is installed ----------------------------------------------------------------------
 
 
-def _config(dev: dict[str, Any], **changes: Any):
-    sections = copy.deepcopy(dev)
-    for key, value in changes.items():
-        section, _, field = key.partition("__")
-        sections.setdefault(section, {})[field] = value
-    return parse_sections(sections, "us-west-2")
+def _needs(sections: dict[str, Any]) -> bool:
+    platform: PlatformView = resolved_stack(sections).platform
+    return needs_load_balancer_controller(platform.addons, platform.gateway)
 
 
 def test_it_is_installed_for_the_gateway_or_aibrix_and_not_otherwise(dev):
-    assert needs_load_balancer_controller(_config(dev)), "the dev gateway is an NLB"
+    assert _needs(copy.deepcopy(dev)), "the dev gateway is an NLB"
     no_gateway = copy.deepcopy(dev)
     no_gateway["gateway"] = {"enabled": False}
     for model in no_gateway["models"]:
         model["expose"] = False
-    assert not needs_load_balancer_controller(parse_sections(no_gateway, "us-west-2")), "nothing asks for an NLB"
+    assert not _needs(no_gateway), "nothing asks for an NLB"
     aibrix = copy.deepcopy(no_gateway)
     aibrix["addons"]["aibrix"] = {"enabled": True}
-    assert needs_load_balancer_controller(parse_sections(aibrix, "us-west-2")), "AIBrix's Envoy Service is one too"
+    assert _needs(aibrix), "AIBrix's Envoy Service is one too"
 
 
 def test_a_cluster_that_already_runs_a_controller_can_turn_it_off(dev):
     dev["addons"]["awsLoadBalancerController"] = {"enabled": False}
-    assert not needs_load_balancer_controller(parse_sections(dev, "us-west-2"))
+    assert not _needs(dev), "the cluster's own controller serves the NLB"
 
 
 # ---- the IAM policy (docs/install/iam_policy.json at v3.5.0) -----------------------------------
@@ -212,7 +210,7 @@ def test_the_other_cluster_addons_keep_their_defaults(dev_render, addon):
 
 
 def test_aibrixs_gateway_comes_after_the_controller_through_envoy_gateway():
-    rendered = render_sections(sections_of(next(p for p in EXAMPLES if p.name == "Pulumi.serving.yaml")))
+    rendered = rendered_stack(next(p for p in EXAMPLES if p.name == "Pulumi.serving.yaml"))
     releases = {r.inputs.get("name"): r for r in rendered.mocks.of_type("kubernetes:helm.sh/v3:Release")}
     aibrix, envoy, lbc = releases["aibrix"], releases["envoy-gateway"], releases[LBC]
     assert envoy.urn in aibrix.depends_on and lbc.urn in envoy.depends_on, (

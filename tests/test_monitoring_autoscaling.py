@@ -9,14 +9,20 @@ from typing import Any
 
 import pytest
 
+from components.engines import ENGINES
 from components.monitoring.manifests import PROMETHEUS_SERVICE, prometheus_adapter_values
 from stacks.errors import ConfigError
-from stacks.exports import platform_exports
-from stacks.load import parse_sections
+from stacks.load import ROOT, parse_sections
 from stacks.metrics import ENGINE_METRICS, custom_metric
-from tests.conftest import ALL_STACKS, render_sections, sections_of
+from stacks.resolve import export_platform
+from tests.builders import engine_objects, resolved_stack
+from tests.conftest import ALL_STACKS, rendered_stack, sections_of, stack_manifests
 
 P = "inference-platform:"
+FRONTDOOR = ROOT / "stacks" / "examples" / "Pulumi.frontdoor.yaml"
+# The engines the Monitoring component has prometheus-adapter serve: every engine with a workload
+# of the platform's own (team stacks' HPAs read the same adapter).
+WORKLOAD_ENGINES = [name for name, e in ENGINES.items() if e.FACTS.platform_workload]
 
 
 def adapter_rules(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -55,10 +61,9 @@ def test_the_dev_stack_installs_prometheus_adapter_on_its_own_prometheus(dev_ren
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_every_hpa_metric_is_served_by_an_adapter_rule_on_the_engines_own_series(path):
-    rendered = render_sections(sections_of(path))
-    rules = adapter_rules(prometheus_adapter_values("http://prometheus", 9090))
+    rules = adapter_rules(prometheus_adapter_values("http://prometheus", 9090, WORKLOAD_ENGINES))
     engine_gauges = {m.name for table in ENGINE_METRICS.values() for m in table.values() if m.kind == "gauge"}
-    for obj, names in hpa_metric_names(rendered.manifests()).items():
+    for obj, names in hpa_metric_names(stack_manifests(path)).items():
         for name in names:
             assert name in rules, f"{obj} asks for {name}, which prometheus-adapter does not serve"
             series = rules[name]["seriesQuery"].split('"')[1]
@@ -66,7 +71,7 @@ def test_every_hpa_metric_is_served_by_an_adapter_rule_on_the_engines_own_series
 
 
 def test_the_adapter_serves_each_series_per_pod_from_the_pod_monitors_labels():
-    for name, rule in adapter_rules(prometheus_adapter_values("http://prometheus", 9090)).items():
+    for name, rule in adapter_rules(prometheus_adapter_values("http://prometheus", 9090, WORKLOAD_ENGINES)).items():
         assert rule["resources"]["overrides"] == {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}
         assert 'namespace!="",pod!=""' in rule["seriesQuery"]
         assert rule["name"]["as"] == name and ":" not in name, "API resource names cannot contain ':'"
@@ -74,15 +79,15 @@ def test_the_adapter_serves_each_series_per_pod_from_the_pod_monitors_labels():
 
 
 def test_an_hpa_without_a_metric_scales_on_the_engines_queue_depth(dev):
-    rendered = render_sections(dev)
-    names = hpa_metric_names(rendered.manifests())
+    names = hpa_metric_names(engine_objects(resolved_stack(dev), "qwen3-8b"))
     assert names["HorizontalPodAutoscaler/qwen3-8b"] == ["vllm_num_requests_waiting"]
 
 
-def test_an_existing_prometheus_with_a_url_gets_the_adapter_pointed_at_it(dev):
-    url = "http://prometheus-operated.observability.svc:9090"
-    dev["addons"]["monitoring"] = {"enabled": True, "existingPrometheus": True, "prometheusUrl": url}
-    releases = {r["name"]: r for r in render_sections(dev).releases()}
+def test_an_existing_prometheus_with_a_url_gets_the_adapter_pointed_at_it():
+    monitoring = sections_of(FRONTDOOR)["addons"]["monitoring"]
+    assert monitoring["existingPrometheus"] is True, "the front-door example runs on the cluster's own Prometheus"
+    url = monitoring["prometheusUrl"]
+    releases = {r["name"]: r for r in rendered_stack(FRONTDOOR).releases()}
     assert "kube-prometheus-stack" not in releases
     assert releases["prometheus-adapter"]["values"]["prometheus"] == {"url": url, "port": "", "path": ""}
 
@@ -120,9 +125,9 @@ def test_keda_is_not_an_owner_the_platform_offers(dev):
 
 
 def test_the_platform_exports_whether_it_serves_custom_metrics(dev):
-    assert platform_exports(parse_sections(dev, "us-west-2"))["customMetrics"] is True
+    assert export_platform(resolved_stack(dev).platform)["customMetrics"] is True
     off = copy.deepcopy(dev)
     off["addons"]["monitoring"] = {"enabled": True, "existingPrometheus": True}
     for m in off["models"]:
         m.pop("autoscaling", None)
-    assert platform_exports(parse_sections(off, "us-west-2"))["customMetrics"] is False
+    assert export_platform(resolved_stack(off).platform)["customMetrics"] is False

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from components.engines import ENGINES
 from components.monitoring.dashboards import accelerator_dashboard, engine_dashboard
-from stacks.engines import ENGINES
 from stacks.metrics import ENGINE_METRICS, NODE_METRICS, Metric
 from tests.conftest import ALL_STACKS, sections_of, stack_manifests
 
@@ -75,7 +75,7 @@ def test_every_rendered_dashboard_queries_real_metrics_in_their_units(path):
     expected = {m["engine"] for m in sections.get("models", [])}
     if role == "platform":  # teams deploy later: every engine the pools can run gets its dashboard
         accelerators = {p.get("accelerator", "none") for p in sections.get("nodePools", [])}
-        expected |= {e for e, f in ENGINES.items() if accelerators & set(f.accelerators)}
+        expected |= {name for name, e in ENGINES.items() if accelerators & set(e.FACTS.accelerators)}
     monitoring = ((sections.get("addons") or {}).get("monitoring") or {}).get("enabled", True)
     if role == "workloads" or not monitoring:
         expected = set()  # the platform stack owns the dashboards; none without monitoring

@@ -8,15 +8,20 @@ from typing import Any
 import pytest
 
 from components.monitoring.manifests import (
+    adapter_prometheus,
     dcgm_exporter_values,
     neuron_monitor,
     pod_monitor,
     prometheus_rule,
+    prometheus_stack_values,
 )
-from components.served import served_model
 from stacks.errors import ConfigError
-from stacks.load import parse_sections
+from stacks.load import ROOT, parse_sections
 from stacks.versions import chart
+from tests.builders import resolved_stack
+from tests.conftest import rendered_stack
+
+FRONTDOOR = ROOT / "stacks" / "examples" / "Pulumi.frontdoor.yaml"
 
 
 def model(engine: str, **extra: Any) -> dict[str, Any]:
@@ -40,8 +45,8 @@ def served_of(dev: dict[str, Any], engine: str, **extra: Any):
         dev["addons"]["kuberay"] = {"enabled": True}
     if engine == "dynamo":
         dev["addons"]["dynamo"] = {"enabled": True}
-    config = parse_sections(dev, "us-west-2")
-    return config, config.models[0], served_model(config, config.models[0])
+    served = resolved_stack(dev).models[0]
+    return served.config, served
 
 
 @pytest.mark.parametrize(
@@ -56,7 +61,7 @@ def served_of(dev: dict[str, Any], engine: str, **extra: Any):
     ],
 )
 def test_each_workload_is_scraped_on_its_engines_real_port_and_path(dev, engine, port, path):
-    _, _, served = served_of(dev, engine)
+    _, served = served_of(dev, engine)
     monitor = pod_monitor(served)
     assert monitor is not None and monitor["kind"] == "PodMonitor"
     assert monitor["spec"]["podMetricsEndpoints"] == [{"portNumber": port, "path": path, "interval": "15s"}]
@@ -65,7 +70,7 @@ def test_each_workload_is_scraped_on_its_engines_real_port_and_path(dev, engine,
 
 
 def test_ollama_is_not_scraped_because_it_has_no_metrics_endpoint(dev):
-    _, _, served = served_of(dev, "ollama")
+    _, served = served_of(dev, "ollama")
     assert pod_monitor(served) is None
 
 
@@ -81,16 +86,22 @@ def test_kube_prometheus_stack_is_pinned_and_selects_every_monitor(dev_render):
         assert spec[key] is False, f"{key}: the platform's monitors are not labelled for the chart's release"
 
 
-def test_an_existing_prometheus_gets_only_monitors_rules_and_dashboards(dev):
-    from tests.conftest import render_sections
+def test_an_existing_prometheus_gets_only_monitors_rules_and_dashboards():
+    # Wiring, on the front-door example (the cluster's own Prometheus, with its URL for the adapter).
+    rendered = rendered_stack(FRONTDOOR)
+    releases = {r["name"] for r in rendered.releases()}
+    assert "kube-prometheus-stack" not in releases, "the cluster's Prometheus is used, none installed"
+    assert "prometheus-adapter" in releases, "the example names its prometheusUrl, so HPAs get an adapter on it"
+    kinds = {o["kind"] for o in rendered.manifests()}
+    assert {"PodMonitor", "PrometheusRule", "ConfigMap"} <= kinds
 
+
+def test_an_existing_prometheus_without_its_url_gets_no_prometheus_adapter(dev):
+    # The Monitoring component installs prometheus-adapter exactly when adapter_prometheus names one.
     dev["addons"]["monitoring"] = {"enabled": True, "existingPrometheus": True}
     for m in dev["models"]:
         m.pop("autoscaling", None)  # an HPA needs prometheus-adapter, which needs prometheusUrl here
-    rendered = render_sections(dev)
-    assert not {"kube-prometheus-stack", "prometheus-adapter"} & {r["name"] for r in rendered.releases()}
-    kinds = {o["kind"] for o in rendered.manifests()}
-    assert {"PodMonitor", "PrometheusRule", "ConfigMap"} <= kinds
+    assert adapter_prometheus(resolved_stack(dev).platform.addons.monitoring) is None, "no Prometheus to query"
 
 
 def test_dcgm_runs_on_gpu_nodes_tolerating_their_taint():
@@ -113,7 +124,7 @@ def test_neuron_monitor_runs_on_neuron_nodes_and_is_scraped():
 
 
 def test_slo_alerts_use_the_stacks_thresholds_on_the_engines_metric(dev):
-    _, m, served = served_of(dev, "vllm", slo={"ttftSeconds": 2.0, "itlSeconds": 0.1, "p": 0.95})
+    m, served = served_of(dev, "vllm", slo={"ttftSeconds": 2.0, "itlSeconds": 0.1, "p": 0.95})
     rule = prometheus_rule(m, served)
     assert rule is not None
     alerts = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
@@ -125,7 +136,7 @@ def test_slo_alerts_use_the_stacks_thresholds_on_the_engines_metric(dev):
 
 
 def test_a_seconds_objective_on_a_millisecond_metric_is_converted(dev):
-    _, m, served = served_of(dev, "ray-serve", slo={"e2eSeconds": 1.5})
+    m, served = served_of(dev, "ray-serve", slo={"e2eSeconds": 1.5})
     rule = prometheus_rule(m, served)
     assert rule is not None
     (alert,) = rule["spec"]["groups"][0]["rules"]
@@ -133,7 +144,7 @@ def test_a_seconds_objective_on_a_millisecond_metric_is_converted(dev):
 
 
 def test_no_slo_no_rule(dev):
-    _, m, served = served_of(dev, "vllm")
+    m, served = served_of(dev, "vllm")
     assert prometheus_rule(m, served) is None, "no universal thresholds"
 
 
@@ -198,12 +209,10 @@ def test_the_dev_stack_runs_an_exporter_for_each_accelerator_it_has(dev_render):
 
 
 def test_grafanas_admin_comes_from_an_existing_secret_when_named(dev):
-    from components.monitoring.manifests import prometheus_stack_values
-
-    default = prometheus_stack_values(parse_sections(dev, "us-west-2"))["grafana"]
+    default = prometheus_stack_values(resolved_stack(dev).platform.addons.monitoring)["grafana"]
     assert "admin" not in default, "the chart generates a random password and keeps it across upgrades"
     dev["addons"]["monitoring"] = {"enabled": True, "grafanaAdminSecret": "grafana-admin"}
-    values = prometheus_stack_values(parse_sections(dev, "us-west-2"))["grafana"]
+    values = prometheus_stack_values(resolved_stack(dev).platform.addons.monitoring)["grafana"]
     assert values["admin"] == {
         "existingSecret": "grafana-admin",
         "userKey": "admin-user",
