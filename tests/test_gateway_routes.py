@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from components.engines import ENGINES
-from components.gateway.manifests import gateway, gateway_objects, model_routing, routed_paths
+from components.gateway.routing import gateway, gateway_objects, model_routing, routed_paths
 from stacks.load import ROOT
 from stacks.resolved import GATEWAY_NAMESPACE, Endpoint
 from stacks.versions import chart

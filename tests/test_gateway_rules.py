@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from stacks.checks import stack_warnings
 from stacks.errors import ConfigError
-from stacks.load import parse_sections
+from stacks.load import parse_sections, stack_warnings
 
 
 def problems(sections: dict[str, Any]) -> list[str]:

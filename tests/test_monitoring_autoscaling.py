@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.engines import ENGINES
-from components.monitoring.manifests import PROMETHEUS_SERVICE, prometheus_adapter_values
+from components.monitoring.collection import PROMETHEUS_SERVICE, prometheus_adapter_values
 from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections
 from stacks.metrics import ENGINE_METRICS, custom_metric

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.monitoring.manifests import (
+from components.monitoring.collection import (
     adapter_prometheus,
     dcgm_exporter_values,
     neuron_monitor,

@@ -13,7 +13,7 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 
-from policies import validators as v
+from policypack import validators as v
 from stacks.load import ROOT
 
 DIGEST = "sha256:" + "a" * 64
@@ -124,9 +124,9 @@ def test_the_pack_assembles_every_named_policy_and_main_only_assembles():
         "image-digests-in-prod",
         "one-scaler-owner",
     }
-    main = (ROOT / "policies" / "__main__.py").read_text()
+    main = (ROOT / "policypack" / "__main__.py").read_text()
     assert "def " not in main and "PolicyPack(" in main, "__main__.py only assembles the validators"
-    assert (ROOT / "policies" / "PulumiPolicy.yaml").exists()
+    assert (ROOT / "policypack" / "PulumiPolicy.yaml").exists()
 
 
 def test_a_helm_release_with_a_version_range_is_refused_and_an_exact_one_passes():
