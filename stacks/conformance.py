@@ -244,16 +244,55 @@ def validate_custom(obj: dict[str, Any], root: Path) -> list[str]:
 # ---- core objects -----------------------------------------------------------------------------------
 
 
+@cache
+def _core_validator(api_version: str, kind: str, kubernetes_version: str) -> Any:
+    """kubernetes-validate's strict schema for one kind at the stack's Kubernetes version, built once
+    per process: the package re-reads and re-parses its multi-megabyte definitions file on every
+    call. The same schema selection as kubernetes_validate.validate (the newest schema version not
+    newer than the one asked for)."""
+    import jsonschema
+    from kubernetes_validate.utils import (
+        SchemaNotFoundError,
+        all_versions,
+        major_minor,
+        schema_contents,
+    )
+    from referencing import Registry, Resource
+
+    wanted = major_minor(f"{kubernetes_version}.0")
+    version = [v for v in all_versions() if major_minor(v) <= wanted][-1]
+    schema_dir = f"v{version}-local-strict"
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema = schema_contents(f"kubernetes-json-schema/{schema_dir}/{kind.lower()}-{group}.json", wanted)
+    except FileNotFoundError:
+        raise SchemaNotFoundError(version=wanted, kind=kind, api_version=api_version) from None
+    definitions = _core_definitions(schema_dir, wanted)
+    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+
+
+@cache
+def _core_definitions(schema_dir: str, version: str) -> Any:
+    from kubernetes_validate.utils import schema_contents
+
+    return schema_contents(f"kubernetes-json-schema/{schema_dir}/_definitions.json", version)
+
+
 def validate_core(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
-    import kubernetes_validate
-    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+    import jsonschema
+    from kubernetes_validate.utils import SchemaNotFoundError
 
     try:
-        kubernetes_validate.validate(obj, f"{kubernetes_version}.0", strict=True)
-    except ValidationError as exc:
-        return [f"{'.'.join(map(str, exc.path)) or '<root>'}: {exc.message}"]
+        validator = _core_validator(obj.get("apiVersion", ""), obj.get("kind", ""), kubernetes_version)
     except SchemaNotFoundError as exc:
-        return [f"no Kubernetes schema: {exc}"]
+        return [
+            f"no Kubernetes schema for {obj.get('apiVersion')} {obj.get('kind')} at Kubernetes {kubernetes_version} ({exc})"
+        ]
+    try:
+        validator.validate(obj)
+    except jsonschema.ValidationError as exc:
+        return [f"{'.'.join(map(str, exc.path)) or '<root>'}: {exc.message}"]
     return []
 
 

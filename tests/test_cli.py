@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
+from stacks.__main__ import main
 from stacks.load import ROOT
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`python -m stacks ...` in a fresh interpreter: the entry point exactly as a user runs it."""
     return subprocess.run(
         [sys.executable, "-m", "stacks", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
     )
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str) -> Ran:
+    """The same command line in this process (stacks.__main__.main), for tests about what a command
+    does rather than about the interpreter entry point: no second interpreter start per test."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return Ran(code, out.getvalue(), err.getvalue())
 
 
 def bad_stack(tmp_path: Path) -> Path:
@@ -32,7 +53,7 @@ def bad_stack(tmp_path: Path) -> Path:
 def dev_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`python -m stacks render dev --out ...`, run once for the tests that read what it wrote."""
     out = tmp_path_factory.mktemp("render") / "out"
-    result = run("render", "dev", "--out", str(out))
+    result = cli("render", "dev", "--out", str(out))
     assert result.returncode == 0, result.stderr
     return out
 
@@ -63,7 +84,7 @@ def test_validate_checks_every_stack_by_default():
 
 
 def test_validate_prints_one_line_per_problem(tmp_path):
-    result = run("validate", str(bad_stack(tmp_path)))
+    result = cli("validate", str(bad_stack(tmp_path)))
     assert result.returncode == 1
     lines = [line for line in result.stderr.splitlines() if "inference-platform:" in line]
     assert len(lines) == 2, result.stderr
@@ -71,7 +92,7 @@ def test_validate_prints_one_line_per_problem(tmp_path):
 
 
 def test_an_unknown_stack_name_is_a_clear_error():
-    result = run("render", "no-such-stack")
+    result = cli("render", "no-such-stack")
     assert result.returncode == 1 and "no such stack" in result.stderr and "Traceback" not in result.stderr
 
 

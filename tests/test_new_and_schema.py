@@ -14,6 +14,7 @@ from stacks.load import load_stack_file
 from stacks.newstack import new_stack
 from stacks.schema import SCHEMA_PATH, render, stack_file_schema
 from tests.conftest import ALL_STACKS
+from tests.test_cli import cli
 
 
 @pytest.mark.parametrize(
@@ -97,9 +98,7 @@ def test_a_prod_stack_needs_its_pins_given_rather_than_guessed(tmp_path):
 
 
 def test_the_command_line_writes_a_valid_stack_and_checks_the_schema(tmp_path):
-    from tests.test_cli import run
-
-    made = run(
+    made = cli(
         "new",
         "team-x",
         "--role",
@@ -112,8 +111,8 @@ def test_the_command_line_writes_a_valid_stack_and_checks_the_schema(tmp_path):
         str(tmp_path),
     )
     assert made.returncode == 0, made.stderr
-    checked = run("validate", str(tmp_path / "Pulumi.team-x.yaml"))
+    checked = cli("validate", str(tmp_path / "Pulumi.team-x.yaml"))
     assert checked.returncode == 0 and "ok" in checked.stdout, checked.stderr
-    again = run("new", "team-x", "--role", "workloads", "--team", "x", "--out-dir", str(tmp_path))
+    again = cli("new", "team-x", "--role", "workloads", "--team", "x", "--out-dir", str(tmp_path))
     assert again.returncode == 1 and "already exists" in again.stderr and "Traceback" not in again.stderr
-    assert run("schema", "--check").returncode == 0, "the committed schema is current"
+    assert cli("schema", "--check").returncode == 0, "the committed schema is current"
