@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (each registers its rules)
     names,
     pins,
     pools,
+    prod,
     provisioning,
     serving,
     storage,
