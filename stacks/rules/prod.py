@@ -116,7 +116,7 @@ def host_address(host: str) -> IPAddress | None:
             return None
         try:
             address = ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
+        except (OSError, ValueError):
             return None
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
@@ -127,8 +127,12 @@ def url_problems(url: str, prod: bool) -> tuple[list[str], list[str]]:
     """(refusals, warnings) for a URL the gateway trusts or fetches."""
     refuse: list[str] = []
     warn: list[str] = []
-    parts = urlsplit(url)
-    host = (parts.hostname or "").rstrip(".").lower()
+    try:
+        parts = urlsplit(url)
+        # A C resolver stops at a NUL: `169.254.169.254\x00.example.com` is the metadata address.
+        host = (parts.hostname or "").split("\x00", 1)[0].rstrip(".").lower()
+    except ValueError:
+        return [f"{url[:40]!r} is not a URL the gateway can fetch; give the identity provider's https URL"], []
     if parts.scheme != "https":
         (refuse if prod else warn).append(
             f"{parts.scheme or 'no'} scheme: the keys that sign every token would travel unauthenticated; use https"
