@@ -54,7 +54,7 @@ MODELS = {
     - name: qwen3-8b
       engine: vllm                # vllm | sglang | nim | tgi | ollama | dynamo | ray-serve
       model: Qwen/Qwen3-8B
-      revision: 9c9b6f1b0f4a3c1c7f0d2f5e8e2b3a4c5d6e7f80   # the Hugging Face commit: pin it
+      revision: b968826d9c46dd6066d109eabc6255188de91218   # the Hugging Face commit: pin it
       pool: {pool}
       acceleratorsPerReplica: 1   # GPUs per replica (the tensor-parallel group)
       replicas: 1

@@ -67,6 +67,8 @@ def test_adopting_a_vpc_with_two_private_subnets_is_accepted(dev):
     dev["cluster"]["vpc"] = {
         "id": "vpc-0abc12345678",
         "privateSubnetIds": ["subnet-0abc12345678", "subnet-0abc12345679"],
+        # the internet-facing gateway's load balancer needs public subnets
+        "publicSubnetIds": ["subnet-0abc1234567a"],
     }
     assert parse_sections(dev, "us-west-2").cluster.vpc.adopted
 

@@ -32,7 +32,7 @@ def test_the_engines_example_renders_one_workload_per_engine():
         "qwen3-8b",
         "qwen3-8b-sglang",
         "llama-nim",
-        "mistral-awq-tgi",
+        "qwen-awq-tgi",
         "qwen3-ollama",
         "llama-inf2",
     }, "every model of the example becomes a Deployment of its own, through its engine's module"
@@ -49,7 +49,7 @@ def test_with_the_nim_operator_nim_is_a_nimservice_with_profile_pull_secret_and_
     svc = objs[0]
     assert svc["apiVersion"] == "apps.nvidia.com/v1alpha1"
     body = svc["spec"]
-    assert {"name": "NIM_MODEL_PROFILE", "value": "replace-with-an-id-from-list-model-profiles"} in body["env"]
+    assert {"name": "NIM_MODEL_PROFILE", "value": "vllm-bf16-tp4-pp1"} in body["env"]
     assert body["image"]["pullSecrets"] == ["ngc-registry"]
     assert body["authSecret"] == "ngc-api-key", "the operator's runtime credential, apart from the pull secret"
     assert body["metrics"] == {"enabled": True}

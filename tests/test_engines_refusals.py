@@ -76,7 +76,7 @@ def test_weights_are_checked_against_the_smallest_gpu_the_pool_may_get():
 
 def test_tgi_without_the_maintenance_mode_opt_in_is_refused():
     s = example()
-    i, m = model(s, "mistral-awq-tgi")
+    i, m = model(s, "qwen-awq-tgi")
     m["tgi"]["acceptMaintenanceMode"] = False
     found = problems(s)
     assert any(p.startswith(f"{P}models[{i}]") and "maintenance mode" in p for p in found), found
@@ -84,7 +84,7 @@ def test_tgi_without_the_maintenance_mode_opt_in_is_refused():
 
 def test_tgi_awq_quantization_of_ordinary_weights_is_refused():
     s = example()
-    _, m = model(s, "mistral-awq-tgi")
+    _, m = model(s, "qwen-awq-tgi")
     m["tgi"]["weightsFormat"] = "safetensors"
     found = problems(s)
     assert any("does not convert ordinary weights" in p for p in found), found
@@ -111,12 +111,13 @@ def test_the_vllm_neuron_beta_image_is_refused_on_inferentia2():
 
 def test_neuron_vllm_on_an_inf2_only_pool_is_the_supported_nxd_inference_path():
     from stacks.config import StackConfig
+    from stacks.load import platform_for
     from stacks.rules.engines import neuron_vllm_on_inferentia_or_trainium
 
     s = example()
     s["nodePools"][1]["instanceTypes"] = ["inf2.xlarge"]
     config = StackConfig.model_validate({**s, "awsRegion": "us-west-2"})
-    assert not list(neuron_vllm_on_inferentia_or_trainium(config)), "inf2 is the NxD Inference target"
+    assert not list(neuron_vllm_on_inferentia_or_trainium(config, platform_for)), "inf2 is the NxD Inference target"
 
 
 def test_pool_limits_smaller_than_one_replica_are_refused():

@@ -27,7 +27,7 @@ def pod(objs):
         ("qwen3-8b", 8000, "/health", "/health", "/metrics"),
         ("qwen3-8b-sglang", 30000, "/health", "/health", "/metrics"),
         ("llama-nim", 8000, "/v1/health/live", "/v1/health/ready", "/v1/metrics"),
-        ("mistral-awq-tgi", 8080, "/health", "/health", "/metrics"),
+        ("qwen-awq-tgi", 8080, "/health", "/health", "/metrics"),
         ("llama-inf2", 8000, "/health", "/health", "/metrics"),
         ("qwen3-ollama", 11434, "/", "/api/version", None),
     ],
@@ -97,7 +97,7 @@ def test_nim_serves_the_prepared_hub_model_with_an_explicit_profile_and_no_crede
     spec = pod(objs)["spec"]
     c = engine_container(objs["Deployment"])
     env = env_of(c)
-    assert env["NIM_MODEL_PROFILE"] == "replace-with-an-id-from-list-model-profiles"
+    assert env["NIM_MODEL_PROFILE"] == "vllm-bf16-tp4-pp1"
     assert spec["imagePullSecrets"] == [{"name": "ngc-registry"}]
     assert env["NIM_MODEL_PATH"] == prepared_dir(objs), "model-free NIM serves the prepared local directory"
     hub = next(i for i in spec["initContainers"] if i["name"] == "model-from-hub")
@@ -124,7 +124,7 @@ def test_nim_with_a_prepared_model_path_needs_no_credential_at_all():
 
 
 def test_tgi_shards_over_its_gpus_quantizes_only_awq_weights_and_waits_long_for_startup():
-    objs = objects(STACK, "mistral-awq-tgi")
+    objs = objects(STACK, "qwen-awq-tgi")
     c = engine_container(objs["Deployment"])
     args = c["args"]
     assert "command" not in c, "the image entrypoint activates TGI's venv before the launcher"
@@ -204,7 +204,7 @@ def test_the_hugging_face_token_is_a_mounted_file_named_by_hf_token_path():
         ("llama-nim", True),
         ("qwen3-ollama", True),
         # Images that need root: TGI's Python lives under /root, the Neuron DLC needs its devices.
-        ("mistral-awq-tgi", False),
+        ("qwen-awq-tgi", False),
         ("llama-inf2", False),
     ],
 )

@@ -44,7 +44,7 @@ def test_an_aggregated_graph_is_a_frontend_and_one_worker_role_with_the_models_g
     assert main["name"] == "main", "the operator finds the main container by name"
     assert main["resources"]["limits"]["nvidia.com/gpu"] == "1", "GPUs per worker come from acceleratorsPerReplica"
     assert program(main) == ["python3", "-m", "dynamo.vllm"]
-    assert main["args"][:4] == ["--model", "Qwen/Qwen3-8B", "--revision", "9c9b6f1b0f4a3c1c7f0d2f5e8e2b3a4c5d6e7f80"]
+    assert main["args"][:4] == ["--model", "Qwen/Qwen3-8B", "--revision", "b968826d9c46dd6066d109eabc6255188de91218"]
     assert main["image"] == "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.2", "the pinned runtime image of the backend"
 
 
@@ -62,7 +62,7 @@ def test_a_disaggregated_graph_has_prefill_and_decode_roles_on_the_same_backend_
     prefill, decode = _main(roles["prefill"]), _main(roles["decode"])
     assert prefill["image"] == decode["image"], "KV transfer needs the same runtime on both roles"
     assert program(prefill) == program(decode) == ["python3", "-m", "dynamo.vllm"]
-    revision = "2ab1e5c2d4f6a8b0c1d3e5f7a9b1c3d5e7f9a1b3"
+    revision = "9216db5781bf21249d130ec9da846c4624c16137"
     for role in (prefill, decode):
         assert role["args"][role["args"].index("--revision") + 1] == revision, "both roles load the same weights"
         assert role["resources"]["limits"]["nvidia.com/gpu"] == "4"

@@ -7,6 +7,8 @@ from ..checks import PLATFORM_RULES, PLATFORM_WARNINGS, RULES, WARNINGS, Lookup,
 from ..config import StackConfig
 from ..errors import Problem
 from . import (  # noqa: F401  (each registers its rules)
+    collisions,
+    engine_args,
     engines,
     gateway,
     guards,
@@ -15,6 +17,7 @@ from . import (  # noqa: F401  (each registers its rules)
     names,
     pins,
     pools,
+    prod,
     provisioning,
     serving,
     storage,

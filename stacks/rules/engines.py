@@ -19,13 +19,15 @@ from collections.abc import Iterable
 
 from components.engines import ENGINES
 
-from ..checks import rule, warning
+from ..checks import Lookup, platform_rule, platform_warning, rule
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
 from ..metrics import scaling_metric, scaling_metrics
 from ..sizing import WEIGHTS_FRACTION, accelerator_types, replica_requests, tensor_parallel, weights
 from ..versions import IMAGES
+from .context import placed as placed_on
+from .context import platform_of
 from .models import ENGINE_ACCELERATORS
 
 NEURON_FAMILIES = ("inf2", "trn1", "trn1n", "trn2", "trn3")
@@ -33,19 +35,20 @@ NEURON_FAMILIES = ("inf2", "trn1", "trn1n", "trn2", "trn3")
 _BETA_TAG = re.compile(r"^0\.(1[7-9]|[2-9][0-9])\.")
 
 
-def _placed(config: StackConfig) -> Iterable[tuple[int, ModelSection, NodePoolSection]]:
-    for i, model in enumerate(config.models):
-        pool = config.pool(model.pool)
-        if pool is None or not ENGINES[model.engine].FACTS.platform_workload:
+def _placed(config: StackConfig, lookup: Lookup) -> Iterable[tuple[int, ModelSection, NodePoolSection]]:
+    """Each model the platform runs as its own workload, on its pool: this stack's, or for a workloads
+    stack the platform's (stacks/rules/context.py)."""
+    for i, model, pool in placed_on(config, platform_of(config, lookup)):
+        if not ENGINES[model.engine].FACTS.platform_workload:
             continue
         if pool.accelerator not in ENGINE_ACCELERATORS[model.engine]:
             continue  # stacks/rules/models.py reports the engine on the wrong accelerator
         yield i, model, pool
 
 
-@rule
-def no_accelerators_on_cpu_pools(config: StackConfig) -> Iterable[Problem]:
-    for i, model, pool in _placed(config):
+@platform_rule
+def no_accelerators_on_cpu_pools(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, pool in _placed(config, lookup):
         if pool.accelerator == "none" and model.accelerators_per_replica > 0:
             yield Problem(
                 key_path(["models", i, "acceleratorsPerReplica"]),
@@ -54,11 +57,13 @@ def no_accelerators_on_cpu_pools(config: StackConfig) -> Iterable[Problem]:
             )
 
 
-@rule
-def pool_limits_allow_one_replica(config: StackConfig) -> Iterable[Problem]:
-    for i, model, pool in _placed(config):
+@platform_rule
+def pool_limits_allow_one_replica(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    platform = platform_of(config, lookup)
+    for i, model, pool in _placed(config, lookup):
         # The accelerator limit is checked with the fit (stacks/rules/provisioning.py).
-        requests = replica_requests(model, pool, config.storage)
+        assert platform is not None
+        requests = replica_requests(model, pool, platform.storage)
         if pool.limits.cpu is not None and requests.cpu_m > _cpu_m(pool.limits.cpu):
             yield Problem(
                 key_path(["models", i, "resources", "cpu"]),
@@ -73,9 +78,9 @@ def _cpu_m(quantity: str) -> int:
     return int(float(re.sub(r"[A-Za-z]+$", "", quantity)) * 1000)
 
 
-@rule
-def weights_fit_accelerator_memory(config: StackConfig) -> Iterable[Problem]:
-    for i, model, pool in _placed(config):
+@platform_rule
+def weights_fit_accelerator_memory(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, pool in _placed(config, lookup):
         w = weights(model)
         types = accelerator_types(model, pool)
         if w is None or not types or model.accelerators_per_replica == 0:
@@ -98,9 +103,9 @@ def weights_fit_accelerator_memory(config: StackConfig) -> Iterable[Problem]:
             )
 
 
-@rule
-def neuron_vllm_on_inferentia_or_trainium(config: StackConfig) -> Iterable[Problem]:
-    for i, model, pool in _placed(config):
+@platform_rule
+def neuron_vllm_on_inferentia_or_trainium(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, pool in _placed(config, lookup):
         if model.engine != "neuron-vllm":
             continue
         types = accelerator_types(model, pool) or []
@@ -120,13 +125,16 @@ def neuron_vllm_on_inferentia_or_trainium(config: StackConfig) -> Iterable[Probl
             )
 
 
-@rule
-def nim_credentials_stay_files(config: StackConfig) -> Iterable[Problem]:
+@platform_rule
+def nim_credentials_stay_files(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
     """NIM 2.0.12 takes an NGC key only as the NGC_API_KEY environment variable (and needs one only
     for Production Branch models and NIMs before 2.0.10). As a Deployment it runs with no credential:
     `hf://` models are prepared by the platform, others must be prepared (nim.modelPath). The NIM
     Operator is the one path that takes the key, as its required authSecret."""
-    operator = config.addons.nim_operator.enabled
+    platform = platform_of(config, lookup)
+    if platform is None:
+        return
+    operator = platform.addons.nim_operator.enabled
     for i, model in enumerate(config.models):
         if model.engine != "nim" or model.nim is None:
             continue
@@ -161,9 +169,9 @@ def nim_credentials_stay_files(config: StackConfig) -> Iterable[Problem]:
             )
 
 
-@warning
-def neuron_devices_in_powers_of_two(config: StackConfig) -> Iterable[Problem]:
-    for i, model, pool in _placed(config):
+@platform_warning
+def neuron_devices_in_powers_of_two(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, pool in _placed(config, lookup):
         apr = model.accelerators_per_replica
         if pool.accelerator == "neuron" and apr & (apr - 1):
             yield Problem(

@@ -12,9 +12,10 @@ from collections.abc import Iterable
 
 from components.engines import ENGINES
 
-from ..checks import rule, warning
+from ..checks import Lookup, platform_rule, rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from .context import platform_of
 
 
 def _carried(config: StackConfig) -> bool:
@@ -32,9 +33,11 @@ def no_unauthenticated_gateway_in_prod(config: StackConfig) -> Iterable[Problem]
         )
 
 
-@rule
-def no_open_engine_without_auth(config: StackConfig) -> Iterable[Problem]:
-    if config.gateway.auth != "none" or not _carried(config):
+@platform_rule
+def no_open_engine_without_auth(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    """A workloads stack's models are exposed through its platform's gateway (its exported gateway)."""
+    platform = platform_of(config, lookup)
+    if platform is None or platform.gateway.auth != "none" or platform.parent is None:
         return
     for i, model in enumerate(config.models):
         f = ENGINES[model.engine].FACTS

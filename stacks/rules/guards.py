@@ -21,6 +21,21 @@ def addon_versions_are_exact(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
+def every_chart_version_is_exact(config: StackConfig) -> Iterable[Problem]:
+    """Besides each add-on's `version`, any other `...Version` key of an add-on (monitoring's
+    `adapterVersion`, `dcgmExporterVersion`) picks a chart too, and is held to the same rule."""
+    for name, field in AddonsSection.model_fields.items():
+        addon = getattr(config.addons, name)
+        for attr, inner in type(addon).model_fields.items():
+            if attr == "version" or not attr.endswith("_version"):
+                continue
+            version = getattr(addon, attr)
+            inner_key = inner.alias or attr
+            if version is not None and (problem := chart_version_problem(inner_key, version)):
+                yield Problem(key_path(["addons", field.alias or name, inner_key]), problem)
+
+
+@rule
 def prod_storage_is_protected(config: StackConfig) -> Iterable[Problem]:
     if config.stack.role == "workloads":
         return

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from components.engines import ENGINES
 
-from ..checks import rule
-from ..config import StackConfig
+from ..checks import rule, warning
+from ..config import ModelSection, StackConfig
 from ..errors import Problem, key_path
 
 # Which accelerators each engine runs on: each engine module's FACTS (components/engines) holds them.
@@ -54,4 +54,38 @@ def engine_addons(config: StackConfig) -> Iterable[Problem]:
             yield Problem(
                 key_path(["models", i, "engine"]),
                 f"engine {model.engine} needs addons.{key}.enabled: true",
+            )
+
+
+# Organizations that gate their Hugging Face repositories (every repo, or their main models): the Hub
+# answers 401/403 until the account of the token has accepted the licence. The one list of them.
+GATED_ORGS = ("meta-llama", "mistralai", "google", "CohereLabs", "CohereForAI")
+# Engines whose pods fetch the weights from the Hub (the preparation step, or Dynamo's workers).
+HUB_ENGINES = ("vllm", "sglang", "tgi", "neuron-vllm", "dynamo", "ray-serve", "nim")
+
+
+def hub_repo(model: ModelSection) -> str | None:
+    """The Hugging Face repo id a model is fetched from, or None (Ollama, NGC, prepared paths)."""
+    if model.engine not in HUB_ENGINES:
+        return None
+    if model.engine == "nim":
+        if not model.model.startswith("hf://") or (model.nim and model.nim.model_path):
+            return None
+        return model.model.removeprefix("hf://")
+    return None if "://" in model.model or model.model.startswith("/") else model.model
+
+
+@warning
+def gated_models_need_a_token(config: StackConfig) -> Iterable[Problem]:
+    for i, model in enumerate(config.models):
+        repo = hub_repo(model)
+        if repo is None or model.secrets.hugging_face_token is not None:
+            continue
+        org = repo.split("/", 1)[0]
+        if org.lower() in {o.lower() for o in GATED_ORGS}:
+            yield Problem(
+                key_path(["models", i, "secrets", "huggingFaceToken"]),
+                f"{org} gates its repositories on the Hugging Face Hub: without a token of an account that "
+                f"accepted the licence, fetching {repo} fails. Set secrets.huggingFaceToken to an existing Secret "
+                f"holding such a token",
             )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..checks import rule
+from ..checks import Lookup, platform_rule
 from ..config import StackConfig
 from ..errors import Problem, key_path
 from ..metrics import metric
+from .context import platform_of
 
 _SLO_SIGNALS = {
     "ttft_seconds": ("ttft", "ttftSeconds"),
@@ -17,8 +18,10 @@ _SLO_SIGNALS = {
 }
 
 
-@rule
-def slo_needs_a_metric(config: StackConfig) -> Iterable[Problem]:
+@platform_rule
+def slo_needs_a_metric(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    """A workloads stack's SLOs are alerted on by its platform's Prometheus (its exported add-ons)."""
+    platform = platform_of(config, lookup)
     for i, model in enumerate(config.models):
         if model.slo is None:
             continue
@@ -30,8 +33,9 @@ def slo_needs_a_metric(config: StackConfig) -> Iterable[Problem]:
                     f"be alerted on; remove it"
                     + (" (Ollama has no metrics endpoint)" if model.engine == "ollama" else ""),
                 )
-        if not config.addons.monitoring.enabled:
+        if platform is not None and not platform.addons.monitoring.enabled:
             yield Problem(
                 key_path(["models", i, "slo"]),
-                "an slo is alerted on by Prometheus; set addons.monitoring.enabled: true or remove the slo",
+                f"an slo is alerted on by Prometheus, which {platform.where} does not run; "
+                f"{platform.addon('monitoring')}, or remove the slo",
             )

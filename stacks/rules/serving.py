@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..checks import rule
+from ..checks import Lookup, platform_rule, rule
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from .context import platform_of
 
 # Who owns a model's replicas when the platform runs it, by engine (besides autoscaling.owner).
 BUILT_IN_SCALER = {
@@ -81,16 +82,18 @@ def an_hpa_has_metrics_to_read(config: StackConfig) -> Iterable[Problem]:
             )
 
 
-@rule
-def serving_addons_enabled(config: StackConfig) -> Iterable[Problem]:
-    # A workloads stack runs on a platform stack's add-ons, which are not visible here.
-    workloads = config.stack.role == "workloads"
-    aibrix = config.addons.aibrix.enabled or workloads
+@platform_rule
+def serving_addons_enabled(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    """A workloads stack runs on its platform's add-ons (its exports); unknown until the preview
+    when the platform cannot be read here."""
+    platform = platform_of(config, lookup)
+    aibrix = platform is None or platform.addons.aibrix.enabled
+    ask = platform.addon("aibrix") if platform is not None else ""
     for i, model in enumerate(config.models):
         if model.adapters and not aibrix:
             yield Problem(
                 key_path(["models", i, "adapters"]),
-                "LoRA adapters are AIBrix ModelAdapters: set addons.aibrix.enabled: true or remove adapters",
+                f"LoRA adapters are AIBrix ModelAdapters, and AIBrix is not installed: {ask}, or remove adapters",
             )
         if model.adapters and model.engine not in ADAPTER_ENGINES:
             yield Problem(
@@ -101,7 +104,8 @@ def serving_addons_enabled(config: StackConfig) -> Iterable[Problem]:
         if model.autoscaling.owner == "aibrix" and not aibrix:
             yield Problem(
                 key_path(["models", i, "autoscaling", "owner"]),
-                "autoscaling.owner: aibrix needs addons.aibrix.enabled: true (the PodAutoscaler CRD and controller)",
+                f"autoscaling.owner: aibrix needs AIBrix (the PodAutoscaler CRD and controller): {ask}, or use "
+                f"owner: none",
             )
 
 

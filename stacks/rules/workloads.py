@@ -11,6 +11,7 @@ which the policy pack runs on the rendered ResourceQuota and pods at preview.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 
@@ -20,10 +21,10 @@ from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..errors import ConfigError, Problem, key_path
 from ..exports import EXPORTS_VERSION, PlatformSource
-from ..fit import Requests, daemonset_overhead, explain_no_fit, fit
+from ..fit import Requests, daemonset_overhead, ephemeral_mib, explain_no_fit, fit, pool_types
 from ..guards import QUOTA_RESOURCES, quota_shortfalls
 from ..resolve import read_addons, read_pools, read_storage
-from ..sizing import replica_requests
+from ..sizing import BYTES_PER_PARAMETER, replica_requests
 from .models import ENGINE_ACCELERATORS, ENGINE_ADDONS
 
 _CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
@@ -122,6 +123,7 @@ def workloads_fit_the_platform(config: StackConfig, lookup: Lookup) -> Iterable[
     yield from _storage_for_teams(config, storage, source)
     for i, model in enumerate(config.models):
         yield from _model_on_platform(i, model, pools, storage, source)
+        yield from _local_cache_on_platform(i, model, pools, storage, source)
         if model.expose and not source.exports.get("gatewayParent"):
             yield Problem(
                 key_path(["models", i, "expose"]),
@@ -143,6 +145,35 @@ def workloads_fit_the_platform(config: StackConfig, lookup: Lookup) -> Iterable[
                 f"engine {model.engine} needs the {addon} add-on, which the platform ({source.where}) does "
                 f"not install; ask the platform team to enable addons.{addon}",
             )
+
+
+def _local_cache_on_platform(
+    i: int, model: ModelSection, pools: dict[str, NodePoolSection], storage: StorageSection, source: PlatformSource
+) -> Iterable[Problem]:
+    """The platform's `modelCache: local` sizes each pod's NVMe volume from the weights, for a team's
+    model as for its own (stacks/rules/storage.py local_cache_is_sized_from_the_model)."""
+    if storage.model_cache != "local":
+        return
+    if model.parameter_count is None or model.dtype is None:
+        yield Problem(
+            key_path(["models", i, "parameters"]),
+            f"the platform ({source.where}) caches models on local NVMe, sized from the weights: set parameters "
+            f"(e.g. 8B) and dtype (e.g. bf16)",
+        )
+        return
+    pool = pools.get(model.pool)
+    if pool is None or pool.local_nvme != "raid0":
+        return
+    headroom = storage.local.headroom_percent
+    gib = max(1, math.ceil(model.parameter_count * BYTES_PER_PARAMETER[model.dtype] * (1 + headroom / 100) / 2**30))
+    types = [t for t in pool_types(pool) if t.has_instance_store]
+    best = max((ephemeral_mib(pool, t) for t in types), default=0)
+    if types and gib * 1024 > best:
+        yield Problem(
+            key_path(["models", i, "pool"]),
+            f"the local cache for {model.name} needs {gib}Gi but the largest instance store in the platform's pool "
+            f"{pool.name} offers {best // 1024}Gi of ephemeral storage; choose a pool with larger NVMe",
+        )
 
 
 def _one_replica(config: StackConfig, model: ModelSection, lookup: Lookup) -> tuple[Requests, bool]:

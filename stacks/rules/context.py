@@ -1,0 +1,101 @@
+"""The platform a stack's models run on, for the rules that check models against it.
+
+An all-in-one stack's models run on its own pools, add-ons, storage and gateway; a workloads stack's
+on its platform's, read from the platform's exports (stacks/resolve.py read_pools, read_addons,
+read_storage: the same readers the render uses). So a team's model is held to every rule an
+all-in-one stack's model is (fit, weights against accelerator memory, cache sizing, an SLO needing
+monitoring, adapters needing AIBrix, autoscalers needing the add-ons the platform exports), never
+accepted and then dropped or mis-rendered. When the platform cannot be read, `platform_of` is None:
+stacks/rules/workloads.py reports why, or warns that the check waits for the preview.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from ..checks import Lookup
+from ..config import ModelSection, StackConfig
+from ..config.addons import AddonsSection
+from ..config.gateway import GatewaySection
+from ..config.pools import NodePoolSection
+from ..config.storage import StorageSection
+from ..errors import ConfigError
+from ..exports import EXPORTS_VERSION
+from ..resolve import gateway_parent, read_addons, read_pools, read_storage
+from ..resolved import GatewayParent
+
+
+@dataclass(frozen=True)
+class Platform:
+    pools: tuple[NodePoolSection, ...]
+    addons: AddonsSection
+    storage: StorageSection
+    gateway: GatewaySection
+    parent: GatewayParent | None
+    own: bool  # the stack's own platform (all-in-one), not a platform stack's exports
+    where: str  # how a message names it
+
+    def pool(self, name: str) -> NodePoolSection | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    def addon(self, key: str) -> str:
+        """How a message asks for an add-on: in the stack itself, or of the platform team."""
+        return (
+            f"set addons.{key}.enabled: true"
+            if self.own
+            else f"ask the platform team ({self.where}) to enable addons.{key}"
+        )
+
+
+def platform_of(config: StackConfig, lookup: Lookup) -> Platform | None:
+    if config.stack.role != "workloads":
+        return Platform(
+            pools=tuple(config.node_pools),
+            addons=config.addons,
+            storage=config.storage,
+            gateway=config.gateway,
+            parent=gateway_parent(config.addons, config.gateway),
+            own=True,
+            where="this stack",
+        )
+    ref = config.stack.platform_stack
+    if ref is None:
+        return None
+    try:
+        source = lookup(ref)
+        if source is None or source.exports.get("exportsVersion") != EXPORTS_VERSION:
+            return None
+        exports = source.exports
+        parent = exports.get("gatewayParent")
+        return Platform(
+            pools=tuple(p.config for p in read_pools(exports)),
+            addons=read_addons(exports),
+            storage=read_storage(exports),
+            gateway=GatewaySection.model_validate(exports.get("gateway") or {}),
+            parent=None
+            if not parent
+            else GatewayParent(
+                namespace=str(parent["namespace"]),
+                name=str(parent["name"]),
+                listener=str(parent["listener"]),
+                hostname=parent.get("hostname"),
+                own=False,
+            ),
+            own=False,
+            where=f"the platform {source.where}",
+        )
+    except (ConfigError, ValidationError, KeyError, TypeError, ValueError, AttributeError):
+        return None  # stacks/rules/workloads.py reports an unreadable platform
+
+
+def placed(config: StackConfig, platform: Platform | None) -> Iterable[tuple[int, ModelSection, NodePoolSection]]:
+    """Each model with the pool it runs on (the platform's, for a workloads stack)."""
+    if platform is None:
+        return
+    for i, model in enumerate(config.models):
+        pool = platform.pool(model.pool)
+        if pool is not None:
+            yield i, model, pool
