@@ -286,9 +286,8 @@ def validate_core(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
     try:
         validator = _core_validator(obj.get("apiVersion", ""), obj.get("kind", ""), kubernetes_version)
     except SchemaNotFoundError as exc:
-        return [
-            f"no Kubernetes schema for {obj.get('apiVersion')} {obj.get('kind')} at Kubernetes {kubernetes_version} ({exc})"
-        ]
+        which = f"{obj.get('apiVersion')} {obj.get('kind')}"
+        return [f"no Kubernetes schema for {which} at Kubernetes {kubernetes_version} ({exc})"]
     try:
         validator.validate(obj)
     except jsonschema.ValidationError as exc:
