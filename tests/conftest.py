@@ -4,6 +4,10 @@ reset before every test, plus helpers that render a stack from a dict of section
 from __future__ import annotations
 
 import copy
+import hashlib
+import os
+import pickle
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -32,11 +36,52 @@ def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rend
     return run_program(sections_to_pulumi_config(sections, region))
 
 
+# Renders of the shipped stacks are shared between the test processes (pytest-xdist workers) of
+# one run through files keyed by a digest of the program and every stack file: a change to any of
+# them is a new key, so a stale render is never read.
+RENDER_CACHE = ROOT / "build" / "test-renders"
+
+
+@cache
+def _program_digest() -> str:
+    h = hashlib.sha256()
+    program = [*ROOT.glob("components/**/*.py"), *ROOT.glob("stacks/**/*"), ROOT / "__main__.py", ROOT / "Pulumi.yaml"]
+    sources = sorted(f for f in program if f.is_file() and "__pycache__" not in f.parts)
+    for f in [*sources, *sorted(ROOT.glob("Pulumi*.yaml")), *EXAMPLES]:
+        h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 @cache
 def rendered_stack(path: Path) -> Rendered:
-    """A shipped stack file rendered once per test process (a frozen copy: later tests reset the
-    shared mocks)."""
-    rendered = render_file(path)  # with the file's own aws:region
+    """A shipped stack file rendered once per test run (a frozen copy: later tests reset the shared
+    mocks). The first process to ask renders it and leaves the result for the others."""
+    cached = RENDER_CACHE / f"{_program_digest()}-{path.name}.pickle"
+    lock = cached.with_suffix(".lock")
+    RENDER_CACHE.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + 120
+    while not cached.exists():
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            if time.monotonic() > deadline:  # a crashed renderer: render here instead
+                break
+            time.sleep(0.05)
+            continue
+        try:
+            rendered = render_file(path)  # with the file's own aws:region
+            frozen = Rendered(list(rendered.resources), dict(rendered.outputs), _frozen(rendered))
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps(frozen))
+            tmp.replace(cached)
+            return frozen
+        finally:
+            os.close(fd)
+            lock.unlink(missing_ok=True)
+    if cached.exists():
+        result: Rendered = pickle.loads(cached.read_bytes())
+        return result
+    rendered = render_file(path)
     return Rendered(list(rendered.resources), dict(rendered.outputs), _frozen(rendered))
 
 
