@@ -47,6 +47,8 @@ class Record:
             "provider": self.provider or None,
             "dependsOn": self.depends_on,
             "inputs": self.inputs,
+            "protect": self.protect,
+            "retainOnDelete": self.retain_on_delete,
         }
 
 

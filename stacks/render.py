@@ -2,7 +2,7 @@
 
 Writes, under the output directory:
 - `resources.json`: every registered resource in order (type, name, urn, parent, provider,
-  dependsOn, inputs);
+  dependsOn, inputs, protect, retainOnDelete);
 - `manifests/<kind>-<namespace>-<name>.yaml`: each Kubernetes object as it would be applied
   (cluster-scoped objects use `cluster` as the namespace part);
 - `helm/<release>.yaml`: name, namespace, chart, repository, version and values of each release;
