@@ -37,6 +37,8 @@ class Record:
     # Resource options the engine would honour: protect and retainOnDelete.
     protect: bool = False
     retain_on_delete: bool = False
+    # A component the engine constructs (a multi-language component such as eks:index:Cluster).
+    remote: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -90,7 +92,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.records: list[Record] = []
         self.outputs: dict[str, Any] = {}
         self.monitor: RecordingMonitor | None = None
-        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool]] = {}
+        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool, bool]] = {}
 
     def reset(self) -> None:
         self.records.clear()
@@ -122,8 +124,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     # -- pulumi.runtime.Mocks --------------------------------------------------------------------
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        parent, urn, deps, provider, protect, retain = self._pending.pop(
-            (args.typ, args.name), ("", "", [], "", False, False)
+        parent, urn, deps, provider, protect, retain, remote = self._pending.pop(
+            (args.typ, args.name), ("", "", [], "", False, False, False)
         )
         resource_id, outputs = self._outputs(args)
         self.records.append(
@@ -139,6 +141,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 outputs=outputs,
                 protect=protect,
                 retain_on_delete=retain,
+                remote=remote,
             )
         )
         return resource_id, outputs
@@ -332,6 +335,7 @@ class RecordingMonitor(MockMonitor):
                 request.provider,
                 bool(request.protect),
                 bool(getattr(request, "retainOnDelete", False)),
+                bool(request.remote),
             )
         return super().RegisterResource(request)
 
