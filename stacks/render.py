@@ -22,6 +22,8 @@ from typing import Any
 
 import pulumi
 import yaml
+from pulumi.runtime import rpc
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .config import PROJECT
 from .load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
@@ -138,8 +140,6 @@ def manifest_filename(obj: dict[str, Any]) -> str:
 
 def masked(value: Any) -> Any:
     """Replace Pulumi secret envelopes with a marker, so a render never prints a secret."""
-    from pulumi.runtime import rpc
-
     if isinstance(value, dict):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
             return SECRET
@@ -149,12 +149,25 @@ def masked(value: Any) -> Any:
     return value
 
 
+def plain(value: Any) -> Any:
+    """integral(masked(value)) in one walk."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return SECRET
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def write(rendered: Rendered, out: Path) -> None:
     for sub in ("manifests", "helm"):
         shutil.rmtree(out / sub, ignore_errors=True)
         (out / sub).mkdir(parents=True)
     (out / "resources.json").write_text(
-        json.dumps(integral(masked([r.as_json() for r in rendered.resources])), indent=2, default=str) + "\n"
+        json.dumps(plain([r.as_json() for r in rendered.resources]), indent=2, default=str) + "\n"
     )
     (out / "outputs.json").write_text(json.dumps(masked(rendered.outputs), indent=2, default=str) + "\n")
     for obj in rendered.manifests():
@@ -165,4 +178,85 @@ def write(rendered: Rendered, out: Path) -> None:
 
 def dump_yaml(value: Any) -> str:
     """yaml.safe_dump(value, sort_keys=False), through the C emitter where available."""
-    return yaml.dump(value, Dumper=YAML_DUMPER, sort_keys=False)
+    return yaml.dump(value, Dumper=_RenderDumper, sort_keys=False)
+
+
+class _NotPlainError(Exception):
+    """A value the fast path does not build: SafeRepresenter represents the whole document."""
+
+
+_STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null"))
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
+def render_dumper(base: Any) -> Any:
+    """`base` (CSafeDumper, or SafeDumper without libyaml), writing the same documents faster."""
+
+    class RenderDumper(base):  # type: ignore[misc,valid-type]
+        """The safe dumper, doing its Python-side work faster for the JSON-like values a render holds:
+        - `represent` builds the node tree SafeRepresenter would (same tags, plain style, block
+          collections) in one pass without its alias bookkeeping. A document holding anything but
+          str/int/bool/None/float/dict/list, or the same dict or list twice (SafeRepresenter writes an
+          alias), or dumped with sort_keys or another flow style, is represented by SafeRepresenter;
+        - the emitter asks for the implicit tag of every scalar twice; with no path resolvers (the safe
+          resolver has none) the answer depends only on the value and is remembered."""
+
+        _resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
+
+        def represent(self, data: Any) -> None:
+            if self.sort_keys or self.default_flow_style is not False or self.yaml_path_resolvers:
+                super().represent(data)
+                return
+            try:
+                node = self._node(data, set())
+            except _NotPlainError:
+                super().represent(data)
+                return
+            self.serialize(node)
+
+        def _node(self, value: Any, seen: set[int]) -> Node:
+            kind = type(value)
+            if kind is str:
+                return ScalarNode(_STR, value)
+            if kind is dict or kind is list:
+                if id(value) in seen:
+                    raise _NotPlainError
+                seen.add(id(value))
+                if kind is dict:
+                    return MappingNode(
+                        _MAP, [(self._node(k, seen), self._node(v, seen)) for k, v in value.items()], flow_style=False
+                    )
+                return SequenceNode(_SEQ, [self._node(v, seen) for v in value], flow_style=False)
+            if kind is bool:
+                return ScalarNode(_BOOL, "true" if value else "false")
+            if kind is int:
+                return ScalarNode(_INT, str(value))
+            if value is None:
+                return ScalarNode(_NULL, "null")
+            if kind is float:
+                return self.represent_float(value)
+            raise _NotPlainError
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is not ScalarNode or self.yaml_path_resolvers:
+                return super().resolve(kind, value, implicit)
+            key = (value, tuple(implicit))
+            tag = self._resolved.get(key)
+            if tag is None:
+                if len(self._resolved) > 1 << 16:
+                    self._resolved.clear()
+                tag = self._resolved[key] = super().resolve(kind, value, implicit)
+            return tag
+
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            if self.yaml_path_resolvers:
+                super().descend_resolver(current_node, current_index)
+
+        def ascend_resolver(self) -> None:
+            if self.yaml_path_resolvers:
+                super().ascend_resolver()
+
+    return RenderDumper
+
+
+_RenderDumper = render_dumper(YAML_DUMPER)
