@@ -4,7 +4,7 @@
 - render: a synthetic all-in-one stack with k GPU/Inferentia pools and one model per pool
   (`synthetic`), exactly as `stacks render` does it (validate the sections, run `__main__.py` under
   the recording mocks, write resources.json, manifests, Helm values and outputs to a scratch
-  directory), timed in this process after a warm-up render; best of --repeat.
+  directory), timed in this process after a warm-up render.
 - floor: what the Pulumi SDK alone costs for the same resources. The records of that render (type,
   name, parent, provider, dependsOn, inputs, protect, retainOnDelete, custom or component) are
   replayed in a fresh interpreter through plain `pulumi.CustomResource`, `ProviderResource` and
@@ -12,6 +12,8 @@
   that return the inputs as outputs and record nothing (`replay`). The replay checks that it
   produced exactly the render's URNs. No program code, config validation, manifest building or
   file writing runs there: the ratio render/floor is what the project adds on top of the SDK.
+Render and replay alternate, --repeat times each, and the best CPU time of each is reported (wall
+time beside it), so both see the same load on the machine.
 Then the marginal cost of one more pool+model between consecutive sizes, for both: when it stays
 flat, the render is linear. This is a measurement, not a test: nothing here asserts a time.
 """
@@ -136,17 +138,41 @@ def replay_spec(records: list[Any]) -> list[dict[str, Any]]:
     return spec
 
 
-def floor_seconds(records: list[Any], repeat: int) -> Seconds:
-    """Best replay time of these records in a fresh interpreter (see `replay`)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "records.json"
-        path.write_text(json.dumps(replay_spec(records)))
-        code = f"from stacks.bench import replay_main; replay_main({str(path)!r}, {repeat})"
+class Floor:
+    """A fresh interpreter that replays these records (see `replay`) each time it is asked, so the
+    floor and the render are measured in alternation, under the same load on the machine."""
+
+    def __init__(self, records: list[Any]) -> None:
         from .load import ROOT
 
-        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True)
-    cpu, wall = done.stdout.split()[-2:]
-    return Seconds(float(cpu), float(wall))
+        self._tmp = tempfile.TemporaryDirectory()
+        path = Path(self._tmp.name) / "records.json"
+        path.write_text(json.dumps(replay_spec(records)))
+        code = f"from stacks.bench import replay_serve; replay_serve({str(path)!r})"
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self._read()  # "ready": imported, mocks set, warmed up
+
+    def _read(self) -> str:
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the replay process ended (exit {self._proc.wait()})")
+        return line
+
+    def seconds(self) -> Seconds:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write("replay\n")
+        self._proc.stdin.flush()
+        cpu, wall = self._read().split()
+        return Seconds(float(cpu), float(wall))
+
+    def close(self) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.close()
+        self._proc.wait()
+        self._tmp.cleanup()
 
 
 def replay(spec: list[dict[str, Any]]) -> dict[str, Any]:
@@ -217,26 +243,29 @@ class TrivialMocks:
         return {}, []
 
 
-def replay_main(path: str, repeat: int) -> None:
-    """In a fresh interpreter: replay the records at `path` `repeat` times; print the best time."""
+def replay_serve(path: str) -> None:
+    """In a fresh interpreter: for each line read, replay the records at `path` and print the CPU
+    and wall seconds it took, after checking it registered exactly the render's URNs."""
     import pulumi
     from pulumi.runtime.mocks import MockMonitor
 
     from .config import PROJECT
 
     spec = json.loads(Path(path).read_text())
+    urns = {e["urn"] for e in spec}
     monitor = MockMonitor(TrivialMocks())  # type: ignore[arg-type]
     pulumi.runtime.set_mocks(TrivialMocks(), project=PROJECT, stack="render", preview=False, monitor=monitor)  # type: ignore[arg-type]
     replay(spec[: min(len(spec), 50)])  # warm-up, as the render's
-    best = NEVER
-    for _ in range(repeat):
+    print("ready", flush=True)
+    for _ in sys.stdin:
         monitor.resources.clear()
         clock = Clock()
         made = replay(spec)
-        best = best.best(clock.seconds())
-        if set(made) != {e["urn"] for e in spec} or set(monitor.resources) != set(made):
+        took = clock.seconds()
+        if set(made) != urns or set(monitor.resources) != urns:
             raise RuntimeError("the replay registered other resources than the render")
-    print(f"{best.cpu:.6f} {best.wall:.6f}")
+        del made
+        print(f"{took.cpu:.6f} {took.wall:.6f}", flush=True)
 
 
 # ---- the report ------------------------------------------------------------------------------------
@@ -252,12 +281,13 @@ def main(sizes: list[int], repeat: int = 3) -> int:
         prev: tuple[int, Seconds, Seconds] | None = None
         for k in sizes:
             sections = synthetic(k)
-            render: Seconds = NEVER
-            records: list[Any] = []
-            for _ in range(repeat):
-                seconds, records = render_once(sections, out)
-                render = render.best(seconds)
-            floor = floor_seconds(records, repeat)
+            render, records = render_once(sections, out)
+            replayer = Floor(records)
+            floor = replayer.seconds()
+            for _ in range(repeat - 1):
+                render = render.best(render_once(sections, out)[0])
+                floor = floor.best(replayer.seconds())
+            replayer.close()
             per_k = f"{'':>8} {'':>8}"
             if prev is not None:
                 dk = k - prev[0]
@@ -271,8 +301,8 @@ def main(sizes: list[int], repeat: int = 3) -> int:
             prev = (k, floor, render)
     print(
         "floor: the same registrations through the bare SDK under trivial mocks, in a fresh interpreter; "
-        "render: validate + program under the recording mocks + write, as `stacks render`. "
-        f"CPU seconds, best of {repeat}; floor/k, render/k: marginal cost of one more pool+model since "
-        "the previous size (flat when linear)."
+        "render: validate + program under the recording mocks + write, as `stacks render`; measured in "
+        f"alternation, CPU seconds, best of {repeat}. floor/k, render/k: marginal cost of one more "
+        "pool+model since the previous size (flat when linear)."
     )
     return 0
