@@ -1,5 +1,5 @@
-"""What `stacks render` writes: resources.json carries the resource options the engine honours, and
-the YAML writer writes what PyYAML's safe dumper writes."""
+"""What `stacks render` writes: resources.json carries the resource options the engine honours and is
+what json.dumps writes, and the YAML writer writes what PyYAML's safe dumper writes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import datetime
 import json
 
 import yaml
+from pulumi.runtime import rpc
 
-from stacks.render import YAML_DUMPER, dump_yaml, render_dumper, write
+from stacks.render import YAML_DUMPER, dump_yaml, plain, plain_json, render_dumper, write
+
+SECRET_ENVELOPE = {rpc._special_sig_key: rpc._special_secret_sig}
 
 
 def test_resources_json_records_protect_and_retain_on_delete_for_every_resource(dev_render, tmp_path):
@@ -33,3 +36,11 @@ def test_the_fast_yaml_writer_writes_what_the_safe_dumper_writes(dev_render):
         assert dump_yaml(doc) == yaml.dump(doc, Dumper=YAML_DUMPER, sort_keys=False)
         assert yaml.dump(doc, Dumper=pure_python, sort_keys=False) == yaml.safe_dump(doc, sort_keys=False)
     assert yaml.safe_load(dump_yaml({"a": shared, "b": shared})) == {"a": shared, "b": shared}
+
+
+def test_resources_json_is_what_json_dumps_writes(dev_render):
+    resources = [r.as_json() for r in dev_render.resources]
+    edge = {"half": 1.5, "two": 2.0, "inf": [float("inf"), -float("inf")], "big": 1e20, "tiny": 1e-7, "none": None}
+    edge |= {"t": True, "f": False, "text": 'é\n"', "empty": [[], {}], "secret": {**SECRET_ENVELOPE, "value": "x"}}
+    for value in (resources, edge, {"nested": [edge, [edge]]}, {1: "int key"}, (1, 2), datetime.date(2026, 1, 2)):
+        assert plain_json(value) == json.dumps(plain(value), indent=2, default=str)
