@@ -61,7 +61,7 @@ plan: install
 	$(BIN)/python -m stacks plan $(STACK)
 
 bench: install
-	$(BIN)/python -m stacks bench
+	$(BIN)/python -m stacks bench --sizes 100,200 --repeat 2
 
 clean:
 	rm -rf $(VENV) $(SCAN_VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -40,6 +40,8 @@ class Record:
     # Resource options the engine would honour: protect and retainOnDelete.
     protect: bool = False
     retain_on_delete: bool = False
+    # A component the engine constructs (a multi-language component such as eks:index:Cluster).
+    remote: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +52,8 @@ class Record:
             "provider": self.provider or None,
             "dependsOn": self.depends_on,
             "inputs": self.inputs,
+            "protect": self.protect,
+            "retainOnDelete": self.retain_on_delete,
         }
 
 
@@ -91,7 +95,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.records: list[Record] = []
         self.outputs: dict[str, Any] = {}
         self.monitor: RecordingMonitor | None = None
-        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool]] = {}
+        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool, bool]] = {}
 
     def reset(self) -> None:
         self.records.clear()
@@ -123,8 +127,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     # -- pulumi.runtime.Mocks --------------------------------------------------------------------
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        parent, urn, deps, provider, protect, retain = self._pending.pop(
-            (args.typ, args.name), ("", "", [], "", False, False)
+        parent, urn, deps, provider, protect, retain, remote = self._pending.pop(
+            (args.typ, args.name), ("", "", [], "", False, False, False)
         )
         resource_id, outputs = self._outputs(args)
         self.records.append(
@@ -140,6 +144,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 outputs=outputs,
                 protect=protect,
                 retain_on_delete=retain,
+                remote=remote,
             )
         )
         return resource_id, outputs
@@ -331,6 +336,7 @@ class RecordingMonitor(MockMonitor):
                 request.provider,
                 bool(request.protect),
                 bool(getattr(request, "retainOnDelete", False)),
+                bool(request.remote),
             )
         return super().RegisterResource(request)
 

@@ -2,7 +2,7 @@
 
 Writes, under the output directory:
 - `resources.json`: every registered resource in order (type, name, urn, parent, provider,
-  dependsOn, inputs);
+  dependsOn, inputs, protect, retainOnDelete);
 - `manifests/<kind>-<namespace>-<name>.yaml`: each Kubernetes object as it would be applied
   (cluster-scoped objects use `cluster` as the namespace part);
 - `helm/<release>.yaml`: name, namespace, chart, repository, version and values of each release;
@@ -13,21 +13,30 @@ A stack file that fails validation writes nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
+import math
 import runpy
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import yaml
+from pulumi.runtime import rpc
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .config import PROJECT
 from .load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
 from .mocks import Record, RecordingMocks, install
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+# libyaml's emitter when PyYAML was built with it (the pure-Python one is a third of a render);
+# both write the same document for the plain JSON-like values a render holds.
+YAML_DUMPER: type[yaml.CSafeDumper] | type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 SECRET = "[secret]"
 _MOCKS: RecordingMocks | None = None
 
@@ -73,6 +82,9 @@ def run_program(pulumi_config: dict[str, str]) -> Rendered:
     @pulumi.runtime.test
     def program() -> pulumi.Output[Any]:
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__pulumi__")
+        # Everything the program built so far (its modules, the provider SDKs', every resource
+        # object and its outputs) lives until the render ends: full collections need not rescan it.
+        frozen.append(_freeze())
         stack = pulumi.runtime.get_root_resource()
         exported = dict(getattr(stack, "outputs", {}) or {})
 
@@ -84,8 +96,106 @@ def run_program(pulumi_config: dict[str, str]) -> Rendered:
 
         return pulumi.Output.from_input(asyncio.ensure_future(collect()))
 
-    program()
+    frozen: list[bool] = []
+    try:
+        program()
+    finally:
+        if any(frozen):
+            gc.unfreeze()
     return Rendered(list(recording.records), dict(recording.outputs), recording)
+
+
+class _NotPlainError(Exception):
+    """A value the fast writers (plain_json, the YAML dumper's represent) leave to the standard one."""
+
+
+def plain_json(value: Any) -> str:
+    """json.dumps(plain(value), indent=2, default=str), written directly. The standard encoder
+    indents only in Python, through one generator per nesting level for every piece of text; here
+    one call per value does it. Anything but str/int/bool/None/float/dict with str keys/list goes
+    through json.dumps."""
+    chunks: list[str] = []
+    try:
+        _json(value, "\n", chunks)
+    except _NotPlainError:
+        return json.dumps(plain(value), indent=2, default=str)
+    return "".join(chunks)
+
+
+_ESCAPE = json.encoder.encode_basestring_ascii  # what json.dumps uses (ensure_ascii)
+_SPECIAL_FLOATS = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _json(value: Any, newline: str, chunks: list[str]) -> None:
+    kind = type(value)
+    if kind is str:
+        chunks.append(_ESCAPE(value))
+    elif kind is dict:
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            chunks.append(_ESCAPE(SECRET))
+        elif not value:
+            chunks.append("{}")
+        else:
+            inner = newline + "  "
+            separator = "{" + inner
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise _NotPlainError
+                chunks.append(separator)
+                chunks.append(_ESCAPE(key))
+                chunks.append(": ")
+                _json(item, inner, chunks)
+                separator = "," + inner
+            chunks.append(newline + "}")
+    elif kind is list:
+        if not value:
+            chunks.append("[]")
+        else:
+            inner = newline + "  "
+            separator = "[" + inner
+            for item in value:
+                chunks.append(separator)
+                _json(item, inner, chunks)
+                separator = "," + inner
+            chunks.append(newline + "]")
+    elif kind is bool:
+        chunks.append("true" if value else "false")
+    elif kind is int:
+        chunks.append(int.__repr__(value))
+    elif value is None:
+        chunks.append("null")
+    elif kind is float:
+        if value.is_integer():
+            chunks.append(int.__repr__(int(value)))
+        elif value != value:
+            chunks.append("NaN")
+        else:
+            chunks.append(_SPECIAL_FLOATS.get(value) or float.__repr__(value))
+    else:
+        raise _NotPlainError
+
+
+def _freeze() -> bool:
+    """gc.freeze() unless something else has frozen objects (then leave the collector to it)."""
+    if gc.get_freeze_count():
+        return False
+    gc.freeze()
+    return True
+
+
+@contextlib.contextmanager
+def _long_lived() -> Iterator[None]:
+    """Keep the cycle collector off the objects alive now, for this step (gc.freeze, undone after).
+    They live until the render ends anyway: the modules of the program and of the provider SDKs
+    (about 300,000 tracked objects) and, once the program has run, every resource object and its
+    outputs. Without this each full collection rescans them all, and a larger stack both has more
+    of them and triggers more full collections: they were a fifth of a 200-model render."""
+    frozen = _freeze()
+    try:
+        yield
+    finally:
+        if frozen:
+            gc.unfreeze()
 
 
 def render_file(path: Path) -> Rendered:
@@ -135,8 +245,6 @@ def manifest_filename(obj: dict[str, Any]) -> str:
 
 def masked(value: Any) -> Any:
     """Replace Pulumi secret envelopes with a marker, so a render never prints a secret."""
-    from pulumi.runtime import rpc
-
     if isinstance(value, dict):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
             return SECRET
@@ -146,15 +254,113 @@ def masked(value: Any) -> Any:
     return value
 
 
+def plain(value: Any) -> Any:
+    """integral(masked(value)) in one walk."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return SECRET
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def write(rendered: Rendered, out: Path) -> None:
+    with _long_lived():
+        _write(rendered, out)
+
+
+def _write(rendered: Rendered, out: Path) -> None:
     for sub in ("manifests", "helm"):
         shutil.rmtree(out / sub, ignore_errors=True)
         (out / sub).mkdir(parents=True)
-    (out / "resources.json").write_text(
-        json.dumps(integral(masked([r.as_json() for r in rendered.resources])), indent=2, default=str) + "\n"
-    )
+    (out / "resources.json").write_text(plain_json([r.as_json() for r in rendered.resources]) + "\n")
     (out / "outputs.json").write_text(json.dumps(masked(rendered.outputs), indent=2, default=str) + "\n")
     for obj in rendered.manifests():
-        (out / "manifests" / manifest_filename(obj)).write_text(yaml.safe_dump(obj, sort_keys=False))
+        (out / "manifests" / manifest_filename(obj)).write_text(dump_yaml(obj))
     for rel in rendered.releases():
-        (out / "helm" / f"{rel['name']}.yaml").write_text(yaml.safe_dump(rel, sort_keys=False))
+        (out / "helm" / f"{rel['name']}.yaml").write_text(dump_yaml(rel))
+
+
+def dump_yaml(value: Any) -> str:
+    """yaml.safe_dump(value, sort_keys=False), through the C emitter where available."""
+    return yaml.dump(value, Dumper=_RenderDumper, sort_keys=False)
+
+
+_STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null"))
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
+def render_dumper(base: Any) -> Any:
+    """`base` (CSafeDumper, or SafeDumper without libyaml), writing the same documents faster."""
+
+    class RenderDumper(base):  # type: ignore[misc,valid-type]
+        """The safe dumper, doing its Python-side work faster for the JSON-like values a render holds:
+        - `represent` builds the node tree SafeRepresenter would (same tags, plain style, block
+          collections) in one pass without its alias bookkeeping. A document holding anything but
+          str/int/bool/None/float/dict/list, or the same dict or list twice (SafeRepresenter writes an
+          alias), or dumped with sort_keys or another flow style, is represented by SafeRepresenter;
+        - the emitter asks for the implicit tag of every scalar twice; with no path resolvers (the safe
+          resolver has none) the answer depends only on the value and is remembered."""
+
+        _resolved: dict[tuple[str, tuple[bool, bool]], str] = {}
+
+        def represent(self, data: Any) -> None:
+            if self.sort_keys or self.default_flow_style is not False or self.yaml_path_resolvers:
+                super().represent(data)
+                return
+            try:
+                node = self._node(data, set())
+            except _NotPlainError:
+                super().represent(data)
+                return
+            self.serialize(node)
+
+        def _node(self, value: Any, seen: set[int]) -> Node:
+            kind = type(value)
+            if kind is str:
+                return ScalarNode(_STR, value)
+            if kind is dict or kind is list:
+                if id(value) in seen:
+                    raise _NotPlainError
+                seen.add(id(value))
+                if kind is dict:
+                    return MappingNode(
+                        _MAP, [(self._node(k, seen), self._node(v, seen)) for k, v in value.items()], flow_style=False
+                    )
+                return SequenceNode(_SEQ, [self._node(v, seen) for v in value], flow_style=False)
+            if kind is bool:
+                return ScalarNode(_BOOL, "true" if value else "false")
+            if kind is int:
+                return ScalarNode(_INT, str(value))
+            if value is None:
+                return ScalarNode(_NULL, "null")
+            if kind is float:
+                return self.represent_float(value)
+            raise _NotPlainError
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is not ScalarNode or self.yaml_path_resolvers:
+                return super().resolve(kind, value, implicit)
+            key = (value, tuple(implicit))
+            tag = self._resolved.get(key)
+            if tag is None:
+                if len(self._resolved) > 1 << 16:
+                    self._resolved.clear()
+                tag = self._resolved[key] = super().resolve(kind, value, implicit)
+            return tag
+
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            if self.yaml_path_resolvers:
+                super().descend_resolver(current_node, current_index)
+
+        def ascend_resolver(self) -> None:
+            if self.yaml_path_resolvers:
+                super().ascend_resolver()
+
+    return RenderDumper
+
+
+_RenderDumper = render_dumper(YAML_DUMPER)
