@@ -20,10 +20,12 @@ def all_stack_files() -> list[Path]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    files = [resolve_stack(f) for f in args.files] if args.files else all_stack_files()
+    files: list[str | Path] = list(args.files) if args.files else list(all_stack_files())
     failed = 0
-    for path in files:
+    for arg in files:
+        path = Path(arg)
         try:
+            path = resolve_stack(str(arg)) if isinstance(arg, str) else arg
             _, warnings = load_stack(path)
         except ConfigError as exc:
             failed += 1

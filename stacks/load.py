@@ -186,6 +186,10 @@ def sort_config(config: dict[Any, Any], source: str, lines: Callable[[str], int 
         seen[(ns, name)] = raw
         if ns == PROJECT:
             sections[name] = value
+            if value is None:
+                warnings.append(
+                    Problem(key_path([name]), "has no value (Pulumi warns too); the section's defaults apply")
+                )
         elif ns == "aws":
             if name == "region":
                 region = value
@@ -232,6 +236,10 @@ def _walk(value: Any, loc: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | 
             stack.extend(((*here, i), v) for i, v in reversed(list(enumerate(item))))
 
 
+def _at(loc: tuple[str | int, ...]) -> str:
+    return key_path(list(loc)) if loc else "config"
+
+
 def value_problems(raw: dict[str, Any]) -> list[Problem]:
     """What no value in the namespace may be, whichever way it was read: a Pulumi secret (it would be
     echoed into resources), a `${...}` interpolation (Pulumi passes stack config on as written), a
@@ -241,19 +249,19 @@ def value_problems(raw: dict[str, Any]) -> list[Problem]:
     for loc, value in _walk(raw, ()):
         count += 1
         if count > MAX_NODES:
-            problems.append(Problem(PROJECT, f"holds more than {MAX_NODES} values; a stack config is small"))
+            problems.append(Problem("config", f"holds more than {MAX_NODES} values; a stack config is small"))
             break
         if len(loc) > MAX_DEPTH:
-            problems.append(Problem(key_path(list(loc)), f"nests more than {MAX_DEPTH} levels deep"))
+            problems.append(Problem(_at(loc), f"nests more than {MAX_DEPTH} levels deep"))
             continue
         if isinstance(value, dict):
             for k in value:
                 if not isinstance(k, str):
-                    problems.append(Problem(key_path(list(loc)), f"has a key {short(k)} that is not a string"))
+                    problems.append(Problem(_at(loc), f"has a key {short(k)} that is not a string"))
             if "secure" in value and len(value) == 1:
                 problems.append(
                     Problem(
-                        key_path(list(loc)),
+                        _at(loc),
                         "is a Pulumi secret: a secret value here would be echoed into resources; keep secrets "
                         "in existing Kubernetes Secrets and reference them by name",
                     )
@@ -263,7 +271,7 @@ def value_problems(raw: dict[str, Any]) -> list[Problem]:
             assert found is not None
             problems.append(
                 Problem(
-                    key_path(list(loc)),
+                    _at(loc),
                     f"holds {short(found.group(), 40)}, but Pulumi does not interpolate stack config: the program "
                     f"would get these characters as written; write the value itself",
                 )
@@ -339,7 +347,7 @@ def parse_sections(raw: dict[str, Any], region: Any, source: str = "") -> StackC
     """Validate the `inference-platform:*` sections (keys without the prefix) and `aws:region` (as
     written; None when absent), and cross-check them."""
     if not isinstance(raw, dict):
-        raise ConfigError([Problem(PROJECT, f"the sections must be a map, not {short(raw)}")], source)
+        raise ConfigError([Problem("config", f"the sections must be a map, not {short(raw)}")], source)
     problems: list[Problem] = []
     for key in raw:
         if key not in SECTIONS:
@@ -478,11 +486,12 @@ def resolve_stack(arg: str) -> Path:
     raise ConfigError(
         [
             Problem(
-                arg,
+                "stack",
                 "no such stack: give a stack name with a Pulumi.<name>.yaml "
                 "at the project root or in stacks/examples, or a path",
             )
-        ]
+        ],
+        arg,
     )
 
 
