@@ -188,7 +188,7 @@ def _path(loc: list[str | int]) -> str:
     # The root model's aws_region is the AWS provider's own key, not a section of the namespace.
     if loc and loc[0] == "awsRegion":
         return "aws:region"
-    return key_path(loc)
+    return key_path(loc) if loc else "config"  # never the bare namespace
 
 
 def problems_from(exc: ValidationError, model: type) -> list[Problem]:
