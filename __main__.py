@@ -3,9 +3,9 @@
 import pulumi
 
 from components.platform import Platform, PlatformArgs
-from components.platform_stack import read_platform_stack, workloads_platform_ref
-from stacks.errors import ConfigError
-from stacks.load import load_from_pulumi, pulumi_config_to_sections
+from components.platform_stack import StackRefused, read_platform_stack, workloads_platform_ref
+from stacks.errors import ConfigError, one_line
+from stacks.load import load_pulumi_stack, pulumi_config_to_sections
 from stacks.resolve import resolve
 
 try:
@@ -13,12 +13,21 @@ try:
     # StackReference reads the other stack's state; it creates nothing).
     ref = workloads_platform_ref(pulumi_config_to_sections()[0])
     platform_stack = read_platform_stack(ref) if ref else None
-    config = load_from_pulumi()
+    config, warnings = load_pulumi_stack()
+    for warning in warnings:
+        pulumi.log.warn(f"stack config: {warning}")
+    stack = resolve(config, platform_stack.exports if platform_stack else None)
 except ConfigError as exc:
     # RunError ends the program with the message and no traceback; nothing has been created.
-    raise pulumi.RunError(str(exc)) from None
+    raise StackRefused(exc) from None
+except pulumi.RunError:
+    raise
+except Exception as exc:  # (a safety net: one line, not a traceback; the fix belongs at the cause)
+    raise pulumi.RunError(
+        f"stack config: could not be read ({type(exc).__name__}: {one_line(str(exc))}); this is a bug in the "
+        f"program's checks: please report it with the stack file"
+    ) from None
 
-stack = resolve(config, platform_stack.exports if platform_stack else None)
 platform = Platform("platform", PlatformArgs(stack=stack, platform=platform_stack))
 for key, value in platform.outputs.items():
     pulumi.export(key, value)

@@ -15,8 +15,17 @@ import pulumi
 from pulumi.runtime.sync_await import _sync_await  # the SDK's own sync wait (pulumi pinned)
 
 from stacks.config.stack import StackRef
-from stacks.errors import ConfigError, Problem, key_path
+from stacks.errors import ConfigError, Problem, key_path, short
 from stacks.exports import SECRET_KEYS, supply
+
+
+class StackRefused(pulumi.RunError):
+    """The program refusing its stack config: a RunError (Pulumi prints the message, no traceback),
+    still carrying each problem for the offline render."""
+
+    def __init__(self, error: ConfigError) -> None:
+        self.error = error
+        super().__init__(str(error))
 
 
 @dataclass(frozen=True)
@@ -44,19 +53,43 @@ def workloads_platform_ref(sections: dict[str, Any]) -> str | None:
 
 
 def read_platform_stack(stack_ref: str) -> PlatformStack:
-    """Reference the platform stack and hand its exports to the workloads rules (stacks.exports)."""
+    """Reference the platform stack and hand its exports to the workloads rules (stacks.exports).
+    A platform stack that cannot be read (it does not exist, this identity may not read it, it has no
+    outputs, or they are not a platform's exports) is a ConfigError naming stack.platformStack."""
+    from stacks.resolve import read_platform
+
+    where = key_path(["stack", "platformStack"])
     ref = pulumi.StackReference("platform-stack", stack_name=stack_ref)
-    outputs = _sync_await(ref.outputs.future()) or {}
-    if not outputs:
+    try:
+        outputs = _sync_await(ref.outputs.future()) or {}
+    except ConfigError:
+        raise  # the offline render's answer: the platform's stack file is not usable
+    except Exception as exc:  # (the engine's error reading the other stack's state)
+        raise ConfigError(
+            [Problem(where, f"the platform stack {stack_ref} cannot be read: {short(str(exc), 200)}")]
+        ) from None
+    if not isinstance(outputs, dict) or not outputs:
         raise ConfigError(
             [
                 Problem(
-                    key_path(["stack", "platformStack"]),
+                    where,
                     f"the platform stack {stack_ref} has no outputs: deploy it (pulumi up) first, and check "
                     f"that this identity can read its state",
                 )
             ]
         )
     exports = {k: v for k, v in outputs.items() if k not in SECRET_KEYS}
+    try:
+        read_platform(exports)
+    except Exception as exc:  # (outputs of some other program, or of another version)
+        raise ConfigError(
+            [
+                Problem(
+                    where,
+                    f"the outputs of {stack_ref} are not an inference-platform platform's exports "
+                    f"({type(exc).__name__}: {short(str(exc), 120)}); name a platform or all-in-one stack",
+                )
+            ]
+        ) from None
     supply(stack_ref, exports, f"stack {stack_ref}")
     return PlatformStack(name=stack_ref, ref=ref, exports=exports)

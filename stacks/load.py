@@ -1,73 +1,455 @@
 """The one load step: stack file or Pulumi config -> validated StackConfig, before any resource.
 
 Both entry points (the CLI reading a Pulumi.<stack>.yaml, and `__main__.py` reading Pulumi config
-under `pulumi up` or the mocks) funnel into `parse_sections`, so they accept and refuse exactly
-the same stack files.
+under `pulumi up` or the mocks) funnel into `sort_config` (keys read as Pulumi reads them) and
+`parse_sections` (values), so they accept and refuse exactly the same stack files.
+
+Keys are read as the Pulumi CLI reads them (pulumi/pulumi sdk/go/common/workspace/loaders.go
+`stackConfigNamespacedWithProject` and resource/config/key.go `ParseKey`): a key without a colon
+belongs to the project (`gateway:` is `inference-platform:gateway`), `<ns>:config:<name>` is the old
+spelling of `<ns>:<name>`, and any other key with two or more colons is not a config key at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from . import rules
 from .config import PROJECT, SECTIONS, StackConfig
-from .errors import ConfigError, Problem, key_path, problems_from
+from .errors import ConfigError, Problem, did_you_mean, key_path, problems_from, short
 from .exports import PlatformSource, supplied
+from .regions import region as aws_region
+from .regions import regions as aws_regions
 from .resolve import export_platform, own_platform
+from .yamlread import MAX_DEPTH, MAX_NODES, YamlProblem, YamlReadError
+from .yamlread import read as read_yaml
 
-__all__ = ["ROOT", "load_stack_file", "parse_sections", "platform_for", "stack_warnings"]
+__all__ = [
+    "ROOT",
+    "StackFile",
+    "load_stack_file",
+    "parse_sections",
+    "platform_for",
+    "read_stack",
+    "stack_warnings",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The top-level keys of a Pulumi.<stack>.yaml (pulumi/pulumi sdk/go/common/workspace/project.go
+# `ProjectStack`); Pulumi ignores any other, so a misplaced or misspelt one would be dropped silently.
+STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 
-def parse_sections(raw: dict[str, Any], region: str | None, source: str = "") -> StackConfig:
-    """Validate the `inference-platform:*` sections (keys without the prefix) and cross-check them."""
+# The AWS provider's config keys (pulumi_aws 7.51.1, pulumi_aws/config/vars.py); tests/test_guard_load.py
+# checks this list against the installed provider.
+AWS_PROVIDER_KEYS = frozenset(
+    {
+        "accessKey",
+        "allowedAccountIds",
+        "assumeRoleWithWebIdentity",
+        "assumeRoles",
+        "customCaBundle",
+        "defaultTags",
+        "ec2MetadataServiceEndpoint",
+        "ec2MetadataServiceEndpointMode",
+        "endpoints",
+        "forbiddenAccountIds",
+        "httpProxy",
+        "httpsProxy",
+        "ignoreTags",
+        "insecure",
+        "maxRetries",
+        "noProxy",
+        "profile",
+        "region",
+        "retryMode",
+        "s3UsEast1RegionalEndpoint",
+        "s3UsePathStyle",
+        "secretKey",
+        "sharedConfigFiles",
+        "sharedCredentialsFiles",
+        "skipCredentialsValidation",
+        "skipMetadataApiCheck",
+        "skipRegionValidation",
+        "skipRequestingAccountId",
+        "stsRegion",
+        "tagPolicyCompliance",
+        "token",
+        "tokenBucketRateLimiterCapacity",
+        "useDualstackEndpoint",
+        "useFipsEndpoint",
+        "userAgents",
+    }
+)
+# Namespaces whose keys this program leaves to Pulumi without a warning.
+QUIET_NAMESPACES = ("pulumi",)
+
+_INTERPOLATION = re.compile(r"\$\{[^}]*\}")
+
+
+# ---- keys, as Pulumi reads them ----------------------------------------------------------------------
+
+
+def config_key(raw: str) -> tuple[str, str] | None:
+    """A stack file's config key -> (namespace, name) as Pulumi reads it; None if Pulumi cannot."""
+    colons = raw.count(":")
+    if colons == 0:
+        return PROJECT, raw
+    if colons == 1:
+        ns, name = raw.split(":")
+        return ns, name
+    if colons == 2:
+        ns, module, name = raw.split(":")
+        if module == "config" and ns and name:
+            return ns, name
+    return None
+
+
+def _rel(parts: list[str | int]) -> str:
+    return key_path(parts).removeprefix(f"{PROJECT}:") if parts else ""
+
+
+def _doc_path(path: tuple[str | int, ...]) -> str:
+    """A path in the stack file's YAML document -> the key path a problem names."""
+    if not path or path == ("config",):
+        return "config"
+    if path[0] != "config":
+        return _rel(list(path))
+    raw = path[1]
+    parsed = config_key(raw) if isinstance(raw, str) else None
+    if parsed is None:
+        return f"config.{_rel(list(path[1:]))}"
+    ns, name = parsed
+    return f"{ns}:{_rel([name, *path[2:]])}"
+
+
+@dataclass
+class StackFile:
+    """A stack file's config, keys sorted as Pulumi reads them: the project's sections, aws:region
+    (as written: None when absent) and the warnings about keys this program does not read."""
+
+    sections: dict[str, Any]
+    region: Any
+    warnings: list[Problem] = field(default_factory=list)
+    source: str = ""
+
+
+def sort_config(config: dict[Any, Any], source: str, lines: Callable[[str], int | None] | None = None) -> StackFile:
+    """Sort the config keys of a stack file (or of the engine's config) by namespace, refusing keys
+    Pulumi would read otherwise than they look: a key Pulumi cannot parse, two spellings of one key,
+    a misspelt namespace or one that differs from ours only by case or separators."""
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    sections: dict[str, Any] = {}
+    region: Any = None
+    seen: dict[tuple[str, str], str] = {}
+
+    def at(raw: str) -> str:
+        line = lines(raw) if lines else None
+        return f"{raw!r} (line {line})" if line else repr(raw)
+
+    for raw, value in config.items():
+        if not isinstance(raw, str):
+            problems.append(Problem("config", f"has a key {short(raw)} that is not a string"))
+            continue
+        parsed = config_key(raw)
+        if parsed is None:
+            problems.append(
+                Problem(
+                    f"config.{raw}",
+                    "is not a Pulumi config key: Pulumi reads `namespace:name` (a key without a namespace is "
+                    f"the project's, `{PROJECT}:<name>`), and refuses a key with more colons",
+                )
+            )
+            continue
+        ns, name = parsed
+        full = f"{ns}:{name}"
+        if (ns, name) in seen:
+            problems.append(
+                Problem(
+                    full if ns != PROJECT else key_path([name]),
+                    f"is given twice: as {at(seen[(ns, name)])} and as {at(raw)} (Pulumi reads a key without a "
+                    f"namespace as {PROJECT}:<key>, and <ns>:config:<key> as <ns>:<key>); keep one",
+                )
+            )
+            continue
+        seen[(ns, name)] = raw
+        if ns == PROJECT:
+            sections[name] = value
+            if value is None:
+                warnings.append(
+                    Problem(key_path([name]), "has no value (Pulumi warns too); the section's defaults apply")
+                )
+        elif ns == "aws":
+            if name == "region":
+                region = value
+            elif name not in AWS_PROVIDER_KEYS:
+                meant = did_you_mean(name, sorted(AWS_PROVIDER_KEYS), edits=2)
+                warnings.append(
+                    Problem(
+                        full,
+                        "is not a config key of the AWS provider, which ignores it"
+                        + (f"; did you mean aws:{meant}?" if meant else ""),
+                    )
+                )
+        elif not ns:
+            problems.append(Problem(full, f"has an empty namespace; write {PROJECT}:{name} (or {name} alone)"))
+        elif (meant := did_you_mean(ns, [PROJECT], edits=2) or did_you_mean(ns, ["aws"], edits=1)) is not None:
+            problems.append(
+                Problem(
+                    full,
+                    f"the namespace {ns!r} is not one this program or its providers read, so Pulumi would pass "
+                    f"the key on unread; did you mean {meant}:{name}?",
+                )
+            )
+        elif ns not in QUIET_NAMESPACES:
+            warnings.append(Problem(full, f"is not read by this program (namespace {ns!r}); it is left to Pulumi"))
+    if problems:
+        raise ConfigError(problems, source, warnings)
+    return StackFile(sections, region, warnings, source)
+
+
+# ---- values, whoever read them ----------------------------------------------------------------------
+
+
+def _walk(value: Any, loc: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """Every (location, value) below `value`, iteratively (a deep value cannot exhaust the stack)."""
+    stack: list[tuple[tuple[str | int, ...], Any]] = [(loc, value)]
+    while stack:
+        here, item = stack.pop()
+        yield here, item
+        if len(here) > MAX_DEPTH:
+            continue
+        if isinstance(item, dict):
+            stack.extend(((*here, k), v) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            stack.extend(((*here, i), v) for i, v in reversed(list(enumerate(item))))
+
+
+def _at(loc: tuple[str | int, ...]) -> str:
+    return key_path(list(loc)) if loc else "config"
+
+
+def value_problems(raw: dict[str, Any]) -> list[Problem]:
+    """What no value in the namespace may be, whichever way it was read: a Pulumi secret (it would be
+    echoed into resources), a `${...}` interpolation (Pulumi passes stack config on as written), a
+    non-string key, or nesting beyond what a stack file needs."""
+    problems: list[Problem] = []
+    count = 0
+    for loc, value in _walk(raw, ()):
+        count += 1
+        if count > MAX_NODES:
+            problems.append(Problem("config", f"holds more than {MAX_NODES} values; a stack config is small"))
+            break
+        if len(loc) > MAX_DEPTH:
+            problems.append(Problem(_at(loc), f"nests more than {MAX_DEPTH} levels deep"))
+            continue
+        if isinstance(value, dict):
+            for k in value:
+                if not isinstance(k, str):
+                    problems.append(Problem(_at(loc), f"has a key {short(k)} that is not a string"))
+            if "secure" in value and len(value) == 1:
+                problems.append(
+                    Problem(
+                        _at(loc),
+                        "is a Pulumi secret: a secret value here would be echoed into resources; keep secrets "
+                        "in existing Kubernetes Secrets and reference them by name",
+                    )
+                )
+        elif isinstance(value, str) and _INTERPOLATION.search(value):
+            found = _INTERPOLATION.search(value)
+            assert found is not None
+            problems.append(
+                Problem(
+                    _at(loc),
+                    f"holds {short(found.group(), 40)}, but Pulumi does not interpolate stack config: the program "
+                    f"would get these characters as written; write the value itself",
+                )
+            )
+    return problems
+
+
+def region_problems(region: Any) -> list[Problem]:
+    """`aws:region` must be written, as a string naming a Region an AWS account provides."""
+    known = aws_regions()
+    if region is None:
+        return [
+            Problem(
+                "aws:region",
+                "is required: the region the stack deploys to (the AWS provider, Karpenter, the load-balancer "
+                "controller and the exports all use it); add e.g. aws:region: us-west-2",
+            )
+        ]
+    if not isinstance(region, str):
+        return [Problem("aws:region", f"must be a string naming an AWS Region, e.g. us-west-2 (got {short(region)})")]
+    if region in known:
+        return []
+    if not region.strip():
+        return [Problem("aws:region", "is empty; name the AWS Region the stack deploys to, e.g. us-west-2")]
+    meant = region.strip() if region.strip() in known else did_you_mean(region, known, edits=2)
+    return [
+        Problem(
+            "aws:region",
+            f"{short(region)} is not an AWS Region of a commercial account"
+            + (f"; did you mean {meant}?" if meant else "; the Regions are listed in stacks/data/regions.json"),
+        )
+    ]
+
+
+_ACM_REGION = re.compile(r"^arn:(?P<partition>[^:]*):acm:(?P<region>[^:]*):")
+
+
+def region_rules(config: StackConfig) -> list[Problem]:
+    """What the stack's Region bounds: the zones a created VPC may span, the ACM certificate's Region."""
+    problems: list[Problem] = []
+    found = aws_region(config.aws_region)
+    if found is None:
+        return problems
+    vpc = config.cluster.vpc if config.cluster is not None else None
+    if vpc is not None and not vpc.adopted and vpc.availability_zones > len(found.zones):
+        problems.append(
+            Problem(
+                key_path(["cluster", "vpc", "availabilityZones"]),
+                f"is {vpc.availability_zones}, but {found.code} ({found.name}) has {len(found.zones)} availability "
+                f"zones an account can use; ask for at most {len(found.zones)}",
+            )
+        )
+    tls = config.gateway.tls
+    arn = tls.certificate_arn if tls is not None else None
+    parts = _ACM_REGION.match(arn) if arn else None
+    if parts and (parts["region"] != found.code or parts["partition"] != "aws"):
+        problems.append(
+            Problem(
+                key_path(["gateway", "tls", "certificateArn"]),
+                f"is a certificate in {parts['region']} (partition {parts['partition']}), but the stack deploys "
+                f"to {found.code}: a load balancer can only use an ACM certificate of its own Region; request or "
+                f"import the certificate in {found.code}",
+            )
+        )
+    return problems
+
+
+def _under(path: str, parents: set[str]) -> bool:
+    return any(path == p or path.startswith((f"{p}.", f"{p}[")) for p in parents)
+
+
+def parse_sections(raw: dict[str, Any], region: Any, source: str = "") -> StackConfig:
+    """Validate the `inference-platform:*` sections (keys without the prefix) and `aws:region` (as
+    written; None when absent), and cross-check them."""
+    if not isinstance(raw, dict):
+        raise ConfigError([Problem("config", f"the sections must be a map, not {short(raw)}")], source)
     problems: list[Problem] = []
     for key in raw:
         if key not in SECTIONS:
-            problems.append(Problem(f"{PROJECT}:{key}", f"unknown section; sections are {', '.join(SECTIONS)}"))
-        elif isinstance(raw[key], dict) and "secure" in raw[key]:
+            meant = did_you_mean(str(key), SECTIONS, edits=0)
             problems.append(
                 Problem(
-                    f"{PROJECT}:{key}",
-                    "a secret value here would be echoed into resources; keep secrets in existing "
-                    "Kubernetes Secrets and reference them by name",
+                    key_path([str(key)]),
+                    "unknown section; "
+                    + (f"did you mean {PROJECT}:{meant}? " if meant else "")
+                    + f"sections are {', '.join(SECTIONS)}",
                 )
             )
     if problems:
         raise ConfigError(problems, source)
+    bad_region = region_problems(region)
+    problems = bad_region + value_problems(raw)
     data = {k: v for k, v in raw.items() if v is not None}
-    if region:
-        data["awsRegion"] = region
+    # With a bad aws:region the sections are still checked (all problems at once), against a real
+    # Region; the refusal of aws:region stands whatever they say.
+    data["awsRegion"] = "us-west-2" if bad_region else region
     try:
         config = StackConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(problems_from(exc, StackConfig), source) from None
+        seen = {p.path for p in problems}
+        problems += [p for p in problems_from(exc, StackConfig) if not _under(p.path, seen)]
+        raise ConfigError(problems, source) from None
+    problems += region_rules(config)
+    if problems:
+        raise ConfigError(problems, source)
     problems = rules.check_stack(config, platform_for)
     if problems:
         raise ConfigError(problems, source)
     return config
 
 
-def read_stack_file(path: Path) -> tuple[dict[str, Any], str | None]:
-    """The namespace's sections and aws:region of a Pulumi.<stack>.yaml."""
+# ---- the stack file ---------------------------------------------------------------------------------
+
+
+def _refused(exc: YamlReadError, source: str) -> ConfigError:
+    def line(p: YamlProblem) -> str:
+        return f" (line {p.line})" if p.line and f"line {p.line}" not in p.message else ""
+
+    return ConfigError([Problem(_doc_path(p.path), f"{p.message}{line(p)}") for p in exc.problems], source)
+
+
+def read_stack(path: Path) -> StackFile:
+    """A Pulumi.<stack>.yaml read as Pulumi reads it (ConfigError naming each key it cannot read)."""
+    source = str(path)
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError([Problem(str(path), f"cannot read the stack file: {exc}")]) from None
-    config = doc.get("config") or {}
+        doc = read_yaml(path)
+    except YamlReadError as exc:
+        raise _refused(exc, source) from None
+    top = doc.value
+    if top is None:
+        top = {}
+    if not isinstance(top, dict):
+        raise ConfigError(
+            [Problem("config", f"the stack file must be a YAML map with a `config:` key, not {short(top)}")], source
+        )
+    problems = []
+    for key in top:
+        if key in STACK_FILE_KEYS:
+            continue
+        line = doc.line((key,))
+        where = f" (line {line})" if line else ""
+        if ":" in key or key in SECTIONS:
+            hint = "a config key belongs under `config:`; indent it there"
+        elif meant := did_you_mean(key, STACK_FILE_KEYS, edits=2):
+            hint = f"did you mean {meant}?"
+        else:
+            hint = f"a stack file's top-level keys are {', '.join(STACK_FILE_KEYS)}"
+        problems.append(
+            Problem(
+                _doc_path((key,)),
+                f"is not a key Pulumi reads at the top of a stack file{where}, so it would be ignored; {hint}",
+            )
+        )
+    config = top.get("config")
+    if config is None:
+        config = {}
     if not isinstance(config, dict):
-        raise ConfigError([Problem(f"{path}:config", "must be a map of config keys")])
-    sections = {k.split(":", 1)[1]: v for k, v in config.items() if k.startswith(f"{PROJECT}:")}
-    region = config.get("aws:region")
-    return sections, region if isinstance(region, str) else None
+        problems.append(
+            Problem("config", f"must be a map of config keys (`namespace:key: value`), not {short(config)}")
+        )
+    if problems:
+        raise ConfigError(problems, source)
+    found = sort_config(config, source, lambda raw: doc.line(("config", raw)))
+    if top.get("environment"):
+        found.warnings.append(
+            Problem(
+                "environment",
+                "imports Pulumi ESC environments: config they set is not in this file, so it is checked only "
+                "when the program runs (pulumi preview)",
+            )
+        )
+    return found
+
+
+def read_stack_file(path: Path) -> tuple[dict[str, Any], Any]:
+    """The namespace's sections and aws:region (as written) of a Pulumi.<stack>.yaml."""
+    found = read_stack(path)
+    return found.sections, found.region
 
 
 def stack_warnings(config: StackConfig) -> list[Problem]:
@@ -76,8 +458,21 @@ def stack_warnings(config: StackConfig) -> list[Problem]:
 
 
 def load_stack_file(path: Path) -> StackConfig:
-    sections, region = read_stack_file(path)
-    return parse_sections(sections, region, source=str(path))
+    found = read_stack(path)
+    with _loading(path):
+        return parse_sections(found.sections, found.region, source=str(path))
+
+
+def load_stack(path: Path) -> tuple[StackConfig, list[Problem]]:
+    """The validated stack and every warning: about its keys, and the rules' own."""
+    found = read_stack(path)
+    with _loading(path):
+        try:
+            config = parse_sections(found.sections, found.region, source=str(path))
+        except ConfigError as exc:
+            exc.warnings = found.warnings + exc.warnings
+            raise
+        return config, found.warnings + stack_warnings(config)
 
 
 def resolve_stack(arg: str) -> Path:
@@ -91,28 +486,46 @@ def resolve_stack(arg: str) -> Path:
     raise ConfigError(
         [
             Problem(
-                arg,
+                "stack",
                 "no such stack: give a stack name with a Pulumi.<name>.yaml "
                 "at the project root or in stacks/examples, or a path",
             )
-        ]
+        ],
+        arg,
     )
 
 
-def pulumi_config_to_sections() -> tuple[dict[str, Any], str | None]:
-    """The namespace's sections as the Pulumi engine (or the mocks) passed them in."""
+# ---- the engine's config (pulumi up, preview, the mocks) --------------------------------------------
+
+
+def pulumi_stack_config() -> StackFile:
+    """The config as the Pulumi engine (or the mocks) passed it in, keys sorted as a stack file's."""
     from pulumi.runtime import config as runtime_config
 
     merged: dict[str, Any] = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    sections: dict[str, Any] = {}
+    problems: list[Problem] = []
+    decoded: dict[str, Any] = {}
     for key, value in merged.items():
-        if key.startswith(f"{PROJECT}:"):
+        parsed = config_key(key) if isinstance(key, str) else None
+        if parsed is not None and parsed[0] == PROJECT and isinstance(value, str):
             try:
-                sections[key.split(":", 1)[1]] = json.loads(value) if isinstance(value, str) else value
+                value = json.loads(value)
             except json.JSONDecodeError:
-                sections[key.split(":", 1)[1]] = value
-    region = merged.get("aws:region")
-    return sections, region
+                pass  # a plain string
+            except (RecursionError, ValueError):
+                problems.append(Problem(key_path([parsed[1]]), f"nests more than {MAX_DEPTH} levels deep"))
+                continue
+        decoded[key] = value
+    found = sort_config(decoded, "stack config")
+    if problems:
+        raise ConfigError(problems, "stack config")
+    return found
+
+
+def pulumi_config_to_sections() -> tuple[dict[str, Any], Any]:
+    """The namespace's sections and aws:region as the Pulumi engine (or the mocks) passed them in."""
+    found = pulumi_stack_config()
+    return found.sections, found.region
 
 
 def load_from_pulumi() -> StackConfig:
@@ -120,11 +533,17 @@ def load_from_pulumi() -> StackConfig:
     return parse_sections(sections, region, source="stack config")
 
 
-def sections_to_pulumi_config(sections: dict[str, Any], region: str | None) -> dict[str, str]:
+def load_pulumi_stack() -> tuple[StackConfig, list[Problem]]:
+    """The validated stack from the engine's config, and the warnings about keys it does not read."""
+    found = pulumi_stack_config()
+    return parse_sections(found.sections, found.region, source="stack config"), found.warnings
+
+
+def sections_to_pulumi_config(sections: dict[str, Any], region: Any) -> dict[str, str]:
     """The inverse of `pulumi_config_to_sections`: what `pulumi up` would hand the program."""
     out = {f"{PROJECT}:{k}": json.dumps(v) for k, v in sections.items()}
-    if region:
-        out["aws:region"] = region
+    if region is not None:
+        out["aws:region"] = region if isinstance(region, str) else json.dumps(region)
     return out
 
 
@@ -134,19 +553,55 @@ def sections_to_pulumi_config(sections: dict[str, Any], region: str | None) -> d
 def platform_stack_file(stack_ref: str, root: Path | None = None) -> Path | None:
     """`org/project/<stack>` -> Pulumi.<stack>.yaml at the project root or in stacks/examples."""
     base = root or ROOT
-    _, project, stack = stack_ref.split("/")
-    if project != PROJECT:
+    parts = stack_ref.split("/")
+    if len(parts) != 3 or parts[1] != PROJECT or not re.fullmatch(r"[A-Za-z0-9_.-]+", parts[2]):
         return None
+    stack = parts[2]
     for candidate in (base / f"Pulumi.{stack}.yaml", base / "stacks" / "examples" / f"Pulumi.{stack}.yaml"):
-        if candidate.exists():
+        if candidate.is_file():
             return candidate
     return None
+
+
+_LOADING: list[str] = []  # the stack files being read, outermost first (a reference cycle would never end)
+
+
+@contextlib.contextmanager
+def _loading(path: Path) -> Iterator[None]:
+    _LOADING.append(_file_key(path))
+    try:
+        yield
+    finally:
+        _LOADING.pop()
+
+
+def _file_key(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except OSError:
+        return str(path)
 
 
 def exports_from_file(path: Path) -> dict[str, Any]:
     """The config-derived exports of a platform stack file (ConfigError if that file is invalid).
     Cached per file version: every rule and model of a workloads stack asks for them."""
-    return copy.deepcopy(_exports_cached(str(path), path.stat().st_mtime_ns))
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise ConfigError([Problem(str(path), f"cannot be read: {exc.strerror or exc}")], str(path)) from None
+    if _file_key(path) in _LOADING:
+        raise ConfigError(
+            [
+                Problem(
+                    key_path(["stack", "platformStack"]),
+                    f"refers back to {path.name}, which is being read: the platform stacks form a cycle; a "
+                    f"workloads stack's platformStack must be a platform or all-in-one stack",
+                )
+            ],
+            str(path),
+        )
+    with _loading(path):
+        return copy.deepcopy(_exports_cached(str(path), mtime))
 
 
 @functools.lru_cache(maxsize=32)
@@ -174,4 +629,12 @@ def platform_for(stack_ref: str) -> PlatformSource | None:
     path = platform_stack_file(stack_ref)
     if path is None:
         return None
-    return PlatformSource(exports_from_file(path), str(path))
+    try:
+        return PlatformSource(exports_from_file(path), str(path))
+    except ConfigError:
+        raise
+    except Exception as exc:  # (any failure to read it is the platform stack's problem)
+        raise ConfigError(
+            [Problem(key_path(["stack", "platformStack"]), f"cannot be read: {type(exc).__name__}: {short(str(exc))}")],
+            str(path),
+        ) from None

@@ -18,11 +18,13 @@ import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
+from .errors import ConfigError, Problem, key_path
 from .exports import SECRET_KEYS
 from .load import exports_from_file, platform_stack_file
+from .regions import region as aws_region
 
 ACCOUNT = "123456789012"
-REGION = "us-west-2"
+REGION = "us-west-2"  # when the program's config names no aws:region (the stack's own is used otherwise)
 PARTITION = "aws"
 
 
@@ -61,12 +63,20 @@ def _hex(seed: str, n: int = 17) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:n]
 
 
-def _arn(service: str, resource: str, region: str = REGION) -> str:
-    return f"arn:{PARTITION}:{service}:{region}:{ACCOUNT}:{resource}"
+def stack_region() -> str:
+    """The Region of the stack the program runs for: its aws:region, as the AWS provider reads it."""
+    from pulumi.runtime.config import get_config
+
+    value = get_config("aws:region")
+    return value if isinstance(value, str) and aws_region(value) is not None else REGION
 
 
-def _kubeconfig(name: str) -> dict[str, Any]:
-    server = f"https://{_hex(name, 32).upper()}.gr7.{REGION}.eks.amazonaws.com"
+def _arn(service: str, resource: str, region: str | None = None) -> str:
+    return f"arn:{PARTITION}:{service}:{region or stack_region()}:{ACCOUNT}:{resource}"
+
+
+def _kubeconfig(name: str, region: str | None = None) -> dict[str, Any]:
+    server = f"https://{_hex(name, 32).upper()}.gr7.{region or stack_region()}.eks.amazonaws.com"
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -96,13 +106,49 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.outputs: dict[str, Any] = {}
         self.monitor: RecordingMonitor | None = None
         self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool, bool]] = {}
+        self.urns: set[str] = set()  # as the engine forms them
+        self.engine_urns: dict[str, str] = {}  # the mock's URN -> the engine's
+        self.duplicate_urns: list[str] = []
 
     def reset(self) -> None:
         self.records.clear()
         self.outputs.clear()
         self._pending.clear()
+        self.urns.clear()
+        self.engine_urns.clear()
+        self.duplicate_urns.clear()
         if self.monitor is not None:
             self.monitor.resources.clear()
+
+    # -- what the engine and the API server would refuse -------------------------------------------
+    def engine_refusals(self) -> list[str]:
+        """What `pulumi up` would fail on although every registration succeeded here: two resources
+        with one URN (the engine refuses the second), and two Kubernetes objects with one identity
+        (API group, kind, namespace, name: the second would overwrite the first, or fail to create)."""
+        found = [
+            f"two resources have the URN {urn}: pulumi up refuses the second (duplicate resource URN); "
+            f"the stack gives two things the same name"
+            for urn in dict.fromkeys(self.duplicate_urns)
+        ]
+        seen: dict[tuple[str, str, str, str], str] = {}
+        for record in self.kubernetes_objects():
+            inputs = record.inputs
+            meta = inputs.get("metadata") or {}
+            name, kind, version = meta.get("name"), inputs.get("kind"), inputs.get("apiVersion")
+            if not (isinstance(name, str) and isinstance(kind, str) and isinstance(version, str)):
+                continue  # auto-named: unique by construction
+            group = version.rpartition("/")[0]
+            namespace = meta.get("namespace") or ""
+            identity = (group, kind, namespace if isinstance(namespace, str) else "", name)
+            if identity in seen:
+                where = f"namespace {namespace}" if namespace else "the cluster scope"
+                found.append(
+                    f"two Kubernetes objects are the {version} {kind} {name} in {where} ({seen[identity]} and "
+                    f"{record.name}): the second would replace the first on the API server"
+                )
+            else:
+                seen[identity] = record.name
+        return found
 
     # -- queries used by tests and render --------------------------------------------------------
     def of_type(self, typ: str) -> list[Record]:
@@ -158,13 +204,17 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 "userId": "AIDAMOCK",
                 "id": ACCOUNT,
             }, []
+        region = stack_region()
         if tok == "aws:index/getRegion:getRegion":
-            return {"name": REGION, "region": REGION, "id": REGION, "endpoint": f"ec2.{REGION}.amazonaws.com"}, []
+            return {"name": region, "region": region, "id": region, "endpoint": f"ec2.{region}.amazonaws.com"}, []
         if tok == "aws:index/getPartition:getPartition":
             return {"partition": PARTITION, "dnsSuffix": "amazonaws.com", "id": PARTITION}, []
         if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            names = [f"{REGION}{z}" for z in "abcd"]
-            return {"names": names, "zoneIds": [f"usw2-az{i}" for i in range(1, 5)], "id": REGION}, []
+            # The Region's real zones (stacks/data/regions.json), as a new account sees them.
+            found = aws_region(region)
+            assert found is not None
+            names = list(found.zones)
+            return {"names": names, "zoneIds": list(found.zone_ids[: len(names)]), "id": region}, []
         if tok == "aws:eks/getAddonVersion:getAddonVersion":
             return {
                 "addonName": a.get("addonName"),
@@ -182,6 +232,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
     # -- realistic outputs ------------------------------------------------------------------------
     def _outputs(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
         typ, name, inputs = args.typ, args.name, dict(args.inputs)
+        region = stack_region()
         h = _hex(f"{typ}/{name}")
         rid = f"{name}-{h[:8]}"
         out: dict[str, Any] = dict(inputs)
@@ -220,7 +271,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
             out.update(arn=_arn("kms", f"key/{rid}"), keyId=rid)
         elif typ == "aws:sqs/queue:Queue":
             qname = inputs.get("name") or name
-            rid = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{qname}"
+            rid = f"https://sqs.{region}.amazonaws.com/{ACCOUNT}/{qname}"
             out.update(arn=_arn("sqs", qname), url=rid, name=qname)
         elif typ == "aws:cloudwatch/eventRule:EventRule":
             rname = inputs.get("name") or name
@@ -232,11 +283,11 @@ class RecordingMocks(pulumi.runtime.Mocks):
             out.update(bucket=bucket, arn=f"arn:aws:s3:::{bucket}", bucketDomainName=f"{bucket}.s3.amazonaws.com")
         elif typ == "aws:efs/fileSystem:FileSystem":
             rid = f"fs-{h}"
-            out.update(arn=_arn("elasticfilesystem", f"file-system/{rid}"), dnsName=f"{rid}.efs.{REGION}.amazonaws.com")
+            out.update(arn=_arn("elasticfilesystem", f"file-system/{rid}"), dnsName=f"{rid}.efs.{region}.amazonaws.com")
         elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
             rid = f"fs-{h}"
             out.update(
-                arn=_arn("fsx", f"file-system/{rid}"), dnsName=f"{rid}.fsx.{REGION}.amazonaws.com", mountName=h[:8]
+                arn=_arn("fsx", f"file-system/{rid}"), dnsName=f"{rid}.fsx.{region}.amazonaws.com", mountName=h[:8]
             )
         elif typ == "aws:eks/addon:Addon":
             rid = f"{inputs.get('clusterName')}:{inputs.get('addonName')}"
@@ -263,14 +314,23 @@ class RecordingMocks(pulumi.runtime.Mocks):
         (stacks/exports.py), plus the cloud-only values as the cluster mock would report them."""
         path = platform_stack_file(stack_ref)
         if path is None:
-            return {"name": stack_ref, "outputs": {}, "secretOutputNames": []}
+            raise ConfigError(
+                [
+                    Problem(
+                        key_path(["stack", "platformStack"]),
+                        f"{stack_ref} has no stack file in this repository (Pulumi.<stack>.yaml at the root or in "
+                        f"stacks/examples), so an offline render cannot answer its StackReference; its pools are "
+                        f"checked at preview",
+                    )
+                ]
+            )
         exports = exports_from_file(path)
         cluster = exports["clusterName"]
         kubeconfig = _kubeconfig(cluster)
         exports.update(
             clusterEndpoint=kubeconfig["clusters"][0]["cluster"]["server"],
             kubeconfig=json.dumps(kubeconfig),
-            oidcProviderArn=f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.{REGION}.amazonaws.com/id/"
+            oidcProviderArn=f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.{stack_region()}.amazonaws.com/id/"
             f"{_hex(cluster, 32).upper()}",
             clusterSecurityGroupId=f"sg-{_hex(cluster + 'cluster')}",
             vpcId=f"vpc-{_hex(cluster + 'vpc')}",
@@ -283,7 +343,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     def _cluster_outputs(self, args: MockResourceArgs, cluster_name: str) -> dict[str, Any]:
         h = _hex(cluster_name, 32).upper()
-        oidc_url = f"oidc.eks.{REGION}.amazonaws.com/id/{h}"
+        oidc_url = f"oidc.eks.{stack_region()}.amazonaws.com/id/{h}"
         kubeconfig = _kubeconfig(cluster_name)
         endpoint = kubeconfig["clusters"][0]["cluster"]["server"]
         out: dict[str, Any] = {
@@ -329,6 +389,22 @@ class RecordingMonitor(MockMonitor):
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         if request.type != "pulumi:pulumi:Stack":
             urn = self.make_urn(request.parent, request.type, request.name)
+            # The URN the engine would give it (pkg/resource/deploy/deployment.go: the parent's whole
+            # qualified type, none for a child of the root stack); the mock's own keeps one level.
+            parent = self.recording.engine_urns.get(request.parent, "") if request.parent else ""
+            parent_type = parent.split("::")[2] if parent.count("::") >= 3 else ""
+            engine_urn = "::".join(
+                [
+                    f"urn:pulumi:{pulumi.get_stack()}",
+                    pulumi.get_project(),
+                    f"{parent_type}${request.type}" if parent_type else request.type,
+                    request.name,
+                ]
+            )
+            self.recording.engine_urns[urn] = engine_urn
+            if engine_urn in self.recording.urns:
+                self.recording.duplicate_urns.append(engine_urn)
+            self.recording.urns.add(engine_urn)
             self.recording._pending[(request.type, request.name)] = (
                 request.parent,
                 urn,

@@ -250,7 +250,7 @@ def render() -> str:
         "",
         "| key | type | default | description |",
         "|---|---|---|---|",
-        f"| `aws:region` | string | {_code(str(region.default))} | {_cell(region.description or '')} |",
+        f"| `aws:region` | string | {_default(region, None, 'aws_region')} | {_cell(region.description or '')} |",
     ]
     for block in all_blocks:
         top = "." not in block.path

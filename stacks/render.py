@@ -30,7 +30,8 @@ from pulumi.runtime import rpc
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .config import PROJECT
-from .load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
+from .errors import ConfigError, Problem
+from .load import ROOT, parse_sections, read_stack, sections_to_pulumi_config
 from .mocks import Record, RecordingMocks, install
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -67,8 +68,14 @@ def mocks() -> RecordingMocks:
     return _MOCKS
 
 
-def run_program(pulumi_config: dict[str, str]) -> Rendered:
-    """Run __main__.py under the mocks with this Pulumi config; return what it registered."""
+def run_program(pulumi_config: dict[str, str], source: str = "") -> Rendered:
+    """Run __main__.py under the mocks with this Pulumi config; return what it registered.
+
+    Fails (ConfigError) where `pulumi up` would: the program refusing the stack config, or the
+    engine refusing what it registered (two resources with one URN, two Kubernetes objects with one
+    identity), which the mocks alone would accept."""
+    from components.platform_stack import StackRefused
+
     from .exports import forget
 
     recording = mocks()
@@ -99,10 +106,23 @@ def run_program(pulumi_config: dict[str, str]) -> Rendered:
     frozen: list[bool] = []
     try:
         program()
+    except StackRefused as exc:
+        raise ConfigError(exc.error.problems, source or exc.error.source) from None
+    except ConfigError as exc:  # raised by the mocks themselves (a StackReference they cannot answer)
+        raise ConfigError(exc.problems, source or exc.source) from None
     finally:
         if any(frozen):
             gc.unfreeze()
+    refuse_what_the_engine_would(recording, source)
     return Rendered(list(recording.records), dict(recording.outputs), recording)
+
+
+def refuse_what_the_engine_would(recording: RecordingMocks, source: str = "") -> None:
+    """ConfigError if `pulumi up` would fail on what the program registered (RecordingMocks
+    `engine_refusals`), although every registration succeeded under the mocks."""
+    refusals = recording.engine_refusals()
+    if refusals:
+        raise ConfigError([Problem("render", text) for text in refusals], source)
 
 
 class _NotPlainError(Exception):
@@ -200,9 +220,9 @@ def _long_lived() -> Iterator[None]:
 
 def render_file(path: Path) -> Rendered:
     """Validate the stack file (raising ConfigError), then run the program against it."""
-    sections, region = read_stack_file(path)
-    parse_sections(sections, region, source=str(path))
-    return run_program(sections_to_pulumi_config(sections, region))
+    found = read_stack(path)
+    parse_sections(found.sections, found.region, source=str(path))
+    return run_program(sections_to_pulumi_config(found.sections, found.region), source=str(path))
 
 
 def integral(value: Any) -> Any:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .addons import AddonsSection
 from .base import Strict
@@ -14,6 +14,17 @@ from .models import ModelSection
 from .pools import NodePoolSection
 from .stack import StackSection
 from .storage import StorageSection
+
+
+def _known_region(code: str) -> str:
+    from ..regions import region
+
+    if region(code) is None:
+        raise ValueError(f"{code[:60]!r} is not an AWS Region of a commercial account (stacks/data/regions.json)")
+    return code
+
+
+AwsRegion = Annotated[str, AfterValidator(_known_region)]
 
 # Section key in the stack file -> attribute on StackConfig.
 SECTIONS = {
@@ -65,30 +76,51 @@ class StackConfig(Strict):
     models: list[ModelSection] = Field(
         default_factory=list, description="The served models; a `platform` stack may not have any."
     )
-    aws_region: str = Field(
-        default="us-west-2",
+    aws_region: AwsRegion = Field(
         exclude=True,
-        description="The stack file's `aws:region` (the AWS provider's own key), read for the Karpenter and "
-        "load-balancer controller settings and the exports; `us-west-2` when absent.",
+        description="The stack file's `aws:region` (the AWS provider's own key): the Region the stack deploys "
+        "to, one an AWS commercial account provides (stacks/data/regions.json). Required, never assumed: the "
+        "Karpenter and load-balancer controller settings, the zones a created VPC spans, the ACM certificate "
+        "and the exports all follow it.",
     )
 
     @model_validator(mode="after")
     def _role_shapes_sections(self) -> Self:
+        from ..errors import KeyedError  # (stacks.errors imports this package)
+
         if self.stack.role == "workloads":
             # The platform stack owns these; a team stack sees them through the platform's exports.
             owned = [key for key, attr in PLATFORM_OWNED if attr in self.model_fields_set and getattr(self, attr)]
             if owned:
-                raise ValueError(
-                    f"a workloads stack cannot change platform resources; remove {', '.join(owned)} "
-                    f"(the platform stack {self.stack.platform_stack} owns them)"
+                raise KeyedError(
+                    [
+                        (
+                            (key,),
+                            f"a workloads stack cannot change platform resources; remove {key} (the platform "
+                            f"stack {self.stack.platform_stack} owns it)",
+                        )
+                        for key in owned
+                    ]
                 )
         elif self.stack.role == "platform" and self.models:
-            raise ValueError(
-                "a platform stack serves no models of its own; move models to a workloads stack "
-                "(python -m stacks new <name> --role workloads ...) or use role: all-in-one"
+            raise KeyedError(
+                [
+                    (
+                        ("models",),
+                        "a platform stack serves no models of its own; move models to a workloads stack "
+                        "(python -m stacks new <name> --role workloads ...) or use role: all-in-one",
+                    )
+                ]
             )
         elif self.cluster is None:
-            raise ValueError(f"the cluster section is required (at least cluster.name) for a {self.stack.role} stack")
+            raise KeyedError(
+                [
+                    (
+                        ("cluster",),
+                        f"the cluster section is required (at least cluster.name) for a {self.stack.role} stack",
+                    )
+                ]
+            )
         return self
 
     def pool(self, name: str) -> NodePoolSection | None:
