@@ -8,12 +8,14 @@ so a rule that interpolates a value cannot echo it whole either.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from .config import PROJECT
+from .config.base import PROJECT, KeyedError
+
+__all__ = ["KeyedError"]
 
 # How much of a bad value a message shows, and the longest path and message a problem keeps.
 SHOWN_CHARS = 60
@@ -79,18 +81,6 @@ class ConfigError(Exception):
         lines = [f"{head}{len(self.problems)} problem(s) in the stack config:"]
         lines += [f"  {p}" for p in self.problems]
         return "\n".join(lines)
-
-
-class KeyedError(ValueError):
-    """A model validator's refusal that belongs to keys below the model: `problems_from` reports each
-    (relative location, message) at that deeper key path instead of at the model's own path.
-
-        raise KeyedError([(("models",), "a platform stack serves no models ...")])
-    """
-
-    def __init__(self, items: Sequence[tuple[tuple[str | int, ...], str]]) -> None:
-        self.items = list(items)
-        super().__init__("; ".join(msg for _, msg in self.items))
 
 
 def _part(part: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
@@ -72,3 +73,15 @@ class Addon(Strict):
     version: str | None = Field(
         default=None, description="Chart version overriding the pin in `stacks/versions.py`; unset: the pin."
     )
+
+
+class KeyedError(ValueError):
+    """A model validator's refusal that belongs to keys below the model: `problems_from` reports each
+    (relative location, message) at that deeper key path instead of at the model's own path.
+
+        raise KeyedError([(("models",), "a platform stack serves no models ...")])
+    """
+
+    def __init__(self, items: Sequence[tuple[tuple[str | int, ...], str]]) -> None:
+        self.items = list(items)
+        super().__init__("; ".join(msg for _, msg in self.items))

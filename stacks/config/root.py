@@ -7,7 +7,7 @@ from typing import Annotated, Self
 from pydantic import AfterValidator, Field, model_validator
 
 from .addons import AddonsSection
-from .base import Strict
+from .base import KeyedError, Strict
 from .cluster import ClusterSection
 from .gateway import GatewaySection
 from .models import ModelSection
@@ -86,7 +86,6 @@ class StackConfig(Strict):
 
     @model_validator(mode="after")
     def _role_shapes_sections(self) -> Self:
-        from ..errors import KeyedError  # (stacks.errors imports this package)
 
         if self.stack.role == "workloads":
             # The platform stack owns these; a team stack sees them through the platform's exports.
