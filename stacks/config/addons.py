@@ -10,7 +10,7 @@ from typing import Annotated, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
-from .base import Addon, ExactVersion, HostPattern, SecretName, Strict
+from .base import Addon, HostPattern, SecretName, Strict, VersionKey
 
 
 class NvidiaDevicePlugin(Addon):
@@ -52,7 +52,7 @@ class Aibrix(Addon):
     chart; needed by `models[].adapters` and `autoscaling.owner: aibrix`. Its Gateway replaces the
     platform's own."""
 
-    version: ExactVersion | None = Field(
+    version: VersionKey | None = Field(
         default=None,
         description="Exact AIBrix release overriding the pin: the vendored chart `charts/vendor/aibrix-<version>` "
         "(run `scripts/vendor-charts.sh`) and its component image tags.",
@@ -62,7 +62,7 @@ class Aibrix(Addon):
 class KubeRay(Addon):
     """The KubeRay operator chart in `kuberay-system`; needed by `engine: ray-serve`."""
 
-    version: ExactVersion | None = Field(
+    version: VersionKey | None = Field(
         default=None,
         description="Exact KubeRay release overriding the pin: the chart version and the operator image tag.",
     )
@@ -112,7 +112,7 @@ class ExternalProvider(Strict):
 class LiteLLM(Addon):
     """The LiteLLM proxy in front of the stack's models; external providers only when listed."""
 
-    version: ExactVersion | None = Field(
+    version: VersionKey | None = Field(
         default=None,
         description="Exact LiteLLM release overriding the pinned proxy image, e.g. `1.100.1` (image tag `v1.100.1`).",
     )
@@ -149,7 +149,7 @@ class Monitoring(Addon):
         description="Install monitoring: kube-prometheus-stack (unless `existingPrometheus`), prometheus-adapter, "
         "the DCGM exporter and neuron-monitor, PodMonitors, dashboards and SLO alerts.",
     )
-    version: ExactVersion | None = Field(
+    version: VersionKey | None = Field(
         default=None, description="Exact kube-prometheus-stack chart version overriding the pin."
     )
     existing_prometheus: bool = Field(
@@ -175,10 +175,10 @@ class Monitoring(Addon):
         description="Existing Secret in namespace `monitoring` with keys `admin-user` and `admin-password` for "
         "Grafana's admin; unset, the chart generates a random password and keeps it across upgrades.",
     )
-    adapter_version: ExactVersion | None = Field(
+    adapter_version: VersionKey | None = Field(
         default=None, description="Exact prometheus-adapter chart version overriding the pin."
     )
-    dcgm_exporter_version: ExactVersion | None = Field(
+    dcgm_exporter_version: VersionKey | None = Field(
         default=None, description="Exact DCGM exporter chart version overriding the pin."
     )
 

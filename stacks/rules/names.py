@@ -1,8 +1,8 @@
 """Names: unique where they name one thing, and valid as what they become (stacks/names.py).
 
-- Every list of named things has each name once: pools, models, adapters (across the stack, and
-  never a model's name: AIBrix gives each adapter a Service of its name), external providers and
-  their egress hosts, admins, log types, adopted subnets (a subnet is private or public, once),
+- Every list of named things has each name once: pools, models, a model's adapters (across models
+  and against model names: stacks/rules/collisions.py), external providers, their models and egress
+  hosts, admins, log types, adopted subnets (a subnet is private or public, once),
   endpoint CIDRs, instance types and families, disruption-budget reasons, Ollama pulls, pip
   packages, JWT audiences and fallback targets.
 - A model's name, with every suffix the platform and its operators add, fits the Kubernetes rule of
@@ -99,26 +99,10 @@ def unique_names(config: StackConfig) -> Iterable[Problem]:
 
 
 def _adapters(config: StackConfig) -> Iterable[Problem]:
-    """Adapter names are served model names and AIBrix Service names: one per stack, none a model's."""
-    models = {m.name for m in config.models}
-    seen: dict[str, Path] = {}
+    """One model's adapters each named once (a ModelAdapter and its Service per name); across models and
+    against model names, stacks/rules/collisions.py `adapters_are_named_apart_from_models`."""
     for i, model in enumerate(config.models):
-        for a, adapter in enumerate(model.adapters):
-            path: Path = ["models", i, "adapters", a, "name"]
-            if adapter.name in models:
-                yield Problem(
-                    key_path(path),
-                    f"{adapter.name!r} is a model's name; AIBrix serves the adapter under its name and gives it a "
-                    f"Service of that name, so rename the adapter",
-                )
-            elif adapter.name in seen:
-                yield Problem(
-                    key_path(path),
-                    f"{adapter.name!r} is already an adapter at {key_path(seen[adapter.name][:-1])}; each adapter "
-                    f"name is listed once in the stack (it names a ModelAdapter and its Service)",
-                )
-            else:
-                seen[adapter.name] = path
+        yield from _duplicates(model.adapters, ["models", i, "adapters"], "adapter name", lambda a: a.name, "name")
 
 
 @rule
