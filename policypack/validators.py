@@ -10,7 +10,6 @@ SecurityPolicy, autoscaling/v2 HPA, AIBrix v1alpha1 PodAutoscaler, KEDA v1alpha1
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -40,6 +39,7 @@ from stacks.guards import (
     stateful_protection_problem,
 )
 from stacks.hardware import catalog
+from stacks.quantity import QuantityError, mebibytes, millicores
 
 Report = Callable[[str, str | None], None]
 
@@ -167,29 +167,23 @@ def protected_stateful_resources(args: ResourceValidationArgs, report: Report) -
 
 # ---- stack policies --------------------------------------------------------------------------------
 
-_CPU = re.compile(r"^([0-9.]+)(m?)$")
-_MEMORY = {
-    "Ki": 1 / 1024,
-    "Mi": 1,
-    "Gi": 1024,
-    "Ti": 1024 * 1024,
-    "K": 1000 / 2**20,
-    "M": 10**6 / 2**20,
-    "G": 10**9 / 2**20,
-}
-
 
 def _cpu_m(value: Any) -> int:
-    match = _CPU.match(str(value))
-    return int(float(match.group(1)) * (1 if match.group(2) else 1000)) if match else 0
+    """A rendered cpu quantity in millicores, rounded up as Kubernetes does (stacks/quantity.py); 0 when
+    it is not a quantity."""
+    try:
+        return millicores(str(value), exact=False)
+    except QuantityError:
+        return 0
 
 
 def _memory_mib(value: Any) -> int:
-    text = str(value)
-    for suffix, scale in _MEMORY.items():
-        if text.endswith(suffix):
-            return int(float(text[: -len(suffix)]) * scale)
-    return int(int(text) / 2**20) if text.isdigit() else 0
+    """A rendered memory or ephemeral-storage quantity in MiB, rounded up (stacks/quantity.py); 0 when
+    it is not a quantity."""
+    try:
+        return mebibytes(str(value), exact=False)
+    except QuantityError:
+        return 0
 
 
 def container_requests(container: Mapping[str, Any]) -> Requests:

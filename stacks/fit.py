@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from .config import StackConfig
 from .config.pools import NodePoolSection
 from .hardware import InstanceType, expand
+from .quantity import mebibytes, millicores
 
 GIB = 1024  # MiB
 
@@ -112,26 +113,18 @@ def allocatable(pool: NodePoolSection, itype: InstanceType, overhead: Requests =
     )
 
 
-# ---- quantities --------------------------------------------------------------------------------
-
-_BINARY = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024**2}
+# ---- quantities (stacks/quantity.py: Kubernetes quantity semantics) -------------------------------
 
 
 def cpu_millicores(quantity: str) -> int:
-    """'8' -> 8000, '500m' -> 500, '2.5' -> 2500."""
-    quantity = quantity.strip()
-    if quantity.endswith("m"):
-        return int(quantity[:-1])
-    return math.ceil(float(quantity) * 1000)
+    """'8' -> 8000, '500m' -> 500, '2.5' -> 2500 (rounded up to whole millicores, as Kubernetes does;
+    the stack file's own quantities were refused at validation when finer than 1m)."""
+    return millicores(quantity, exact=False)
 
 
 def memory_mib(quantity: str) -> int:
-    """'24Gi' -> 24576, '512Mi' -> 512; a bare number is bytes."""
-    quantity = quantity.strip()
-    for suffix, factor in _BINARY.items():
-        if quantity.endswith(suffix):
-            return math.ceil(float(quantity[: -len(suffix)]) * factor)
-    return math.ceil(float(quantity) / 2**20)
+    """'24Gi' -> 24576, '512Mi' -> 512, '1073741824' -> 1024: MiB, rounded up."""
+    return mebibytes(quantity, exact=False)
 
 
 @dataclass(frozen=True)

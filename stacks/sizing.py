@@ -30,6 +30,7 @@ from .config.pools import NodePoolSection
 from .config.storage import StorageSection
 from .fit import GIB, Requests, daemonset_overhead, pool_types
 from .hardware import InstanceType
+from .quantity import mebibytes, millicores
 
 BYTES_PER_PARAMETER = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 # Fraction of accelerator memory the weights may take; the rest is for the KV cache and activations.
@@ -60,15 +61,6 @@ class Weights:
 def weights(model: ModelSection) -> Weights | None:
     count = model.parameter_count
     return Weights(count, model.dtype) if count is not None and model.dtype is not None else None
-
-
-def _quantity_m(cpu: str) -> int:
-    return int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
-
-
-def _quantity_mib(memory: str) -> int:
-    units = {"Mi": 1, "Gi": GIB, "Ti": GIB * 1024}
-    return int(memory[:-2]) * units[memory[-2:]]
 
 
 def accelerator_types(model: ModelSection, pool: NodePoolSection) -> list[InstanceType]:
@@ -150,9 +142,9 @@ def replica_requests(model: ModelSection, pool: NodePoolSection, storage: Storag
     cpu, mem = _share(model, pool)
     mem = max(mem, host_memory_floor_mib(model, pool))
     if model.resources.cpu:
-        cpu = _quantity_m(model.resources.cpu)
+        cpu = millicores(model.resources.cpu)
     if model.resources.memory:
-        mem = _quantity_mib(model.resources.memory)
+        mem = mebibytes(model.resources.memory)
     apr = model.accelerators_per_replica
     return Requests(
         cpu_m=cpu,

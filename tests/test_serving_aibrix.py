@@ -90,7 +90,7 @@ def test_adapters_and_the_aibrix_owner_need_aibrix_enabled():
 
 def test_adapters_on_an_engine_aibrix_cannot_load_them_into_are_refused():
     sections = serving_sections()
-    model_entry(sections, "qwen3-4b-ray")["adapters"] = [{"name": "x", "artifactURL": "s3://b/x/"}]
+    model_entry(sections, "qwen3-4b-ray")["adapters"] = [{"name": "x", "artifactURL": "s3://acme-models/x/"}]
     with pytest.raises(ConfigError) as err:
         config_of(sections)
     assert any(p.path.endswith("models[3].adapters") and "vLLM" in p.message for p in err.value.problems)

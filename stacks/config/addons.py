@@ -10,7 +10,7 @@ from typing import Annotated, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
-from .base import Addon, SecretName, Strict
+from .base import Addon, HostPattern, SecretName, Strict, VersionKey
 
 
 class NvidiaDevicePlugin(Addon):
@@ -52,9 +52,9 @@ class Aibrix(Addon):
     chart; needed by `models[].adapters` and `autoscaling.owner: aibrix`. Its Gateway replaces the
     platform's own."""
 
-    version: str | None = Field(
+    version: VersionKey | None = Field(
         default=None,
-        description="AIBrix release overriding the pin: the vendored chart `charts/vendor/aibrix-<version>` "
+        description="Exact AIBrix release overriding the pin: the vendored chart `charts/vendor/aibrix-<version>` "
         "(run `scripts/vendor-charts.sh`) and its component image tags.",
     )
 
@@ -62,9 +62,9 @@ class Aibrix(Addon):
 class KubeRay(Addon):
     """The KubeRay operator chart in `kuberay-system`; needed by `engine: ray-serve`."""
 
-    version: str | None = Field(
+    version: VersionKey | None = Field(
         default=None,
-        description="KubeRay release overriding the pin: the chart version and the operator image tag.",
+        description="Exact KubeRay release overriding the pin: the chart version and the operator image tag.",
     )
 
 
@@ -74,7 +74,15 @@ class NimOperator(Addon):
 
 
 # Also names the provider's key variable (<NAME>_API_KEY), so it starts with a letter.
-ProviderName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$")]
+ProviderName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]*$", max_length=40)]
+# A model name LiteLLM serves (`model_name`, and `<provider>/<model>` upstream): provider ids such as
+# gpt-4o-mini, claude-3-5-sonnet-20241022, anthropic.claude-v2:1 or models/gemini-pro.
+ServedModelName = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^[A-Za-z0-9]([A-Za-z0-9._:@-]*[A-Za-z0-9])?(/[A-Za-z0-9][A-Za-z0-9._:@-]*)*$", max_length=200
+    ),
+]
 
 
 class ExternalProvider(Strict):
@@ -84,28 +92,29 @@ class ExternalProvider(Strict):
         description="LiteLLM provider name (`openai`, `anthropic`, ...); lower case, starting with a letter, "
         "since it also names the key's variable `<NAME>_API_KEY`."
     )
-    models: list[str] = Field(
+    models: list[ServedModelName] = Field(
         min_length=1,
-        description="Model names the provider may serve through the proxy; unique across the stack's exposed "
-        "models and every provider.",
+        description="Model names the provider may serve through the proxy (its own ids, e.g. `gpt-4o-mini`); unique "
+        "across the stack's exposed models and every provider.",
     )
     api_key_secret: SecretName = Field(
         description="Existing Secret in namespace `litellm` whose key `api-key` holds the provider's API key, "
         "mounted as a file."
     )
-    egress_hosts: list[str] = Field(
+    egress_hosts: list[HostPattern] = Field(
         min_length=1,
-        description="Hosts the provider is reached at, recorded on the egress NetworkPolicy; enforcing them per "
-        "host needs an egress proxy or an FQDN-aware CNI.",
+        description="DNS names the provider is reached at (e.g. `api.openai.com`, or `*.openai.azure.com`), each "
+        "listed once, recorded on the egress NetworkPolicy; enforcing them per host needs an egress proxy or an "
+        "FQDN-aware CNI.",
     )
 
 
 class LiteLLM(Addon):
     """The LiteLLM proxy in front of the stack's models; external providers only when listed."""
 
-    version: str | None = Field(
+    version: VersionKey | None = Field(
         default=None,
-        description="LiteLLM release overriding the pinned proxy image, e.g. `1.100.1` (image tag `v1.100.1`).",
+        description="Exact LiteLLM release overriding the pinned proxy image, e.g. `1.100.1` (image tag `v1.100.1`).",
     )
     master_key_secret: SecretName = Field(
         default="litellm-master-key",
@@ -116,7 +125,7 @@ class LiteLLM(Addon):
         default_factory=list,
         description="External providers the proxy may route to; without one, no traffic leaves the cluster.",
     )
-    fallbacks: dict[str, list[str]] = Field(
+    fallbacks: dict[ServedModelName, list[ServedModelName]] = Field(
         default_factory=dict,
         description="`model: [fallback, ...]`; every name must be an exposed model of the stack or a model of a "
         "listed provider.",
@@ -140,7 +149,9 @@ class Monitoring(Addon):
         description="Install monitoring: kube-prometheus-stack (unless `existingPrometheus`), prometheus-adapter, "
         "the DCGM exporter and neuron-monitor, PodMonitors, dashboards and SLO alerts.",
     )
-    version: str | None = Field(default=None, description="kube-prometheus-stack chart version overriding the pin.")
+    version: VersionKey | None = Field(
+        default=None, description="Exact kube-prometheus-stack chart version overriding the pin."
+    )
     existing_prometheus: bool = Field(
         default=False,
         description="Use a Prometheus the cluster already runs instead of installing kube-prometheus-stack; "
@@ -164,11 +175,11 @@ class Monitoring(Addon):
         description="Existing Secret in namespace `monitoring` with keys `admin-user` and `admin-password` for "
         "Grafana's admin; unset, the chart generates a random password and keeps it across upgrades.",
     )
-    adapter_version: str | None = Field(
-        default=None, description="prometheus-adapter chart version overriding the pin."
+    adapter_version: VersionKey | None = Field(
+        default=None, description="Exact prometheus-adapter chart version overriding the pin."
     )
-    dcgm_exporter_version: str | None = Field(
-        default=None, description="DCGM exporter chart version overriding the pin."
+    dcgm_exporter_version: VersionKey | None = Field(
+        default=None, description="Exact DCGM exporter chart version overriding the pin."
     )
 
     @property

@@ -4,24 +4,37 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, HttpUrl, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
-from .base import SecretName, Strict
+from .base import FetchUrl, Hostname, IssuerUrl, SecretName, Strict
 
-Hostname = Annotated[
+AcmArn = Annotated[
     str,
-    StringConstraints(pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,63}$", max_length=253),
+    StringConstraints(
+        pattern=r"^arn:aws(-[a-z]+)*:acm:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:certificate/[0-9a-f-]{1,64}$",
+        max_length=2048,
+    ),
 ]
-AcmArn = Annotated[str, StringConstraints(pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")]
+# A JWT `aud` value: printable ASCII without spaces (a StringOrURI), compared byte for byte.
+Audience = Annotated[str, StringConstraints(pattern=r"^[!-~]+$", max_length=253)]
 
 
 class Jwt(Strict):
     """The JWT provider `auth: jwt` validates clients' bearer tokens against."""
 
-    issuer: HttpUrl = Field(description="The tokens' issuer (`iss`), a URL.")
-    jwks_uri: HttpUrl = Field(description="URL of the issuer's JSON Web Key Set the signatures are checked with.")
-    audiences: list[str] = Field(
-        default_factory=list, description="Accepted `aud` values; empty: the audience is not checked."
+    issuer: IssuerUrl = Field(
+        description="The tokens' issuer (`iss`), an http(s) URL of at most 253 characters, passed to the gateway "
+        "exactly as written (no slash added, nothing lower-cased): it must equal the tokens' `iss` byte for byte."
+    )
+    jwks_uri: FetchUrl = Field(
+        description="URL of the issuer's JSON Web Key Set the signatures are checked with (at most 253 characters, "
+        "used as written)."
+    )
+    audiences: list[Audience] = Field(
+        default_factory=list,
+        max_length=8,
+        description="Accepted `aud` values (at most 8, as Envoy Gateway's SecurityPolicy takes; each printable "
+        "ASCII without spaces, listed once); empty: the audience is not checked.",
     )
 
 

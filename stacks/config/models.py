@@ -5,9 +5,24 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-from .base import DnsLabel, SecretName, Strict
+from .base import (
+    IMAGE_TAG,
+    DnsLabel,
+    ImageRepository,
+    PositiveCpu,
+    PositiveMemory,
+    Revision,
+    SecretName,
+    Strict,
+    absolute_path_problem,
+    bucket_name_problem,
+    hub_id_problem,
+    key_prefix_problem,
+    s3_url_problem,
+    shown,
+)
 from .slo import Slo
 
 Engine = Literal["vllm", "sglang", "nim", "tgi", "ollama", "neuron-vllm", "dynamo", "ray-serve"]
@@ -21,21 +36,79 @@ def parse_parameters(value: str | int) -> int:
     """'8B' -> 8_000_000_000, '500M' -> 500_000_000, 7000 -> 7000."""
     if isinstance(value, int):
         return value
-    match = _PARAMS.match(value.strip())
+    match = _PARAMS.match(value) if len(value) <= 32 else None
     if not match:
-        raise ValueError(f"parameters {value!r} is not a count: write 8B, 500M, 1.5B or an integer")
+        raise ValueError(f"parameters {shown(value)} is not a count: write 8B, 500M, 1.5B or an integer")
     return int(float(match.group(1)) * _SCALE[match.group(3)])
+
+
+# A model's name becomes its Service's name (a DNS-1035 label: it starts with a letter, as Kubernetes
+# requires of Service names), the workload's, label values and the route `/<name>/v1`.
+ModelName = Annotated[str, StringConstraints(pattern=r"^[a-z]([-a-z0-9]*[a-z0-9])?$", max_length=40)]
+
+# Ollama model names: `[host/][namespace/]name[:tag]` (ollama types/model/name.go: parts of letters,
+# digits, '_', '-' and '.'; a host may carry a port), e.g. qwen3:8b or hf.co/Qwen/Qwen3-8B-GGUF:Q4_K_M.
+_OLLAMA = re.compile(
+    r"^([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?/)?([A-Za-z0-9][A-Za-z0-9_.-]{0,79}/)?"
+    r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,79})?$",
+    re.ASCII,
+)
+
+
+def ollama_name_problem(value: str) -> str | None:
+    if not _OLLAMA.match(value) or ".." in value:
+        return (
+            f"{shown(value)} is not an Ollama model name: write name or name:tag (e.g. qwen3:8b, "
+            f"library/llama3.1:8b), one path segment per part of letters, digits, '_', '-' and '.', no '..'"
+        )
+    return None
+
+
+def _ollama_name(value: str) -> str:
+    if (why := ollama_name_problem(value)) is not None:
+        raise ValueError(why)
+    return value
+
+
+OllamaName = Annotated[str, StringConstraints(max_length=200), AfterValidator(_ollama_name)]
+
+# An NGC model or NIM profile: one to four path segments of safe characters, an optional :version.
+_NGC_MODEL = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*){0,3}(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?$", re.ASCII
+)
+
+# A pip requirement for Ray Serve's runtime_env: a PEP 508 name with optional extras and version
+# specifiers. No pip options (`--index-url`, `-e`), no URLs (`pkg @ https://...`, `git+...`), no paths,
+# no markers: only packages from the index the image already trusts.
+_PIP = re.compile(
+    r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*\])?"
+    r"((===|==|~=|!=|<=|>=|<|>)[A-Za-z0-9.*+!_-]+(,(===|==|~=|!=|<=|>=|<|>)[A-Za-z0-9.*+!_-]+)*)?$",
+    re.ASCII,
+)
+
+
+def _pip(value: str) -> str:
+    if not _PIP.match(value):
+        raise ValueError(
+            f"{shown(value)} is not a package requirement: write name, name[extra] or name==1.2.3 (no pip options, "
+            f"URLs, paths or markers)"
+        )
+    return value
+
+
+PipRequirement = Annotated[str, StringConstraints(max_length=200), AfterValidator(_pip)]
 
 
 class Image(Strict):
     """Override of the catalog image for one model: repository, tag and (for prod) digest."""
 
-    repository: (
-        Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+([._/-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9._-]+)*$")] | None
-    ) = Field(
-        default=None, description="Image repository replacing the engine's catalog image, e.g. `vllm/vllm-openai`."
+    repository: ImageRepository | None = Field(
+        default=None,
+        description="Image name replacing the engine's catalog image, e.g. `vllm/vllm-openai` or "
+        "`registry.example.com:5000/team/vllm` (the OCI reference grammar: a registry's `:port` is not a tag; the "
+        "tag and digest go in `tag` and `digest`).",
     )
-    tag: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")] | None = Field(
+    tag: Annotated[str, StringConstraints(pattern=IMAGE_TAG)] | None = Field(
         default=None,
         description="Image tag replacing the catalog's; for `engine: dynamo` it must be the version `X.Y.Z` "
         "(Dynamo's webhook reads it).",
@@ -50,7 +123,7 @@ class Image(Strict):
 class Nim(Strict):
     """`engine: nim` only (and required there): NVIDIA NIM's profile, pull secret and model source."""
 
-    profile: Annotated[str, StringConstraints(min_length=1)] = Field(
+    profile: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")] = Field(
         description="NIM profile id (`NIM_MODEL_PROFILE`), one from the container's own `list-model-profiles`; "
         "there is no safe default."
     )
@@ -58,11 +131,19 @@ class Nim(Strict):
         default="ngc-registry",
         description="Existing dockerconfigjson Secret for nvcr.io; must not be the `secrets.ngcApiKey` Secret.",
     )
-    model_path: str | None = Field(
+    model_path: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
         default=None,
-        description="A model prepared elsewhere for NIM to serve (e.g. by NIM's download-to-cache); required for "
-        "an NGC model without the NIM Operator. Unset: an `hf://` model is prepared by the platform.",
+        description="A model prepared elsewhere for NIM to serve (e.g. by NIM's download-to-cache): a normalized "
+        "absolute path inside the pod's model cache (`/models/...`, or `/model-store/...` with the NIM Operator); "
+        "required for an NGC model without the NIM Operator. Unset: an `hf://` model is prepared by the platform.",
     )
+
+    @field_validator("model_path")
+    @classmethod
+    def _normalized(cls, value: str | None) -> str | None:
+        if value is not None and (why := absolute_path_problem(value)) is not None:
+            raise ValueError(why)
+        return value
 
 
 class Tgi(Strict):
@@ -93,9 +174,10 @@ class Sglang(Strict):
 class Ollama(Strict):
     """`engine: ollama` only: which Ollama models to pull into the cache before the server starts."""
 
-    pull: list[Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?$")]] = Field(
+    pull: list[OllamaName] = Field(
         default_factory=list,
-        description="Ollama model names (`name` or `name:tag`) to pull, with bounded retries; empty: pull `model`.",
+        description="Ollama model names (`name` or `name:tag`, each listed once) to pull, with bounded retries; "
+        "empty: pull `model`.",
     )
 
 
@@ -114,7 +196,7 @@ class Dynamo(Strict):
     )
     prefill_workers: int = Field(default=1, ge=1, le=64, description="Prefill workers; disaggregated only.")
     decode_workers: int = Field(default=1, ge=1, le=64, description="Decode workers; disaggregated only.")
-    prefill_revision: str | None = Field(
+    prefill_revision: Revision | None = Field(
         default=None,
         description="Disaggregated only: must equal `revision` if given (KV blocks move between roles, so both "
         "load the same weights).",
@@ -160,10 +242,11 @@ class RayServe(Strict):
         le=256,
         description="Most GPU workers, each with `acceleratorsPerReplica` GPUs.",
     )
-    pip: list[str] = Field(
+    pip: list[PipRequirement] = Field(
         default_factory=list,
         description="Extra pip packages for the LLM config's `runtime_env`, which reaches the replicas and engine "
-        "workers.",
+        "workers: requirements such as `name`, `name[extra]` or `name==1.2.3`, each package once (no pip options, "
+        "URLs or paths).",
     )
 
 
@@ -187,7 +270,7 @@ class Autoscaling(Strict):
         default="KPA", description="The AIBrix PodAutoscaler's scaling strategy; read with `owner: aibrix` only."
     )
     # stacks/metrics.py scaling_metric picks the default.
-    metric: str | None = Field(
+    metric: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_:][A-Za-z0-9_:]*$", max_length=200)] | None = Field(
         default=None,
         description="The engine gauge to scale on, e.g. `vllm:num_requests_waiting`; must be one the engine "
         "exports. Unset: the engine's queue depth.",
@@ -206,11 +289,15 @@ class Autoscaling(Strict):
 class Adapter(Strict):
     """An AIBrix ModelAdapter (LoRA) loaded onto the model's pods."""
 
-    name: DnsLabel = Field(description="Name of the ModelAdapter, which clients ask for.")
-    artifact_url: Annotated[str, StringConstraints(min_length=2)] = Field(
+    name: ModelName = Field(
+        description="Name of the ModelAdapter, which clients ask for, and of the Service AIBrix creates for it (a "
+        "DNS-1035 label): unique in the stack and not a model's name."
+    )
+    artifact_url: Annotated[str, StringConstraints(min_length=2, max_length=1100)] = Field(
         alias="artifactURL",
-        description="Where the adapter is: `s3://`, `gcs://`, `tos://`, `huggingface://`, `hf://` or an absolute "
-        "path (`https://` is refused, as the AIBrix webhook does).",
+        description="Where the adapter is: `s3://<bucket>/<prefix>`, `gcs://<bucket>/<path>`, `tos://<bucket>/<path>`, "
+        "`huggingface://<org>/<name>`, `hf://<org>/<name>` or a normalized absolute path (`https://` is refused, as "
+        "the AIBrix webhook does).",
     )
     replicas: int | None = Field(
         default=None, description="Omit to load the adapter on every pod of the model, or `1` to load it on one."
@@ -219,11 +306,23 @@ class Adapter(Strict):
     @field_validator("artifact_url")
     @classmethod
     def _scheme(cls, value: str) -> str:
-        if not value.startswith(("s3://", "gcs://", "tos://", "huggingface://", "hf://", "/")):
-            raise ValueError(
-                f"{value!r}: the AIBrix webhook accepts s3://, gcs://, tos://, huggingface://, "
+        if value.startswith("s3://"):
+            why = s3_url_problem(value)
+        elif value.startswith(("gcs://", "tos://")):
+            bucket, _, path = value.split("://", 1)[1].partition("/")
+            # GCS and TOS bucket names follow the same lower-case DNS-style shape as S3's.
+            why = bucket_name_problem(bucket) or key_prefix_problem(path)
+        elif value.startswith(("huggingface://", "hf://")):
+            why = hub_id_problem(value.split("://", 1)[1])
+        elif value.startswith("/"):
+            why = absolute_path_problem(value)
+        else:
+            why = (
+                f"{shown(value)}: the AIBrix webhook accepts s3://, gcs://, tos://, huggingface://, "
                 f"hf:// or an absolute path, not https://"
             )
+        if why is not None:
+            raise ValueError(why)
         return value
 
     @field_validator("replicas")
@@ -256,15 +355,16 @@ class Resources(Strict):
     """Explicit cpu/memory per replica; unset, `stacks/sizing.py` sizes the replica from its pool (the
     same figures the fit and quota checks use)."""
 
-    cpu: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] | None = Field(
+    cpu: PositiveCpu | None = Field(
         default=None,
-        description="CPU request per replica (cores or millicores); unset: the replica's share of the smallest "
-        "type that holds its accelerators (Dynamo and Ray workers: 2 per GPU).",
+        description="CPU request per replica: a Kubernetes quantity in cores or millicores (`4`, `500m`, `1.5`), no "
+        "finer than 1m; unset: the replica's share of the smallest type that holds its accelerators (Dynamo and Ray "
+        "workers: 2 per GPU).",
     )
-    memory: Annotated[str, StringConstraints(pattern=r"^[0-9]+(Mi|Gi|Ti)$")] | None = Field(
+    memory: PositiveMemory | None = Field(
         default=None,
-        description="Memory request and limit per replica (Mi, Gi or Ti); unset: sized like `cpu` (Dynamo and Ray "
-        "workers: 8Gi per GPU).",
+        description="Memory request and limit per replica: a Kubernetes quantity that is a whole number of MiB "
+        "(`16Gi`, `512Mi`, `1.5Gi`); unset: sized like `cpu` (Dynamo and Ray workers: 8Gi per GPU).",
     )
 
 
@@ -272,22 +372,23 @@ class ModelSection(Strict):
     """One entry of `inference-platform:models`: one served model, its engine, the pool its replicas
     run on and how clients reach it."""
 
-    name: DnsLabel = Field(
-        description="The model's name, unique in the stack: clients ask for it, and it names the Service, the "
-        "workload and the route `/<name>/v1`."
+    name: ModelName = Field(
+        description="The model's name, unique in the stack: clients ask for it, and it names the Service (so a "
+        "DNS-1035 label: lower case, starting with a letter), the workload and the route `/<name>/v1`."
     )
     engine: Engine = Field(
         description="Inference engine; it must run on the pool's accelerator (`neuron-vllm` on Neuron, `ollama` "
         "on CPU or NVIDIA, the others NVIDIA). `dynamo` and `ray-serve` need their add-on."
     )
     model: Annotated[str, StringConstraints(min_length=1, max_length=200)] = Field(
-        description="What to serve: a Hugging Face repo id (`Qwen/Qwen3-8B`); for NIM an `hf://` model or an NGC "
-        "one, for Ollama the model to pull."
+        description="What to serve: a Hugging Face repo id `org/name` (`Qwen/Qwen3-8B`); for NIM an `hf://org/name` "
+        "model or an NGC one (`meta/llama-3.1-8b-instruct`), for Ollama the model to pull (`qwen3:8b`)."
     )
-    revision: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = Field(
+    revision: Revision | None = Field(
         default=None,
-        description="The model repository's commit; prod requires a 40-hex commit (except Ollama). Unset: `main` "
-        "is fetched once and never refreshed.",
+        description="The model repository's commit (40 hex), or a branch or tag name of one path segment (no `/`, "
+        "`..` or whitespace; it names a cache directory); prod requires a 40-hex commit (except Ollama). Unset: "
+        "`main` is fetched once and never refreshed.",
     )
     pool: DnsLabel = Field(
         description="The node pool the replicas run on: a `nodePools[].name`, or for a workloads stack a pool the "
@@ -365,6 +466,30 @@ class ModelSection(Strict):
     slo: Slo | None = Field(
         default=None, description="Serving objectives, alerted on by Prometheus; needs `addons.monitoring`."
     )
+
+    @field_validator("model")
+    @classmethod
+    def _model_id(cls, value: str, info: ValidationInfo) -> str:
+        engine = info.data.get("engine")
+        if engine == "ollama":
+            why = ollama_name_problem(value)
+        elif engine == "nim":
+            if value.startswith("hf://"):
+                why = hub_id_problem(value[len("hf://") :])
+            elif not _NGC_MODEL.match(value) or ".." in value:
+                why = (
+                    f"{shown(value)} is neither hf://org/name nor an NGC model (path segments of letters, digits, "
+                    f"'.', '_' and '-', an optional :version)"
+                )
+            else:
+                why = None
+        elif engine is None:
+            why = None  # the engine itself is refused
+        else:
+            why = hub_id_problem(value)
+        if why is not None:
+            raise ValueError(why)
+        return value
 
     @field_validator("parameters")
     @classmethod

@@ -6,15 +6,25 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
-from .base import DnsLabel, Duration, Strict
+from .base import CpuQuantity, DnsLabel, Duration, MemoryQuantity, Strict
 
 Accelerator = Literal["nvidia", "neuron", "none"]
 CapacityType = Literal["on-demand", "spot", "reserved"]
-InstanceTypeName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")]
-InstanceFamily = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$")]
+# Both become Karpenter requirement values (at most 63 characters, karpenter.sh_nodepools.yaml).
+InstanceTypeName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$", max_length=63)]
+InstanceFamily = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$", max_length=63)]
 # Karpenter's alias format: family@version, family one of the Linux families we support.
 AmiAlias = Annotated[str, StringConstraints(pattern=r"^(al2023|bottlerocket)@(latest|v[0-9][0-9a-zA-Z._-]*)$")]
-Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")]
+# Karpenter's NodePool disruption budget `duration` and `schedule` patterns (karpenter.sh_nodepools.yaml
+# v1.14.1): hours and minutes only, and a five-field cron expression or one of its macros.
+BudgetDuration = Annotated[str, StringConstraints(pattern=r"^(([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?$", max_length=32)]
+CronSchedule = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[0-9A-Za-z*/,?-]+( [0-9A-Za-z*/,?-]+){4})$",
+        max_length=128,
+    ),
+]
 
 
 class PoolLimits(Strict):
@@ -27,15 +37,15 @@ class PoolLimits(Strict):
         description="Most GPUs or Neuron devices the pool may hold; unset CPU and memory limits are then derived "
         "so this one binds and one whole largest instance always fits. Not on an `accelerator: none` pool.",
     )
-    cpu: Quantity | None = Field(
+    cpu: CpuQuantity | None = Field(
         default=None,
-        description='Pool-wide CPU limit as a Kubernetes quantity (e.g. `"256"`); unset: derived from '
-        "`accelerators`, else none.",
+        description='Pool-wide CPU limit as a Kubernetes quantity (e.g. `"256"`, no finer than 1m); unset: derived '
+        "from `accelerators`, else none.",
     )
-    memory: Quantity | None = Field(
+    memory: MemoryQuantity | None = Field(
         default=None,
-        description="Pool-wide memory limit as a Kubernetes quantity (e.g. `1024Gi`); unset: derived from "
-        "`accelerators`, else none.",
+        description="Pool-wide memory limit as a Kubernetes quantity that is a whole number of MiB (e.g. `1024Gi`); "
+        "unset: derived from `accelerators`, else none.",
     )
 
 
@@ -46,15 +56,15 @@ class DisruptionBudget(Strict):
         description='How many of the pool\'s nodes Karpenter may disrupt at once: a count (`"0"` blocks) or '
         "a percentage (`10%`)."
     )
-    schedule: str | None = Field(
+    schedule: CronSchedule | None = Field(
         default=None,
-        description="Cron schedule (UTC) of when the budget starts to apply, e.g. `0 9 * * 1-5`; with "
-        "`duration`. Unset: always.",
+        description="Cron schedule (UTC, five fields or a macro such as `@daily`) of when the budget starts to "
+        "apply, e.g. `0 9 * * 1-5`; with `duration`. Unset: always.",
     )
-    duration: Duration | None = Field(
+    duration: BudgetDuration | None = Field(
         default=None,
-        description="How long the budget applies after each `schedule` start (`s`, `m`, `h`; no days, "
-        "e.g. `9h`); with `schedule`.",
+        description="How long the budget applies after each `schedule` start, in hours and minutes as Karpenter "
+        "takes it (e.g. `9h`, `1h30m`; no seconds or days); with `schedule`.",
     )
     reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
         default=None,

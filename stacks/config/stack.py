@@ -7,28 +7,26 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
-from .base import DnsLabel, Strict
+from .base import CpuQuantity, DnsLabel, MemoryQuantity, PositiveCpu, PositiveMemory, Strict
 
 Role = Literal["all-in-one", "platform", "workloads"]
 Environment = Literal["dev", "staging", "prod"]
 
 StackRef = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
-CpuQuantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")]
-MemoryQuantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(Mi|Gi|Ti)$")]
 
 
 class ContainerDefaults(Strict):
     """LimitRange defaults for a container that states no requests or limits of its own."""
 
-    cpu: CpuQuantity = Field(
+    cpu: PositiveCpu = Field(
         default="250m",
-        description="CPU request the team namespace's LimitRange gives a container that states none "
-        "(cores or millicores, e.g. `250m`, `2`).",
+        description="CPU request the team namespace's LimitRange gives a container that states none: a Kubernetes "
+        "quantity in cores or millicores (e.g. `250m`, `2`), no finer than 1m.",
     )
-    memory: MemoryQuantity = Field(
+    memory: PositiveMemory = Field(
         default="512Mi",
-        description="Memory request, and memory limit, the LimitRange gives a container that states none "
-        "(a whole number of Mi, Gi or Ti).",
+        description="Memory request, and memory limit, the LimitRange gives a container that states none: a "
+        "Kubernetes quantity that is a whole number of MiB (e.g. `512Mi`, `2Gi`).",
     )
 
 
@@ -52,11 +50,12 @@ class Quota(Strict):
         "(`requests.aws.amazon.com/neuron`); 0 allows none.",
     )
     cpu: CpuQuantity = Field(
-        description="CPU the team's pods may request in total (`requests.cpu`), in cores or millicores, e.g. `'64'`."
+        description="CPU the team's pods may request in total (`requests.cpu`): a Kubernetes quantity in cores or "
+        "millicores, e.g. `'64'`, no finer than 1m."
     )
     memory: MemoryQuantity = Field(
-        description="Memory the team's pods may request in total (`requests.memory`), a whole number of "
-        "Mi, Gi or Ti, e.g. `512Gi`."
+        description="Memory the team's pods may request in total (`requests.memory`): a Kubernetes quantity that "
+        "is a whole number of MiB, e.g. `512Gi`."
     )
     pods: int = Field(default=100, ge=1, le=100_000, description="Most pods the team's namespace may hold (`pods`).")
     container_defaults: ContainerDefaults = Field(

@@ -6,10 +6,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from .base import Strict
-
-S3Url = Annotated[str, StringConstraints(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
-BucketName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
+from .base import DNS_SUBDOMAIN, BucketName, S3Url, Strict
 
 
 class Efs(Strict):
@@ -47,6 +44,11 @@ class Efs(Strict):
 
 # What FSx for Lustre PERSISTENT_2 accepts (AWS FSx API reference, CreateFileSystemLustreConfiguration).
 FSX_THROUGHPUT_PER_TIB = (125, 250, 500, 1000)
+# CreateFileSystem StorageCapacity is an int32 (the API's own bound), and a whole multiple of 2400
+# above 1200; the account's own limit is the Service Quota L-8F1B9C74 "Lustre Persistent_2 storage
+# capacity", 100,800 GiB by default and adjustable (stacks/rules/storage.py warns above it).
+FSX_API_MAX_GIB = 2_147_481_600  # the largest multiple of 2400 in an int32
+FSX_DEFAULT_QUOTA_GIB = 100_800
 
 
 class Fsx(Strict):
@@ -55,7 +57,10 @@ class Fsx(Strict):
     storage_capacity_gib: int = Field(
         default=1200,
         ge=1200,
-        description="File system capacity in GiB: 1200 or a multiple of 2400 (what PERSISTENT_2 SSD accepts).",
+        le=FSX_API_MAX_GIB,
+        description="File system capacity in GiB: 1200 or a multiple of 2400 (what PERSISTENT_2 SSD accepts); above "
+        "the account's default quota of 100800 GiB (Service Quota L-8F1B9C74, adjustable) a warning asks to "
+        "check it was raised.",
     )
     throughput_per_tib: Literal[FSX_THROUGHPUT_PER_TIB] = Field(  # type: ignore[valid-type]
         default=250,
@@ -136,7 +141,7 @@ class Preparation(Strict):
     )
 
 
-ClaimName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
+ClaimName = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
 
 
 class ExistingClaim(Strict):

@@ -1,7 +1,10 @@
-"""Node-pool rules: instance types the catalog knows, on the accelerator the pool declares."""
+"""Node-pool rules: instance types the catalog knows, on the accelerator the pool declares; a CPU
+pool (`accelerator: none`) selects no accelerator family or type, since it is neither tainted nor
+labelled for their devices; the system node group runs known CPU types."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from ..checks import rule
@@ -12,6 +15,15 @@ from ..hardware import catalog, families
 
 def _names_of(accelerator: str) -> list[str]:
     return sorted(t.name for t in catalog().values() if t.accelerator == accelerator)
+
+
+# EC2's accelerated computing series (the EC2 instance types guide, "Instance type naming
+# conventions": DL, F, G, Gr, Inf, P, Trn, VT), also for types the catalog does not hold.
+_ACCELERATED = re.compile(r"^(dl|f|g|gr|inf|p|trn|vt)[0-9]", re.ASCII)
+
+
+def _families_of(accelerator: str) -> list[str]:
+    return sorted({t.family for t in catalog().values() if t.accelerator == accelerator})
 
 
 @rule
@@ -25,6 +37,29 @@ def known_accelerator_types(config: StackConfig) -> Iterable[Problem]:
                         key_path(["nodePools", i, "instanceTypes", j]),
                         f"{name} carries {known[name].accelerator} accelerators; set accelerator: "
                         f"{known[name].accelerator} so the pool is tainted and its devices advertised",
+                    )
+                elif name not in known and _ACCELERATED.match(name):
+                    yield Problem(
+                        key_path(["nodePools", i, "instanceTypes", j]),
+                        f"{name} is an EC2 accelerated computing type, but the pool is accelerator: none (neither "
+                        f"tainted nor labelled for accelerators); use a CPU type, or an nvidia or neuron pool",
+                    )
+            for j, fam in enumerate(pool.instance_families):
+                members = [t for t in known.values() if t.family == fam]
+                kinds = sorted({t.accelerator for t in members} - {"none"})
+                if not members and _ACCELERATED.match(fam):
+                    yield Problem(
+                        key_path(["nodePools", i, "instanceFamilies", j]),
+                        f"family {fam} is an EC2 accelerated computing family, but the pool is accelerator: none "
+                        f"(neither tainted nor labelled for accelerators); choose CPU families "
+                        f"({', '.join(_families_of('none'))}), or an nvidia or neuron pool",
+                    )
+                elif kinds:
+                    yield Problem(
+                        key_path(["nodePools", i, "instanceFamilies", j]),
+                        f"family {fam} carries {kinds[0]} accelerators, but the pool is accelerator: none, so its "
+                        f"nodes would be neither tainted nor labelled for them; set accelerator: {kinds[0]}, or "
+                        f"choose CPU families ({', '.join(_families_of('none'))})",
                     )
             continue
         for j, name in enumerate(pool.instance_types):
@@ -63,3 +98,27 @@ def pools_need_karpenter(config: StackConfig) -> Iterable[Problem]:
             key_path(["addons", "karpenter", "enabled"]),
             "nodePools are Karpenter NodePools; keep karpenter enabled or remove the pools",
         )
+
+
+@rule
+def system_nodes_are_known_cpu_types(config: StackConfig) -> Iterable[Problem]:
+    """The managed node group runs AL2023 x86_64 without accelerator drivers: each of its types must be
+    a CPU type of the catalog (so the fit of the controllers on it is known)."""
+    if config.cluster is None:
+        return
+    known = catalog()
+    cpu = _names_of("none")
+    for j, name in enumerate(config.cluster.system_nodes.instance_types):
+        itype = known.get(name)
+        if itype is None:
+            yield Problem(
+                key_path(["cluster", "systemNodes", "instanceTypes", j]),
+                f"{name} is not in the hardware catalog (stacks/data/instances-cpu.json); known CPU types: "
+                f"{', '.join(cpu[:8])}, ...",
+            )
+        elif itype.accelerator != "none" or itype.architecture != "amd64":
+            yield Problem(
+                key_path(["cluster", "systemNodes", "instanceTypes", j]),
+                f"{name} is not an x86_64 CPU type (it has {itype.accelerator} accelerators or runs "
+                f"{itype.architecture}); the system nodes run controllers on AL2023 x86_64: use e.g. m7i.large",
+            )

@@ -6,8 +6,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from components.storage.cache import CACHE_ROOT
+
 from ..checks import rule, warning
 from ..config import StackConfig
+from ..config.base import absolute_path_problem
+from ..config.storage import FSX_DEFAULT_QUOTA_GIB
 from ..errors import Problem, key_path
 from ..fit import ephemeral_mib, pool_types
 from ..hardware import catalog
@@ -138,4 +142,41 @@ def production_storage_is_protected(config: StackConfig) -> Iterable[Problem]:
             key_path(["storage", "protect"]),
             "production keeps the model bucket and file systems protected from deletion; remove "
             "protect: false (unprotect deliberately with `pulumi state unprotect` when retiring them)",
+        )
+
+
+# Where the NIM Operator mounts a NIMService's storage (NIM_CACHE_PATH; the operator's own tests and
+# samples under shared/schemas/nim-operator/v3.1.2 use /model-store).
+NIM_OPERATOR_ROOT = "/model-store"
+
+
+@rule
+def nim_model_path_stays_in_its_mount(config: StackConfig) -> Iterable[Problem]:
+    """`nim.modelPath` is read inside the pod: it must name a directory of the model cache's mount
+    (`/models` for the platform's Deployment, `/model-store` for a NIMService), never a path that
+    walks out of it."""
+    root = NIM_OPERATOR_ROOT if config.addons.nim_operator.enabled else CACHE_ROOT
+    for i, model in enumerate(config.models):
+        path = model.nim.model_path if model.nim is not None else None
+        if path is None:
+            continue
+        why = absolute_path_problem(path, root)
+        if why is not None:
+            yield Problem(
+                key_path(["models", i, "nim", "modelPath"]),
+                f"{why}; give the prepared model's directory under {root}/",
+            )
+
+
+@warning
+def fsx_capacity_within_the_default_quota(config: StackConfig) -> Iterable[Problem]:
+    """Above the account's default Persistent_2 quota the file system is created only where the quota
+    (Service Quotas L-8F1B9C74, adjustable) was raised."""
+    fsx = config.storage.fsx
+    if config.storage.model_cache == "fsx" and fsx.storage_capacity_gib > FSX_DEFAULT_QUOTA_GIB:
+        yield Problem(
+            key_path(["storage", "fsx", "storageCapacityGiB"]),
+            f"{fsx.storage_capacity_gib} GiB is above the default FSx for Lustre Persistent_2 storage quota of "
+            f"{FSX_DEFAULT_QUOTA_GIB} GiB per account and Region (Service Quotas L-8F1B9C74); raise the quota "
+            f"first, or the file system's creation fails",
         )

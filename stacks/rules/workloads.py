@@ -12,7 +12,6 @@ which the policy pack runs on the rendered ResourceQuota and pods at preview.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 
 from ..checks import Lookup, platform_rule, platform_warning, rule
@@ -23,21 +22,20 @@ from ..errors import ConfigError, Problem, key_path
 from ..exports import EXPORTS_VERSION, PlatformSource
 from ..fit import Requests, daemonset_overhead, ephemeral_mib, explain_no_fit, fit, pool_types
 from ..guards import QUOTA_RESOURCES, quota_shortfalls
+from ..quantity import mebibytes, millicores
 from ..resolve import read_addons, read_pools, read_storage
 from ..sizing import BYTES_PER_PARAMETER, replica_requests
 from .models import ENGINE_ACCELERATORS, ENGINE_ADDONS
 
-_CPU = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m?)$")
-_MEM = {"Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
-
 
 def cpu_millis(quantity: str) -> int:
-    number, milli = _CPU.match(quantity).groups()  # type: ignore[union-attr]  # pattern-checked by the model
-    return int(float(number) * (1 if milli else 1000))
+    """The stack file's cpu in millicores (stacks/quantity.py; validated exact by the config model)."""
+    return millicores(quantity)
 
 
 def memory_mib(quantity: str) -> int:
-    return int(quantity[:-2]) * _MEM[quantity[-2:]]
+    """The stack file's memory in MiB (stacks/quantity.py; validated whole MiB by the config model)."""
+    return mebibytes(quantity)
 
 
 def stated_requests(model: ModelSection, accelerator: str) -> Requests:

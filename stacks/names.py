@@ -1,0 +1,176 @@
+"""What the stack file's names become, so each is checked by the rule of what it becomes.
+
+A model's name becomes its Service, workload, route and label values, and the names the platform
+and the operators derive from it (`<name>-from-gateway`, `<name>-serve-svc`, ...); the cluster's
+name becomes IAM role, SQS queue, EventBridge rule names and the model bucket's name prefix; a team
+becomes a namespace. The derivations are the components' own functions where they exist
+(`components/naming.py`, `components/capacity/karpenter.py`, each engine's `service()`), and the
+suffix tables below where a name is spelled inline in a builder or chosen by an operator;
+tests/test_guard_names.py renders every shipped stack and fails when a builder derives a name from a
+model that these tables do not list.
+
+Upstream limits (each checked by `stacks/rules/names.py`):
+- Kubernetes (k8s.io/apimachinery validation): a Service name is a DNS-1035 label (63, starts with a
+  letter); Namespace names and label values at most 63; other object names DNS-1123 subdomains (253).
+- KubeRay v1.7.0 (ray-operator/controllers/ray/utils/constant.go, validation.go): a RayService name
+  is a DNS-1035 label of at most MaxRayServiceNameLength = MaxRayClusterNameLength (53, so
+  `<cluster>-serve-svc` fits 63) - 6 (the suffix GenerateRayClusterName appends) = 47.
+- IAM role names: at most 64 of letters, digits and `+=,.@_-`; SQS queue names: at most 80 of
+  letters, digits, `-` and `_`; EventBridge rule names: at most 64 of letters, digits, `.`, `-`, `_`.
+- S3: the general purpose bucket naming rules (stacks/config/base.py `bucket_name_problem`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from components.capacity.karpenter import queue_name, rule_name
+from components.capacity.karpenter_iam import INTERRUPTION_EVENTS
+from components.capacity.plugins import KARPENTER_NAMESPACE
+from components.engines import ENGINES
+from components.engines.dynamo import FRONTEND, ROLE_NAMES
+from components.gateway.routing import EG_NAMESPACE
+from components.loadbalancer import NAMESPACE as LOAD_BALANCER_NAMESPACE
+from components.monitoring.collection import MONITORING_NAMESPACE
+from components.naming import iam_role_name, physical
+from components.serving.litellm import NAMESPACE as LITELLM_NAMESPACE
+
+from .config import ModelSection
+from .resolved import AIBRIX_GATEWAY, CONTROLLER_NAMESPACES, DEFAULT_NAMESPACE, GATEWAY_NAMESPACE
+
+LABEL_MAX = 63
+SUBDOMAIN_MAX = 253
+RAY_SERVICE_MAX = 53 - 6  # KubeRay MaxRayServiceNameLength
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+# Namespaces Kubernetes owns: the kube- prefix is reserved for them, and `default` is every
+# unqualified object's home.
+KUBERNETES_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+RESERVED_PREFIX = "kube-"
+
+
+def platform_namespaces() -> dict[str, str]:
+    """Every namespace the platform itself creates or installs into -> what lives there."""
+    out = {
+        GATEWAY_NAMESPACE: "the platform's Gateway",
+        EG_NAMESPACE: "Envoy Gateway",
+        MONITORING_NAMESPACE: "monitoring (Prometheus, Grafana, exporters)",
+        LITELLM_NAMESPACE: "the LiteLLM proxy",
+        AIBRIX_GATEWAY[0]: "AIBrix and its gateway",
+        LOAD_BALANCER_NAMESPACE: "the AWS Load Balancer Controller",
+        KARPENTER_NAMESPACE: "Karpenter",
+    }
+    for controller, namespace in CONTROLLER_NAMESPACES.items():
+        out.setdefault(namespace, f"the {controller} operator")
+    return out
+
+
+def reserved_namespace(namespace: str, *, team: bool = False) -> str | None:
+    """Why models or a team may not use `namespace` (None when they may). A team's namespace also
+    may not be the platform's own model namespace, whose objects it would share."""
+    if namespace in KUBERNETES_NAMESPACES or namespace.startswith(RESERVED_PREFIX):
+        return f"{namespace} is a Kubernetes system namespace (the {RESERVED_PREFIX} prefix and default are reserved)"
+    owner = platform_namespaces().get(namespace)
+    if owner is not None:
+        return f"{namespace} is the platform's namespace for {owner}"
+    if team and namespace == DEFAULT_NAMESPACE:
+        return f"{namespace} is the platform's own model namespace"
+    return None
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A name the platform (or an operator it installs) derives, and the rule it must satisfy."""
+
+    name: str
+    what: str  # e.g. "ReferenceGrant (<name>-from-gateway)"
+    limit: int
+    dns_1035: bool = False
+
+
+# Objects the platform's builders name `<model><suffix>` (components/gateway/routing.py,
+# gateway/isolation.py, monitoring/collection.py, serving/aibrix.py, engines/dynamo.py), all DNS-1123
+# subdomains.
+PLATFORM_SUFFIXES = {
+    "-from-gateway": "ReferenceGrant",
+    "-ratelimit": "BackendTrafficPolicy",
+    "-auth": "SecurityPolicy",
+    "-ingress": "NetworkPolicy",
+    "-slo": "PrometheusRule",
+    "-kpa": "PodAutoscaler",
+    "-hpa": "PodAutoscaler",
+    "-apa": "PodAutoscaler",
+    "-profile": "DynamoGraphDeploymentRequest",
+}
+# Services the operators derive from the workload's name (DNS-1035 labels, also label values):
+# KubeRay GenerateServeServiceName/GenerateHeadServiceName; Dynamo `<graph>-<component, lower case>`.
+OPERATOR_SUFFIXES = {
+    "ray-serve": ("-serve-svc", "-head-svc"),
+    "dynamo": tuple(f"-{c.lower()}" for c in (FRONTEND, *ROLE_NAMES.values())),
+}
+
+
+def model_names(model: ModelSection) -> list[Derived]:
+    """Every name derived from `model`'s name, with its limit."""
+    name = model.name
+    service, _ = ENGINES[model.engine].service(model)
+    out = [
+        Derived(name, "label value (app.kubernetes.io/instance)", LABEL_MAX),
+        Derived(service, "Service", LABEL_MAX, dns_1035=True),
+        Derived(name, "workload and HTTPRoute", SUBDOMAIN_MAX),
+    ]
+    out += [
+        Derived(f"{name}{suffix}", f"{kind} ({suffix})", SUBDOMAIN_MAX) for suffix, kind in PLATFORM_SUFFIXES.items()
+    ]
+    out += [
+        Derived(f"{name}{suffix}", f"Service the {model.engine} operator creates ({suffix})", LABEL_MAX, dns_1035=True)
+        for suffix in OPERATOR_SUFFIXES.get(model.engine, ())
+    ]
+    if model.engine == "ray-serve":
+        out.append(Derived(name, "RayService (KubeRay's MaxRayServiceNameLength)", RAY_SERVICE_MAX, dns_1035=True))
+    return out
+
+
+def name_problem(derived: Derived) -> str | None:
+    if len(derived.name) > derived.limit:
+        return (
+            f"becomes the {derived.what} {derived.name[:70]!r}, {len(derived.name)} characters; at most "
+            f"{derived.limit} are allowed"
+        )
+    if derived.dns_1035 and not DNS_1035.match(derived.name):
+        return f"becomes the {derived.what} {derived.name[:70]!r}, which must start with a letter (a DNS-1035 label)"
+    return None
+
+
+# ---- AWS names derived from the cluster's --------------------------------------------------------
+
+IAM_ROLE = re.compile(r"^[A-Za-z0-9+=,.@_-]{1,64}$", re.ASCII)
+SQS_QUEUE = re.compile(r"^[A-Za-z0-9_-]{1,80}$", re.ASCII)
+EVENTBRIDGE_RULE = re.compile(r"^[A-Za-z0-9._-]{1,64}$", re.ASCII)
+# Pod Identity and node roles the platform creates (components/cluster.py, podidentity.py callers).
+ROLE_PURPOSES = (
+    "system-node",
+    "karpenter-node",
+    "karpenter",
+    "ebs-csi",
+    "aws-efs-csi-driver",
+    "aws-fsx-csi-driver",
+    "model-reader",
+    "aws-load-balancer-controller",
+)
+# The Terraform-style unique suffix S3's bucket_prefix gets (26 digits): the prefix is at most 37.
+BUCKET_SUFFIX = "0" * 26
+
+
+def bucket_prefix(cluster: str) -> str:
+    """The generated model bucket's name prefix (components/storage/bucket.py)."""
+    return f"{physical(cluster, 'models', limit=36)}-"
+
+
+def aws_names(cluster: str) -> list[tuple[str, str, re.Pattern[str]]]:
+    """(name, what, rule) for every IAM role, SQS queue and EventBridge rule named after the cluster."""
+    out = [(iam_role_name(cluster, p), f"IAM role ({p})", IAM_ROLE) for p in ROLE_PURPOSES]
+    out.append((queue_name(cluster), "SQS queue (Karpenter interruptions)", SQS_QUEUE))
+    out += [(rule_name(cluster, e), f"EventBridge rule ({e})", EVENTBRIDGE_RULE) for e in INTERRUPTION_EVENTS]
+    return out
