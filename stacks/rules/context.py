@@ -24,7 +24,7 @@ from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..errors import ConfigError
 from ..exports import EXPORTS_VERSION
-from ..resolve import gateway_parent, read_addons, read_pools, read_storage
+from ..resolve import gateway_parent, read_platform
 from ..resolved import GatewayParent
 
 
@@ -68,22 +68,13 @@ def platform_of(config: StackConfig, lookup: Lookup) -> Platform | None:
         source = lookup(ref)
         if source is None or source.exports.get("exportsVersion") != EXPORTS_VERSION:
             return None
-        exports = source.exports
-        parent = exports.get("gatewayParent")
+        view = read_platform(source.exports)
         return Platform(
-            pools=tuple(p.config for p in read_pools(exports)),
-            addons=read_addons(exports),
-            storage=read_storage(exports),
-            gateway=GatewaySection.model_validate(exports.get("gateway") or {}),
-            parent=None
-            if not parent
-            else GatewayParent(
-                namespace=str(parent["namespace"]),
-                name=str(parent["name"]),
-                listener=str(parent["listener"]),
-                hostname=parent.get("hostname"),
-                own=False,
-            ),
+            pools=tuple(p.config for p in view.pools),
+            addons=view.addons,
+            storage=view.storage,
+            gateway=view.gateway,
+            parent=view.gateway_parent,
             own=False,
             where=f"the platform {source.where}",
         )
