@@ -331,13 +331,17 @@ class PoolLimits:
     cpu_m: int | None
     memory_mib: int | None
     accelerators: int | None
+    # A memory limit the stack file gave is rendered as its exact value (whole MiB, stacks/quantity.py),
+    # never rounded up to Gi: only a derived one is.
+    memory_given: bool = False
 
     def manifest(self, accelerator: str) -> dict[str, str]:
         out: dict[str, str] = {}
         if self.cpu_m is not None:
             out["cpu"] = str(self.cpu_m // 1000) if self.cpu_m % 1000 == 0 else f"{self.cpu_m}m"
         if self.memory_mib is not None:
-            out["memory"] = f"{math.ceil(self.memory_mib / GIB)}Gi"
+            exact = self.memory_given and self.memory_mib % GIB
+            out["memory"] = f"{self.memory_mib}Mi" if exact else f"{math.ceil(self.memory_mib / GIB)}Gi"
         if self.accelerators is not None and accelerator in ACCELERATOR_RESOURCE:
             out[ACCELERATOR_RESOURCE[accelerator]] = str(self.accelerators)
         return out
@@ -361,7 +365,9 @@ def pool_limits(pool: NodePoolSection) -> PoolLimits:
                 cpu = max(math.ceil(per_cpu * given.accelerators), big.vcpu * 1000)
             if memory is None:
                 memory = max(math.ceil(per_mem * given.accelerators), math.ceil(big.memory_gib * GIB))
-    return PoolLimits(cpu_m=cpu, memory_mib=memory, accelerators=given.accelerators)
+    return PoolLimits(
+        cpu_m=cpu, memory_mib=memory, accelerators=given.accelerators, memory_given=given.memory is not None
+    )
 
 
 def blocked_by_limits(pool: NodePoolSection, itype: InstanceType, limits: PoolLimits) -> list[str]:

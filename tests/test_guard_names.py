@@ -541,3 +541,21 @@ def test_fsx_capacity_above_the_default_account_quota_is_warned_about():
 def test_the_shipped_stacks_still_validate():
     for path in ALL_STACKS:
         assert isinstance(parse_sections(sections_of(path), "us-west-2"), StackConfig)
+
+
+def test_an_ipv6_block_for_the_ipv4_clusters_public_endpoint_is_refused():
+    s = dev()
+    s["cluster"]["endpoint"]["publicAccessCidrs"] = ["203.0.113.0/24", "2001:db8::/32"]
+    refused(s, "cluster.endpoint.publicAccessCidrs[1]", "IPv6", "IPv4")
+
+
+def test_a_cidr_not_written_as_its_network_is_refused_rather_than_rewritten():
+    s = dev()
+    s["cluster"]["vpc"]["cidr"] = "10.42.0.0/255.255.0.0"
+    refused(s, "cluster.vpc.cidr", "write 10.42.0.0/16")
+
+
+def test_more_disruption_budgets_than_the_nodepool_schema_takes_are_refused():
+    s = dev()
+    s["nodePools"][0]["disruptionBudgets"] = [{"nodes": "10%"}] * 51
+    refused(s, "nodePools[0].disruptionBudgets", "at most 50")

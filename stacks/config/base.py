@@ -255,9 +255,9 @@ def _positive_memory(value: str) -> str:
 
 _QUANTITY_TEXT = StringConstraints(pattern=QUANTITY_PATTERN, max_length=64)
 # CPU: cores or millicores, any Kubernetes quantity that is a whole number of millicores.
-CpuQuantity = Annotated[str, BeforeValidator(_as_text), _QUANTITY_TEXT, AfterValidator(_cpu)]
+CpuQuantity = Annotated[str, _QUANTITY_TEXT, BeforeValidator(_as_text), AfterValidator(_cpu)]
 # Memory or storage: any Kubernetes quantity that is a whole number of MiB.
-MemoryQuantity = Annotated[str, BeforeValidator(_as_text), _QUANTITY_TEXT, AfterValidator(_memory)]
+MemoryQuantity = Annotated[str, _QUANTITY_TEXT, BeforeValidator(_as_text), AfterValidator(_memory)]
 PositiveCpu = Annotated[CpuQuantity, AfterValidator(_positive_cpu)]
 PositiveMemory = Annotated[MemoryQuantity, AfterValidator(_positive_memory)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from .base import Cidr, IamArn, Strict
 
@@ -17,6 +17,19 @@ ClusterName = Annotated[str, StringConstraints(pattern=r"^[0-9A-Za-z][A-Za-z0-9_
 SUPPORTED_KUBERNETES = ("1.32", "1.33", "1.34", "1.35")
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 EKS_ADDON_NAMES = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver")
+
+
+def _ipv4(cidr: str) -> str:
+    # The cluster is IPv4: EKS takes no IPv6 block for an IPv4 cluster's public endpoint (EKS API,
+    # VpcConfigRequest.publicAccessCidrs).
+    if ":" in cidr:
+        raise ValueError(
+            f"{cidr} is an IPv6 block; the cluster is IPv4 and EKS accepts only IPv4 blocks for its public endpoint"
+        )
+    return cidr
+
+
+Ipv4Cidr = Annotated[Cidr, AfterValidator(_ipv4)]
 AddonVersion = Annotated[str, StringConstraints(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
 
 
@@ -96,10 +109,10 @@ class Endpoint(Strict):
         default=True,
         description="Whether the API server has a public endpoint; private access is always on.",
     )
-    public_access_cidrs: list[Cidr] = Field(
+    public_access_cidrs: list[Ipv4Cidr] = Field(
         default_factory=list,
-        description="CIDR blocks allowed to reach the public endpoint; empty allows any address. Only with "
-        "`publicAccess: true`.",
+        description="IPv4 CIDR blocks allowed to reach the public endpoint, each listed once; empty allows any "
+        "address. Only with `publicAccess: true`.",
     )
 
     @model_validator(mode="after")

@@ -136,7 +136,9 @@ class NodePoolSection(Strict):
     )
     disruption_budgets: list[DisruptionBudget] | None = Field(
         default=None,
-        description="Karpenter disruption budgets. Unset: `nodes: 10%` and, on accelerator pools, also "
+        max_length=50,
+        description="Karpenter disruption budgets (at most 50, as the NodePool schema takes). Unset: `nodes: 10%` "
+        "and, on accelerator pools, also "
         '`nodes: "0"` for `Underutilized` and `Drifted` Mon-Fri 09:00-18:00 UTC.',
     )
     expire_after: Annotated[str, StringConstraints(pattern=r"^(([0-9]+(s|m|h))+|Never)$")] = Field(

@@ -1,0 +1,167 @@
+"""Issue 13, item 1's quantities: one parser (stacks/quantity.py) with Kubernetes quantity semantics
+for every cpu, memory and storage figure, so a quantity the stack file gives is refused cleanly or
+read exactly as Kubernetes reads it, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stacks import quantity
+from stacks.errors import ConfigError
+from stacks.load import ROOT, parse_sections
+from stacks.sizing import container_resources, replica_requests
+from tests.conftest import DEV, EXAMPLES, sections_of
+
+P = "inference-platform:"
+TEAM = next(p for p in EXAMPLES if p.name == "Pulumi.team-search.yaml")
+CAPACITY = next(p for p in EXAMPLES if p.name == "Pulumi.capacity.yaml")
+
+
+def problems(sections: dict[str, Any]) -> list[str]:
+    try:
+        parse_sections(sections, "us-west-2")
+    except ConfigError as exc:
+        return [str(p) for p in exc.problems]
+    return []
+
+
+def refused(sections: dict[str, Any], key: str, *words: str) -> str:
+    found = [p for p in problems(sections) if p.startswith(f"{P}{key}: ")]
+    assert found, f"nothing refused at {key}"
+    for word in words:
+        assert word in found[0], (word, found)
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", Fraction(1, 2)),
+        ("2", 2),
+        ("0.1", Fraction(1, 10)),
+        (".5", Fraction(1, 2)),
+        ("1.", 1),
+        ("1e3", 1000),
+        ("1E3", 1000),
+        ("1E", 10**18),
+        ("1k", 1000),
+        ("1Ki", 1024),
+        ("1.5Gi", 3 * 2**29),
+        ("100n", Fraction(1, 10**7)),
+        ("5u", Fraction(5, 10**6)),
+        ("+1", 1),
+        ("1e-3", Fraction(1, 1000)),
+    ],
+)
+def test_the_parser_reads_every_kubernetes_quantity_form_exactly(text, value):
+    assert quantity.parse(text) == value
+
+
+@pytest.mark.parametrize(
+    "text", ["", "1.5.2", "1Kb", "1 Gi", "Gi", "1e", "1e1.5", "0x10", "1ki", "1e99", "9Ei", "\u0661"]
+)
+def test_strings_that_are_not_kubernetes_quantities_are_refused_with_a_reason(text):
+    with pytest.raises(quantity.QuantityError):
+        quantity.parse(text)
+
+
+def test_the_issues_1_5m_cpu_is_refused_naming_the_millicores_to_write_not_a_traceback():
+    s = sections_of(DEV)
+    s["models"][0]["resources"] = {"cpu": "1.5m"}
+    refused(s, "models[0].resources.cpu", "1.5 millicores", "finer than 1m", "write 2m")
+
+
+def test_the_cli_refuses_1_5m_cpu_cleanly(tmp_path: Path):
+    doc = yaml.safe_load(DEV.read_text())
+    doc["config"]["inference-platform:models"][0]["resources"] = {"cpu": "1.5m"}
+    path = tmp_path / "Pulumi.q.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    ran = subprocess.run(
+        [sys.executable, "-m", "stacks", "validate", str(path)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr + ran.stdout
+    assert "models[0].resources.cpu" in ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("cpu", "memory", "cpu_m", "memory_mib"),
+    [
+        ("1.5", "1.5Gi", 1500, 1536),
+        ("2500m", "1073741824", 2500, 1024),
+        (4, "8192Mi", 4000, 8192),
+        ("1e1", "64Gi", 10000, 65536),
+    ],
+)
+def test_explicit_resources_in_any_kubernetes_form_size_the_replica_exactly(cpu, memory, cpu_m, memory_mib):
+    s = sections_of(DEV)
+    s["models"][0]["resources"] = {"cpu": cpu, "memory": memory}
+    config = parse_sections(s, "us-west-2")
+    model = config.models[0]
+    pool = config.pool(model.pool)
+    assert pool is not None
+    requests = replica_requests(model, pool, config.storage)
+    assert (requests.cpu_m, requests.memory_mib) == (cpu_m, memory_mib)
+    rendered = container_resources(requests)["requests"]
+    assert quantity.millicores(rendered["cpu"]) == cpu_m and quantity.mebibytes(rendered["memory"]) == memory_mib
+
+
+def test_memory_in_milli_units_is_refused_with_the_mebibyte_hint():
+    s = sections_of(DEV)
+    s["models"][0]["resources"] = {"memory": "500m"}
+    refused(s, "models[0].resources.memory", "not a whole number of bytes", "500Mi")
+
+
+def test_memory_that_is_not_a_whole_mebibyte_is_refused_naming_the_nearest():
+    s = sections_of(DEV)
+    s["models"][0]["resources"] = {"memory": "1G"}
+    refused(s, "models[0].resources.memory", "write 954Mi")
+
+
+@pytest.mark.parametrize(
+    ("value", "word"), [("-2", "negative"), ("0", "no CPU at all"), ("1e99", "exponent"), ("x" * 5000, "at most 64")]
+)
+def test_a_replica_cpu_that_cannot_be_a_request_is_refused(value, word):
+    s = sections_of(DEV)
+    s["models"][0]["resources"] = {"cpu": value}
+    refused(s, "models[0].resources.cpu", word)
+
+
+def test_team_quota_and_container_defaults_go_through_the_same_parser():
+    s = sections_of(TEAM)
+    s["stack"]["quota"]["cpu"] = "0.0005"
+    s["stack"]["quota"]["memory"] = "384G"
+    s["stack"]["quota"]["containerDefaults"] = {"cpu": "250m", "memory": "0.5Gi"}
+    refused(s, "stack.quota.cpu", "write 1m")
+    refused(s, "stack.quota.memory", "Mi")
+    assert not any("containerDefaults" in p for p in problems(s)), "0.5Gi is 512Mi"
+
+
+def test_pool_limits_take_kubernetes_quantities_and_render_a_given_memory_limit_exactly():
+    from stacks.fit import pool_limits
+
+    s = sections_of(CAPACITY)
+    i = next(i for i, p in enumerate(s["nodePools"]) if (p.get("limits") or {}).get("memory"))
+    s["nodePools"][i]["limits"] = {"cpu": "2.56e2", "memory": "1.5Ti"}
+    config = parse_sections(s, "us-west-2")
+    limits = pool_limits(config.node_pools[i])
+    assert limits.cpu_m == 256_000 and limits.manifest("none")["memory"] == "1536Gi"
+    s["nodePools"][i]["limits"] = {"cpu": "256", "memory": "1048577Mi"}
+    config = parse_sections(s, "us-west-2")
+    assert pool_limits(config.node_pools[i]).manifest("none")["memory"] == "1048577Mi", "never rounded up to Gi"
+    s["nodePools"][i]["limits"] = {"cpu": "256", "memory": "1500m"}
+    refused(s, f"nodePools[{i}].limits.memory", "not a whole number of bytes")
+
+
+def test_the_policy_pack_reads_rendered_quantities_as_kubernetes_does():
+    from policypack.validators import container_requests
+
+    got = container_requests({"resources": {"requests": {"cpu": "1500u", "memory": "1G", "ephemeral-storage": "10Gi"}}})
+    assert (got.cpu_m, got.memory_mib, got.ephemeral_mib) == (2, 954, 10240), "rounded up, as MilliValue/Value do"
+    assert container_requests({"resources": {"requests": {"cpu": "not-a-quantity"}}}).cpu_m == 0
