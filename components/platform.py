@@ -17,13 +17,14 @@ from stacks.resolved import ResolvedStack
 from stacks.versions import chart
 
 from . import k8s as k8s_objects
-from .capacity import Capacity, CapacityArgs
+from .capacity.component import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
-from .gateway import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
+from .gateway.component import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
 from .gateway.routing import load_balancer_annotations
-from .loadbalancer import LoadBalancerController, LoadBalancerControllerArgs, needs_load_balancer_controller
+from .loadbalancer import LoadBalancerController, LoadBalancerControllerArgs
+from .loadbalancer_iam import needs_load_balancer_controller
 from .model_servers import Models, ModelsArgs
-from .monitoring import MONITORING_NAMESPACE, Monitoring, MonitoringArgs
+from .monitoring.component import MONITORING_NAMESPACE, Monitoring, MonitoringArgs
 from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack

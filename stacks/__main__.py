@@ -45,9 +45,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    path = resolve_stack(args.stack)
+    load_stack_file(path)  # a refused file is refused before the Pulumi SDK is even imported
     from .render import render_file, write
 
-    path = resolve_stack(args.stack)
     rendered = render_file(path)
     out = Path(args.out)
     write(rendered, out)
@@ -59,10 +60,11 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    path = resolve_stack(args.stack)
+    config = load_stack_file(path)
     from .plan import plan
 
-    path = resolve_stack(args.stack)
-    print(plan(load_stack_file(path)), end="")
+    print(plan(config), end="")
     return 0
 
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from components.capacity.karpenter import queue_name, rule_name
-from components.capacity.karpenter_iam import INTERRUPTION_EVENTS
+from components.capacity.karpenter_iam import INTERRUPTION_EVENTS, queue_name, rule_name
 from components.capacity.plugins import KARPENTER_NAMESPACE
 from components.engines import ENGINES
 from components.engines.dynamo import FRONTEND, ROLE_NAMES
 from components.gateway.routing import EG_NAMESPACE
-from components.loadbalancer import NAMESPACE as LOAD_BALANCER_NAMESPACE
+from components.loadbalancer_iam import NAMESPACE as LOAD_BALANCER_NAMESPACE
 from components.monitoring.collection import MONITORING_NAMESPACE
 from components.naming import iam_role_name, physical
 from components.serving.litellm import NAMESPACE as LITELLM_NAMESPACE

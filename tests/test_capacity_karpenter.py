@@ -9,7 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import platform as platform_module
-from components.capacity import Capacity, CapacityArgs, karpenter_iam
+from components.capacity import karpenter_iam
+from components.capacity.component import Capacity, CapacityArgs
 from components.capacity.plugins import NEURON_SCHEDULER, karpenter_values, neuron_values, nvidia_values
 from components.model_servers import ModelsArgs
 from components.naming import SYSTEM_NODE_LABEL
@@ -246,7 +247,7 @@ def test_the_stack_exports_its_pools(dev_render):
 
 
 def test_queue_and_rule_names_are_per_cluster_and_within_aws_limits():
-    from components.capacity.karpenter import queue_name, rule_name
+    from components.capacity.karpenter_iam import queue_name, rule_name
 
     long = "a-very-long-cluster-name-for-a-team-that-likes-long-names-xyz"
     names = [rule_name(c, e) for c in ("one", "two", long) for e in karpenter_iam.INTERRUPTION_EVENTS]

@@ -77,10 +77,25 @@ def test_render_of_a_bad_stack_exits_1_with_key_paths_and_writes_nothing(tmp_pat
     assert not out.exists(), "nothing is written for an invalid stack"
 
 
-def test_validate_checks_every_stack_by_default():
-    result = run("validate")
+def test_validate_checks_every_stack_by_default_without_loading_the_pulumi_sdk():
+    """A PR check or an editor runs validate often: it reads the stack file and the rules, and none of
+    the Pulumi SDK (about 1.5 s of imports) that only a render or `pulumi up` needs."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "stacks", "validate"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "Pulumi.dev.yaml: ok" in result.stdout
+    imported = {
+        line.rpartition("|")[2].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "stacks.rules" in imported and "components.engines" in imported, "the import log is read"
+    sdk = sorted(m for m in imported if m.split(".")[0] in {"pulumi", "pulumi_aws", "pulumi_kubernetes"})
+    assert not sdk, f"validate imported the Pulumi SDK: {sdk[:5]}"
 
 
 def test_validate_prints_one_line_per_problem(tmp_path):

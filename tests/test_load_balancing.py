@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.loadbalancer import CLUSTER_TAG, controller_policy, controller_values, needs_load_balancer_controller
+from components.loadbalancer import controller_values
+from components.loadbalancer_iam import CLUSTER_TAG, controller_policy, needs_load_balancer_controller
 from components.naming import SYSTEM_NODE_LABEL
 from stacks.resolved import PlatformView
 from stacks.versions import chart

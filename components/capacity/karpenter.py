@@ -39,16 +39,6 @@ class KarpenterArgs:
     tags: dict[str, str]
 
 
-def queue_name(cluster: str) -> str:
-    """SQS names: at most 80 characters of letters, digits, - and _."""
-    return physical(cluster, "karpenter", limit=80)
-
-
-def rule_name(cluster: str, event: str) -> str:
-    """EventBridge rule names are unique per account and region: the cluster name keeps them apart."""
-    return physical(cluster, "karpenter", event, limit=64)
-
-
 def _dump(key: str, documents: dict[str, dict[str, Any]]) -> str:
     return json.dumps(documents[key])
 
@@ -98,7 +88,7 @@ class Karpenter(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         queue = aws.sqs.Queue(
             f"{name}-interruption",
-            name=queue_name(args.cluster_name),
+            name=karpenter_iam.queue_name(args.cluster_name),
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
             tags=args.tags,
@@ -113,7 +103,7 @@ class Karpenter(pulumi.ComponentResource):
         for event, pattern in karpenter_iam.INTERRUPTION_EVENTS.items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{event}",
-                name=rule_name(args.cluster_name, event),
+                name=karpenter_iam.rule_name(args.cluster_name, event),
                 event_pattern=json.dumps(pattern),
                 tags=args.tags,
                 opts=child,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.iam import AWS_MANAGED
+from components.naming import physical
 
 # The node role: worker, CNI, ECR pull and SSM, as upstream's KarpenterNodeRole.
 NODE_POLICIES = (
@@ -297,3 +298,16 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
             },
         ],
     }
+
+
+# ---- AWS names (unique per account and region: the cluster name keeps them apart) ----------------
+
+
+def queue_name(cluster: str) -> str:
+    """SQS names: at most 80 characters of letters, digits, - and _."""
+    return physical(cluster, "karpenter", limit=80)
+
+
+def rule_name(cluster: str, event: str) -> str:
+    """EventBridge rule names are unique per account and region: the cluster name keeps them apart."""
+    return physical(cluster, "karpenter", event, limit=64)

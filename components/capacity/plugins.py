@@ -13,15 +13,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-import pulumi
+from typing import TYPE_CHECKING, Any
 
 from components.naming import SYSTEM_NODE_LABEL
 from stacks.config.addons import AddonsSection, Neuron
 from stacks.resolved import NEURON_SCHEDULER, ResolvedPool
 
 from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS, needs_nvidia_device_plugin
+
+if TYPE_CHECKING:  # annotations only: this module stays importable without the Pulumi SDK
+    import pulumi
 
 KARPENTER_NAMESPACE = "kube-system"
 KARPENTER_SERVICE_ACCOUNT = "karpenter"

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
-
-import pulumi
+from typing import TYPE_CHECKING, Any
 
 from stacks.config.models import ModelSection
 from stacks.config.pools import NodePoolSection
@@ -27,6 +25,9 @@ from stacks.config.storage import StorageSection
 from stacks.sizing import BYTES_PER_PARAMETER, local_cache_gib
 
 from . import prepare
+
+if TYPE_CHECKING:  # annotations only: this module stays importable without the Pulumi SDK
+    import pulumi
 
 CACHE_ROOT = "/models"
 # Compiled Neuron artifacts: a separate tree, so weights and compiler output never mix. `_` cannot

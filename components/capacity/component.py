@@ -1,0 +1,113 @@
+"""Accelerator capacity: Karpenter, one EC2NodeClass and NodePool per `nodePools[]` entry, and the
+device plugins those pools need.
+
+`Capacity` builds the Karpenter component (components/capacity/karpenter.py), applies the pure
+manifests of components/capacity/nodepools.py after the Karpenter release (which installs their
+CRDs), and installs the NVIDIA device plugin and the AWS Neuron chart only where some pool needs
+them (components/capacity/plugins.py), with the Neuron scheduler under the name the resolved stack
+gives Neuron pods (stacks/resolved.py NEURON_SCHEDULER). It exposes the node role name and
+Karpenter's release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config.addons import AddonsSection
+from stacks.resolved import ResolvedPool
+from stacks.versions import chart
+
+from ..k8s import apply, release
+from ..naming import TOKEN
+from .karpenter import Karpenter, KarpenterArgs
+from .nodepools import ec2_node_class, node_pool
+from .plugins import (
+    needs_neuron_chart,
+    needs_nvidia_plugin,
+    neuron_values,
+    nvidia_values,
+)
+
+__all__ = ["Capacity", "CapacityArgs", "Karpenter", "KarpenterArgs"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityArgs:
+    cluster_name: str  # as in the stack file: scopes Karpenter's policies and discovery tags
+    region: str
+    pools: tuple[ResolvedPool, ...]
+    addons: AddonsSection
+    cluster: pulumi.Input[str]  # the Cluster component's name output (carries the dependency)
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+class Capacity(pulumi.ComponentResource):
+    """Karpenter, the stack's NodePools and the device plugins they need."""
+
+    node_role_name: pulumi.Output[str]
+    release: pulumi.Resource  # Karpenter's: NodePools and EC2NodeClasses wait for it
+
+    def __init__(self, name: str, args: CapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:Capacity", name, None, opts)
+        addons = args.addons
+        cluster = args.cluster_name
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+
+        karpenter = Karpenter(
+            f"{name}-karpenter",
+            KarpenterArgs(
+                cluster_name=cluster,
+                cluster=args.cluster,
+                region=args.region,
+                chart=chart("karpenter", addons.karpenter.version),
+                crd_chart=chart("karpenter-crd"),
+                provider=args.provider,
+                tags=args.tags,
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+        self.release = karpenter.release
+        self.node_role_name = karpenter.node_role_name
+
+        after_crds = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[karpenter.release]))
+        for resolved in args.pools:
+            pool = resolved.config
+            node_class = apply(
+                ec2_node_class(pool, cluster=cluster, node_role=karpenter.node_role_name, tags=args.tags),
+                after_crds,
+                name=f"{name}-nodeclass-{pool.name}",
+            )
+            apply(
+                node_pool(pool),
+                pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=[node_class])),
+                name=f"{name}-nodepool-{pool.name}",
+            )
+
+        if needs_nvidia_plugin(addons, args.pools):
+            release(
+                f"{name}-nvidia-device-plugin",
+                chart("nvidia-device-plugin", addons.nvidia_device_plugin.version),
+                release_name="nvidia-device-plugin",
+                namespace="kube-system",
+                values=nvidia_values(),
+                opts=k8s_opts,
+            )
+        if needs_neuron_chart(addons, args.pools):
+            release(
+                f"{name}-neuron",
+                chart("neuron", addons.neuron.version),
+                release_name="neuron",
+                namespace="kube-system",
+                values=neuron_values(addons.neuron),
+                opts=k8s_opts,
+            )
+        self.register_outputs(
+            {
+                "nodeRoleName": self.node_role_name,
+                "interruptionQueue": karpenter.queue_name,
+            }
+        )

@@ -1,0 +1,138 @@
+"""The front door: Envoy Gateway, the authenticated HTTPS Gateway, one route per exposed model and the
+model namespaces' network isolation.
+
+Two components, because other concerns sit between them: `GatewayController` installs Envoy Gateway
+(its chart carries the Gateway API and Envoy Gateway CRDs, which AIBrix's gateway also needs), and
+`FrontDoor` creates the objects that attach to it once the models exist (and, with `addons.litellm`,
+the LiteLLM proxy's route and SecurityPolicy under `/litellm/v1/...`). Manifests come from the pure
+builders in `routing.py` and `isolation.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config.gateway import GatewaySection
+from stacks.resolved import GATEWAY_NAMESPACE, Endpoint, GatewayParent
+from stacks.versions import Chart
+
+from ..k8s import apply, release
+from ..naming import MANAGED_BY, TOKEN
+from ..serving import litellm
+from . import isolation
+from .routing import EG_NAMESPACE, envoy_gateway_values, gateway_objects, model_routing
+
+__all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewayControllerArgs:
+    chart: Chart  # gateway-helm, pinned
+    prod: bool  # two replicas under a PDB
+    aibrix: bool  # AIBrix patches its Gateway through EnvoyPatchPolicy
+    provider: k8s.Provider
+    # What must run before Envoy Gateway creates a Gateway's LoadBalancer Service (the AWS Load
+    # Balancer Controller, whose Service webhook fails closed), and must outlive it on destroy.
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class GatewayController(pulumi.ComponentResource):
+    """Envoy Gateway (gateway-helm) in envoy-gateway-system, with its CRDs."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: GatewayControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:GatewayController", name, None, opts)
+        self.release = release(
+            f"{name}-envoy-gateway",
+            args.chart,
+            release_name="envoy-gateway",
+            namespace=EG_NAMESPACE,
+            create_namespace=True,
+            values=envoy_gateway_values(prod=args.prod, aibrix=args.aibrix),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+        )
+        self.register_outputs({"release": self.release.name})
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrontDoorArgs:
+    gateway: GatewaySection
+    provider: k8s.Provider
+    parent_gateway: GatewayParent
+    served: list[Endpoint]
+    # This stack owns the listener (its Gateway, or AIBrix's): it creates the listener's policy. A
+    # workloads stack attaches routes to its platform's listener and owns nothing of it.
+    owns_listener: bool
+    # The LiteLLM proxy runs in this stack: one more authenticated route.
+    litellm_route: bool = False
+    # Installers whose CRDs the objects need (Envoy Gateway; AIBrix when its gateway is the parent).
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    # Namespaces that already exist (created by the platform), by name.
+    namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
+    scraper_namespace: str | None = None
+    # Serving-platform controller namespaces allowed into model pods, by engine.
+    platform_namespaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The LiteLLM proxy's installer, when `addons.litellm` is on: its route waits for its namespace.
+    litellm: pulumi.Resource | None = None
+
+
+class FrontDoor(pulumi.ComponentResource):
+    """Gateway, routes, SecurityPolicies, rate limits, ReferenceGrants and NetworkPolicies."""
+
+    url: pulumi.Output[str]
+
+    def __init__(self, name: str, args: FrontDoorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:FrontDoor", name, None, opts)
+        gw, parent = args.gateway, args.parent_gateway
+        plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        namespaces = dict(args.namespaces)
+        if parent.own and parent.namespace not in namespaces:
+            namespaces[parent.namespace] = k8s.core.v1.Namespace(
+                f"{name}-ns",
+                metadata={"name": GATEWAY_NAMESPACE, "labels": {**MANAGED_BY}},
+                opts=plain,
+            )
+
+        def after(*namespaces_used: str, crds: bool = True) -> pulumi.ResourceOptions:
+            deps = [namespaces[n] for n in namespaces_used if n in namespaces]
+            return pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[*deps, *(args.depends_on if crds else [])]
+            )
+
+        exposed = [s for s in args.served if s.expose]
+        if gw.enabled or not parent.own:
+            if args.owns_listener:
+                for obj in gateway_objects(gw, parent):
+                    apply(obj, after(parent.namespace))
+            for served in exposed:
+                for obj in model_routing(gw, served, parent):
+                    apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
+            if args.litellm_route:
+                # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
+                proxy_opts = after(parent.namespace)
+                if args.litellm is not None:
+                    proxy_opts = pulumi.ResourceOptions.merge(
+                        proxy_opts, pulumi.ResourceOptions(depends_on=[args.litellm])
+                    )
+                for obj in model_routing(gw, litellm.proxy_served(), parent):
+                    apply(obj, proxy_opts)
+
+        by_namespace: dict[str, list[Endpoint]] = {}
+        for served in args.served:
+            by_namespace.setdefault(served.namespace, []).append(served)
+        gateway_namespaces = [EG_NAMESPACE] + ([] if parent.own else [parent.namespace])
+        for ns, models in sorted(by_namespace.items()):
+            for obj in isolation.namespace_policies(
+                models,
+                gateway_namespaces=gateway_namespaces if exposed else [],
+                scraper_namespace=args.scraper_namespace,
+                platform_namespaces=args.platform_namespaces,
+            ):
+                apply(obj, after(ns, crds=False))
+
+        self.url = pulumi.Output.from_input(f"https://{gw.hostname}")
+        self.register_outputs({"url": self.url})

@@ -1,0 +1,127 @@
+"""The eyes: kube-prometheus-stack (or an existing Prometheus), the accelerator exporters, one
+PodMonitor per served model (and one on the LiteLLM proxy when it runs), Grafana dashboards and
+the SLO alert rules.
+
+prometheus-adapter serves the engines' gauges to HorizontalPodAutoscalers (custom.metrics.k8s.io).
+
+With `addons.monitoring.existingPrometheus: true` nothing is installed but the PodMonitors,
+PrometheusRules and dashboard ConfigMaps (the Prometheus Operator CRDs must then already exist), and
+prometheus-adapter when `prometheusUrl` says where that Prometheus answers.
+Builders live in `collection.py` and `dashboards.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config.addons import LiteLLM
+from stacks.config.addons import Monitoring as MonitoringAddon
+from stacks.resolved import ResolvedModel
+from stacks.versions import chart
+
+from ..engines import ENGINES
+from ..k8s import apply
+from ..k8s import release as release_chart
+from ..naming import MANAGED_BY, TOKEN
+from .collection import (
+    MONITORING_NAMESPACE,
+    adapter_prometheus,
+    dcgm_exporter_values,
+    litellm_pod_monitor,
+    neuron_monitor,
+    pod_monitor,
+    prometheus_adapter_values,
+    prometheus_rule,
+    prometheus_stack_values,
+)
+from .dashboards import dashboards
+
+__all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitoringArgs:
+    addon: MonitoringAddon
+    provider: k8s.Provider
+    models: list[ResolvedModel]
+    # Accelerators of the platform's pools (their exporters) and the engines dashboards are for.
+    accelerators: frozenset[str] = frozenset()
+    dashboard_engines: frozenset[str] = frozenset()
+    # The LiteLLM proxy, when it runs in this stack: its PodMonitor.
+    litellm_addon: LiteLLM | None = None
+    namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
+    # A workloads stack: only its models' PodMonitors and rules; the platform stack owns the rest.
+    models_only: bool = False
+    # The LiteLLM proxy's installer (its namespace must exist before its PodMonitor).
+    litellm: pulumi.Resource | None = None
+
+
+class Monitoring(pulumi.ComponentResource):
+    """Prometheus, exporters, PodMonitors, dashboards and rules."""
+
+    def __init__(self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:Monitoring", name, None, opts)
+        if args.models_only:
+            self._model_monitors(args, [])
+            self.register_outputs({})
+            return
+        mon = args.addon
+        plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata={"name": MONITORING_NAMESPACE, "labels": {**MANAGED_BY}}, opts=plain
+        )
+        # An existing Prometheus's operator CRDs already exist; ours arrive with kube-prometheus-stack.
+        crd_deps: list[pulumi.Resource] = []
+
+        def release(
+            key: str, version: str | None, values: dict, depends_on: list[pulumi.Resource]
+        ) -> k8s.helm.v3.Release:
+            """A pinned chart of the catalog (`key` is also the release name) in the monitoring namespace."""
+            return release_chart(
+                f"{name}-{key}",
+                chart(key, version),
+                release_name=key,
+                namespace=MONITORING_NAMESPACE,
+                values=values,
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends_on),
+            )
+
+        if not mon.existing_prometheus:
+            crd_deps.append(release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns]))
+        prometheus = adapter_prometheus(mon)
+        if prometheus is not None:
+            workload_engines = [n for n, e in ENGINES.items() if e.FACTS.platform_workload]
+            values = prometheus_adapter_values(*prometheus, workload_engines)
+            release("prometheus-adapter", mon.adapter_version, values, [ns, *crd_deps])
+        accelerators = args.accelerators
+        if "nvidia" in accelerators:
+            release("dcgm-exporter", mon.dcgm_exporter_version, dcgm_exporter_values(), [ns, *crd_deps])
+        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns])
+        after_crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps])
+        if "neuron" in accelerators:
+            for obj in neuron_monitor():
+                apply(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
+
+        self._model_monitors(args, crd_deps)
+        if args.litellm_addon is not None:
+            deps = [*crd_deps, *([args.litellm] if args.litellm is not None else [])]
+            apply(
+                litellm_pod_monitor(args.litellm_addon),
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps),
+            )
+        engines = set(args.dashboard_engines)
+        for obj in dashboards(engines, set(accelerators)):
+            apply(obj, after_ns)
+        self.register_outputs({})
+
+    def _model_monitors(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
+        """A PodMonitor on each model's real metrics endpoint, and its SLO rules when the stack sets some."""
+        for served in args.models:
+            model_ns = [args.namespaces[served.namespace]] if served.namespace in args.namespaces else []
+            opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*model_ns, *crd_deps])
+            for maybe in (pod_monitor(served), prometheus_rule(served.config, served)):
+                if maybe is not None:
+                    apply(maybe, opts)
