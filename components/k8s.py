@@ -8,6 +8,8 @@ installs its CRD (pass it in `opts.depends_on`).
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from typing import Any
 
@@ -16,31 +18,39 @@ import pulumi_kubernetes as k8s
 
 from stacks.versions import Chart
 
-# (apiVersion, kind) -> typed resource class.
-TYPED: dict[tuple[str, str], Any] = {
-    ("v1", "Namespace"): k8s.core.v1.Namespace,
-    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
-    ("v1", "Secret"): k8s.core.v1.Secret,
-    ("v1", "Service"): k8s.core.v1.Service,
-    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
-    ("v1", "PersistentVolume"): k8s.core.v1.PersistentVolume,
-    ("v1", "PersistentVolumeClaim"): k8s.core.v1.PersistentVolumeClaim,
-    ("v1", "ResourceQuota"): k8s.core.v1.ResourceQuota,
-    ("v1", "LimitRange"): k8s.core.v1.LimitRange,
-    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
-    ("apps/v1", "StatefulSet"): k8s.apps.v1.StatefulSet,
-    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
-    ("batch/v1", "Job"): k8s.batch.v1.Job,
-    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
-    ("autoscaling/v2", "HorizontalPodAutoscaler"): k8s.autoscaling.v2.HorizontalPodAutoscaler,
-    ("networking.k8s.io/v1", "NetworkPolicy"): k8s.networking.v1.NetworkPolicy,
-    ("storage.k8s.io/v1", "StorageClass"): k8s.storage.v1.StorageClass,
-    ("rbac.authorization.k8s.io/v1", "Role"): k8s.rbac.v1.Role,
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): k8s.rbac.v1.RoleBinding,
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"): k8s.rbac.v1.ClusterRole,
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): k8s.rbac.v1.ClusterRoleBinding,
-    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
+# (apiVersion, kind) -> the typed resource class's path under pulumi_kubernetes, looked up on first
+# use: each API group's module is large, and a program (or a test) pays only for the kinds it applies.
+TYPED: dict[tuple[str, str], str] = {
+    ("v1", "Namespace"): "core.v1.Namespace",
+    ("v1", "ConfigMap"): "core.v1.ConfigMap",
+    ("v1", "Secret"): "core.v1.Secret",
+    ("v1", "Service"): "core.v1.Service",
+    ("v1", "ServiceAccount"): "core.v1.ServiceAccount",
+    ("v1", "PersistentVolume"): "core.v1.PersistentVolume",
+    ("v1", "PersistentVolumeClaim"): "core.v1.PersistentVolumeClaim",
+    ("v1", "ResourceQuota"): "core.v1.ResourceQuota",
+    ("v1", "LimitRange"): "core.v1.LimitRange",
+    ("apps/v1", "Deployment"): "apps.v1.Deployment",
+    ("apps/v1", "StatefulSet"): "apps.v1.StatefulSet",
+    ("apps/v1", "DaemonSet"): "apps.v1.DaemonSet",
+    ("batch/v1", "Job"): "batch.v1.Job",
+    ("policy/v1", "PodDisruptionBudget"): "policy.v1.PodDisruptionBudget",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "autoscaling.v2.HorizontalPodAutoscaler",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "networking.v1.NetworkPolicy",
+    ("storage.k8s.io/v1", "StorageClass"): "storage.v1.StorageClass",
+    ("rbac.authorization.k8s.io/v1", "Role"): "rbac.v1.Role",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "rbac.v1.RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "rbac.v1.ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "rbac.v1.ClusterRoleBinding",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "scheduling.v1.PriorityClass",
 }
+
+
+@functools.cache
+def typed_class(api_version: str, kind: str) -> Any:
+    """The typed resource class for a core kind, or None for a custom resource."""
+    path = TYPED.get((api_version, kind))
+    return operator.attrgetter(path)(k8s) if path else None
 
 
 def _snake(key: str) -> str:
@@ -58,7 +68,7 @@ def apply(obj: dict[str, Any], opts: pulumi.ResourceOptions, name: str | None = 
     """Register `obj` (which must carry metadata.name) with the options given."""
     api_version, kind = obj["apiVersion"], obj["kind"]
     resource_name = name or logical_name(obj)
-    cls = TYPED.get((api_version, kind))
+    cls = typed_class(api_version, kind)
     if cls is None:
         return k8s.apiextensions.CustomResource(
             resource_name,

@@ -14,6 +14,8 @@ The schema directory is read from INFERENCE_PLATFORM_SCHEMAS (CI: ../shared/sche
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
@@ -172,12 +174,36 @@ def crd_files(root: Path) -> dict[tuple[str, str], list[Path]]:
     return index
 
 
+# Parsed CRDs kept as JSON, shared by the processes of one machine (the test workers, a second run):
+# parsing a megabyte-sized CRD as YAML takes a quarter of a second, reading it back as JSON a
+# hundredth. A file's key is its path, size and modification time, so an edited CRD is parsed anew.
+CRD_CACHE = Path(__file__).resolve().parent.parent / "build" / "crd-json"
+
+
+def crd_documents(path: Path) -> list[Any]:
+    """The YAML documents of one CRD file, through the JSON cache."""
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}".encode()).hexdigest()[:24]
+    cached = CRD_CACHE / f"{key}.json"
+    try:
+        return json.loads(cached.read_text())
+    except (OSError, ValueError):
+        pass
+    docs = list(yaml.load_all(path.read_text(), Loader=_LOADER))
+    with contextlib.suppress(OSError):  # a read-only checkout still validates, only slower
+        CRD_CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(docs))
+        tmp.replace(cached)
+    return docs
+
+
 @cache
 def crd_schemas(root: Path, group: str, version: str, kind: str) -> list[tuple[str, dict[str, Any]]]:
     """[(source file, strict openAPIV3Schema)] of every CRD under root serving group/version kind."""
     found = []
     for path in crd_files(root).get((group, kind), []):
-        for doc in yaml.load_all(path.read_text(), Loader=_LOADER):
+        for doc in crd_documents(path):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
             for ver in doc["spec"].get("versions", []):

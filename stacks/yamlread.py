@@ -122,11 +122,37 @@ class _TooDeepError(Exception):
         self.path = path
 
 
-class _Composer(yaml.SafeLoader):
-    """PyYAML's composer, remembering explicit tags, bounding depth and tracking the current path."""
+class _PythonEvents(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+    """The pure-Python parser's events (PyYAML built without libyaml)."""
 
     def __init__(self, text: str) -> None:
-        super().__init__(text)
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+
+
+_LibyamlEvents: Any
+try:  # libyaml's scanner and parser, in C: a fifth of the pure-Python parser's time
+    from yaml._yaml import CParser as _LibyamlEvents
+except ImportError:  # pragma: no cover - a PyYAML wheel without libyaml
+    _LibyamlEvents = None
+
+
+class _ComposerBase(yaml.composer.Composer, yaml.resolver.Resolver):
+    """PyYAML's composer over a parser's events, remembering explicit tags, bounding depth and
+    tracking the current path. The composer comes before the event source in each subclass, so its
+    Python compose_node (and the override below) runs, never libyaml's own composer."""
+
+    EVENTS: Any = None  # the event source class, the subclass's second base
+    # Provided by the event source (annotations only: nothing here shadows it).
+    check_event: Any
+    peek_event: Any
+    dispose: Any
+
+    def __init__(self, text: str) -> None:
+        self.EVENTS.__init__(self, text)
+        yaml.composer.Composer.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
         self.tags: dict[int, str] = {}
         self.path: list[str | int] = []
         self.error_path: Path_ | None = None  # where composing stopped, for a syntax error
@@ -159,6 +185,17 @@ class _Composer(yaml.SafeLoader):
                 self.path.pop()
 
 
+class _PythonComposer(_ComposerBase, _PythonEvents):
+    EVENTS = _PythonEvents
+
+
+COMPOSERS: dict[str, type[_ComposerBase]] = {"python": _PythonComposer}
+if _LibyamlEvents is not None:
+    COMPOSERS["libyaml"] = type("_LibyamlComposer", (_ComposerBase, _LibyamlEvents), {"EVENTS": _LibyamlEvents})
+# Both read a stack file the same way (tests/test_yamlread.py holds them to it); libyaml is faster.
+PARSER = "libyaml" if "libyaml" in COMPOSERS else "python"
+
+
 _UNPRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -181,14 +218,17 @@ def _unprintable(text: str, exc: yaml.YAMLError) -> YamlProblem:
     )
 
 
-def parse(text: str) -> Document:
-    """YAML text -> a Document (YamlReadError with every problem found)."""
+def parse(text: str, parser: str = PARSER) -> Document:
+    """YAML text -> a Document (YamlReadError with every problem found). `parser` picks the event
+    source: "libyaml" (C, the default where PyYAML has it) or "python"."""
     try:
-        loader = _Composer(text)
+        loader = COMPOSERS[parser](text)
     except yaml.YAMLError as exc:  # ReaderError: a character YAML does not allow
         raise YamlReadError([_unprintable(text, exc)]) from None
     try:
         node = loader.get_single_node()
+    except yaml.reader.ReaderError as exc:  # libyaml reads as it parses: the same refusal, found later
+        raise YamlReadError([_unprintable(text, exc)]) from None
     except _TooDeepError as exc:
         raise YamlReadError(
             [
@@ -326,7 +366,7 @@ class _Builder:
             self.active.discard(id(node))
 
     def scalar(self, node: ScalarNode, path: Path_) -> Any:
-        if node.style is not None:  # quoted, literal or folded: always a string
+        if node.style:  # quoted, literal or folded: always a string (plain is None, or "" from libyaml)
             return node.value
         kind, value = resolve_plain(node.value)
         if kind == "timestamp":
@@ -345,7 +385,7 @@ class _Builder:
     def key(self, node: Node, path: Path_) -> str | None:
         """A mapping key as a string, or None (reported) when it is not one."""
         if isinstance(node, ScalarNode) and id(node) not in self.tags:
-            if node.style is not None:
+            if node.style:
                 return node.value
             kind, value = resolve_plain(node.value)
             if kind in ("str", "merge"):
@@ -376,7 +416,7 @@ class _Builder:
             key = self.key(key_node, path)
             if key is None:
                 continue
-            if key == "<<" and key_node.style is None:
+            if key == "<<" and not key_node.style:
                 merges.append((key_node, value_node))
                 continue
             line = key_node.start_mark.line + 1

@@ -168,3 +168,15 @@ def test_the_values_check_catches_a_key_the_chart_does_not_have():
 def test_the_core_check_catches_a_misspelled_field():
     bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "dta": {}}
     assert conformance.validate_core(bad, "1.34")
+
+
+def test_parsed_crds_are_cached_as_json_and_an_edited_file_is_parsed_anew(tmp_path, monkeypatch):
+    monkeypatch.setattr(conformance, "CRD_CACHE", tmp_path / "cache")
+    crd = tmp_path / "crd.yaml"
+    crd.write_text("kind: CustomResourceDefinition\nspec:\n  versions:\n  - name: v1\n    served: true\n")
+    first = conformance.crd_documents(crd)
+    assert first == [{"kind": "CustomResourceDefinition", "spec": {"versions": [{"name": "v1", "served": True}]}}]
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+    assert conformance.crd_documents(crd) == first, "read back from the cache"
+    crd.write_text("kind: CustomResourceDefinition\nspec:\n  versions:\n  - name: v2\n    served: false\n")
+    assert conformance.crd_documents(crd)[0]["spec"]["versions"] == [{"name": "v2", "served": False}]

@@ -71,6 +71,23 @@ def test_bidirectional_overrides_and_zero_width_characters_are_refused():
     refused(s, "models[0].engineArgs[0]", "U+200B")
 
 
+def test_the_fast_path_of_the_character_check_skips_no_refused_character():
+    """text_problem scans character by character only when str.isprintable() is False: that holds
+    for every character of a refused category (checked over the Basic Multilingual Plane, and for the
+    planes' private-use and format characters), so a printable value cannot hide one."""
+    import sys
+    import unicodedata
+
+    from stacks.config.base import _REFUSED_CATEGORIES, text_problem
+
+    chars = [*map(chr, range(0x10000)), "\U000E0001", "\U000F0000", "\U0010FFFD"]
+    refused = [c for c in chars if unicodedata.category(c) in _REFUSED_CATEGORIES]
+    assert {unicodedata.category(c) for c in refused} == set(_REFUSED_CATEGORIES)
+    assert not [c for c in refused if c.isprintable()]
+    assert all(text_problem(f"a{c}b") for c in refused[:: max(1, len(refused) // 200)])
+    assert text_problem("x" * 5_000_000) is None and sys.maxunicode >= 0x10FFFD
+
+
 def test_leading_or_trailing_whitespace_is_refused_never_stripped():
     s = dev()
     s["gateway"]["hostname"] = "inference.dev.example.com "

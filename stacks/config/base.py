@@ -71,10 +71,14 @@ def text_problem(value: str) -> str | None:
     """Why a stack-file string cannot be used as written, or None."""
     if value == "":
         return "is an empty string: give a value, or remove the key (or list item) to use the default"
-    for i, char in enumerate(value):
-        kind = _REFUSED_CATEGORIES.get(unicodedata.category(char))
-        if kind:
-            return f"holds {kind} (U+{ord(char):04X}) at position {i}: values are used byte for byte, so remove it"
+    # str.isprintable() is False for every refused category (all are Unicode "Other" or "Separator"),
+    # so the per-character scan runs only on the rare value that holds one: a 5 MB value costs
+    # milliseconds, not seconds.
+    if not value.isprintable():
+        for i, char in enumerate(value):
+            kind = _REFUSED_CATEGORIES.get(unicodedata.category(char))
+            if kind:
+                return f"holds {kind} (U+{ord(char):04X}) at position {i}: values are used byte for byte, so remove it"
     if value != value.strip():
         return (
             f"{shown(value)} has leading or trailing whitespace: values are used exactly as written, never "
