@@ -8,6 +8,7 @@ line naming the file (a safety net: each refusal belongs at its cause, in the lo
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -130,7 +131,9 @@ def cmd_changed(args: argparse.Namespace) -> int:
     return changed(args.base, args.head)
 
 
+@functools.cache
 def parser() -> argparse.ArgumentParser:
+    """The command line, built once a process (parse_args leaves it unchanged)."""
     p = argparse.ArgumentParser(prog="python -m stacks", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check stack files without rendering")

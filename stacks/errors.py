@@ -83,19 +83,25 @@ class ConfigError(Exception):
         return "\n".join(lines)
 
 
-def _part(part: str) -> str:
-    return part if len(part) <= SHOWN_CHARS else f"{part[:SHOWN_CHARS]}…"
+_PLAIN_KEY = re.compile(r"[^\s'\"\[\]]+")
+
+
+def member(part: str | int) -> str:
+    """One step of a key path: `.name`, `[2]`, or `['']` for a key that cannot be written bare (empty,
+    or holding a space, a quote, a bracket or an unprintable character, shown escaped); a long key is
+    cut to a short prefix."""
+    if isinstance(part, int):
+        return f"[{part}]"
+    cut = part if len(part) <= SHOWN_CHARS else f"{part[:SHOWN_CHARS]}…"
+    if _PLAIN_KEY.fullmatch(part) and part.isprintable():
+        return f".{cut}"
+    return f"[{cut!r}]"
 
 
 def key_path(loc: tuple[str | int, ...] | list[str | int]) -> str:
     """('models', 2, 'resources', 'gpu') -> 'inference-platform:models[2].resources.gpu'."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + _part(part)
-    return f"{PROJECT}:{out}" if out else PROJECT
+    out = "".join(member(part) for part in loc)
+    return f"{PROJECT}:{out.removeprefix('.')}" if out else PROJECT
 
 
 def normalized(word: str) -> str:

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from . import rules
 from .config import PROJECT, SECTIONS, StackConfig
-from .errors import ConfigError, Problem, did_you_mean, key_path, problems_from, short
+from .errors import ConfigError, Problem, did_you_mean, key_path, member, problems_from, short
 from .exports import PlatformSource, supplied
 from .regions import region as aws_region
 from .regions import regions as aws_regions
@@ -103,6 +103,8 @@ _INTERPOLATION = re.compile(r"\$\{[^}]*\}")
 def config_key(raw: str) -> tuple[str, str] | None:
     """A stack file's config key -> (namespace, name) as Pulumi reads it; None if Pulumi cannot."""
     colons = raw.count(":")
+    if not raw or raw.endswith(":"):
+        return None  # no name
     if colons == 0:
         return PROJECT, raw
     if colons == 1:
@@ -116,7 +118,7 @@ def config_key(raw: str) -> tuple[str, str] | None:
 
 
 def _rel(parts: list[str | int]) -> str:
-    return key_path(parts).removeprefix(f"{PROJECT}:") if parts else ""
+    return "".join(member(part) for part in parts).removeprefix(".")
 
 
 def _doc_path(path: tuple[str | int, ...]) -> str:
@@ -128,7 +130,7 @@ def _doc_path(path: tuple[str | int, ...]) -> str:
     raw = path[1]
     parsed = config_key(raw) if isinstance(raw, str) else None
     if parsed is None:
-        return f"config.{_rel(list(path[1:]))}"
+        return "config" + "".join(member(part) for part in path[1:])
     ns, name = parsed
     return f"{ns}:{_rel([name, *path[2:]])}"
 
@@ -166,9 +168,9 @@ def sort_config(config: dict[Any, Any], source: str, lines: Callable[[str], int 
         if parsed is None:
             problems.append(
                 Problem(
-                    f"config.{raw}",
+                    "config" + member(raw),
                     "is not a Pulumi config key: Pulumi reads `namespace:name` (a key without a namespace is "
-                    f"the project's, `{PROJECT}:<name>`), and refuses a key with more colons",
+                    f"the project's, `{PROJECT}:<name>`), and refuses an empty name or a key with more colons",
                 )
             )
             continue

@@ -510,3 +510,26 @@ def test_a_section_without_a_value_is_a_warning_not_silence(tmp_path):
     assert "inference-platform:gateway: has no value (Pulumi warns too); the section's defaults apply" in [
         str(w) for w in warnings
     ]
+
+
+def test_a_key_that_cannot_be_written_bare_is_shown_quoted_in_its_key_path():
+    from stacks.errors import key_path
+
+    assert key_path(["models", 0, "labels", "a b"]) == "inference-platform:models[0].labels['a b']"
+    assert key_path(["cluster", "a\x07b"]) == "inference-platform:cluster['a\\x07b']"
+    assert key_path([""]) == "inference-platform:['']" and key_path(["gateway"]) == "inference-platform:gateway"
+    assert key_path(["models", 0, "labels", "app.kubernetes.io/name"]).endswith(".labels.app.kubernetes.io/name")
+
+
+def test_an_empty_key_is_refused_by_its_place_never_as_the_bare_namespace(tmp_path):
+    top = _write(tmp_path, '"": x\n' + MINIMAL, "top")
+    with pytest.raises(ConfigError) as exc:
+        load.load_stack_file(top)
+    assert [p.path for p in exc.value.problems] == ["['']"]
+    for key in ('""', '"aws:"', '"inference-platform:"'):
+        nested = _write(tmp_path, MINIMAL + f"  {key}: 1\n", "nested")
+        with pytest.raises(ConfigError) as exc:
+            load.load_stack_file(nested)
+        paths = [p.path for p in exc.value.problems]
+        assert paths and all(p.startswith("config") for p in paths), (key, paths)
+        assert "empty name" in str(exc.value)

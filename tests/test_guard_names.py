@@ -80,7 +80,7 @@ def test_the_fast_path_of_the_character_check_skips_no_refused_character():
 
     from stacks.config.base import _REFUSED_CATEGORIES, text_problem
 
-    chars = [*map(chr, range(0x10000)), "\U000E0001", "\U000F0000", "\U0010FFFD"]
+    chars = [*map(chr, range(0x10000)), "\U000e0001", "\U000f0000", "\U0010fffd"]
     refused = [c for c in chars if unicodedata.category(c) in _REFUSED_CATEGORIES]
     assert {unicodedata.category(c) for c in refused} == set(_REFUSED_CATEGORIES)
     assert not [c for c in refused if c.isprintable()]

@@ -13,6 +13,7 @@ and letters).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import unicodedata
@@ -95,6 +96,12 @@ def _holds_model(annotation: Any) -> bool:
     return any(_holds_model(arg) for arg in get_args(annotation))
 
 
+@functools.cache
+def _fields_holding_models(model: type[BaseModel]) -> dict[str, bool]:
+    """A model's keys (as written in the stack file) -> whether the field holds a nested model."""
+    return {(f.alias or n): _holds_model(f.annotation) for n, f in model.model_fields.items()}
+
+
 def _walk(value: Any, loc: tuple[str | int, ...], out: list[tuple[tuple[str | int, ...], str, Any]]) -> None:
     if isinstance(value, str):
         if (why := text_problem(value)) is not None:
@@ -140,15 +147,15 @@ class Strict(BaseModel):
         if not isinstance(data, dict):
             return handler(data)
         found: list[tuple[tuple[str | int, ...], str, Any]] = []
-        fields = {(f.alias or n): f for n, f in cls.model_fields.items()}
+        fields = _fields_holding_models(cls)
         for key, value in data.items():
             if isinstance(key, str) and (why := text_problem(key)) is not None:
                 found.append(((key,), f"(the key) {why}", key))
                 continue
-            field = fields.get(key) if isinstance(key, str) else None
-            if field is None:
+            holds_model = fields.get(key) if isinstance(key, str) else None
+            if holds_model is None:
                 continue  # an unknown key: refused as such
-            if _holds_model(field.annotation):
+            if holds_model:
                 # Nested models check their own strings; a list of them may still hold plain items.
                 if isinstance(value, list):
                     for i, item in enumerate(value):
