@@ -8,7 +8,8 @@ gateway; without the controller that Service never gets a load balancer. This mo
   kube-system/aws-load-balancer-controller) carrying the controller's documented policy,
   `controller_policy()`: the statements of kubernetes-sigs/aws-load-balancer-controller
   `docs/install/iam_policy.json` at the chart's appVersion (v3.5.0), with the upstream conditions
-  that confine every mutating call to resources tagged `elbv2.k8s.aws/cluster`;
+  that confine changes to resources tagged `elbv2.k8s.aws/cluster`, scoped further to this account,
+  region and VPC (components/loadbalancer_iam.py says how);
 - the `aws-load-balancer-controller` chart from https://aws.github.io/eks-charts on the system nodes,
   with `clusterName`, `region` and `vpcId` set (no instance metadata lookups) and two replicas under
   a PodDisruptionBudget: its Service webhook fails closed, so it must stay up.
@@ -80,11 +81,13 @@ class LoadBalancerController(pulumi.ComponentResource):
             tags=args.tags,
             parent=self,
         )
-        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        document = pulumi.Output.all(podidentity.scope(args.cluster_name, self), args.vpc_id).apply(
+            lambda v: json.dumps(controller_policy(v[0], v[1]))
+        )
         policy = aws.iam.Policy(
             f"{name}-policy",
             name=physical("aws-load-balancer-controller", args.cluster_name, limit=128),
-            policy=partition.partition.apply(lambda p: json.dumps(controller_policy(p))),
+            policy=document,
             tags=args.tags,
             opts=child,
         )

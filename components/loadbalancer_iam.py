@@ -12,6 +12,8 @@ from typing import Any
 from stacks.config.addons import AddonsSection
 from stacks.config.gateway import GatewaySection
 
+from .iam import Scope
+
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 # The tag the controller puts on every load balancer, target group and security group it creates.
@@ -25,7 +27,7 @@ def needs_load_balancer_controller(addons: AddonsSection, gateway: GatewaySectio
     return gateway.enabled or addons.aibrix.enabled
 
 
-# ---- IAM policy (docs/install/iam_policy.json, v3.5.0) ----------------------------------------
+# ---- IAM policy (upstream docs/install/iam_policy.json at v3.5.0, scoped further) ---------------
 
 _DESCRIBE = [
     *(
@@ -69,8 +71,11 @@ _DESCRIBE = [
     ),
 ]
 
-# Certificates, WAF and Shield the controller looks up or attaches when an Ingress/Service asks.
-_INTEGRATIONS = [
+# Certificates, WAF, Shield and Cognito the controller looks up when a Service or Ingress names them:
+# upstream's read-only calls. Its mutating ones (wafv2/waf-regional Associate/DisassociateWebACL,
+# shield Create/DeleteProtection) serve Ingress and Shield Advanced annotations the platform never
+# sets (its Services get an NLB, which takes no web ACL), so they are not granted.
+_LOOKUPS = [
     "cognito-idp:DescribeUserPoolClient",
     "acm:ListCertificates",
     "acm:DescribeCertificate",
@@ -78,16 +83,10 @@ _INTEGRATIONS = [
     "iam:GetServerCertificate",
     "waf-regional:GetWebACL",
     "waf-regional:GetWebACLForResource",
-    "waf-regional:AssociateWebACL",
-    "waf-regional:DisassociateWebACL",
     "wafv2:GetWebACL",
     "wafv2:GetWebACLForResource",
-    "wafv2:AssociateWebACL",
-    "wafv2:DisassociateWebACL",
     "shield:GetSubscriptionState",
     "shield:DescribeProtection",
-    "shield:CreateProtection",
-    "shield:DeleteProtection",
 ]
 
 _MODIFY_OWNED = [
@@ -120,19 +119,26 @@ _LISTENER_CHANGES = [
 ]
 
 
-def controller_policy(partition: str = "aws") -> dict[str, Any]:
-    """The controller's IAM policy document: upstream's statements and conditions, in this partition.
+def controller_policy(scope: Scope, vpc_id: str) -> dict[str, Any]:
+    """The controller's IAM policy document: upstream's statements and tag conditions, scoped further.
 
     Creating load balancers, target groups and security groups needs the request to carry the
     cluster tag; modifying, tagging or deleting them needs the resource to carry it already (the
-    `Null` conditions), so the controller cannot touch load balancers it did not create.
+    `Null` conditions), so the controller cannot touch load balancers it did not create. Beyond
+    upstream: every ARN names this account and region instead of `*`; the security-group ingress
+    rules it opens for its targets, and the groups it creates, are those of this cluster's VPC only
+    (`ec2:Vpc`); it registers targets only into target groups it tagged; the service-linked role it
+    may create is Elastic Load Balancing's own; the mutating WAF and Shield calls are left out (above).
     """
     requested = {f"aws:RequestTag/{CLUSTER_TAG}": "false"}  # the request sets the tag
     owned = {f"aws:ResourceTag/{CLUSTER_TAG}": "false"}  # the resource has the tag
     retag = {"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "true", f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
-    sg = f"arn:{partition}:ec2:*:*:security-group/*"
-    elb = f"arn:{partition}:elasticloadbalancing:*:*"
-    balancers = [f"{elb}:targetgroup/*/*", f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"]
+    p, region, account = scope.partition, scope.region, scope.account
+    sg = f"arn:{p}:ec2:{region}:{account}:security-group/*"
+    vpc = f"arn:{p}:ec2:{region}:{account}:vpc/{vpc_id}"
+    elb = f"arn:{p}:elasticloadbalancing:{region}:{account}"
+    target_groups = f"{elb}:targetgroup/*/*"
+    balancers = [target_groups, f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"]
     listeners = [
         f"{elb}:listener/net/*/*/*",
         f"{elb}:listener/app/*/*/*",
@@ -141,43 +147,64 @@ def controller_policy(partition: str = "aws") -> dict[str, Any]:
     ]
     statements: list[dict[str, Any]] = [
         {
+            "Sid": "CreateTheLoadBalancingServiceLinkedRole",
             "Effect": "Allow",
             "Action": ["iam:CreateServiceLinkedRole"],
-            "Resource": "*",
+            "Resource": (
+                f"arn:{p}:iam::{account}:role/aws-service-role/elasticloadbalancing.amazonaws.com/"
+                "AWSServiceRoleForElasticLoadBalancing"
+            ),
             "Condition": {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
         },
-        {"Effect": "Allow", "Action": list(_DESCRIBE), "Resource": "*"},
-        {"Effect": "Allow", "Action": list(_INTEGRATIONS), "Resource": "*"},
+        {"Sid": "DescribeNetworkAndLoadBalancers", "Effect": "Allow", "Action": list(_DESCRIBE), "Resource": "*"},
+        {"Sid": "LookUpCertificatesAndProtections", "Effect": "Allow", "Action": list(_LOOKUPS), "Resource": "*"},
         {
+            "Sid": "OpenTargetPortsInThisVpc",
             "Effect": "Allow",
             "Action": ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
-            "Resource": "*",
+            "Resource": sg,
+            "Condition": {"ArnEquals": {"ec2:Vpc": vpc}},
         },
-        {"Effect": "Allow", "Action": ["ec2:CreateSecurityGroup"], "Resource": "*"},
         {
+            "Sid": "CreateSecurityGroupsInThisVpc",
+            "Effect": "Allow",
+            "Action": ["ec2:CreateSecurityGroup"],
+            "Resource": [sg, vpc],
+        },
+        {
+            "Sid": "TagSecurityGroupsOnCreate",
             "Effect": "Allow",
             "Action": ["ec2:CreateTags"],
             "Resource": sg,
             "Condition": {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, "Null": requested},
         },
-        {"Effect": "Allow", "Action": ["ec2:CreateTags", "ec2:DeleteTags"], "Resource": sg, "Condition": retag},
         {
+            "Sid": "RetagOwnedSecurityGroups",
+            "Effect": "Allow",
+            "Action": ["ec2:CreateTags", "ec2:DeleteTags"],
+            "Resource": sg,
+            "Condition": retag,
+        },
+        {
+            "Sid": "ChangeOwnedSecurityGroups",
             "Effect": "Allow",
             "Action": [
                 "ec2:AuthorizeSecurityGroupIngress",
                 "ec2:RevokeSecurityGroupIngress",
                 "ec2:DeleteSecurityGroup",
             ],
-            "Resource": "*",
+            "Resource": sg,
             "Condition": {"Null": owned},
         },
         {
+            "Sid": "CreateTaggedLoadBalancers",
             "Effect": "Allow",
             "Action": ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
-            "Resource": "*",
+            "Resource": balancers,
             "Condition": {"Null": requested},
         },
         {
+            "Sid": "ManageListenersAndRules",
             "Effect": "Allow",
             "Action": [
                 "elasticloadbalancing:CreateListener",
@@ -185,21 +212,30 @@ def controller_policy(partition: str = "aws") -> dict[str, Any]:
                 "elasticloadbalancing:CreateRule",
                 "elasticloadbalancing:DeleteRule",
             ],
-            "Resource": "*",
+            "Resource": [*balancers, *listeners],
         },
         {
+            "Sid": "RetagOwnedLoadBalancers",
             "Effect": "Allow",
             "Action": ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
             "Resource": balancers,
             "Condition": retag,
         },
         {
+            "Sid": "TagListenersAndRules",
             "Effect": "Allow",
             "Action": ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
             "Resource": listeners,
         },
-        {"Effect": "Allow", "Action": list(_MODIFY_OWNED), "Resource": "*", "Condition": {"Null": owned}},
         {
+            "Sid": "ChangeOwnedLoadBalancers",
+            "Effect": "Allow",
+            "Action": list(_MODIFY_OWNED),
+            "Resource": balancers,
+            "Condition": {"Null": owned},
+        },
+        {
+            "Sid": "TagLoadBalancersOnCreate",
             "Effect": "Allow",
             "Action": ["elasticloadbalancing:AddTags"],
             "Resource": balancers,
@@ -209,10 +245,17 @@ def controller_policy(partition: str = "aws") -> dict[str, Any]:
             },
         },
         {
+            "Sid": "RegisterTargetsInOwnedTargetGroups",
             "Effect": "Allow",
             "Action": ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
-            "Resource": f"{elb}:targetgroup/*/*",
+            "Resource": target_groups,
+            "Condition": {"Null": owned},
         },
-        {"Effect": "Allow", "Action": list(_LISTENER_CHANGES), "Resource": "*"},
+        {
+            "Sid": "ChangeListenersAndRules",
+            "Effect": "Allow",
+            "Action": list(_LISTENER_CHANGES),
+            "Resource": [*balancers, *listeners],
+        },
     ]
     return {"Version": "2012-10-17", "Statement": statements}

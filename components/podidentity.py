@@ -12,13 +12,24 @@ from . import iam
 from .naming import iam_role_name
 
 
+def scope(cluster: str, parent: pulumi.Resource) -> pulumi.Output[iam.Scope]:
+    """This cluster's account, region and partition, as the provider reports them."""
+    invoke = pulumi.InvokeOutputOptions(parent=parent)
+    return pulumi.Output.all(
+        aws.get_caller_identity_output(opts=invoke).account_id,
+        aws.get_region_output(opts=invoke).region,
+        aws.get_partition_output(opts=invoke).partition,
+    ).apply(lambda v: iam.Scope(cluster=cluster, account=v[0], region=v[1], partition=v[2]))
+
+
 def role(name: str, *, cluster: str, purpose: str, tags: dict[str, str], parent: pulumi.Resource) -> aws.iam.Role:
-    """A role only the EKS Pod Identity agent may assume (and tag the session of), named after the
-    cluster and its purpose; its permissions are attached by the caller."""
+    """A role only EKS Pod Identity may assume (and tag the session of), for this account and a Pod
+    Identity association of this cluster, named after the cluster and its purpose; its permissions
+    are attached by the caller."""
     return aws.iam.Role(
         name,
         name=iam_role_name(cluster, purpose),
-        assume_role_policy=json.dumps(iam.pod_identity_trust()),
+        assume_role_policy=scope(cluster, parent).apply(lambda s: json.dumps(iam.pod_identity_trust(s))),
         tags=tags,
         opts=pulumi.ResourceOptions(parent=parent),
     )

@@ -12,6 +12,7 @@ from components import platform as platform_module
 from components.capacity import karpenter_iam
 from components.capacity.component import Capacity, CapacityArgs
 from components.capacity.plugins import NEURON_SCHEDULER, karpenter_values, neuron_values, nvidia_values
+from components.iam import Scope
 from components.model_servers import ModelsArgs
 from components.naming import SYSTEM_NODE_LABEL
 from components.platform import Platform, PlatformArgs
@@ -57,8 +58,8 @@ def capacity_releases(mocks: RecordingMocks, sections: dict[str, Any]) -> dict[s
     return {r.inputs["name"]: r for r in capacity_records(mocks, sections) if r.type == RELEASE}
 
 
-def scope() -> karpenter_iam.Scope:
-    return karpenter_iam.Scope(cluster=CLUSTER, region="us-west-2", account="123456789012")
+def scope() -> Scope:
+    return Scope(cluster=CLUSTER, region="us-west-2", account="123456789012")
 
 
 def all_statements(docs: dict) -> list[dict]:

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from components.iam import Scope
 from components.loadbalancer import controller_values
 from components.loadbalancer_iam import CLUSTER_TAG, controller_policy, needs_load_balancer_controller
 from components.naming import SYSTEM_NODE_LABEL
+from stacks.mocks import ACCOUNT
 from stacks.resolved import PlatformView
 from stacks.versions import chart
 from tests.builders import resolved_stack
@@ -57,7 +59,9 @@ def test_the_controllers_role_is_reached_through_pod_identity_for_its_service_ac
     trust = json.loads(role.inputs["assumeRolePolicy"])
     assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     policy = json.loads(rec.named("aws:iam/policy:Policy", "platform-load-balancer-controller-policy").inputs["policy"])
-    assert policy == controller_policy("aws"), "the documented policy, not a wildcard"
+    dev_vpc = rec.of_type("aws:ec2/vpc:Vpc")[0].outputs["arn"].rpartition("/")[2]
+    expected = controller_policy(Scope(cluster="inference-dev", region="us-west-2", account=ACCOUNT), dev_vpc)
+    assert policy == expected, "the scoped policy for this account, region and VPC"
     rel = release(dev_render, LBC)
     assert assoc.urn in rel.depends_on, "credentials exist before the controller starts"
 
@@ -96,15 +100,22 @@ def test_a_cluster_that_already_runs_a_controller_can_turn_it_off(dev):
     assert not _needs(dev), "the cluster's own controller serves the NLB"
 
 
-# ---- the IAM policy (docs/install/iam_policy.json at v3.5.0) -----------------------------------
+# ---- the IAM policy (docs/install/iam_policy.json at v3.5.0, scoped further) ---------------------
+
+SCOPE = Scope(cluster="inference-dev", region="us-west-2", account=ACCOUNT)
+VPC = "vpc-0abc"
+
+
+def _policy(scope: Scope = SCOPE) -> dict[str, Any]:
+    return controller_policy(scope, VPC)
 
 
 def _statements(*actions: str) -> list[dict[str, Any]]:
-    return [s for s in controller_policy()["Statement"] if set(actions) & set(s["Action"])]
+    return [s for s in _policy()["Statement"] if set(actions) & set(s["Action"])]
 
 
 def test_the_policy_lets_it_build_an_nlb_with_an_acm_certificate():
-    granted = {a for s in controller_policy()["Statement"] for a in s["Action"]}
+    granted = {a for s in _policy()["Statement"] for a in s["Action"]}
     needed = {
         "elasticloadbalancing:CreateLoadBalancer",
         "elasticloadbalancing:CreateTargetGroup",
@@ -121,7 +132,9 @@ def test_the_policy_lets_it_build_an_nlb_with_an_acm_certificate():
         "iam:CreateServiceLinkedRole",
     }
     assert needed <= granted, needed - granted
-    assert len(controller_policy()["Statement"]) == 16, "upstream's sixteen statements"
+    assert len(_policy()["Statement"]) == 16, "upstream's sixteen statements"
+    mutating = {"wafv2:AssociateWebACL", "waf-regional:AssociateWebACL", "shield:CreateProtection"}
+    assert not mutating & granted, "Ingress and Shield Advanced features the platform never uses"
 
 
 def test_creating_load_balancers_requires_the_cluster_tag_on_the_request():
@@ -142,15 +155,32 @@ def test_changing_or_deleting_load_balancers_and_security_groups_requires_the_cl
 def test_the_service_linked_role_is_only_elastic_load_balancings():
     (slr,) = _statements("iam:CreateServiceLinkedRole")
     assert slr["Condition"] == {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}
+    assert slr["Resource"].endswith(
+        ":role/aws-service-role/elasticloadbalancing.amazonaws.com/AWSServiceRoleForElasticLoadBalancing"
+    )
 
 
-def test_resource_arns_follow_the_partition():
+def test_security_group_changes_stay_in_this_vpc_and_targets_go_only_into_owned_target_groups():
+    vpc = f"arn:aws:ec2:us-west-2:{ACCOUNT}:vpc/{VPC}"
+    unowned = [s for s in _statements("ec2:AuthorizeSecurityGroupIngress") if "Null" not in s.get("Condition", {})]
+    assert [s["Condition"] for s in unowned] == [{"ArnEquals": {"ec2:Vpc": vpc}}]
+    (create,) = _statements("ec2:CreateSecurityGroup")
+    assert vpc in create["Resource"], "a security group can be created in this VPC only"
+    (register,) = _statements("elasticloadbalancing:RegisterTargets")
+    assert register["Condition"] == {"Null": {f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
+
+
+def test_resource_arns_name_this_partition_account_and_region():
     arns = [
         r
-        for s in controller_policy("aws-us-gov")["Statement"]
+        for s in controller_policy(
+            Scope(cluster="c", region="us-gov-west-1", account=ACCOUNT, partition="aws-us-gov"), VPC
+        )["Statement"]
         for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
     ]
-    assert all(a == "*" or a.startswith("arn:aws-us-gov:") for a in arns), arns
+    scoped = [a for a in arns if a != "*"]
+    assert scoped and all(a.startswith("arn:aws-us-gov:") for a in scoped), arns
+    assert all(f":{ACCOUNT}:" in a and (":iam::" in a or ":us-gov-west-1:" in a) for a in scoped), arns
 
 
 # ---- values keys against the chart's values.yaml ----------------------------------------------

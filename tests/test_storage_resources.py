@@ -117,7 +117,8 @@ def test_switching_protect_off_leaves_stateful_storage_deletable(mocks):
 
 def test_an_adopted_bucket_is_not_created_and_readers_get_its_arn():
     assert not of_type("storage-fsx", "aws:s3/bucket:Bucket"), "adopting must not try to create the bucket"
-    policy = json.loads(one("storage-fsx", "aws:iam/rolePolicy:RolePolicy").inputs["policy"])
+    (reader,) = [r for r in of_type("storage-fsx", "aws:iam/rolePolicy:RolePolicy") if r.name.endswith("-read")]
+    policy = json.loads(reader.inputs["policy"])
     resources = [r for s in policy["Statement"] for r in s["Resource"]]
     assert "arn:aws:s3:::acme-models" in resources and "arn:aws:s3:::acme-models/*" in resources
 

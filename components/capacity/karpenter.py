@@ -131,7 +131,7 @@ class Karpenter(pulumi.ComponentResource):
         partition = aws.get_partition_output()
         documents = pulumi.Output.all(identity.account_id, partition.partition, node_role.arn, queue.arn).apply(
             lambda v: karpenter_iam.controller_policies(
-                karpenter_iam.Scope(cluster=cluster, region=args.region, account=v[0], partition=v[1]),
+                iam.Scope(cluster=cluster, region=args.region, account=v[0], partition=v[1]),
                 node_role_arn=v[2],
                 queue_arn=v[3],
             )

@@ -11,10 +11,9 @@ region, pricing, and listing instance profiles). The zonal-shift policy is left 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from components.iam import AWS_MANAGED
+from components.iam import AWS_MANAGED, Scope
 from components.naming import physical
 
 # The node role: worker, CNI, ECR pull and SSM, as upstream's KarpenterNodeRole.
@@ -36,31 +35,6 @@ INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
         "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
     },
 }
-
-
-@dataclass(frozen=True, kw_only=True)
-class Scope:
-    """Where the controller acts: one cluster in one region of one account."""
-
-    cluster: str
-    region: str
-    account: str
-    partition: str = "aws"
-
-    def ec2(self, resource: str, account: str = "*") -> str:
-        return f"arn:{self.partition}:ec2:{self.region}:{account}:{resource}"
-
-    @property
-    def cluster_tag(self) -> str:
-        return f"kubernetes.io/cluster/{self.cluster}"
-
-    @property
-    def cluster_arn(self) -> str:
-        return f"arn:{self.partition}:eks:{self.region}:{self.account}:cluster/{self.cluster}"
-
-    @property
-    def instance_profiles(self) -> str:
-        return f"arn:{self.partition}:iam::{self.account}:instance-profile/*"
 
 
 def _doc(*statements: dict[str, Any]) -> dict[str, Any]:

@@ -19,13 +19,22 @@ def csi_addon(
     cluster: str,
     kubernetes_version: str,
     service_account: str,
-    policy_arn: str,
+    policy_arn: str | None = None,
+    policy: pulumi.Input[str] | None = None,
     tags: dict[str, str],
     parent: pulumi.Resource,
 ) -> aws.eks.Addon:
+    """The add-on and its controller's role, with the AWS managed `policy_arn` its user guide names
+    or, where that grants more than the platform uses, the inline `policy` document instead."""
+    if (policy_arn is None) == (policy is None):
+        raise ValueError(f"{name}: give the controller exactly one of a managed policy or an inline policy")
     child = pulumi.ResourceOptions(parent=parent)
     role = podidentity.role(f"{name}-role", cluster=cluster, purpose=addon, tags=tags, parent=parent)
-    attachment = aws.iam.RolePolicyAttachment(f"{name}-policy", role=role.name, policy_arn=policy_arn, opts=child)
+    attachment: pulumi.Resource
+    if policy_arn is not None:
+        attachment = aws.iam.RolePolicyAttachment(f"{name}-policy", role=role.name, policy_arn=policy_arn, opts=child)
+    else:
+        attachment = aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=policy, opts=child)
     pinned = EKS_ADDONS.get(kubernetes_version, {}).get(addon)
     version = podidentity.addon_version(addon, kubernetes_version, pinned, parent)
     return aws.eks.Addon(

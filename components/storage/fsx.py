@@ -10,6 +10,7 @@ not push anything back to S3.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pulumi
@@ -22,7 +23,7 @@ from ..k8s import apply
 from ..naming import TOKEN
 from .addon import csi_addon
 from .claims import CACHE_CLAIM, cache_claim, fsx_volume, fsx_volume_name
-from .storage_iam import FSX_CSI_POLICY
+from .storage_iam import fsx_csi_policy
 
 # FSx for Lustre User Guide, "File system access control with Amazon VPC".
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
@@ -128,7 +129,7 @@ class FsxCache(pulumi.ComponentResource):
             cluster=args.cluster,
             kubernetes_version=args.kubernetes_version,
             service_account="fsx-csi-controller-sa",
-            policy_arn=FSX_CSI_POLICY,
+            policy=json.dumps(fsx_csi_policy()),
             tags=args.tags,
             parent=self,
         )

@@ -8,9 +8,28 @@ from ..iam import AWS_MANAGED
 
 # AWS managed policies the EKS user guide names for each CSI driver add-on's controller.
 EFS_CSI_POLICY = f"{AWS_MANAGED}/service-role/AmazonEFSCSIDriverPolicy"
-# The FSx CSI controller's documented policy. Only static provisioning is used here, but the add-on
-# documentation gives no narrower managed policy.
-FSX_CSI_POLICY = f"{AWS_MANAGED}/AmazonFSxFullAccess"
+
+
+def fsx_csi_policy() -> dict[str, Any]:
+    """The FSx CSI controller's policy for static provisioning, the only kind the platform uses: the
+    file system is created by this program and bound to one PersistentVolume per model namespace
+    (reclaim policy Retain), so the driver never creates, resizes or deletes a file system. Of its
+    AWS calls only ValidateVolumeCapabilities runs on such a volume, and it calls DescribeFileSystems
+    (aws-fsx-csi-driver pkg/driver/controller.go); the node plugin mounts from the volume's attributes
+    and calls no AWS API. The EKS user guide's AmazonFSxFullAccess would let it delete any file system
+    in the account. DescribeFileSystems is read-only; it is granted on `*` as AmazonFSxReadOnlyAccess
+    grants it (components/iam.py WILDCARD_STATEMENTS)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DescribeFileSystems",
+                "Effect": "Allow",
+                "Action": ["fsx:DescribeFileSystems"],
+                "Resource": "*",
+            }
+        ],
+    }
 
 
 def tls_only_policy(bucket_arn: str) -> dict[str, Any]:
