@@ -106,6 +106,10 @@ OPEN_MAP_KEYS = {"nodeSelector", "podLabels", "podAnnotations", "additionalLabel
 
 # Keys a chart reads in its templates but leaves commented out in values.yaml: (chart, dotted path) -> why.
 COMMENTED_KEYS: dict[tuple[str, str], str] = {
+    ("kube-prometheus-stack", "alertmanager.alertmanagerSpec.configSecret"): (
+        "commented out in values.yaml (`# configSecret:`) and rendered as the Alertmanager's spec.configSecret by "
+        "templates/alertmanager/alertmanager.yaml when set"
+    ),
     ("aibrix", "gateway.envoyProxy.service"): (
         "absent from values.yaml but defined by values.schema.json ($defs.kubernetesServiceSpec, still "
         "checked below) and rendered as the EnvoyProxy's envoyService by dist/chart/templates/"

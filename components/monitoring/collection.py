@@ -46,22 +46,80 @@ def _gpu_toleration(accelerator: str) -> dict[str, str]:
     return {"key": TAINT_KEYS[accelerator], "operator": "Exists", "effect": "NoSchedule"}
 
 
+# The StorageClass Prometheus's and Alertmanager's volumes come from: encrypted gp3 through the EBS CSI
+# driver the cluster installs as an EKS add-on (components/cluster.py).
+MONITORING_STORAGE_CLASS = "gp3-encrypted"
+# Prometheus deletes its oldest blocks beyond this share of its volume (WAL and head chunks count
+# toward the size, so the rest is their headroom).
+RETENTION_SHARE = 0.85
+# Components kube-prometheus-stack scrapes, with their dashboards and alert rules, that an EKS cluster
+# does not serve: the control plane's controller manager, scheduler and etcd run in AWS's account, and
+# EKS's kube-proxy binds its metrics to 127.0.0.1. Left on, KubeControllerManagerDown,
+# KubeSchedulerDown, etcdMembersDown and KubeProxyDown fire on a healthy cluster.
+EKS_UNSERVED = {
+    "kubeControllerManager": ["kubeControllerManager"],
+    "kubeScheduler": ["kubeSchedulerAlerting", "kubeSchedulerRecording"],
+    "kubeEtcd": ["etcd"],
+    "kubeProxy": ["kubeProxy"],
+}
+
+
+def monitoring_storage_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": MONITORING_STORAGE_CLASS, "labels": dict(MANAGED_BY)},
+        "provisioner": "ebs.csi.aws.com",
+        "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowVolumeExpansion": True,
+    }
+
+
+def _claim(gib: int) -> dict[str, Any]:
+    """A StatefulSet's volumeClaimTemplate, as the Prometheus Operator's StorageSpec takes it."""
+    return {
+        "volumeClaimTemplate": {
+            "spec": {
+                "storageClassName": MONITORING_STORAGE_CLASS,
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": f"{gib}Gi"}},
+            }
+        }
+    }
+
+
+def retention_size(mon: Monitoring) -> str:
+    """Prometheus's size limit (its units are powers of two: 42GB is 42 GiB), below the volume."""
+    return f"{int(mon.storage_gib * RETENTION_SHARE)}GB"
+
+
 def prometheus_stack_values(mon: Monitoring) -> dict[str, Any]:
     """kube-prometheus-stack: Prometheus selects every PodMonitor/ServiceMonitor/PrometheusRule in the
     cluster (not only the chart's own), Grafana's sidecar loads dashboards labelled
-    grafana_dashboard=1 from every namespace. Controllers run on the system nodes."""
+    grafana_dashboard=1 from every namespace. Controllers run on the system nodes. Prometheus and
+    Alertmanager keep their data on persistent volumes; Alertmanager reads its configuration from the
+    stack's Secret when it names one; what EKS does not serve is neither scraped nor alerted on."""
     system = dict(SYSTEM_NODE_LABEL)
+    alertmanager: dict[str, Any] = {"nodeSelector": system, "storage": _claim(mon.alertmanager_storage_gib)}
+    if mon.alertmanager_config_secret:
+        alertmanager |= {"useExistingSecret": True, "configSecret": mon.alertmanager_config_secret}
     return {
+        "defaultRules": {"rules": {rule: False for rules in EKS_UNSERVED.values() for rule in rules}},
+        **{component: {"enabled": False} for component in EKS_UNSERVED},
         "prometheus": {
             "prometheusSpec": {
                 "retention": mon.retention,
+                "retentionSize": retention_size(mon),
+                "storageSpec": _claim(mon.storage_gib),
                 "serviceMonitorSelectorNilUsesHelmValues": False,
                 "podMonitorSelectorNilUsesHelmValues": False,
                 "ruleSelectorNilUsesHelmValues": False,
                 "nodeSelector": system,
             }
         },
-        "alertmanager": {"alertmanagerSpec": {"nodeSelector": system}},
+        "alertmanager": {"alertmanagerSpec": alertmanager},
         "prometheusOperator": {"nodeSelector": system},
         "grafana": {
             "enabled": mon.grafana,

@@ -31,6 +31,7 @@ from .collection import (
     adapter_prometheus,
     dcgm_exporter_values,
     litellm_pod_monitor,
+    monitoring_storage_class,
     neuron_monitor,
     pod_monitor,
     prometheus_adapter_values,
@@ -90,7 +91,8 @@ class Monitoring(pulumi.ComponentResource):
             )
 
         if not mon.existing_prometheus:
-            crd_deps.append(release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns]))
+            volumes = apply(monitoring_storage_class(), plain)
+            crd_deps.append(release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns, volumes]))
         prometheus = adapter_prometheus(mon)
         if prometheus is not None:
             workload_engines = [n for n, e in ENGINES.items() if e.FACTS.platform_workload]

@@ -169,7 +169,32 @@ class Monitoring(Addon):
     retention: Annotated[str, StringConstraints(pattern=r"^[0-9]+(h|d|w)$")] = Field(
         default="15d", description="How long Prometheus keeps metrics, in hours, days or weeks (`12h`, `15d`, `2w`)."
     )
-    grafana: bool = Field(default=True, description="Run Grafana as part of the platform's kube-prometheus-stack.")
+    storage_gib: int = Field(
+        default=50,
+        ge=10,
+        le=16384,
+        description="Size in GiB of Prometheus's persistent volume (encrypted gp3 through the EBS CSI driver, "
+        "StorageClass `gp3-encrypted`): its data survives a reschedule or node replacement. Prometheus deletes "
+        "the oldest blocks beyond 85 % of it (`retentionSize`), whichever comes first with `retention`.",
+    )
+    alertmanager_storage_gib: int = Field(
+        default=2,
+        ge=1,
+        le=1024,
+        description="Size in GiB of Alertmanager's persistent volume (silences and notification state).",
+    )
+    alertmanager_config_secret: SecretName | None = Field(
+        default=None,
+        description="Existing Secret in namespace `monitoring` whose key `alertmanager.yaml` is Alertmanager's "
+        "whole configuration (receivers and routes: where alerts go). Unset, the chart's default routes every "
+        "alert to a receiver that sends nothing (a warning in prod).",
+    )
+    grafana: bool = Field(
+        default=True,
+        description="Run Grafana as part of the platform's kube-prometheus-stack. It is fully provisioned, not "
+        "persistent: data source, dashboards (ConfigMaps) and admin come from the platform, so a restart loses "
+        "nothing the platform made, and dashboards edited in its UI are not kept (commit them as ConfigMaps).",
+    )
     grafana_admin_secret: SecretName | None = Field(
         default=None,
         description="Existing Secret in namespace `monitoring` with keys `admin-user` and `admin-password` for "

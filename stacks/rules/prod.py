@@ -13,6 +13,7 @@
   (`cluster.vpc.publicSubnetIds`): the AWS Load Balancer Controller places it only on subnets tagged
   for internet-facing load balancers, which the program tags from that list.
 - Prod names exact image tags (a tag like `latest` says nothing about what runs).
+- Prod without `addons.monitoring.alertmanagerConfigSecret` is warned: its alerts reach no one.
 """
 
 from __future__ import annotations
@@ -201,3 +202,18 @@ def prod_image_tags_name_a_version(config: StackConfig) -> Iterable[Problem]:
                 f"{tag!r} names no version (it moves as the registry is pushed to); in prod name the version the "
                 f"image.digest is of, e.g. v0.29.0",
             )
+
+
+@warning
+def prod_alerts_have_somewhere_to_go(config: StackConfig) -> Iterable[Problem]:
+    """The chart's default Alertmanager configuration routes every alert to a receiver that sends
+    nothing: in prod the SLO alerts would fire unseen."""
+    mon = config.addons.monitoring
+    if not config.stack.prod or config.stack.role == "workloads" or not mon.enabled or mon.existing_prometheus:
+        return
+    if mon.alertmanager_config_secret is None:
+        yield Problem(
+            key_path(["addons", "monitoring", "alertmanagerConfigSecret"]),
+            "is unset: Alertmanager routes every alert to a receiver that sends nothing, so no one hears of an SLO "
+            "breach; name a Secret in `monitoring` whose key alertmanager.yaml sets receivers and routes",
+        )
