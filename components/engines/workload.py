@@ -55,7 +55,7 @@ class EngineContainer:
     # cache's budget for the model's size (CacheMount.startup_seconds) wins when it is larger.
     startup_seconds: int = 1800
     # None keeps the image's user (images that need root, e.g. the Neuron DLC); then `root_reason`
-    # says why, and the workload carries it as a scanner waiver (root_waiver).
+    # says why, and the workload carries it as a scanner waiver (scanner_annotations).
     run_as_user: int | None = 1000
     root_reason: str | None = None
     extra_ports: list[dict[str, Any]] = field(default_factory=list)
@@ -279,21 +279,46 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     return {"metadata": meta, "spec": pod_spec}
 
 
-def root_waiver(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, str]:
-    """Why a container of this workload runs as root (Checkov CKV_K8S_23), or nothing."""
-    reasons = []
+# Why an engine's root filesystem stays writable (Checkov CKV_K8S_22), true of every engine container:
+# its own user, no capabilities, no privilege escalation (pod_template), so a writable root holds
+# nothing but its own files.
+WRITABLE_ROOT = (
+    "an inference server and the libraries it loads write at run time outside its volumes (temporary "
+    "files, compiled kernels and caches placed where each library chooses), and a read-only root fails "
+    "it at the first such write, not at start; the container has no capabilities and no privilege escalation"
+)
+
+
+def scanner_reasons(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, str]:
+    """This workload's Checkov waivers, each with this workload's own reason: running as root
+    (CKV_K8S_23, CKV_K8S_40), as a uid below 10000 (CKV_K8S_40) and with a writable root (CKV_K8S_22)."""
+    root = []
     if engine.run_as_user is None:
         if not engine.root_reason:
             raise ValueError(f"engine {spec.model.engine} runs as root without saying why (root_reason)")
-        reasons.append(engine.root_reason)
+        root.append(engine.root_reason)
     if spec.cache.writes_as_root and (spec.cache.init_containers or engine.init_containers):
-        reasons.append("the FSx cache's writers run as root with no capabilities: the Lustre root is root's")
-    return scanner_waivers({"CKV_K8S_23": "; ".join(reasons)}) if reasons else {}
+        root.append("the FSx cache's writers run as root with no capabilities: the Lustre root is root's")
+    reasons = {"CKV_K8S_22": WRITABLE_ROOT}
+    if root:
+        reasons["CKV_K8S_23"] = "; ".join(root)
+        reasons["CKV_K8S_40"] = "runs as root (uid 0): " + "; ".join(root)
+    else:
+        reasons["CKV_K8S_40"] = (
+            f"runs as uid {engine.run_as_user}, the non-root user its image is built for; a uid shared with a "
+            f"host user matters only through host namespaces or hostPath volumes, and the pod has neither"
+        )
+    return reasons
+
+
+def scanner_annotations(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, str]:
+    """The workload's Checkov waiver annotations (scanner_reasons)."""
+    return scanner_waivers(scanner_reasons(spec, engine))
 
 
 def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     template = pod_template(spec, engine)
-    waiver = root_waiver(spec, engine)
+    waiver = scanner_annotations(spec, engine)
     body: dict[str, Any] = {
         "selector": {"matchLabels": selector(spec)},
         "template": template,

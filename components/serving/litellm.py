@@ -35,6 +35,10 @@ from ..naming import scanner_waivers
 from ..secretfiles import SecretFile
 
 NAMESPACE = "litellm"
+ROOT_REASON = (
+    "the ghcr.io/berriai/litellm image runs as root (its non-root build is a separate image, not verified "
+    "here); no capabilities, no privilege escalation"
+)
 NAME = "litellm"
 PORT = 4000
 CONFIG_PATH = "/etc/litellm/config.yaml"
@@ -169,8 +173,10 @@ def deployment(addon: LiteLLM, config_hash: str) -> dict[str, Any]:
             "labels": labels,
             "annotations": scanner_waivers(
                 {
-                    "CKV_K8S_23": "the ghcr.io/berriai/litellm image runs as root (its non-root build is a "
-                    "separate image, not verified here); no capabilities, no privilege escalation"
+                    "CKV_K8S_23": ROOT_REASON,
+                    "CKV_K8S_40": f"runs as root (uid 0): {ROOT_REASON}",
+                    "CKV_K8S_22": "a proxy running as its image's root user writes where the image expects "
+                    "(Python caches, temporary files); no capabilities, no privilege escalation",
                 }
             ),
         },
