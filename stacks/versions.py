@@ -100,6 +100,13 @@ IMAGES: dict[str, Image] = {
     # (docs.litellm.ai/blog/cleaner-release-versions). Plain manifests, no database image needed.
     "litellm": Image("ghcr.io/berriai/litellm", "v1.100.1"),
     "redis": Image("redis", "7.4"),
+    # AIBrix 0.7.0's EnvoyProxy pins Envoy v1.33.2 and shutdown manager gateway v1.2.8, under our
+    # Envoy Gateway 1.9.0, whose release matrix pairs it with Envoy distroless-v1.39.0 and runs its
+    # own image (the chart version) as the shutdown manager (shared/schemas/FINDINGS-routing.md).
+    "envoy-proxy": Image("docker.io/envoyproxy/envoy", "distroless-v1.39.0"),
+    "envoy-gateway": Image("docker.io/envoyproxy/gateway", "v1.9.0"),
+    # AIBrix's init containers default to busybox:stable, a tag that moves.
+    "busybox": Image("docker.io/library/busybox", "1.37.0"),
     # --- model preparation (components/storage/prepare.py) ---------------------------------------
     # Copies a model's prefix from the model bucket (`aws s3 sync`).
     "model-prep-s3": Image("public.ecr.aws/aws-cli/aws-cli", "2.32.9"),

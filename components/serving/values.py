@@ -7,6 +7,7 @@ from typing import Any
 
 from stacks.config.addons import Aibrix, KubeRay
 from stacks.config.gateway import GatewaySection
+from stacks.versions import image
 
 AIBRIX_IMAGES = {
     "controllerManager": "aibrix/controller-manager",
@@ -64,11 +65,30 @@ def aibrix_values(
     Service behind the front door's load balancer (`aibrix_envoy_service`)."""
     version = addon.version or "0.7.0"
     tag = f"v{version.removeprefix('v')}"
+    busybox = image("busybox")
+    init = {"image": {"repository": busybox.repository, "tag": busybox.tag}}
     return {
-        "gateway": {"envoyProxy": {"service": aibrix_envoy_service(gateway, service_annotations or {})}},
+        "gateway": {
+            "envoyProxy": {
+                "service": aibrix_envoy_service(gateway, service_annotations or {}),
+                # The data plane and shutdown manager our Envoy Gateway runs, not the chart's older pair.
+                "container": {
+                    "envoy": {"image": image("envoy-proxy").ref},
+                    "shutdownManager": {"image": image("envoy-gateway").ref},
+                },
+            }
+        },
         "controllerManager": {"container": {"image": {"repository": AIBRIX_IMAGES["controllerManager"], "tag": tag}}},
-        "gatewayPlugin": {"container": {"image": {"repository": AIBRIX_IMAGES["gatewayPlugin"], "tag": tag}}},
-        "metadata": {"service": {"container": {"image": {"repository": AIBRIX_IMAGES["metadata"], "tag": tag}}}},
+        "gatewayPlugin": {
+            "initContainer": init,
+            "container": {"image": {"repository": AIBRIX_IMAGES["gatewayPlugin"], "tag": tag}},
+        },
+        "metadata": {
+            "service": {
+                "initContainer": init,
+                "container": {"image": {"repository": AIBRIX_IMAGES["metadata"], "tag": tag}},
+            }
+        },
         "gpuOptimizer": {"container": {"image": {"repository": AIBRIX_IMAGES["gpuOptimizer"], "tag": tag}}},
         "crd": {"enable": True, "keep": True},
         "webhook": {"enable": True},
