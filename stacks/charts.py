@@ -7,10 +7,10 @@ templated by `helm template` from the chart directory `$INFERENCE_PLATFORM_CHART
 stack's Kubernetes version, and as API versions every custom-resource API version the program
 applies (the CRDs the platform installs). Every object produced is validated with the conformance
 code (stacks/conformance.py: core objects against the Kubernetes schema at that version, custom
-resources against their CRD) and written to `DIR/<stack>/charts/<release>/`, where `make scan` runs
-Checkov over it with the same rules as the program's own objects (stacks/chart_waivers.py gives each
-waiver its object's reason). The images every object runs are checked too: a floating tag (`latest`,
-`stable`, ...) or an image the catalog marks superseded fails.
+resources against their CRD) and written to `DIR/<stack>/charts/<release>/` (for a security scan:
+Checkov over these objects is not yet part of `make scan`, see issue 14). The images every object
+names are checked too: a floating tag (`latest`, `stable`, ...) or another tag of an image the
+catalog pins (superseded) fails.
 
 What cannot be checked is named, never passed: a release whose chart version is not on file, a
 subchart missing from its chart directory (templated with that subchart off, and said), an object
@@ -393,7 +393,6 @@ def filename(obj: dict[str, Any]) -> str:
 
 def stack(path: Path, out: Path | None, root: Path, binary: Path) -> tuple[list[ChartRender], list[str]]:
     """Template and check every release of one stack; write the objects under out/<stack>/charts/."""
-    from .chart_waivers import annotate
     from .load import load_stack_file
     from .render import render_file
 
@@ -417,7 +416,7 @@ def stack(path: Path, out: Path | None, root: Path, binary: Path) -> tuple[list[
             for old in target.glob("*.yaml"):
                 old.unlink()
             for obj in r.objects:
-                (target / filename(obj)).write_text(yaml.dump(annotate(r.chart, obj), Dumper=_DUMPER, sort_keys=False))
+                (target / filename(obj)).write_text(yaml.dump(obj, Dumper=_DUMPER, sort_keys=False))
     return renders, problems
 
 
