@@ -27,3 +27,16 @@ def test_a_team_model_with_adapters_on_a_platform_without_aibrix_is_refused():
 def test_a_team_model_asking_for_aibrix_autoscaling_without_aibrix_is_refused():
     found = problems(team(autoscaling={"owner": "aibrix"}))
     assert has(found, "models[0].autoscaling.owner", "AIBrix"), found
+
+
+def test_a_team_stack_in_another_region_than_its_platform_is_refused_at_aws_region():
+    import pytest
+
+    from stacks.errors import ConfigError
+    from stacks.load import parse_sections
+
+    with pytest.raises(ConfigError) as info:
+        parse_sections(team(), "us-east-1")
+    found = [str(p) for p in info.value.problems]
+    assert any(p.startswith("aws:region: is us-east-1") and "set aws:region: us-west-2" in p for p in found), found
+    parse_sections(team(), "us-west-2")  # the platform's own region is accepted

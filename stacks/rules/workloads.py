@@ -292,3 +292,20 @@ def models_stay_in_the_team_namespace(config: StackConfig) -> Iterable[Problem]:
                 f"a workloads stack deploys only into its team's namespace {team!r}; remove namespace "
                 f"(it defaults to the team) or set it to {team}",
             )
+
+
+@platform_rule
+def workloads_stack_is_in_its_platforms_region(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    """A team stack creates its Pod Identity associations and reads its cluster through the AWS
+    provider of its own aws:region: in another region than its platform's cluster, `pulumi up` finds
+    no cluster."""
+    if config.stack.role != "workloads" or config.stack.platform_stack is None:
+        return
+    source, _ = _source(config, lookup)  # an unreadable platform is reported by the rule above
+    region = str((source.exports if source is not None else {}).get("region") or "")
+    if region and region != config.aws_region:
+        yield Problem(
+            "aws:region",
+            f"is {config.aws_region}, but the platform {source.where if source else ''} runs its cluster in "
+            f"{region}: a workloads stack deploys into its platform's cluster, so set aws:region: {region}",
+        )
