@@ -217,3 +217,42 @@ def prod_alerts_have_somewhere_to_go(config: StackConfig) -> Iterable[Problem]:
             "is unset: Alertmanager routes every alert to a receiver that sends nothing, so no one hears of an SLO "
             "breach; name a Secret in `monitoring` whose key alertmanager.yaml sets receivers and routes",
         )
+
+
+def _ollama_names(config: StackConfig) -> Iterable[tuple[list[str | int], str]]:
+    for i, model in enumerate(config.models):
+        if model.engine != "ollama":
+            continue
+        pulls = model.ollama.pull if model.ollama is not None else []
+        if pulls:
+            yield from ((["models", i, "ollama", "pull", j], name) for j, name in enumerate(pulls))
+        else:
+            yield ["models", i, "model"], model.model
+
+
+def _moving_ollama(config: StackConfig) -> Iterable[tuple[list[str | int], str]]:
+    for path, name in _ollama_names(config):
+        tag = name.rpartition(":")[2] if ":" in name.rsplit("/", 1)[-1] else ""
+        if not tag or tag.lower() in MOVING_TAGS:
+            yield path, name
+
+
+@rule
+def prod_ollama_models_name_a_tag(config: StackConfig) -> Iterable[Problem]:
+    """An Ollama name without a tag is `:latest`, which the registry moves: in prod the model served
+    would change under the same stack file."""
+    if not config.stack.prod:
+        return
+    for path, name in _moving_ollama(config):
+        yield Problem(
+            key_path(path),
+            f"{name!r} pulls whatever `latest` is when a pod starts; in prod name a tag, e.g. {name.split(':')[0]}:8b",
+        )
+
+
+@warning
+def ollama_models_without_a_tag(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.prod:
+        return
+    for path, name in _moving_ollama(config):
+        yield Problem(key_path(path), f"{name!r} follows `latest`; name a tag so every pod serves the same model")
