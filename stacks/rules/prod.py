@@ -225,7 +225,9 @@ def _ollama_names(config: StackConfig) -> Iterable[tuple[list[str | int], str]]:
             continue
         pulls = model.ollama.pull if model.ollama is not None else []
         if pulls:
-            yield from ((["models", i, "ollama", "pull", j], name) for j, name in enumerate(pulls))
+            for j, name in enumerate(pulls):
+                path: list[str | int] = ["models", i, "ollama", "pull", j]
+                yield path, name
         else:
             yield ["models", i, "model"], model.model
 
