@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pulumi_policy import (
     PolicyCustomTimeouts,
     PolicyResource,
@@ -15,6 +16,7 @@ from pulumi_policy import (
 
 from policypack import validators as v
 from stacks.load import ROOT
+from tests.conftest import ALL_STACKS
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -282,3 +284,54 @@ def test_validate_uses_the_same_checks_for_addon_versions_and_prod_storage(dev):
     found = [str(p) for p in info.value.problems]
     assert any(p.startswith("inference-platform:addons.neuron.version:") and "exact" in p for p in found), found
     assert any(p.startswith("inference-platform:storage.protect:") for p in found), found
+
+
+# ---- the pack over every shipped stack's render (issue 14 item 4) ------------------------------------
+
+
+def _pack_resources(path) -> list[PolicyResource]:
+    from tests.conftest import rendered_stack
+
+    out = []
+    for r in rendered_stack(path).resources:
+        out.append(
+            PolicyResource(
+                resource_type=r.type,
+                props=dict(r.inputs),
+                urn=r.urn,
+                name=r.name,
+                opts=opts(protect=r.protect),
+                provider=None,
+                parent=None,
+                dependencies=[],
+                property_dependencies={},
+            )
+        )
+    return out
+
+
+def _pack_violations(path) -> list[str]:
+    """Every policy of the pack over the stack's render, as `pulumi preview --policy-pack` runs them."""
+    from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
+
+    resources = _pack_resources(path)
+    found: list[str] = []
+    for policy in v.POLICIES:
+        fn = policy.validate  # type: ignore[attr-defined]
+        report = lambda message, urn=None, name=policy.name: found.append(f"{name}: {message}")  # noqa: E731
+        if isinstance(policy, ResourceValidationPolicy):
+            for res in resources:
+                args = ResourceValidationArgs(
+                    resource_type=res.resource_type, props=res.props, urn=res.urn, name=res.name, opts=res.opts,
+                    provider=None, config={},
+                )  # fmt: skip
+                fn(args, report)
+        elif isinstance(policy, StackValidationPolicy):
+            fn(StackValidationArgs(resources=resources, config={}), report)
+    return found
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_the_policy_pack_passes_on_every_shipped_stacks_render(path):
+    found = _pack_violations(path)
+    assert not found, found
