@@ -31,3 +31,22 @@ def has(found: list[str], path: str, *words: str) -> bool:
 def sections(name: str) -> dict[str, Any]:
     raw = yaml.safe_load((ROOT / name).read_text())["config"]
     return {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("inference-platform:")}
+
+
+def problems_of(sections: dict[str, Any]) -> list[str]:
+    """Every problem of the sections, or none when they validate."""
+    try:
+        parse_sections(sections, "us-west-2")
+    except ConfigError as exc:
+        return [str(p) for p in exc.problems]
+    return []
+
+
+def refused(sections: dict[str, Any], key: str, *words: str) -> str:
+    """The problem at exactly `key` that says every one of `words`."""
+    found = problems_of(sections)
+    at = [p for p in found if p.startswith(f"inference-platform:{key}: ")]
+    assert at, f"nothing refused at {key}: {found}"
+    saying = [p for p in at if all(word in p for word in words)]
+    assert saying, (words, at)
+    return saying[0]

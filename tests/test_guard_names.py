@@ -11,32 +11,14 @@ from typing import Any
 import pytest
 
 from stacks.config import StackConfig
-from stacks.errors import ConfigError
 from stacks.load import parse_sections
 from tests.conftest import ALL_STACKS, DEV, EXAMPLES, rendered_stack, sections_of
+from tests.guard_support import problems_of, refused
 
 P = "inference-platform:"
 SERVING = next(p for p in EXAMPLES if p.name == "Pulumi.serving.yaml")
 ENGINES = next(p for p in EXAMPLES if p.name == "Pulumi.engines.yaml")
 TEAM = next(p for p in EXAMPLES if p.name == "Pulumi.team-search.yaml")
-
-
-def problems(sections: dict[str, Any]) -> list[str]:
-    try:
-        parse_sections(sections, "us-west-2")
-    except ConfigError as exc:
-        return [str(p) for p in exc.problems]
-    return []
-
-
-def refused(sections: dict[str, Any], key: str, *words: str) -> str:
-    """The problem at exactly `key`, which must say each of `words`."""
-    found = problems(sections)
-    at = [p for p in found if p.startswith(f"{P}{key}: ")]
-    assert at, f"nothing refused at {key}: {found}"
-    for word in words:
-        assert any(word in p for p in at), (word, at)
-    return at[0]
 
 
 def dev() -> dict[str, Any]:
@@ -107,7 +89,7 @@ def test_an_empty_string_in_a_list_is_refused():
 def test_a_control_character_in_a_map_key_is_refused():
     s = sections_of(SERVING)
     s["addons"]["litellm"]["fallbacks"] = {"qwen3-8b-lora\x1b": ["gpt-4o-mini"]}
-    found = problems(s)
+    found = problems_of(s)
     assert any("fallbacks" in p and "(the key)" in p and "U+001B" in p for p in found), found
 
 
@@ -115,7 +97,7 @@ def test_text_problems_come_with_the_other_problems_of_the_file():
     s = dev()
     s["models"][0]["engineArgs"] = ["\x00"]
     s["models"][1]["bogusKey"] = 1
-    found = problems(s)
+    found = problems_of(s)
     assert any(p.startswith(f"{P}models[0].engineArgs[0]:") for p in found), found
     assert any(p.startswith(f"{P}models[1].bogusKey:") and "unknown key" in p for p in found), found
 
@@ -172,7 +154,7 @@ def test_a_cluster_name_with_an_underscore_is_refused_when_it_prefixes_the_model
     s["cluster"]["name"] = "inference_dev"
     refused(s, "cluster.name", "model bucket", "inference_dev-models-")
     s["storage"]["modelBucket"] = {"create": True, "name": "acme-inference-models"}
-    assert not any(p.startswith(f"{P}cluster.name:") for p in problems(s)), "a named bucket takes no prefix"
+    assert not any(p.startswith(f"{P}cluster.name:") for p in problems_of(s)), "a named bucket takes no prefix"
 
 
 def test_a_cluster_name_that_starts_a_reserved_bucket_prefix_is_refused():
@@ -217,7 +199,7 @@ def test_egress_hosts_must_be_dns_names():
     s = sections_of(SERVING)
     s["addons"]["litellm"]["externalProviders"][0]["egressHosts"] = ["api.openai.com/v1", "*.openai.azure.com"]
     refused(s, "addons.litellm.externalProviders[0].egressHosts[0]", "not a DNS name")
-    assert not any("egressHosts[1]" in p for p in problems(s)), "a leading *. is a host pattern"
+    assert not any("egressHosts[1]" in p for p in problems_of(s)), "a leading *. is a host pattern"
 
 
 # ---- Kubernetes names: what a model's name becomes --------------------------------------------------
@@ -381,7 +363,7 @@ def test_a_nim_model_path_is_normalized_and_stays_inside_the_cache_mount():
     m["nim"]["modelPath"] = "/etc/prepared"
     refused(s, f"models[{i}].nim.modelPath", "outside /models")
     m["nim"]["modelPath"] = "/models/llama/prepared"
-    assert not any("modelPath" in p for p in problems(s))
+    assert not any("modelPath" in p for p in problems_of(s))
 
 
 @pytest.mark.parametrize(
@@ -473,7 +455,7 @@ def test_version_keys_take_only_exact_versions():
         refused(s, "addons.monitoring.version", "not an exact version")
     s = dev()
     s["addons"]["monitoring"] = {"enabled": True, "version": "77.0.1", "dcgmExporterVersion": "v4.2.3-rc.1"}
-    assert not any("version" in p.lower() for p in problems(s))
+    assert not any("version" in p.lower() for p in problems_of(s))
 
 
 # ---- every list of named things has unique names; item 9's config part -----------------------------

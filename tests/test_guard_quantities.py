@@ -8,36 +8,19 @@ import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from stacks import quantity
-from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections
 from stacks.sizing import container_resources, replica_requests
 from tests.conftest import DEV, EXAMPLES, sections_of
+from tests.guard_support import problems_of, refused
 
 P = "inference-platform:"
 TEAM = next(p for p in EXAMPLES if p.name == "Pulumi.team-search.yaml")
 CAPACITY = next(p for p in EXAMPLES if p.name == "Pulumi.capacity.yaml")
-
-
-def problems(sections: dict[str, Any]) -> list[str]:
-    try:
-        parse_sections(sections, "us-west-2")
-    except ConfigError as exc:
-        return [str(p) for p in exc.problems]
-    return []
-
-
-def refused(sections: dict[str, Any], key: str, *words: str) -> str:
-    found = [p for p in problems(sections) if p.startswith(f"{P}{key}: ")]
-    assert found, f"nothing refused at {key}"
-    for word in words:
-        assert word in found[0], (word, found)
-    return found[0]
 
 
 @pytest.mark.parametrize(
@@ -140,7 +123,7 @@ def test_team_quota_and_container_defaults_go_through_the_same_parser():
     s["stack"]["quota"]["containerDefaults"] = {"cpu": "250m", "memory": "0.5Gi"}
     refused(s, "stack.quota.cpu", "write 1m")
     refused(s, "stack.quota.memory", "Mi")
-    assert not any("containerDefaults" in p for p in problems(s)), "0.5Gi is 512Mi"
+    assert not any("containerDefaults" in p for p in problems_of(s)), "0.5Gi is 512Mi"
 
 
 def test_pool_limits_take_kubernetes_quantities_and_render_a_given_memory_limit_exactly():
