@@ -127,14 +127,8 @@ class Karpenter(pulumi.ComponentResource):
         controller_role = podidentity.role(
             f"{name}-controller", cluster=cluster, purpose="karpenter", tags=args.tags, parent=self
         )
-        identity = aws.get_caller_identity_output()
-        partition = aws.get_partition_output()
-        documents = pulumi.Output.all(identity.account_id, partition.partition, node_role.arn, queue.arn).apply(
-            lambda v: karpenter_iam.controller_policies(
-                iam.Scope(cluster=cluster, region=args.region, account=v[0], partition=v[1]),
-                node_role_arn=v[2],
-                queue_arn=v[3],
-            )
+        documents = pulumi.Output.all(podidentity.scope(cluster, self), node_role.arn, queue.arn).apply(
+            lambda v: karpenter_iam.controller_policies(v[0], node_role_arn=v[1], queue_arn=v[2])
         )
         attachments: list[pulumi.Resource] = []
         for key in ("node-lifecycle", "iam-integration", "eks-integration", "interruption", "resource-discovery"):
