@@ -24,11 +24,13 @@ against its SHA-256.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -160,15 +162,11 @@ def _document(text: str) -> Any:
     key = hashlib.sha256(text.encode()).hexdigest()
     if key not in _PARSED:
         _PARSED[key] = yaml.load(text, Loader=_LOADER)
-    import copy
-
     return copy.deepcopy(_PARSED[key])
 
 
 def _without(chart: Path, dependencies: set[str], work: Path) -> Path:
     """A copy of the chart whose Chart.yaml no longer lists `dependencies` (its templates unchanged)."""
-    import shutil
-
     copy = work / chart.name
     shutil.copytree(chart, copy)
     meta = yaml.load((copy / "Chart.yaml").read_text(), Loader=_LOADER)
@@ -252,8 +250,6 @@ def _templated(
 ) -> ChartRender:
     """`template`, once per distinct release in a run (stacks share many: the same chart, values,
     name and namespace give the same objects)."""
-    import copy
-
     key = hashlib.sha256(
         json.dumps([release, kube_version, sorted(api_versions), str(root)], sort_keys=True, default=str).encode()
     ).hexdigest()
@@ -303,8 +299,6 @@ _STRICT: dict[str, dict[str, Any]] = {}
 
 def installed_crds(renders: Iterable[ChartRender]) -> CrdSchemas:
     """(group, version, kind) -> the strict openAPIV3Schema of each CRD the stack's charts install."""
-    import copy
-
     found: CrdSchemas = {}
     for r in renders:
         for obj in r.objects:
