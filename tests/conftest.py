@@ -3,6 +3,7 @@ reset before every test, plus helpers that render a stack from a dict of section
 
 from __future__ import annotations
 
+import compileall
 import copy
 import hashlib
 import os
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from stacks import exports
+from stacks import conformance, exports
 from stacks.load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
 from stacks.mocks import RecordingMocks
 from stacks.render import Rendered, render_file, run_program
@@ -25,9 +26,15 @@ EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("Pulumi.*.yaml"))
 ALL_STACKS = [DEV, *EXAMPLES]
 
 
-def sections_of(path: Path) -> dict[str, Any]:
+@cache
+def _sections(path: Path) -> dict[str, Any]:
     sections, _ = read_stack_file(path)
-    return copy.deepcopy(sections)
+    return sections
+
+
+def sections_of(path: Path) -> dict[str, Any]:
+    """A shipped stack file's sections, parsed once per test process (a copy the test may change)."""
+    return copy.deepcopy(_sections(path))
 
 
 def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rendered:
@@ -97,6 +104,43 @@ def supply_platform(live: dict[str, Any]) -> None:
     """Answer the example team stacks' StackReference with these exports, as `pulumi up` would after
     reading the live platform stack (forgotten again after the test, below)."""
     exports.supply(PLATFORM_REF, live, f"stack {PLATFORM_REF}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the project's modules to bytecode once, before any test process starts: with
+    PYTHONDONTWRITEBYTECODE set (as on CI's machines) every worker and every command-line test's
+    fresh interpreter would otherwise compile them again from source. Only the controller (or a
+    run without workers) does it; the .pyc files go to the git-ignored __pycache__ directories."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        for package in ("components", "stacks", "policypack"):
+            compileall.compile_dir(ROOT / package, quiet=1)
+        compileall.compile_file(ROOT / "__main__.py", quiet=1)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _split_the_shared_work() -> None:
+    """Under pytest-xdist, the workers first share out the work every one of them would otherwise
+    wait for or repeat: worker i of n renders every n-th shipped stack (the others read it from
+    RENDER_CACHE instead of waiting on its lock), then parses every n-th CRD file those renders
+    need (into conformance's JSON cache, read back by the rest in a hundredth of the time)."""
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if count < 2:
+        return
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    for path in ALL_STACKS[index::count]:
+        rendered_stack(path)
+    root = conformance.schema_dir()
+    if root is None:
+        return
+    kinds = {
+        (conformance.api_group(obj.get("apiVersion", ""))[0], obj.get("kind", ""))
+        for path in ALL_STACKS
+        for obj in stack_manifests(path)
+        if not conformance.is_core(obj)
+    }
+    files = sorted({f for kind in kinds for f in conformance.crd_files(root).get(kind, [])})
+    for file in files[index::count]:
+        conformance.crd_documents(file)
 
 
 @pytest.fixture(autouse=True)
