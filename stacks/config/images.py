@@ -2,8 +2,8 @@
 
 The versions catalog (stacks/versions.py) names every image the platform renders besides the models'
 engines: the preparation steps' images, neuron-monitor, LiteLLM and its Redis, AIBrix's Envoy pair
-and init image, Dynamo's planner. The catalog carries no digest nobody read from a registry, so a
-stack pins them here; `models[].image` pins a model's own engine image, per model. Prod refuses every
+and init image, Dynamo's planner. The catalog carries only digests read from a registry (today
+none), so a stack pins them here; `models[].image` pins a model's own engine image, per model. Prod refuses every
 image the stack renders without a digest (stacks/rules/pins.py), at `images.<name>.digest`.
 
 A key per image (not a free map) so an unknown name is refused with the names there are, and editors
