@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks.config.storage import StorageSection
-from stacks.resolved import CACHE_CLAIM, ResolvedModel
+from stacks.resolved import CACHE_CLAIM, ImageTable, ResolvedModel
 
 from .engines import ENGINES, WorkloadSpec
 from .k8s import apply
@@ -31,6 +31,8 @@ class ModelsArgs:
     # The platform's cache settings (a team's stack follows its platform's).
     storage: StorageSection
     provider: k8s.Provider
+    # The stack's pinned platform images (the preparation steps, Dynamo's planner).
+    images: ImageTable
     cache: CacheContext | None = None
     neuron_scheduler: str | None = None
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
@@ -43,6 +45,8 @@ def workload_spec(
     storage: StorageSection,
     cache: CacheContext | None = None,
     neuron_scheduler: str | None = None,
+    *,
+    images: ImageTable,
 ) -> WorkloadSpec:
     """Everything the engine module needs for one model."""
     # Without a storage component in this stack, the shared cache claim has the name the storage
@@ -55,8 +59,9 @@ def workload_spec(
         facts=ENGINES[model.engine].FACTS,
         storage=storage,
         placement=placement(pool, neuron_scheduler),
-        cache=cache_mount(ctx, model.config, pool),
+        cache=cache_mount(ctx, model.config, pool, images),
         labels=labels(model.service, model.name, **{"inference-platform.io/engine": model.engine}),
+        images=images,
     )
 
 
@@ -66,7 +71,7 @@ class Models(pulumi.ComponentResource):
     def __init__(self, name: str, args: ModelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Models", name, None, opts)
         for model in args.models:
-            spec = workload_spec(model, args.storage, args.cache, args.neuron_scheduler)
+            spec = workload_spec(model, args.storage, args.cache, args.neuron_scheduler, images=args.images)
             objs = model_objects(spec)
             deps: list[pulumi.Resource] = []
             if ns := args.namespaces.get(model.namespace):

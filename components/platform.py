@@ -258,6 +258,7 @@ class Platform(pulumi.ComponentResource):
                 gateway=platform.gateway,
                 models=list(self.stack.models),
                 provider=wiring.cluster.provider,
+                images=self.stack.images,
                 envoy_gateway=wiring.envoy_gateway,
                 # AIBrix's chart owns its Envoy Service: it gets the front door's NLB annotations.
                 gateway_service_annotations=load_balancer_annotations(platform.gateway),
@@ -279,6 +280,7 @@ class Platform(pulumi.ComponentResource):
                 provider=wiring.cluster.provider,
                 cache=wiring.cache,
                 neuron_scheduler=self.stack.platform.neuron_scheduler,
+                images=self.stack.images,
                 namespaces=dict(wiring.namespaces),
                 operators=dict(wiring.operators),
             ),
@@ -345,6 +347,7 @@ class Platform(pulumi.ComponentResource):
                 namespaces=dict(wiring.namespaces),
                 models_only=not stack.owns_platform,
                 litellm=wiring.litellm,
+                images=stack.images,
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -88,6 +88,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         environment=args.environment,
         ami_version=args.ami_version,
         image_digest=args.image_digest,
+        image_pins=dict(pin.split("=", 1) for pin in args.image_pin or []),
     )
     print(f"{path}: written and valid; next: python -m stacks render {path}")
     return 0
@@ -171,6 +172,13 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument("--environment", choices=["dev", "staging", "prod"], default="dev")
     n.add_argument("--ami-version", help="prod platforms: the pinned AL2023 AMI release, e.g. v20261015")
     n.add_argument("--image-digest", help="prod models: sha256 digest of the engine image")
+    n.add_argument(
+        "--image-pin",
+        action="append",
+        metavar="NAME=DIGEST",
+        help="a platform image's sha256 digest by catalog name, e.g. model-prep-s3=sha256:...; prod needs one "
+        "for every image the new stack renders (repeat the flag)",
+    )
     n.add_argument("--out-dir", default=str(ROOT), help="where to write (default: the project root)")
     n.set_defaults(fn=cmd_new)
     s = sub.add_parser("schema", help="write stacks/stack.schema.json (JSON Schema of the stack file)")

@@ -21,7 +21,7 @@ import yaml
 from .config import PROJECT, ModelSection
 from .errors import ConfigError, Problem
 from .load import parse_sections, platform_for
-from .resolve import read_pools, read_storage
+from .resolve import images_rendered_by, read_pools, read_storage
 from .sizing import replica_requests
 
 SCHEMA_MODELINE = "# yaml-language-server: $schema={schema}\n"
@@ -183,10 +183,41 @@ def workloads_text(name: str, platform: str, team: str, environment: str, digest
 {models}"""
 
 
-def check(text: str, source: str) -> None:
+def _sections(text: str) -> tuple[dict[str, Any], Any]:
     doc: dict[str, Any] = yaml.safe_load(text)
     sections = {k.split(":", 1)[1]: v for k, v in doc["config"].items() if k.startswith(f"{PROJECT}:")}
-    parse_sections(sections, doc["config"].get("aws:region"), source=source)
+    return sections, doc["config"].get("aws:region")
+
+
+def check(text: str, source: str) -> None:
+    sections, region = _sections(text)
+    parse_sections(sections, region, source=source)
+
+
+def with_image_pins(text: str, environment: str, pins: dict[str, str]) -> str:
+    """The stack with an `images` section pinning what it renders: in prod every image the stack will
+    render needs its digest (`--image-pin NAME=sha256:...`), elsewhere the given ones are written."""
+    from components.serving.values import TAG_ONLY_IMAGES
+
+    sections, _ = _sections(text)
+    config = parse_sections({**sections, "stack": {**sections["stack"], "environment": "dev"}}, "us-west-2")
+    needed = [n for n in images_rendered_by(config) if n not in TAG_ONLY_IMAGES]
+    missing = [n for n in needed if n not in pins] if environment == "prod" else []
+    if missing:
+        raise ConfigError(
+            [
+                Problem(
+                    "--image-pin",
+                    f"prod pins every image the stack renders: give --image-pin {n}=sha256:... (the digest of "
+                    f"the catalog's image for {n}, stacks/versions.py)",
+                )
+                for n in missing
+            ]
+        )
+    if not pins:
+        return text
+    lines = "".join(f'    {n}: {{digest: "{d}"}}\n' for n, d in pins.items())
+    return f"{text}  {PROJECT}:images:               # the platform's own images, pinned (stacks/versions.py)\n{lines}"
 
 
 def new_stack(
@@ -200,6 +231,7 @@ def new_stack(
     environment: str = "dev",
     ami_version: str | None = None,
     image_digest: str | None = None,
+    image_pins: dict[str, str] | None = None,
 ) -> Path:
     path = out_dir / f"Pulumi.{name}.yaml"
     problems = []
@@ -225,6 +257,7 @@ def new_stack(
     else:
         ami = f"al2023@{ami_version}" if ami_version else "al2023@latest"
         text = platform_text(name, role, preset or "gpu-small", environment, ami, image_digest)
+    text = with_image_pins(text, environment, dict(image_pins or {}))
     schema = Path(__file__).resolve().parent / "stack.schema.json"
     text = SCHEMA_MODELINE.format(schema=os.path.relpath(schema, out_dir.resolve())) + text
     check(text, str(path))

@@ -11,13 +11,18 @@ team's stack and `pulumi up` see exactly what the platform created.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from components.engines import ENGINES, EngineModule
+from components.engines.dynamo import dynamo_block
+from components.serving.litellm import litellm_image
+from components.storage.cache import self_fetching
 
 from .config import StackConfig
 from .config.addons import AddonsSection
 from .config.gateway import GatewaySection
+from .config.images import ImagePin
 from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
@@ -34,6 +39,7 @@ from .resolved import (
     NEURON_SCHEDULER,
     READER_SERVICE_ACCOUNT,
     GatewayParent,
+    ImageTable,
     PlatformView,
     ResolvedModel,
     ResolvedPool,
@@ -187,6 +193,63 @@ def read_platform(exports: dict[str, Any]) -> PlatformView:
     )
 
 
+# ---- the platform's own images ---------------------------------------------------------------------
+
+
+def rendered_images(
+    *, owns_platform: bool, addons: AddonsSection, accelerators: frozenset[str], models: Sequence[ModelSection]
+) -> tuple[str, ...]:
+    """The catalog names of the platform's own images a stack renders, under the conditions the
+    builders render them: the preparation steps for every model whose artifacts the platform
+    prepares (components/storage/cache.py `self_fetching`), Dynamo's planner for a profiling request,
+    and, in a stack that owns the platform, LiteLLM (and its Redis), AIBrix's Envoy pair and init
+    image, and neuron-monitor on Neuron pools under monitoring. Builders look their images up in the
+    table built from this list, so one left out here fails the render instead of going unpinned."""
+    names: list[str] = []
+    if any(not self_fetching(m) for m in models):
+        names += ["model-prep-s3", "model-prep-hub"]
+    if any(m.engine == "dynamo" and dynamo_block(m).request_profiling for m in models):
+        names.append("dynamo-planner")
+    if owns_platform:
+        if addons.litellm.enabled:
+            names += ["litellm", *(["redis"] if addons.litellm.redis else [])]
+        if addons.aibrix.enabled:
+            names += ["envoy-proxy", "envoy-gateway", "busybox"]
+        if addons.monitoring.enabled and "neuron" in accelerators:
+            names.append("neuron-monitor")
+    return tuple(names)
+
+
+def images_rendered_by(config: StackConfig) -> tuple[str, ...]:
+    """`rendered_images` for a stack file: a workloads stack renders only its models' images (the
+    platform's own run in the platform stack), so its own sections are all it takes."""
+    return rendered_images(
+        owns_platform=config.stack.role != "workloads",
+        addons=config.addons,
+        accelerators=frozenset(p.accelerator for p in config.node_pools),
+        models=config.models,
+    )
+
+
+def pinned_image(base: Image, pin: ImagePin | None) -> Image:
+    """A catalog image with the stack's pin applied: a digest belongs to one repository and tag, so
+    the catalog's is kept only while neither changed."""
+    if pin is None:
+        return base
+    keep = pin.repository is None and pin.tag is None
+    return Image(pin.repository or base.repository, pin.tag or base.tag, pin.digest or (base.digest if keep else None))
+
+
+def catalog_image(name: str, addons: AddonsSection) -> Image:
+    """The catalog's image before the stack's pin: LiteLLM's is the release `addons.litellm.version`
+    names, when it names one."""
+    return litellm_image(addons.litellm, IMAGES[name]) if name == "litellm" else IMAGES[name]
+
+
+def image_table(names: Sequence[str], addons: AddonsSection, pins: Mapping[str, ImagePin]) -> ImageTable:
+    return ImageTable({name: pinned_image(catalog_image(name, addons), pins.get(name)) for name in names})
+
+
 # ---- the models -------------------------------------------------------------------------------------
 
 
@@ -283,6 +346,7 @@ def resolve(config: StackConfig, platform_exports: dict[str, Any] | None = None)
     models = tuple(
         m for m in (resolve_model(m, view, team.name if team else None) for m in config.models) if m is not None
     )
+    images = image_table(images_rendered_by(config), config.addons, config.images.pins())
     dashboards = {m.engine for m in models}
     if stack.role == "platform":
         # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
@@ -298,4 +362,5 @@ def resolve(config: StackConfig, platform_exports: dict[str, Any] | None = None)
         controller_namespaces=controller_namespaces(view.addons, {m.engine for m in config.models}),
         route_parent=route_parent(view, stack.role != "workloads"),
         dashboard_engines=frozenset(dashboards),
+        images=images,
     )

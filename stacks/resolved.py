@@ -11,6 +11,7 @@ Neuron scheduler, the model-cache StorageClass and claim): plain values, importa
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from .config.addons import AddonsSection
@@ -164,6 +165,32 @@ class ResolvedModel(Endpoint):
         return self.workload
 
 
+@dataclass(frozen=True)
+class ImageTable:
+    """The platform's own images this stack renders (stacks/resolve.py `rendered_images`), by catalog
+    name, with the stack's `images` pins applied. Builders take their images only from here: a name
+    the stack was not resolved to render is a bug (a builder and `rendered_images` out of step), never
+    a quiet fallback to the unpinned catalog."""
+
+    images: Mapping[str, Image]
+
+    def __getitem__(self, name: str) -> Image:
+        try:
+            return self.images[name]
+        except KeyError:
+            known = ", ".join(self.images) or "none"
+            raise KeyError(
+                f"image {name!r} is not among the images this stack renders ({known}): stacks/resolve.py "
+                f"rendered_images must say when a builder renders it"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.images)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.images
+
+
 @dataclass(frozen=True, kw_only=True)
 class Team:
     """A workloads stack's owner: its namespace and its share of the platform."""
@@ -193,6 +220,9 @@ class ResolvedStack:
     route_parent: GatewayParent
     # Engines a dashboard is provisioned for (a platform stack: every engine its pools can run).
     dashboard_engines: frozenset[str] = frozenset()
+    # The platform's own images this stack renders (preparation, monitoring, LiteLLM, AIBrix ...), pinned
+    # by the stack's `images` section; the models' engine images are on each model.
+    images: ImageTable
 
     @property
     def prod(self) -> bool:

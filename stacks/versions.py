@@ -2,7 +2,9 @@
 
 Defaults are the versions the source document (shared/seed/inference-frameworks.md) inspected, or the
 versions whose schemas sit in shared/schemas. A stack overrides a chart's version with
-`addons.<name>.version` and a model's image with `models[].image`; nothing else picks versions.
+`addons.<name>.version`, a model's image with `models[].image` and any other image with
+`images.<name>` (stacks/config/images.py); nothing else picks versions. Digests are left out until
+one is read from the registry: a stack pins them (prod must, for every image it renders).
 """
 
 from __future__ import annotations
@@ -116,6 +118,14 @@ IMAGES: dict[str, Image] = {
     # --- monitoring ----------------------------------------------------------------------------
     "neuron-monitor": Image("public.ecr.aws/neuron/neuron-monitor", "1.3.0"),
 }
+
+# The images a model runs (its engine's, or its serving platform's runtime): `models[].image` pins them,
+# per model. Every other image is the platform's own, pinned by the stack's `images` section.
+MODEL_IMAGES = frozenset(
+    {"vllm", "sglang", "tgi", "ollama", "nim", "neuron-vllm", "dynamo", "dynamo-vllm", "dynamo-sglang"}
+    | {"dynamo-trtllm", "ray", "ray-serve"}
+)
+PLATFORM_IMAGES = tuple(name for name in IMAGES if name not in MODEL_IMAGES)
 
 # EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions
 # --kubernetes-version 1.34 --addon-name <name>). A minor without pins resolves, at deploy time,

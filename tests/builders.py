@@ -9,7 +9,11 @@ from components.model_servers import model_objects, workload_spec
 from components.storage.cache import CacheContext
 from stacks.load import parse_sections, platform_for
 from stacks.resolve import resolve
-from stacks.resolved import ResolvedModel, ResolvedStack
+from stacks.resolved import ImageTable, ResolvedModel, ResolvedStack
+from stacks.versions import IMAGES
+
+# Every catalog image, unpinned: for builders tested outside a resolved stack.
+CATALOG = ImageTable(dict(IMAGES))
 
 
 def resolved_stack(
@@ -34,7 +38,7 @@ def resolved_model(stack: ResolvedStack, name: str) -> ResolvedModel:
 def engine_objects(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> list[dict[str, Any]]:
     """The objects the model's engine module builds, as the Models component would apply them."""
     model = resolved_model(stack, name)
-    spec = workload_spec(model, stack.platform.storage, cache, stack.platform.neuron_scheduler)
+    spec = workload_spec(model, stack.platform.storage, cache, stack.platform.neuron_scheduler, images=stack.images)
     return model_objects(spec)
 
 

@@ -29,7 +29,9 @@ def stack_of(sections: dict[str, Any]) -> ResolvedStack:
 def spec(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> WorkloadSpec:
     """The WorkloadSpec the Models component builds for one model (the platform's storage and
     Neuron scheduler, the shared cache claim when the cache is shared)."""
-    return workload_spec(resolved_model(stack, name), stack.platform.storage, cache, stack.platform.neuron_scheduler)
+    return workload_spec(
+        resolved_model(stack, name), stack.platform.storage, cache, stack.platform.neuron_scheduler, images=stack.images
+    )
 
 
 def objects(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> dict[str, dict[str, Any]]:

@@ -49,7 +49,7 @@ def serving_stack(sections: dict[str, Any] | None = None) -> ResolvedStack:
 def spec_for(stack: ResolvedStack, name: str) -> WorkloadSpec:
     """The WorkloadSpec the Models component builds for one model of a resolved stack."""
     model = resolved_model(stack, name)
-    return workload_spec(model, stack.platform.storage, None, stack.platform.neuron_scheduler)
+    return workload_spec(model, stack.platform.storage, None, stack.platform.neuron_scheduler, images=stack.images)
 
 
 def serving_objects(name: str, sections: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from stacks.config import StackConfig
 from stacks.errors import ConfigError
 from stacks.fit import EXPORTER_REQUESTS, Requests, allocatable, daemonset_overhead, fit
 from stacks.load import parse_sections
+from stacks.versions import IMAGES
 from tests.conftest import EXAMPLES, sections_of
 
 
@@ -111,7 +112,7 @@ def test_the_fsx_csi_node_costs_its_plugin_and_two_sidecars():
 
 def test_the_exporters_request_exactly_what_the_fit_check_subtracts():
     assert dcgm_exporter_values()["resources"]["requests"] == EXPORTER_REQUESTS["nvidia"]
-    daemonset = next(o for o in neuron_monitor() if o["kind"] == "DaemonSet")
+    daemonset = next(o for o in neuron_monitor(IMAGES["neuron-monitor"]) if o["kind"] == "DaemonSet")
     container = daemonset["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"] == EXPORTER_REQUESTS["neuron"]
     table = {d.name: d.requests for d in fit_arithmetic.NODE_DAEMONSETS}

@@ -14,6 +14,7 @@ from stacks import charts
 from stacks.config.addons import Aibrix
 from stacks.config.gateway import GatewaySection
 from stacks.versions import image
+from tests.builders import CATALOG
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +114,7 @@ def test_images_are_found_in_custom_resources_too():
 
 
 def test_aibrix_runs_the_envoy_our_gateway_supports_and_a_pinned_busybox():
-    values = aibrix_values(Aibrix(enabled=True), GatewaySection())
+    values = aibrix_values(Aibrix(enabled=True), GatewaySection(), CATALOG)
     container = values["gateway"]["envoyProxy"]["container"]
     assert container["envoy"]["image"] == "docker.io/envoyproxy/envoy:distroless-v1.39.0"
     assert container["shutdownManager"]["image"] == "docker.io/envoyproxy/gateway:v1.9.0"

@@ -31,7 +31,7 @@ def test_an_unknown_section_is_refused(dev):
     dev["clusters"] = {"name": "x"}
     assert problems(dev) == [
         "inference-platform:clusters: unknown section; sections are stack, cluster, nodePools, "
-        "addons, storage, gateway, models"
+        "addons, storage, gateway, models, images"
     ]
 
 

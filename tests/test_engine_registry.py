@@ -240,7 +240,9 @@ def test_a_registered_engine_is_resolved_and_built_end_to_end_with_no_other_chan
     assert TOY not in stack.controller_namespaces, "no operator runs it"
     assert TOY in stack.dashboard_engines, "its dashboard is provisioned like any engine's"
 
-    objs = model_objects(workload_spec(model, stack.platform.storage, None, stack.platform.neuron_scheduler))
+    objs = model_objects(
+        workload_spec(model, stack.platform.storage, None, stack.platform.neuron_scheduler, images=stack.images)
+    )
     assert [o["kind"] for o in objs] == ["Deployment", "Service", "PodDisruptionBudget"]
     (work,) = by_kind(objs, "Deployment")
     assert (work["apiVersion"], work["kind"], work["metadata"]["name"]) == model.scale_target

@@ -110,6 +110,7 @@ def test_a_nimservice_waits_for_the_nim_operator_release(mocks):
                 storage=stack.platform.storage,
                 provider=provider,
                 neuron_scheduler=stack.platform.neuron_scheduler,
+                images=stack.images,
                 operators={"nim-operator": operator},
             ),
         )

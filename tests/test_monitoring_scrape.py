@@ -17,7 +17,7 @@ from components.monitoring.collection import (
 )
 from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections
-from stacks.versions import chart
+from stacks.versions import IMAGES, chart
 from tests.builders import resolved_stack
 from tests.conftest import rendered_stack
 
@@ -111,7 +111,7 @@ def test_dcgm_runs_on_gpu_nodes_tolerating_their_taint():
 
 
 def test_neuron_monitor_runs_on_neuron_nodes_and_is_scraped():
-    daemonset, monitor, _ = neuron_monitor()
+    daemonset, monitor, _ = neuron_monitor(IMAGES["neuron-monitor"])
     pod = daemonset["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"inference-platform.io/accelerator": "neuron"}
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
@@ -221,7 +221,7 @@ def test_grafanas_admin_comes_from_an_existing_secret_when_named(dev):
 
 
 def test_neuron_monitor_is_reachable_only_by_the_scraper_and_calls_nothing():
-    daemonset, _, policy = neuron_monitor()
+    daemonset, _, policy = neuron_monitor(IMAGES["neuron-monitor"])
     assert policy["kind"] == "NetworkPolicy"
     assert policy["spec"]["podSelector"]["matchLabels"] == daemonset["spec"]["selector"]["matchLabels"]
     (ingress,) = policy["spec"]["ingress"]

@@ -26,7 +26,15 @@ from tests.test_cli import cli
         ("platform", {"preset": "inf2"}),
         ("platform", {"preset": "mixed", "environment": "staging"}),
         ("all-in-one", {"preset": "inf2"}),
-        ("platform", {"preset": "mixed", "environment": "prod", "ami_version": "v20261015"}),
+        (
+            "platform",
+            {
+                "preset": "mixed",
+                "environment": "prod",
+                "ami_version": "v20261015",
+                "image_pins": {"neuron-monitor": "sha256:" + "1" * 64},
+            },
+        ),
         (
             "workloads",
             {
@@ -34,6 +42,7 @@ from tests.test_cli import cli
                 "team": "search",
                 "environment": "prod",
                 "image_digest": "sha256:" + "0" * 64,
+                "image_pins": {"model-prep-s3": "sha256:" + "2" * 64, "model-prep-hub": "sha256:" + "3" * 64},
             },
         ),
     ],
@@ -46,6 +55,13 @@ def test_a_new_stack_validates_as_written_and_carries_comments(tmp_path, role, k
     assert text.startswith("# yaml-language-server: $schema="), "editors find the schema from the modeline"
     assert sum(line.lstrip().startswith("#") or " # " in line for line in text.splitlines()) >= 5, "commented"
     assert not list(jsonschema.Draft202012Validator(stack_file_schema()).iter_errors(yaml.safe_load(text)))
+
+
+def test_a_new_prod_stack_asks_for_the_digest_of_every_image_it_renders(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        new_stack("fresh", "platform", out_dir=tmp_path, preset="mixed", environment="prod", ami_version="v20261015")
+    assert [p.path for p in info.value.problems] == ["--image-pin"]
+    assert "neuron-monitor=sha256:" in info.value.problems[0].message
 
 
 def test_a_new_workloads_stack_lands_on_a_pool_the_platform_exports(tmp_path):

@@ -289,11 +289,10 @@ def test_validate_uses_the_same_checks_for_addon_versions_and_prod_storage(dev):
 # ---- the pack over every shipped stack's render (issue 14 item 4) ------------------------------------
 
 
-def _pack_resources(path) -> list[PolicyResource]:
-    from tests.conftest import rendered_stack
-
+def pack_resources(rendered) -> list[PolicyResource]:
+    """A render's resources as the policy pack receives them."""
     out = []
-    for r in rendered_stack(path).resources:
+    for r in rendered.resources:
         out.append(
             PolicyResource(
                 resource_type=r.type,
@@ -310,11 +309,12 @@ def _pack_resources(path) -> list[PolicyResource]:
     return out
 
 
-def _pack_violations(path) -> list[str]:
-    """Every policy of the pack over the stack's render, as `pulumi preview --policy-pack` runs them."""
+def pack_violations(rendered, config: dict[str, Any] | None = None) -> list[str]:
+    """Every policy of the pack over a render, as `pulumi preview --policy-pack` runs them, each
+    violation prefixed with its policy's name."""
     from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 
-    resources = _pack_resources(path)
+    resources = pack_resources(rendered)
     found: list[str] = []
     for policy in v.POLICIES:
         fn = policy.validate  # type: ignore[attr-defined]
@@ -323,15 +323,17 @@ def _pack_violations(path) -> list[str]:
             for res in resources:
                 args = ResourceValidationArgs(
                     resource_type=res.resource_type, props=res.props, urn=res.urn, name=res.name, opts=res.opts,
-                    provider=None, config={},
+                    provider=None, config=config or {},
                 )  # fmt: skip
                 fn(args, report)
         elif isinstance(policy, StackValidationPolicy):
-            fn(StackValidationArgs(resources=resources, config={}), report)
+            fn(StackValidationArgs(resources=resources, config=config or {}), report)
     return found
 
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_the_policy_pack_passes_on_every_shipped_stacks_render(path):
-    found = _pack_violations(path)
+    from tests.conftest import rendered_stack
+
+    found = pack_violations(rendered_stack(path))
     assert not found, found

@@ -18,7 +18,7 @@ def _objects(sections: dict | None = None) -> dict[str, dict]:
     models, and whether monitoring is on."""
     stack = serving_stack(sections)
     addons = stack.platform.addons
-    objects = litellm.manifests(addons.litellm, stack.models, addons.monitoring.enabled)
+    objects = litellm.manifests(addons.litellm, stack.models, addons.monitoring.enabled, stack.images)
     return {f"{o['kind']}/{o['metadata']['name']}": o for o in objects}
 
 
@@ -136,6 +136,7 @@ def test_a_model_name_served_twice_is_refused():
 def test_the_proxy_image_is_the_release_tag_litellm_publishes(version, tag):
     """Since 1.84 LiteLLM publishes v<version>; the old main-v<version> tags no longer appear."""
     from stacks.config.addons import LiteLLM
+    from stacks.versions import IMAGES
 
-    image = litellm.litellm_image(LiteLLM.model_validate({"enabled": True, "version": version}))
+    image = litellm.litellm_image(LiteLLM.model_validate({"enabled": True, "version": version}), IMAGES["litellm"])
     assert image.ref == f"ghcr.io/berriai/litellm:{tag}"

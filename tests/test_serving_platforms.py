@@ -43,6 +43,7 @@ def _build_platforms(stack: ResolvedStack, envoy_gateway: bool = False) -> dict[
                 gateway=stack.platform.gateway,
                 models=list(stack.models),
                 provider=provider,
+                images=stack.images,
                 envoy_gateway=envoy,
             ),
         )

@@ -19,6 +19,7 @@ from components.storage.cache import (
 from stacks.config import ModelSection, StackConfig
 from stacks.config.storage import StorageSection
 from stacks.load import ROOT, parse_sections
+from tests.builders import CATALOG
 from tests.conftest import sections_of
 
 
@@ -33,7 +34,7 @@ def mount_for(name: str, model_index: int = 0, **ctx):
     pool = cfg.pool(model.pool)
     assert pool is not None
     context = CacheContext(storage=cfg.storage, bucket="acme-models", reader_service_account="model-reader", **ctx)
-    return cache_mount(context, model, pool), model
+    return cache_mount(context, model, pool, CATALOG), model
 
 
 def test_a_shared_cache_mounts_the_namespace_claim_and_prepares_into_it():
@@ -68,14 +69,14 @@ def test_no_cache_uses_an_existing_claim_when_one_is_named():
         {"modelCache": "none", "existingClaim": {"name": "weights", "accessMode": "ReadWriteMany"}}
     )
     model = cfg.models[0]
-    mount = cache_mount(CacheContext(storage=storage), model, cfg.pool(model.pool))  # type: ignore[arg-type]
+    mount = cache_mount(CacheContext(storage=storage), model, cfg.pool(model.pool), CATALOG)  # type: ignore[arg-type]
     assert mount.volumes[0]["persistentVolumeClaim"]["claimName"] == "weights"
 
 
 def test_without_a_bucket_only_the_hub_step_runs():
     cfg = config()
     model = cfg.models[0]
-    mount = cache_mount(CacheContext(storage=StorageSection()), model, cfg.pool(model.pool))  # type: ignore[arg-type]
+    mount = cache_mount(CacheContext(storage=StorageSection()), model, cfg.pool(model.pool), CATALOG)  # type: ignore[arg-type]
     assert [c["name"] for c in mount.init_containers] == ["model-from-hub"]
 
 
@@ -111,7 +112,7 @@ def test_engines_that_fetch_their_own_artifacts_get_the_volume_without_preparati
     raw = cfg.models[0].model_dump(by_alias=True)
     raw.update(engine="ollama", secrets={})
     model = ModelSection.model_validate(raw)
-    mount = cache_mount(CacheContext(storage=cfg.storage, claim_name="model-cache"), model, cfg.node_pools[0])
+    mount = cache_mount(CacheContext(storage=cfg.storage, claim_name="model-cache"), model, cfg.node_pools[0], CATALOG)
     assert mount.volumes and not mount.init_containers
 
 

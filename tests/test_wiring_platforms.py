@@ -133,8 +133,10 @@ def test_aibrix_envoy_service_gets_the_front_doors_load_balancer_annotations():
 def test_with_an_acm_certificate_aibrix_gateway_answers_tls_on_443_and_not_plain_http():
     sections = serving_sections()
     sections["gateway"]["tls"] = {"certificateArn": ACM}
-    platform = serving_stack(sections).platform
-    values = aibrix_values(platform.addons.aibrix, platform.gateway, load_balancer_annotations(platform.gateway))
+    stack = serving_stack(sections)
+    platform = stack.platform
+    annotations = load_balancer_annotations(platform.gateway)
+    values = aibrix_values(platform.addons.aibrix, platform.gateway, stack.images, annotations)
     service = values["gateway"]["envoyProxy"]["service"]
     annotations = service["annotations"]
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == ACM

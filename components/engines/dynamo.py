@@ -232,7 +232,7 @@ def graph_request(spec: WorkloadSpec) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model.model,
         "backend": block.backend,
-        "image": image("dynamo-planner").ref,
+        "image": spec.images["dynamo-planner"].ref,
         "autoApply": False,
         "workload": {"concurrency": block.profile_concurrency},
     }

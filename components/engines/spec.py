@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from stacks.config import ModelSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
-from stacks.resolved import ResolvedModel
+from stacks.resolved import ImageTable, ResolvedModel
 from stacks.versions import Image
 
 from ..scheduling import Placement
@@ -27,6 +27,9 @@ class WorkloadSpec:
     placement: Placement
     cache: CacheMount
     labels: dict[str, str]
+    # The stack's pinned platform images, for the objects an engine renders beside its own (Dynamo's
+    # profiling request runs the planner image).
+    images: ImageTable
 
     @property
     def model(self) -> ModelSection:

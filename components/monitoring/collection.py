@@ -17,7 +17,7 @@ from stacks.config.addons import LiteLLM, Monitoring
 from stacks.fit import EXPORTER_REQUESTS
 from stacks.metrics import Metric, custom_metric, metric, scaling_metrics, seconds_in
 from stacks.resolved import MODEL_LABEL, Endpoint
-from stacks.versions import image
+from stacks.versions import Image
 
 from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL, scanner_waivers
 from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS
@@ -196,11 +196,10 @@ def dcgm_exporter_values() -> dict[str, Any]:
     }
 
 
-def neuron_monitor(namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]]:
+def neuron_monitor(img: Image, namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]]:
     """neuron-monitor with its Prometheus exporter on every Neuron node, and its PodMonitor. Command,
     arguments, memory cap and privilege as AWS's own DaemonSet (aws-neuron-sdk
     src/k8/k8s-neuron-monitor-daemonset.yml): the image's entrypoint serves /metrics on the port."""
-    img = image("neuron-monitor")
     labels = {"app.kubernetes.io/name": "neuron-monitor"}
     probe = {"httpGet": {"path": "/metrics", "port": NEURON_MONITOR_PORT}, "periodSeconds": 30, "timeoutSeconds": 10}
     daemonset = {

@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.addons import LiteLLM
 from stacks.config.addons import Monitoring as MonitoringAddon
-from stacks.resolved import ResolvedModel
+from stacks.resolved import ImageTable, ResolvedModel
 from stacks.versions import chart
 
 from ..engines import ENGINES
@@ -58,6 +58,8 @@ class MonitoringArgs:
     models_only: bool = False
     # The LiteLLM proxy's installer (its namespace must exist before its PodMonitor).
     litellm: pulumi.Resource | None = None
+    # The stack's pinned platform images (neuron-monitor).
+    images: ImageTable
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -104,7 +106,7 @@ class Monitoring(pulumi.ComponentResource):
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns])
         after_crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps])
         if "neuron" in accelerators:
-            for obj in neuron_monitor():
+            for obj in neuron_monitor(args.images["neuron-monitor"]):
                 apply(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
 
         self._model_monitors(args, crd_deps)

@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from stacks.config.addons import LiteLLM
-from stacks.resolved import Endpoint
-from stacks.versions import Image, image
+from stacks.resolved import Endpoint, ImageTable
+from stacks.versions import Image
 
 from .. import secretfiles
 from ..naming import labels as k8s_labels
@@ -78,10 +78,10 @@ def provider_env(name: str) -> str:
     return f"{name.upper().replace('-', '_')}_API_KEY"
 
 
-def litellm_image(addon: LiteLLM) -> Image:
-    """The pinned image, or the release `addons.litellm.version` names (1.100.1 -> v1.100.1, the
-    tag LiteLLM publishes for a release since 1.84)."""
-    base = image("litellm")
+def litellm_image(addon: LiteLLM, base: Image) -> Image:
+    """The catalog's image, or the release `addons.litellm.version` names (1.100.1 -> v1.100.1, the
+    tag LiteLLM publishes for a release since 1.84); stacks/resolve.py applies the stack's
+    `images.litellm` pin to the result."""
     if addon.version is None:
         return base
     version = addon.version
@@ -153,7 +153,7 @@ def secret_files(addon: LiteLLM) -> list[SecretFile]:
     return files
 
 
-def deployment(addon: LiteLLM, config_hash: str) -> dict[str, Any]:
+def deployment(addon: LiteLLM, config_hash: str, image: Image) -> dict[str, Any]:
     files = secret_files(addon)
     env: list[dict[str, Any]] = []
     if addon.redis:
@@ -193,7 +193,7 @@ def deployment(addon: LiteLLM, config_hash: str) -> dict[str, Any]:
                     "containers": [
                         {
                             "name": "litellm",
-                            "image": litellm_image(addon).ref,
+                            "image": image.ref,
                             # The image's entrypoint execs `litellm "$@"`; this one first exports the
                             # mounted keys ("litellm" fills $0, the flags are "$@").
                             "command": ["/bin/sh", "-c", secretfiles.exec_script(files, "litellm"), "litellm"],
@@ -296,7 +296,7 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
     }
 
 
-def redis_objects() -> list[dict[str, Any]]:
+def redis_objects(image: Image) -> list[dict[str, Any]]:
     name = f"{NAME}-redis"
     labels = k8s_labels(name, NAME)
     selector = {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": NAME}
@@ -315,7 +315,7 @@ def redis_objects() -> list[dict[str, Any]]:
                         "containers": [
                             {
                                 "name": "redis",
-                                "image": image("redis").ref,
+                                "image": image.ref,
                                 "args": ["--save", "", "--appendonly", "no"],
                                 "ports": [{"name": "redis", "containerPort": 6379}],
                                 "resources": {
@@ -337,7 +337,9 @@ def redis_objects() -> list[dict[str, Any]]:
     ]
 
 
-def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool) -> list[dict[str, Any]]:
+def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool, images: ImageTable) -> list[dict[str, Any]]:
+    """The proxy's namespace, config, Deployment, Service and network policy (and Redis), in the
+    stack's `litellm` and `redis` images."""
     import hashlib
 
     rendered = yaml.safe_dump(router_config(addon, models, monitoring), sort_keys=False)
@@ -356,7 +358,7 @@ def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool) -> l
             "metadata": {"name": f"{NAME}-config", "namespace": NAMESPACE, "labels": labels},
             "data": {"config.yaml": rendered},
         },
-        deployment(addon, config_hash),
+        deployment(addon, config_hash, images["litellm"]),
         {
             "apiVersion": "v1",
             "kind": "Service",
@@ -369,5 +371,5 @@ def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool) -> l
         network_policy(addon, models),
     ]
     if addon.redis:
-        objects += redis_objects()
+        objects += redis_objects(images["redis"])
     return objects

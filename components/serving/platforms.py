@@ -24,7 +24,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
 from stacks.config.gateway import GatewaySection
-from stacks.resolved import CONTROLLER_NAMESPACES, Endpoint, ResolvedModel
+from stacks.resolved import CONTROLLER_NAMESPACES, Endpoint, ImageTable, ResolvedModel
 from stacks.versions import chart
 
 from ..k8s import apply, release
@@ -41,6 +41,8 @@ class ServingPlatformsArgs:
     # The models the LiteLLM proxy routes to (its exposed ones).
     models: list[Endpoint]
     provider: k8s.Provider
+    # The stack's pinned platform images (LiteLLM, Redis, AIBrix's Envoy pair and init image).
+    images: ImageTable
     # The Envoy Gateway controller release, when the front door installs it (AIBrix needs it).
     envoy_gateway: pulumi.Resource | None = None
     # The front door's load-balancer annotations (components/gateway/routing.py
@@ -64,7 +66,7 @@ class ServingPlatforms(pulumi.ComponentResource):
             "dynamo": (addons.dynamo, dynamo_values),
             "aibrix": (
                 addons.aibrix,
-                lambda: aibrix_values(addons.aibrix, args.gateway, args.gateway_service_annotations),
+                lambda: aibrix_values(addons.aibrix, args.gateway, args.images, args.gateway_service_annotations),
             ),
             "kuberay": (addons.kuberay, lambda: kuberay_values(addons.kuberay)),
             "nim-operator": (addons.nim_operator, nim_operator_values),
@@ -87,7 +89,7 @@ class ServingPlatforms(pulumi.ComponentResource):
         self.register_outputs({})
 
     def _litellm(self, args: ServingPlatformsArgs, addons: AddonsSection) -> pulumi.Resource:
-        objects = litellm.manifests(addons.litellm, args.models, addons.monitoring.enabled)
+        objects = litellm.manifests(addons.litellm, args.models, addons.monitoring.enabled, args.images)
         namespace = apply(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
         applied = {obj["kind"] + "/" + obj["metadata"]["name"]: apply(obj, child) for obj in objects[1:]}

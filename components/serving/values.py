@@ -7,7 +7,17 @@ from typing import Any
 
 from stacks.config.addons import Aibrix, KubeRay
 from stacks.config.gateway import GatewaySection
-from stacks.versions import image
+from stacks.resolved import ImageTable
+from stacks.versions import Image
+
+# AIBrix 0.7.0's values schema (values.schema.json) takes these as `repository:tag` (Envoy's pair) or
+# as repository and tag (the init image), with patterns that admit no `@sha256:` digest: they are
+# pinned by tag, or by a mirror repository whose tags are immutable.
+TAG_ONLY_IMAGES = {
+    "envoy-proxy": "AIBrix 0.7.0's values schema admits `repository:tag` only for its Envoy image",
+    "envoy-gateway": "AIBrix 0.7.0's values schema admits `repository:tag` only for its shutdown-manager image",
+    "busybox": "AIBrix 0.7.0's values schema admits a repository and a tag only for its init image",
+}
 
 AIBRIX_IMAGES = {
     "controllerManager": "aibrix/controller-manager",
@@ -57,15 +67,19 @@ def aibrix_envoy_service(gateway: GatewaySection, annotations: dict[str, str]) -
     return service
 
 
+def _tagged(image: Image) -> str:
+    return f"{image.repository}:{image.tag}"
+
+
 def aibrix_values(
-    addon: Aibrix, gateway: GatewaySection, service_annotations: dict[str, str] | None = None
+    addon: Aibrix, gateway: GatewaySection, images: ImageTable, service_annotations: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """AIBrix 0.7.0: pinned component images (the chart's values.yaml says `nightly`; its
     stable.yaml pins v0.7.0, and so do we), CRDs kept on uninstall, webhooks on, and its Envoy
     Service behind the front door's load balancer (`aibrix_envoy_service`)."""
     version = addon.version or "0.7.0"
     tag = f"v{version.removeprefix('v')}"
-    busybox = image("busybox")
+    busybox = images["busybox"]
     init = {"image": {"repository": busybox.repository, "tag": busybox.tag}}
     return {
         "gateway": {
@@ -73,8 +87,8 @@ def aibrix_values(
                 "service": aibrix_envoy_service(gateway, service_annotations or {}),
                 # The data plane and shutdown manager our Envoy Gateway runs, not the chart's older pair.
                 "container": {
-                    "envoy": {"image": image("envoy-proxy").ref},
-                    "shutdownManager": {"image": image("envoy-gateway").ref},
+                    "envoy": {"image": _tagged(images["envoy-proxy"])},
+                    "shutdownManager": {"image": _tagged(images["envoy-gateway"])},
                 },
             }
         },

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from stacks.config.models import ModelSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
+from stacks.resolved import ImageTable
 from stacks.sizing import BYTES_PER_PARAMETER, local_cache_gib
 
 from . import prepare
@@ -154,8 +155,9 @@ def writes_as_root(storage: StorageSection) -> bool:
     return storage.model_cache == "fsx"
 
 
-def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -> CacheMount:
-    """The cache for this model under this stack's storage choice."""
+def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection, images: ImageTable) -> CacheMount:
+    """The cache for this model under this stack's storage choice (its preparation steps in the
+    stack's images)."""
     storage = ctx.storage
     volume, ephemeral = _volume(ctx, model, pool)
     mount = {"name": CACHE_VOLUME, "mountPath": CACHE_ROOT}
@@ -184,6 +186,7 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection) -
             bucket=ctx.bucket,
             bucket_prefix=bucket_prefix(model),
             token_secret=token,
+            images=images,
             imported=storage.model_cache == "fsx",
             as_root=writes_as_root(storage),
         )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.versions import image
+from stacks.resolved import ImageTable
 
 TOKEN_DIR = "/var/run/secrets/huggingface"
 TOKEN_KEY = "token"  # the key the named Secret must hold
@@ -204,11 +204,13 @@ def init_containers(
     bucket: Any | None,
     bucket_prefix: str,
     token_secret: str | None,
+    images: ImageTable,
     imported: bool = False,
     as_root: bool = False,
 ) -> list[dict[str, Any]]:
-    """The bucket step (when there is a bucket) then the Hugging Face step, in that order. With
-    `imported` (FSx), the bucket step only adopts what the data repository association imported."""
+    """The bucket step (when there is a bucket) then the Hugging Face step, in that order, in the
+    stack's `model-prep-s3` and `model-prep-hub` images. With `imported` (FSx), the bucket step only
+    adopts what the data repository association imported."""
     containers = []
     if bucket is not None:
         s3_env = [
@@ -220,7 +222,7 @@ def init_containers(
         containers.append(
             _container(
                 "model-from-bucket",
-                image("model-prep-s3").ref,
+                images["model-prep-s3"].ref,
                 ["/bin/sh", "-c", S3_STEP],
                 s3_env,
                 [cache_mount],
@@ -232,9 +234,8 @@ def init_containers(
     if token_secret:
         hub_env.append({"name": "HF_TOKEN_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"})
         mounts.append({"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True})
-    containers.append(
-        _container("model-from-hub", image("model-prep-hub").ref, ["python3", "-c", HUB_STEP], hub_env, mounts, as_root)
-    )
+    hub = images["model-prep-hub"].ref
+    containers.append(_container("model-from-hub", hub, ["python3", "-c", HUB_STEP], hub_env, mounts, as_root))
     return containers
 
 

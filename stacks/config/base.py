@@ -123,8 +123,8 @@ def _rebuilt(exc: ValidationError, skip: list[tuple[str | int, ...]]) -> list[In
         loc = tuple(err["loc"])
         if any(loc[: len(s)] == s for s in skip):
             continue
-        message = err["msg"].replace("{", "{{").replace("}", "}}")
-        out.append(InitErrorDetails(type=PydanticCustomError(err["type"], message), loc=loc, input=err.get("input")))
+        # Without a context the message is used as written: braces (a pattern's `{64}`) stay single.
+        out.append(InitErrorDetails(type=PydanticCustomError(err["type"], err["msg"]), loc=loc, input=err.get("input")))
     return out
 
 

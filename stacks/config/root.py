@@ -10,6 +10,7 @@ from .addons import AddonsSection
 from .base import KeyedError, Strict
 from .cluster import ClusterSection
 from .gateway import GatewaySection
+from .images import ImagesSection
 from .models import ModelSection
 from .pools import NodePoolSection
 from .stack import StackSection
@@ -35,6 +36,7 @@ SECTIONS = {
     "storage": "storage",
     "gateway": "gateway",
     "models": "models",
+    "images": "images",
 }
 
 # Sections only a platform (or all-in-one) stack may set: (stack-file key, attribute).
@@ -75,6 +77,14 @@ class StackConfig(Strict):
     )
     models: list[ModelSection] = Field(
         default_factory=list, description="The served models; a `platform` stack may not have any."
+    )
+    images: ImagesSection = Field(
+        default_factory=ImagesSection,
+        description="Pins for the platform's own images by catalog name (stacks/versions.py): the preparation "
+        "steps' `model-prep-s3` (aws-cli) and `model-prep-hub`, `neuron-monitor`, `litellm`, `redis`, AIBrix's "
+        "`envoy-proxy`, `envoy-gateway` and `busybox`, `dynamo-planner`. Each takes `repository`, `tag` and "
+        "`digest`; `environment: prod` requires a digest for every image the stack renders (dev and staging "
+        "warn). A model's engine image is pinned per model by `models[].image`.",
     )
     aws_region: AwsRegion = Field(
         exclude=True,

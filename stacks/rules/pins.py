@@ -1,13 +1,22 @@
-"""Pinning: prod refuses anything that can change under a running stack; dev and staging warn."""
+"""Pinning: prod refuses anything that can change under a running stack; dev and staging warn.
+
+AMIs, model revisions, each model's engine image (`models[].image.digest`) and every other image the
+stack renders (`images.<name>.digest`: the preparation steps, neuron-monitor, LiteLLM and the rest the
+catalog lists). AIBrix's Envoy pair and init image are the exception: its chart takes them by tag only
+(components/serving/values.py TAG_ONLY_IMAGES), so they are pinned by an immutable-tag mirror.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from components.serving.values import TAG_ONLY_IMAGES
+
 from ..checks import rule, warning
 from ..config import StackConfig
 from ..config.base import GIT_REVISION
 from ..errors import Problem, key_path
+from ..resolve import image_table, images_rendered_by
 
 
 def _unpinned(config: StackConfig) -> Iterable[Problem]:
@@ -43,3 +52,55 @@ def prod_pins(config: StackConfig) -> Iterable[Problem]:
 def dev_pins(config: StackConfig) -> Iterable[Problem]:
     if not config.stack.prod:
         yield from _unpinned(config)
+
+
+# ---- the platform's own images (the `images` section) -------------------------------------------------
+
+
+def _unpinned_images(config: StackConfig) -> Iterable[Problem]:
+    """Every image the stack renders that would run by tag alone, named at the key that pins it. The
+    names come from the same table the builders take their images from (stacks/resolve.py)."""
+    table = image_table(images_rendered_by(config), config.addons, config.images.pins())
+    for name in table:
+        image = table[name]
+        if image.digest is None and name not in TAG_ONLY_IMAGES:
+            yield Problem(
+                key_path(["images", name, "digest"]),
+                f"this stack runs {image.repository}:{image.tag} with no digest: a tag can be re-pushed; add "
+                f"images.{name}.digest: sha256:... (that repository and tag's digest, e.g. from `docker buildx "
+                f"imagetools inspect {image.repository}:{image.tag}`)",
+            )
+
+
+@rule
+def prod_pins_every_image(config: StackConfig) -> Iterable[Problem]:
+    if config.stack.prod:
+        yield from _unpinned_images(config)
+
+
+@warning
+def dev_pins_every_image(config: StackConfig) -> Iterable[Problem]:
+    if not config.stack.prod:
+        yield from _unpinned_images(config)
+
+
+@rule
+def image_pins_the_renderer_can_apply(config: StackConfig) -> Iterable[Problem]:
+    """A digest AIBrix's chart cannot take would be dropped without a word; a LiteLLM tag beside
+    `addons.litellm.version` would leave two answers to which release runs."""
+    pins = config.images.pins()
+    for name, why in TAG_ONLY_IMAGES.items():
+        pin = pins.get(name)
+        if pin is not None and pin.digest is not None:
+            yield Problem(
+                key_path(["images", name, "digest"]),
+                f"{why}, so this digest would never reach the pod; remove it and pin the image with a mirror "
+                f"repository whose tags are immutable (images.{name}.repository and tag)",
+            )
+    litellm = pins.get("litellm")
+    if litellm is not None and litellm.tag is not None and config.addons.litellm.version is not None:
+        yield Problem(
+            key_path(["images", "litellm", "tag"]),
+            f"addons.litellm.version ({config.addons.litellm.version}) already names the release; set one of the "
+            f"two (a digest in images.litellm.digest pins that release)",
+        )
