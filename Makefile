@@ -55,7 +55,7 @@ schema-check: install
 validate: install
 	$(BIN)/python -m stacks validate
 
-test: install install-helm
+test: install install-helm install-scan
 	$(BIN)/python -m pytest -q -n 2
 
 render: install
