@@ -134,8 +134,8 @@ WAIVERS: tuple[Waiver, ...] = (
            "(templates/daemonset.yaml and the chart's default securityContext); every other capability "
            "is dropped and privilege escalation is off"
            for check in ("CKV_K8S_23", "CKV_K8S_25", "CKV_K8S_39", "CKV_K8S_40")},
-        "CKV_K8S_22": "the exporter writes its collector state under its root filesystem; the chart "
-        "(templates/daemonset.yaml) has no value for a read-only root",
+        "CKV_K8S_22": "the chart's values.yaml leaves readOnlyRootFilesystem commented out, to be "
+        "enabled only with tmpfs volumes for what DCGM writes; the platform mounts none yet",
         "CKV_K8S_29": "templates/daemonset.yaml takes podSecurityContext, left empty: the container's "
         "context (root with SYS_ADMIN, all else dropped) is the one that matters",
         "CKV_K8S_31": "templates/daemonset.yaml takes podSecurityContext, left empty: DCGM's profiling "
