@@ -8,7 +8,7 @@ SCAN_VENV := .venv-scan
 SCAN_BIN := $(SCAN_VENV)/bin
 STACK ?= dev
 OUT ?= build/render
-# Every stack file; render-all writes each to $(OUT)/<stack>/ and scan reads it there.
+# Every stack file; render-all and charts write each to $(OUT)/<stack>/ and scan reads it there.
 STACK_FILES := $(sort $(wildcard Pulumi.*.yaml)) $(sort $(wildcard stacks/examples/Pulumi.*.yaml))
 STACKS := $(patsubst Pulumi.%.yaml,%,$(notdir $(STACK_FILES)))
 export INFERENCE_PLATFORM_SCHEMAS ?= ../shared/schemas
@@ -55,7 +55,7 @@ schema-check: install
 validate: install
 	$(BIN)/python -m stacks validate
 
-test: install install-helm
+test: install install-helm install-scan
 	$(BIN)/python -m pytest -q -n 2
 
 render: install
@@ -69,7 +69,7 @@ render-all: install
 charts: install install-helm
 	$(BIN)/python -m stacks charts --out $(OUT) $(STACK_FILES)
 
-scan: render-all install-scan
+scan: render-all charts install-scan
 	CHECKOV=$(SCAN_BIN)/checkov scripts/scan.sh $(OUT) $(STACKS)
 
 plan: install

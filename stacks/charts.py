@@ -7,8 +7,9 @@ templated by `helm template` from the chart directory `$INFERENCE_PLATFORM_CHART
 stack's Kubernetes version, and as API versions every custom-resource API version the program
 applies (the CRDs the platform installs). Every object produced is validated with the conformance
 code (stacks/conformance.py: core objects against the Kubernetes schema at that version, custom
-resources against their CRD) and written to `DIR/<stack>/charts/<release>/` (for a security scan:
-Checkov over these objects is not yet part of `make scan`, see issue 14). The images every object
+resources against their CRD) and written to `DIR/<stack>/charts/<release>/` for `make scan`, each
+carrying as `checkov.io/skipN` annotations the waivers stacks/chart_waivers.py gives it (these copies
+are scanned, never applied). The images every object
 names are checked too: a floating tag (`latest`, `stable`, ...) or another tag of an image the
 catalog pins (superseded) fails.
 
@@ -44,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from . import conformance
+from . import chart_waivers, conformance
 
 ENV = "INFERENCE_PLATFORM_CHARTS"
 ROOT = Path(__file__).resolve().parent.parent
@@ -404,13 +405,15 @@ def stack(path: Path, out: Path | None, root: Path, binary: Path) -> tuple[list[
         problems += [f"{r.release} ({r.chart}): {p}" for p in check(r, kube_version, schemas, crds)]
     if out is not None:
         base = out / path.name.removeprefix("Pulumi.").removesuffix(".yaml") / "charts"
+        base.mkdir(parents=True, exist_ok=True)  # a stack without releases: scanned, and said to be empty
         for r in renders:
             target = base / r.release
             target.mkdir(parents=True, exist_ok=True)
             for old in target.glob("*.yaml"):
                 old.unlink()
             for obj in r.objects:
-                (target / filename(obj)).write_text(yaml.dump(obj, Dumper=_DUMPER, sort_keys=False))
+                scanned = chart_waivers.annotate(r.chart, copy.deepcopy(obj))
+                (target / filename(obj)).write_text(yaml.dump(scanned, Dumper=_DUMPER, sort_keys=False))
     return renders, problems
 
 

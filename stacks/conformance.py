@@ -116,6 +116,21 @@ COMMENTED_KEYS: dict[tuple[str, str], str] = {
         "checked below) and rendered as the EnvoyProxy's envoyService by dist/chart/templates/"
         "gateway-instance/gateway.yaml"
     ),
+    # Keys of maps the chart renders whole (`toYaml`), set for the chart scan (stacks/chart_waivers.py).
+    ("aws-load-balancer-controller", "securityContext.capabilities"): (
+        "commented out in values.yaml (`# capabilities: drop: [ALL]`); templates/deployment.yaml renders "
+        "the whole securityContext map as the controller container's"
+    ),
+    ("aws-load-balancer-controller", "podSecurityContext.runAsUser"): (
+        "absent from values.yaml; templates/deployment.yaml renders the whole podSecurityContext map as the pod's"
+    ),
+    ("aws-load-balancer-controller", "podSecurityContext.seccompProfile"): (
+        "absent from values.yaml; templates/deployment.yaml renders the whole podSecurityContext map as the pod's"
+    ),
+    ("aibrix", "metadata.redis.container.resources.limits"): (
+        "values.yaml sets only requests; templates/metadata-service/redis.yaml renders the whole resources "
+        "map as the Redis container's"
+    ),
 }
 
 # (group, kind) of custom resources the platform renders whose upstream CRD is NOT in the schema

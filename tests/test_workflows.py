@@ -33,6 +33,7 @@ GATE = {
     "validation": "-m stacks validate",
     "unit tests": "-m pytest",
     "render of every stack": "scripts/render-all.py",
+    "chart render": "-m stacks charts",
     "security scan": "scripts/scan.sh",
 }
 CHECK_TOOLS = (
@@ -134,6 +135,14 @@ def test_make_check_renders_and_scans_every_stack_file():
     for path in all_stack_files():
         assert str(path.relative_to(ROOT)) in render, f"make render-all renders {path.name}"
         assert path.name.removeprefix("Pulumi.").removesuffix(".yaml") in scan, f"make scan scans {path.name}"
+
+
+def test_make_scan_scans_the_chart_render_of_every_stack_beside_its_manifests():
+    commands = make_dry_run("scan")
+    assert any("-m stacks charts" in c for c in commands), "make scan templates the charts before it scans"
+    script = (ROOT / "scripts" / "scan.sh").read_text()
+    for part, writer in (("manifests", "make render-all"), ("charts", "make charts")):
+        assert f'scan "$stack" "$out/$stack/{part}" "{writer}"' in script, f"scan.sh scans <stack>/{part}"
 
 
 def test_the_pr_workflow_runs_exactly_what_make_check_runs():

@@ -47,6 +47,10 @@ def nvidia_values() -> dict[str, Any]:
         "gfd": {"enabled": False},
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _toleration("nvidia")],
         "priorityClassName": "system-node-critical",
+        # Every container of the plugin and of its MPS daemon (the chart's one `resources`): bounded.
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}},
+        # The runtime's seccomp profile for the plugin (its container drops every capability).
+        "podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
     }
 
 

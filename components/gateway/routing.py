@@ -290,6 +290,8 @@ def envoy_gateway_values(*, prod: bool, aibrix: bool) -> dict[str, Any]:
             "pod": {"nodeSelector": dict(SYSTEM_NODE_LABEL)},
         },
         "podDisruptionBudget": {"minAvailable": 1 if prod else 0},
+        # The certificate job's requests and memory bound (the chart leaves them empty).
+        "certgen": {"job": {"resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}}},
     }
     if aibrix:
         values["config"] = {"envoyGateway": {"extensionApis": {"enableEnvoyPatchPolicy": True}}}

@@ -120,7 +120,18 @@ def prometheus_stack_values(mon: Monitoring) -> dict[str, Any]:
             }
         },
         "alertmanager": {"alertmanagerSpec": alertmanager},
-        "prometheusOperator": {"nodeSelector": system},
+        # Memory bounded (the scan's CKV_K8S_13, requests as the chart suggests); the admission
+        # jobs run as the uid of their distroless image's nonroot user, not the chart's uid 2000.
+        "prometheusOperator": {
+            "nodeSelector": system,
+            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+            "admissionWebhooks": {
+                "patch": {
+                    "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+                    "securityContext": {"runAsUser": 65532, "runAsGroup": 65532},
+                }
+            },
+        },
         "grafana": {
             "enabled": mon.grafana,
             **(
@@ -181,7 +192,7 @@ def prometheus_adapter_values(url: str, port: int | None, engines: Iterable[str]
         "replicas": 2,
         "podDisruptionBudget": {"enabled": True, "maxUnavailable": 1},
         "nodeSelector": dict(SYSTEM_NODE_LABEL),
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
     }
 
 

@@ -101,7 +101,9 @@ def aibrix_values(
             "service": {
                 "initContainer": init,
                 "container": {"image": {"repository": AIBRIX_IMAGES["metadata"], "tag": tag}},
-            }
+            },
+            # Redis's memory bounded (the chart sets only its requests).
+            "redis": {"container": {"resources": {"limits": {"memory": "1Gi"}}}},
         },
         "gpuOptimizer": {"container": {"image": {"repository": AIBRIX_IMAGES["gpuOptimizer"], "tag": tag}}},
         "crd": {"enable": True, "keep": True},
@@ -111,7 +113,12 @@ def aibrix_values(
 
 def kuberay_values(addon: KubeRay) -> dict[str, Any]:
     version = addon.version or "1.7.0"
-    return {"image": {"repository": "quay.io/kuberay/operator", "tag": f"v{version.removeprefix('v')}"}}
+    return {
+        "image": {"repository": "quay.io/kuberay/operator", "tag": f"v{version.removeprefix('v')}"},
+        # A pod-level context (the chart's is empty): the uid of the image's nonroot user, and the
+        # runtime's seccomp profile; the container context (non-root, read-only, no caps) is the chart's.
+        "podSecurityContext": {"runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+    }
 
 
 def nim_operator_values() -> dict[str, Any]:
