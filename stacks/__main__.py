@@ -88,10 +88,18 @@ def cmd_new(args: argparse.Namespace) -> int:
         environment=args.environment,
         ami_version=args.ami_version,
         image_digest=args.image_digest,
-        image_pins=dict(pin.split("=", 1) for pin in args.image_pin or []),
+        image_pins=dict(args.image_pin or []),
     )
     print(f"{path}: written and valid; next: python -m stacks render {path}")
     return 0
+
+
+def _image_pin(value: str) -> tuple[str, str]:
+    """One --image-pin NAME=DIGEST, or a usage error saying the form (never a traceback)."""
+    name, sep, digest = value.partition("=")
+    if not sep or not name or not digest:
+        raise argparse.ArgumentTypeError(f"{value!r}: write NAME=DIGEST, e.g. model-prep-s3=sha256:<64 hex>")
+    return name, digest
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -175,6 +183,7 @@ def parser() -> argparse.ArgumentParser:
     n.add_argument(
         "--image-pin",
         action="append",
+        type=_image_pin,
         metavar="NAME=DIGEST",
         help="a platform image's sha256 digest by catalog name, e.g. model-prep-s3=sha256:...; prod needs one "
         "for every image the new stack renders (repeat the flag)",

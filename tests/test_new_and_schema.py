@@ -132,3 +132,13 @@ def test_the_command_line_writes_a_valid_stack_and_checks_the_schema(tmp_path):
     again = cli("new", "team-x", "--role", "workloads", "--team", "x", "--out-dir", str(tmp_path))
     assert again.returncode == 1 and "already exists" in again.stderr and "Traceback" not in again.stderr
     assert cli("schema", "--check").returncode == 0, "the committed schema is current"
+
+
+def test_an_image_pin_without_its_digest_is_a_usage_error_not_a_traceback(tmp_path, capsys):
+    from stacks.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["new", "fresh", "--role", "platform", "--out-dir", str(tmp_path), "--image-pin", "neuron-monitor"])
+    assert info.value.code == 2, "argparse's usage error"
+    err = capsys.readouterr().err
+    assert "write NAME=DIGEST" in err and "Traceback" not in err, err
