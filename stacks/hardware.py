@@ -45,6 +45,9 @@ class InstanceType:
     architecture: str = "amd64"
     max_enis: int = 0
     ipv4_per_eni: int = 0
+    # EFA devices a node of this type can attach (one per network card on p4d/p5/p6), and its cards.
+    efa_interfaces: int = 0
+    network_cards: int = 1
 
     @property
     def accelerator(self) -> AcceleratorKind:
@@ -93,6 +96,8 @@ def _from_json(entry: dict) -> InstanceType:
         architecture=entry.get("architecture", "amd64"),
         max_enis=entry.get("max_enis_default_card") or 0,
         ipv4_per_eni=entry.get("ipv4_per_eni") or 0,
+        efa_interfaces=entry.get("efa_interfaces") or 0,
+        network_cards=entry.get("network_cards") or 1,
     )
 
 

@@ -74,6 +74,14 @@ class ResolvedPool:
     def accelerator(self) -> str:
         return self.config.accelerator
 
+    @property
+    def efa_per_node(self) -> int:
+        """`vpc.amazonaws.com/efa` devices each node of the pool offers: its type's EFA interfaces
+        with `efa: true` (the stack rules hold every allowed type to one layout), else 0."""
+        if not self.config.efa:
+            return 0
+        return max((t.efa_interfaces for t in self.instance_types), default=0)
+
 
 @dataclass(frozen=True, kw_only=True)
 class GatewayParent:

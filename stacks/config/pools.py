@@ -151,6 +151,13 @@ class NodePoolSection(Strict):
         le=100,
         description="Preference among pools that could serve the same pod (higher first); unset: no weight.",
     )
+    efa: bool = Field(
+        default=False,
+        description="Attach every EFA interface the instance type has (the EC2NodeClass's `networkInterfaces` "
+        "layout: the primary on card 0, one `efa-only` per network card), install the EFA device plugin and "
+        "open the node security group to itself, for multi-node groups (`models[].nodesPerReplica`). Refused on "
+        "types without EFA, or whose allowed types differ in EFA layout or accelerator count.",
+    )
 
     @model_validator(mode="after")
     def _one_selector(self) -> Self:
