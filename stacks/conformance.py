@@ -218,11 +218,30 @@ def crd_documents(path: Path) -> list[Any]:
     return docs
 
 
+# API group -> the directory (under the schema directory) of the CRDs the pinned operator installs,
+# where shared/schemas holds several releases of them: an object is held to that release's schema,
+# not passed because an older one would take it. Dynamo: dynamo-platform 1.4.2 runs the 1.4.0 cut.
+PINNED_CRDS: dict[str, str] = {"nvidia.com": "dynamo/main-e147ceea"}
+
+
+def _pinned(root: Path, group: str, paths: list[Path]) -> list[Path]:
+    """The CRD files of the release PINNED_CRDS names for this group, when it has them; else all."""
+    where = PINNED_CRDS.get(group)
+    chosen = [p for p in paths if where is not None and p.is_relative_to(root / where)]
+    return chosen or paths
+
+
+def crd_files_of(root: Path, group: str, kind: str) -> list[Path]:
+    """The CRD files an object of this group and kind is validated against."""
+    return _pinned(root, group, crd_files(root).get((group, kind), []))
+
+
 @cache
 def crd_schemas(root: Path, group: str, version: str, kind: str) -> list[tuple[str, dict[str, Any]]]:
-    """[(source file, strict openAPIV3Schema)] of every CRD under root serving group/version kind."""
+    """[(source file, strict openAPIV3Schema)] of every CRD under root serving group/version kind
+    (of the pinned release only, for a group in PINNED_CRDS)."""
     found = []
-    for path in crd_files(root).get((group, kind), []):
+    for path in crd_files_of(root, group, kind):
         for doc in crd_documents(path):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue

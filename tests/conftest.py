@@ -77,7 +77,7 @@ def rendered_stack(path: Path) -> Rendered:
             continue
         try:
             rendered = render_file(path)  # with the file's own aws:region
-            frozen = Rendered(list(rendered.resources), dict(rendered.outputs), _frozen(rendered))
+            frozen = frozen_render(rendered.resources, rendered.outputs)
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_bytes(pickle.dumps(frozen))
             tmp.replace(cached)
@@ -89,7 +89,7 @@ def rendered_stack(path: Path) -> Rendered:
         result: Rendered = pickle.loads(cached.read_bytes())
         return result
     rendered = render_file(path)
-    return Rendered(list(rendered.resources), dict(rendered.outputs), _frozen(rendered))
+    return frozen_render(rendered.resources, rendered.outputs)
 
 
 def stack_manifests(path: Path) -> list[dict[str, Any]]:
@@ -138,7 +138,7 @@ def _split_the_shared_work() -> None:
         for obj in stack_manifests(path)
         if not conformance.is_core(obj)
     }
-    files = sorted({f for kind in kinds for f in conformance.crd_files(root).get(kind, [])})
+    files = sorted({f for g, k in kinds for f in conformance.crd_files_of(root, g, k)})
     for file in files[index::count]:
         conformance.crd_documents(file)
 
@@ -170,8 +170,10 @@ def dev_render() -> Rendered:
     return rendered_stack(DEV)
 
 
-def _frozen(rendered: Rendered) -> RecordingMocks:
+def frozen_render(resources: list[Any], outputs: dict[str, Any]) -> Rendered:
+    """A render of these records and outputs on mocks of its own (the shared mocks are reset by the
+    next test), for a test that keeps a render or hands the pack a changed copy of one."""
     frozen = RecordingMocks()
-    frozen.records = list(rendered.resources)
-    frozen.outputs = dict(rendered.outputs)
-    return frozen
+    frozen.records = list(resources)
+    frozen.outputs = dict(outputs)
+    return Rendered(list(resources), dict(outputs), frozen)

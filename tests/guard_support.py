@@ -1,13 +1,17 @@
-"""Helpers of the issue 13 rule tests (tests/test_guard_*.py)."""
+"""Helpers of the issue 13 rule tests (tests/test_guard_*.py) and of the command-line tests."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from stacks.__main__ import main
 from stacks.errors import ConfigError
 from stacks.load import parse_sections, stack_warnings
 
@@ -50,3 +54,19 @@ def refused(sections: dict[str, Any], key: str, *words: str) -> str:
     saying = [p for p in at if all(word in p for word in words)]
     assert saying, (words, at)
     return saying[0]
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str) -> Ran:
+    """The same command line in this process (stacks.__main__.main), for tests about what a command
+    does rather than about the interpreter entry point: no second interpreter start per test."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return Ran(code, out.getvalue(), err.getvalue())

@@ -2,42 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from stacks.__main__ import main
 from stacks.load import ROOT
-
-
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """`python -m stacks ...` in a fresh interpreter: the entry point exactly as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "stacks", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-@dataclass
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def cli(*args: str) -> Ran:
-    """The same command line in this process (stacks.__main__.main), for tests about what a command
-    does rather than about the interpreter entry point: no second interpreter start per test."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    return Ran(code, out.getvalue(), err.getvalue())
+from tests.guard_support import cli
 
 
 def bad_stack(tmp_path: Path) -> Path:
@@ -69,7 +43,7 @@ def test_render_writes_resources_manifests_helm_and_outputs(dev_out):
 
 def test_render_of_a_bad_stack_exits_1_with_key_paths_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
-    result = run("render", str(bad_stack(tmp_path)), "--out", str(out))
+    result = cli("render", str(bad_stack(tmp_path)), "--out", str(out))
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "inference-platform:cluster.vpc.cidr" in result.stderr

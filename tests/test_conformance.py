@@ -180,3 +180,18 @@ def test_parsed_crds_are_cached_as_json_and_an_edited_file_is_parsed_anew(tmp_pa
     assert conformance.crd_documents(crd) == first, "read back from the cache"
     crd.write_text("kind: CustomResourceDefinition\nspec:\n  versions:\n  - name: v2\n    served: false\n")
     assert conformance.crd_documents(crd)[0]["spec"]["versions"] == [{"name": "v2", "served": False}]
+
+
+@needs_schemas
+def test_dynamo_objects_are_held_to_the_crds_of_the_pinned_release_only():
+    """shared/schemas holds three Dynamo releases; an object one of the older ones would take is no
+    proof it works under the operator dynamo-platform 1.4.2 runs."""
+    assert SCHEMAS is not None
+    for kind in ("DynamoGraphDeployment", "DynamoGraphDeploymentRequest"):
+        files = conformance.crd_files_of(SCHEMAS, "nvidia.com", kind)
+        assert files, kind
+        assert all(f.is_relative_to(SCHEMAS / "dynamo" / "main-e147ceea") for f in files), files
+    assert len(conformance.crd_files(SCHEMAS)[("nvidia.com", "DynamoGraphDeployment")]) > 1, "the others are on file"
+    # A group without a pinned release keeps every file that serves the kind.
+    files = conformance.crd_files_of(SCHEMAS, "karpenter.sh", "NodePool")
+    assert files == conformance.crd_files(SCHEMAS)[("karpenter.sh", "NodePool")]

@@ -4,8 +4,6 @@ read exactly as Kubernetes reads it, never a traceback."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -13,10 +11,10 @@ import pytest
 import yaml
 
 from stacks import quantity
-from stacks.load import ROOT, parse_sections
+from stacks.load import parse_sections
 from stacks.sizing import container_resources, replica_requests
 from tests.conftest import DEV, EXAMPLES, sections_of
-from tests.guard_support import problems_of, refused
+from tests.guard_support import cli, problems_of, refused
 
 P = "inference-platform:"
 TEAM = next(p for p in EXAMPLES if p.name == "Pulumi.team-search.yaml")
@@ -62,13 +60,12 @@ def test_the_issues_1_5m_cpu_is_refused_naming_the_millicores_to_write_not_a_tra
 
 
 def test_the_cli_refuses_1_5m_cpu_cleanly(tmp_path: Path):
+    """`stacks validate` in this process (the interpreter entry point itself is tests/test_guard_properties.py's)."""
     doc = yaml.safe_load(DEV.read_text())
     doc["config"]["inference-platform:models"][0]["resources"] = {"cpu": "1.5m"}
     path = tmp_path / "Pulumi.q.yaml"
     path.write_text(yaml.safe_dump(doc))
-    ran = subprocess.run(
-        [sys.executable, "-m", "stacks", "validate", str(path)], capture_output=True, text=True, cwd=ROOT
-    )
+    ran = cli("validate", str(path))
     assert ran.returncode == 1 and "Traceback" not in ran.stderr + ran.stdout
     assert "models[0].resources.cpu" in ran.stdout + ran.stderr
 

@@ -5,6 +5,8 @@ refused by the stack rule before any resource and by the pack's `image-digests-i
 from __future__ import annotations
 
 import copy
+import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from stacks.resolve import images_rendered_by
 from stacks.rules import stack_warnings
 from stacks.versions import IMAGES, PLATFORM_IMAGES
 from tests.builders import resolved_stack
-from tests.conftest import DEV, EXAMPLES, render_sections, sections_of
+from tests.conftest import DEV, EXAMPLES, frozen_render, render_sections, sections_of
 from tests.test_policies import pack_violations
 
 
@@ -184,12 +186,14 @@ def test_the_whole_pack_passes_on_the_hidden_style_prod_stack(prod_render):
     assert not pack_violations(prod_render, {"environment": "prod"}), "told prod by its config as well"
 
 
-def test_the_pack_rejects_the_prod_render_when_one_image_lacks_its_digest():
-    """The control: the same stack with LiteLLM unpinned (rendered as staging, where the rule only
-    warns) is rejected by the pack when previewed as prod."""
-    s = prod_stack()
-    del s["images"]["litellm"]
-    s["stack"]["environment"] = "staging"
-    found = pack_violations(render_sections(s), {"environment": "prod"})
+def test_the_pack_rejects_the_prod_render_when_one_image_lacks_its_digest(prod_render):
+    """The control: the same render with LiteLLM's digest taken off every object that runs it (what a
+    staging stack without its pin renders; the stack rule's refusal in prod is tested above) is
+    rejected by the pack when previewed as prod, at that one image."""
+    pinned = f"{IMAGES['litellm'].ref}@{PINS['litellm']['digest']}"
+    bare = pinned.split("@")[0]
+    assert pinned in json.dumps([r.inputs for r in prod_render.resources]), "the pinned render runs it"
+    records = [replace(r, inputs=json.loads(json.dumps(r.inputs).replace(pinned, bare))) for r in prod_render.resources]
+    found = pack_violations(frozen_render(records, prod_render.outputs))
     digests = [f for f in found if f.startswith("image-digests-in-prod")]
     assert len(digests) == 1 and "ghcr.io/berriai/litellm:v1.100.1" in digests[0], found

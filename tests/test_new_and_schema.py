@@ -14,7 +14,7 @@ from stacks.load import load_stack_file
 from stacks.newstack import new_stack
 from stacks.schema import SCHEMA_PATH, render, stack_file_schema
 from tests.conftest import ALL_STACKS
-from tests.test_cli import cli
+from tests.guard_support import cli
 
 
 @pytest.mark.parametrize(
