@@ -8,6 +8,7 @@ import copy
 import hashlib
 import os
 import pickle
+import sys
 import time
 from functools import cache
 from pathlib import Path
@@ -106,11 +107,17 @@ def supply_platform(live: dict[str, Any]) -> None:
     exports.supply(PLATFORM_REF, live, f"stack {PLATFORM_REF}")
 
 
+# The test processes keep their bytecode, PYTHONDONTWRITEBYTECODE or not (it is set on CI's machines):
+# pytest then caches the assertion-rewritten test modules (2 s of every worker's collection) and the
+# next run reads them; the .pyc files go to the git-ignored __pycache__ directories.
+sys.dont_write_bytecode = False
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the project's modules to bytecode once, before any test process starts: with
-    PYTHONDONTWRITEBYTECODE set (as on CI's machines) every worker and every command-line test's
-    fresh interpreter would otherwise compile them again from source. Only the controller (or a
-    run without workers) does it; the .pyc files go to the git-ignored __pycache__ directories."""
+    """Compile the project's modules to bytecode once, before any test process starts: every worker
+    and every command-line test's fresh interpreter would otherwise compile them again from source
+    (those run with the environment's PYTHONDONTWRITEBYTECODE). Only the controller (or a run
+    without workers) does it."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         for package in ("components", "stacks", "policypack"):
             compileall.compile_dir(ROOT / package, quiet=1)
