@@ -76,7 +76,8 @@ class Models(pulumi.ComponentResource):
             deps: list[pulumi.Resource] = []
             if ns := args.namespaces.get(model.namespace):
                 deps.append(ns)
-            installer = ENGINES[model.engine].FACTS.controller
+            # A group across nodes is a LeaderWorkerSet, whose CRD the LWS release installs.
+            installer = "lws" if model.group.multi_node else ENGINES[model.engine].FACTS.controller
             for obj in objs:
                 obj_deps = list(deps)
                 if not _is_core(obj) and installer:

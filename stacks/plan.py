@@ -2,7 +2,8 @@
 
 For each pool, the instance types it allows with what a pod can request on a fresh node of each
 (Karpenter's allocatable less the platform's DaemonSets, stacks/fit.py); for each model, one
-replica's requests and the types it fits on. Pure text from a validated StackConfig.
+replica's requests and the types it fits on (for a replica across nodes, its group: N nodes x the
+accelerators of each, and one pod's requests). Pure text from a validated StackConfig.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .fit import (
     pool_limits,
     pool_types,
 )
+from .groups import replica_group
 from .sizing import replica_requests
 
 COLUMNS = ("type", "cpu", "memory", "ephemeral", "gpu", "neuron", "neuroncore", "pods")
@@ -65,5 +67,13 @@ def plan(config: StackConfig) -> str:
             where = "unchecked (no instance type of the pool is in the catalog)"
         else:
             where = ", ".join(report.fits) if report.ok else "NOTHING (see `stacks validate`)"
+        group = replica_group(model)
+        if group.multi_node:
+            unit = {"nvidia": "GPUs", "neuron": "Neuron devices"}.get(target.accelerator, "accelerators")
+            lines.append(
+                f"model {model.name} on pool {target.name}: one replica is a group of {group.describe(unit)}, "
+                f"each pod {asked}: fits {where}"
+            )
+            continue
         lines.append(f"model {model.name} on pool {target.name} ({asked} per replica): fits {where}")
     return "\n".join(lines) + "\n"

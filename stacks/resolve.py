@@ -26,6 +26,7 @@ from .config.images import ImagePin
 from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
+from .groups import replica_group
 from .hardware import expand
 from .resolved import (
     AIBRIX_GATEWAY,
@@ -81,12 +82,20 @@ def gateway_parent(addons: AddonsSection, gateway: GatewaySection) -> GatewayPar
     return None
 
 
+def with_lws(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
+    """The add-ons with LeaderWorkerSet on when some model spans nodes (its groups are LWS objects),
+    as if `addons.lws.enabled` said so: the platform installs it and exports it on."""
+    if addons.lws.enabled or not any(m.nodes_per_replica > 1 for m in models):
+        return addons
+    return addons.model_copy(update={"lws": addons.lws.model_copy(update={"enabled": True})})
+
+
 def own_platform(config: StackConfig) -> PlatformView:
     """The platform a platform or all-in-one stack creates."""
     if config.cluster is None:
         raise ValueError("only a stack with a cluster section (platform or all-in-one) has a platform of its own")
     pools = tuple(resolve_pool(p) for p in config.node_pools)
-    addons = config.addons
+    addons = with_lws(config.addons, config.models)
     return PlatformView(
         exports_version=EXPORTS_VERSION,
         cluster_name=config.cluster.name,
@@ -114,6 +123,8 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
         "capacityTypes": list(p.capacity_types),
         "architecture": p.architecture,
         "rootVolumeGiB": p.root_volume_gib,
+        # A team's multi-node group requests the pool's EFA devices (ResolvedPool.efa_per_node).
+        "efa": p.efa,
         "localNvme": p.local_nvme,
         "limits": p.limits.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
@@ -296,6 +307,7 @@ def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> 
         service_account=READER_SERVICE_ACCOUNT,
         scaler=model.autoscaling.owner,
         aibrix=view.addons.aibrix.enabled,
+        group=replica_group(model),
     )
 
 

@@ -21,6 +21,7 @@ from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.stack import Quota
 from .config.storage import StorageSection
+from .groups import ReplicaGroup
 from .hardware import InstanceType
 from .versions import Image
 
@@ -123,6 +124,12 @@ class PlatformView:
         return frozenset(p.accelerator for p in self.pools)
 
 
+# LeaderWorkerSet v0.10.0 labels every pod of a group with its index in the group (0: the leader) and
+# installs its controller and webhooks in this namespace (its CRD names the conversion webhook's
+# Service there: crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml).
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_NAMESPACE = "lws-system"
+
 # The label every pod (and the Service) of a model carries, so the gateway's network policies, the
 # scrapers and the model's own peers can select exactly that model's pods.
 MODEL_LABEL = "inference-platform.io/model"
@@ -150,6 +157,11 @@ class Endpoint:
         """Labels selecting this server's pods: every engine puts them on every pod it creates."""
         return {MODEL_LABEL: self.name}
 
+    @property
+    def metrics_selector(self) -> dict[str, str]:
+        """Labels selecting the pods that export this server's metrics."""
+        return self.selector
+
 
 @dataclass(frozen=True, kw_only=True)
 class ResolvedModel(Endpoint):
@@ -167,10 +179,19 @@ class ResolvedModel(Endpoint):
     scaler: str
     # AIBrix's gateway plugin and adapter controller find the model's pods by their labels.
     aibrix: bool
+    # One replica's nodes and how its accelerators split (stacks/groups.py).
+    group: ReplicaGroup
 
     @property
     def scale_target(self) -> tuple[str, str, str]:
         return self.workload
+
+    @property
+    def metrics_selector(self) -> dict[str, str]:
+        """A group's leaders only: its workers serve no API and export no metrics."""
+        if self.group.multi_node:
+            return {**self.selector, LWS_WORKER_INDEX: "0"}
+        return self.selector
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ The engine builders put these figures into the container's resources and the fit
 is validated is what is deployed. Pure functions over the validated config and the hardware
 catalog.
 
-- accelerators: `acceleratorsPerReplica` whole GPUs (`nvidia.com/gpu`) or whole Neuron devices
-  (`aws.amazon.com/neuron`); requests equal limits.
+- accelerators: per pod, `acceleratorsPerReplica` / `nodesPerReplica` (stacks/groups.py: a replica
+  of N nodes is N pods, one per node, and every figure here is one such pod's) whole GPUs
+  (`nvidia.com/gpu`) or whole Neuron devices (`aws.amazon.com/neuron`); requests equal limits.
 - cpu and memory: `models[].resources` when given; otherwise the replica's share of the smallest
   instance type of the pool that holds its accelerators (share = accelerators / accelerators on the
   type), less the platform's DaemonSets and a 10% margin, so one replica per accelerator group
@@ -29,6 +30,7 @@ from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
 from .fit import GIB, Requests, daemonset_overhead, pool_types
+from .groups import per_node, replica_group
 from .hardware import InstanceType
 from .quantity import mebibytes, millicores
 
@@ -64,13 +66,14 @@ def weights(model: ModelSection) -> Weights | None:
 
 
 def accelerator_types(model: ModelSection, pool: NodePoolSection) -> list[InstanceType]:
-    """The pool's instance types that can hold one replica's accelerators."""
-    return [t for t in pool_types(pool) if t.accelerator_count >= model.accelerators_per_replica]
+    """The pool's instance types that can hold one pod's accelerators (a whole replica's, on one node)."""
+    return [t for t in pool_types(pool) if t.accelerator_count >= per_node(model)]
 
 
 def _share(model: ModelSection, pool: NodePoolSection) -> tuple[int, int]:
-    """(cpu millicores, memory MiB) of the replica's share of the smallest fitting type."""
+    """(cpu millicores, memory MiB) of one pod's share of the smallest fitting type."""
     overhead = daemonset_overhead(pool)
+    pod_accelerators = per_node(model)
     if pool.accelerator == "none" or model.accelerators_per_replica == 0:
         types = pool_types(pool)
         if not types:
@@ -84,13 +87,8 @@ def _share(model: ModelSection, pool: NodePoolSection) -> tuple[int, int]:
             return 0, 0  # no type holds the accelerators: the fit rule names that
         shares = [
             (
-                int((t.alloc_cpu_m - overhead.cpu_m) * MARGIN * model.accelerators_per_replica / t.accelerator_count),
-                int(
-                    (t.alloc_memory_mib - overhead.memory_mib)
-                    * MARGIN
-                    * model.accelerators_per_replica
-                    / t.accelerator_count
-                ),
+                int((t.alloc_cpu_m - overhead.cpu_m) * MARGIN * pod_accelerators / t.accelerator_count),
+                int((t.alloc_memory_mib - overhead.memory_mib) * MARGIN * pod_accelerators / t.accelerator_count),
             )
             for t in types
         ]
@@ -138,14 +136,15 @@ def host_memory_floor_mib(model: ModelSection, pool: NodePoolSection) -> int:
 
 
 def replica_requests(model: ModelSection, pool: NodePoolSection, storage: StorageSection | None = None) -> Requests:
-    """What one replica of `model` requests on `pool` (accelerator requests equal limits)."""
+    """What one pod of `model` requests on `pool` (accelerator requests equal limits): the whole
+    replica on one node, or one of its `nodesPerReplica` pods."""
     cpu, mem = _share(model, pool)
     mem = max(mem, host_memory_floor_mib(model, pool))
     if model.resources.cpu:
         cpu = millicores(model.resources.cpu)
     if model.resources.memory:
         mem = mebibytes(model.resources.memory)
-    apr = model.accelerators_per_replica
+    apr = per_node(model)
     return Requests(
         cpu_m=cpu,
         memory_mib=mem,
@@ -180,7 +179,8 @@ def neuron_cores_per_device(pool: NodePoolSection) -> int:
 
 
 def tensor_parallel(model: ModelSection, pool: NodePoolSection) -> int:
-    """Tensor-parallel degree: GPUs on NVIDIA; the NeuronCores of the requested devices on Neuron."""
+    """Tensor-parallel degree: on NVIDIA the group's tensor size (stacks/groups.py; the replica's GPUs
+    on one node); the NeuronCores of the requested devices on Neuron."""
     if pool.accelerator == "neuron":
         return model.accelerators_per_replica * neuron_cores_per_device(pool)
-    return max(1, model.accelerators_per_replica)
+    return replica_group(model).tensor

@@ -55,6 +55,9 @@ CHARTS: dict[str, Chart] = {
     "aibrix": Chart("aibrix", "0.7.0", ""),
     "kuberay": Chart("kuberay-operator", "1.7.0", "https://ray-project.github.io/kuberay-helm/"),
     "nim-operator": Chart("k8s-nim-operator", "3.1.2", "https://helm.ngc.nvidia.com/nvidia"),
+    # kubernetes-sigs/lws v0.10.0: hack/push-chart.sh packages charts/lws with --version v0.10.0 (the "v"
+    # kept) and pushes it to registry.k8s.io/lws/charts, the repository its installation doc names.
+    "lws": Chart("lws", "v0.10.0", "oci://registry.k8s.io/lws/charts"),
     # --- front door and monitoring -------------------------------------------------------------
     # Chart version = controller appVersion since v3 (aws/eks-charts stable/aws-load-balancer-controller).
     "aws-load-balancer-controller": Chart("aws-load-balancer-controller", "3.5.0", "https://aws.github.io/eks-charts"),

@@ -3,6 +3,12 @@
 Model path and pinned revision, tensor parallel size = `acceleratorsPerReplica`, host 0.0.0.0 so the
 Service reaches it, Prometheus metrics enabled (/metrics on the serving port) and the grammar
 backend from `models[].sglang.grammarBackend` (xgrammar by default).
+
+A replica across nodes (`nodesPerReplica` > 1) is a LeaderWorkerSet group (components/engines/group.py):
+every pod runs the same launcher with `--nnodes N --node-rank $(LWS_WORKER_INDEX) --dist-init-addr
+$(LWS_LEADER_ADDRESS):20000` and `--tp-size` the total over the group (SGLang 0.5.19
+srt/server_args.py; the LWS project's SGLang sample uses exactly these flags and port). Ranks >= 1
+run only schedulers (and a dummy health server), so only the leader serves and is probed.
 """
 
 from __future__ import annotations
@@ -13,12 +19,15 @@ from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.sizing import tensor_parallel
 
+from . import group
 from .facts import EngineFacts
 from .spec import WorkloadSpec
-from .workload import EngineContainer, deployment
+from .workload import EngineContainer
 from .workload import manifests as workload_manifests
 
 FACTS = EngineFacts(port=30000, health_path="/health", ready_path="/health", metrics_path="/metrics")
+# The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
+DIST_INIT_PORT = 20000
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
@@ -39,6 +48,18 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         "--grammar-backend",
         grammar,
     ]
+    g = spec.served.group
+    if g.pipeline > 1:
+        args += ["--pp-size", str(g.pipeline)]
+    if g.multi_node:
+        args += [
+            "--nnodes",
+            str(g.nodes),
+            "--node-rank",
+            group.NODE_RANK,
+            "--dist-init-addr",
+            f"{group.LEADER_ADDRESS}:{DIST_INIT_PORT}",
+        ]
     if m.max_model_len:
         args += ["--context-length", str(m.max_model_len)]
     if m.trust_remote_code:
@@ -50,6 +71,9 @@ def container(spec: WorkloadSpec) -> EngineContainer:
 
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    if spec.served.group.multi_node:
+        # Every rank runs the same command; LWS_WORKER_INDEX makes the leader rank 0.
+        return group.manifests(spec, container(spec), container(spec))
     return workload_manifests(spec, container(spec))
 
 
@@ -59,4 +83,4 @@ def service(model: ModelSection) -> tuple[str, int]:
 
 def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
     del addons
-    return deployment(model)
+    return group.workload_ref(model)

@@ -5,6 +5,13 @@ revision, from the model bucket or the Hub: components/storage/prepare.py), neve
 itself: given a repo id, vLLM would download it again into its own cache layout beside the prepared
 copy. Tensor parallel size = `acceleratorsPerReplica`, `maxModelLen`, and
 `--trust-remote-code` only when the model entry opts in (it runs code from the model repository).
+A replica across nodes (`nodesPerReplica` > 1) is a LeaderWorkerSet group (components/engines/group.py)
+run by vLLM 0.29's own multi-node launcher, without Ray: every pod runs `vllm serve` with
+`--nnodes N --node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) --master-port 29501
+--distributed-executor-backend mp`, and the workers add `--headless` (no API server, only the
+executor that joins the leader). Flags read from the vLLM 0.29.0 wheel (FINDINGS-multinode:
+engine/arg_utils.py, config/parallel.py, entrypoints/launchers/cli_args.py, entrypoints/cli/serve.py):
+`nnodes > 1` needs the mp executor and a world size (tensor x pipeline) divisible by nnodes.
 Health at /health, Prometheus metrics at /metrics on the serving port (each engine module's FACTS). With
 AIBrix on, a model with `adapters` also gets AIBrix's LoRA runtime (`--enable-lora` and runtime
 adapter loading), so the adapter controller can load its ModelAdapters into the server.
@@ -19,9 +26,10 @@ from stacks.config.addons import AddonsSection
 from stacks.sizing import tensor_parallel
 
 from ..serving import aibrix
+from . import group
 from .facts import EngineFacts
 from .spec import WorkloadSpec
-from .workload import EngineContainer, deployment
+from .workload import EngineContainer
 from .workload import manifests as workload_manifests
 
 FACTS = EngineFacts(port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics")
@@ -42,6 +50,8 @@ def served_args(spec: WorkloadSpec) -> list[str]:
         "--tensor-parallel-size",
         str(tensor_parallel(m, spec.pool)),
     ]
+    if spec.served.group.pipeline > 1:
+        args += ["--pipeline-parallel-size", str(spec.served.group.pipeline)]
     if m.max_model_len:
         args += ["--max-model-len", str(m.max_model_len)]
     if m.trust_remote_code:
@@ -56,11 +66,35 @@ def lora(spec: WorkloadSpec) -> tuple[list[str], list[dict[str, str]]]:
     return [], []
 
 
-def container(spec: WorkloadSpec) -> EngineContainer:
+# vLLM 0.29's default --master-port (config/parallel.py), stated so the leader and workers agree.
+MASTER_PORT = 29501
+
+
+def group_args(spec: WorkloadSpec, *, headless: bool) -> list[str]:
+    """The multi-node flags of one pod of a group (none on one node)."""
+    nodes = spec.served.group.nodes
+    if nodes == 1:
+        return []
+    args = [
+        "--nnodes",
+        str(nodes),
+        "--node-rank",
+        group.NODE_RANK,
+        "--master-addr",
+        group.LEADER_ADDRESS,
+        "--master-port",
+        str(MASTER_PORT),
+        "--distributed-executor-backend",
+        "mp",
+    ]
+    return [*args, "--headless"] if headless else args
+
+
+def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
     lora_args, lora_env = lora(spec)
     return EngineContainer(
         command=["vllm", "serve"],
-        args=[*served_args(spec), *lora_args],
+        args=[*served_args(spec), *group_args(spec, headless=headless), *lora_args],
         env=[
             # Usage stats phone home by default; a platform does not.
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
@@ -71,6 +105,8 @@ def container(spec: WorkloadSpec) -> EngineContainer:
 
 
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
+    if spec.served.group.multi_node:
+        return group.manifests(spec, container(spec), container(spec, headless=True))
     return workload_manifests(spec, container(spec))
 
 
@@ -80,4 +116,4 @@ def service(model: ModelSection) -> tuple[str, int]:
 
 def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
     del addons
-    return deployment(model)
+    return group.workload_ref(model)

@@ -308,7 +308,7 @@ def pod_monitor(served: Endpoint) -> dict[str, Any] | None:
         "kind": "PodMonitor",
         "metadata": _meta(served.name, served.namespace, **{MODEL_LABEL: served.name}),
         "spec": {
-            "selector": {"matchLabels": served.selector},
+            "selector": {"matchLabels": served.metrics_selector},
             "podTargetLabels": [MODEL_LABEL],
             "podMetricsEndpoints": [
                 {"portNumber": served.metrics_port, "path": served.metrics_path, "interval": "15s"}

@@ -9,6 +9,8 @@
   so it waits for the Envoy Gateway controller when the front door installed it;
 - the KubeRay operator, for `engine: ray-serve` models (RayServices);
 - the NIM Operator, for `engine: nim` models (NIMServices);
+- LeaderWorkerSet in `lws-system` (its CRD names its webhook Service there), for models whose
+  replicas span nodes (`addons.lws`, turned on by stacks/resolve.py `with_lws` when one does);
 - LiteLLM, as plain manifests (router ConfigMap, Deployment, Service, NetworkPolicy).
 
 `ModelAddons` adds the per-model AIBrix objects (ModelAdapters, PodAutoscalers); each waits for
@@ -24,14 +26,14 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
 from stacks.config.gateway import GatewaySection
-from stacks.resolved import CONTROLLER_NAMESPACES, Endpoint, ImageTable, ResolvedModel
+from stacks.resolved import CONTROLLER_NAMESPACES, LWS_NAMESPACE, Endpoint, ImageTable, ResolvedModel
 from stacks.versions import chart
 
 from ..k8s import apply, release
 from ..naming import TOKEN
 from ..naming import labels as k8s_labels
 from . import aibrix, litellm
-from .values import aibrix_values, dynamo_values, kuberay_values, nim_operator_values
+from .values import aibrix_values, dynamo_values, kuberay_values, lws_values, nim_operator_values
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,7 +53,7 @@ class ServingPlatformsArgs:
 
 
 class ServingPlatforms(pulumi.ComponentResource):
-    """Dynamo, AIBrix, KubeRay, NIM Operator and LiteLLM installations."""
+    """Dynamo, AIBrix, KubeRay, NIM Operator, LeaderWorkerSet and LiteLLM installations."""
 
     # The releases by add-on name (their CRDs' installers), and the LiteLLM proxy's Deployment.
     releases: dict[str, pulumi.Resource]
@@ -70,6 +72,7 @@ class ServingPlatforms(pulumi.ComponentResource):
             ),
             "kuberay": (addons.kuberay, lambda: kuberay_values(addons.kuberay)),
             "nim-operator": (addons.nim_operator, nim_operator_values),
+            "lws": (addons.lws, lws_values),
         }
         for key, (addon, build) in values.items():
             if not addon.enabled:
@@ -79,7 +82,7 @@ class ServingPlatforms(pulumi.ComponentResource):
                 f"{name}-{key}",
                 chart(key, addon.version),
                 release_name=key,
-                namespace=CONTROLLER_NAMESPACES[key],
+                namespace=LWS_NAMESPACE if key == "lws" else CONTROLLER_NAMESPACES[key],
                 create_namespace=True,
                 values=build(),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),

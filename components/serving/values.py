@@ -125,3 +125,14 @@ def nim_operator_values() -> dict[str, Any]:
     """The NIM Operator with its CRD upgrade hook; the admission controller needs cert-manager,
     which this platform does not install, so it stays off (the chart default)."""
     return {"operator": {"upgradeCRD": True, "admissionController": {"enabled": False}}}
+
+
+def lws_values() -> dict[str, Any]:
+    """LeaderWorkerSet v0.10.0 (charts/lws/values.yaml at the tag). The webhook certificate comes
+    from the controller's own rotator (`enableCertManager: false`, the chart default, stated: the
+    platform installs no cert-manager). The image pinned to the release: the chart source at the tag
+    says `main` with `Always`, which only the release packaging rewrites (hack/push-chart.sh)."""
+    return {
+        "enableCertManager": False,
+        "image": {"manager": {"repository": "registry.k8s.io/lws/lws", "tag": "v0.10.0", "pullPolicy": "IfNotPresent"}},
+    }

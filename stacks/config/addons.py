@@ -68,6 +68,17 @@ class KubeRay(Addon):
     )
 
 
+class Lws(Addon):
+    """LeaderWorkerSet (kubernetes-sigs/lws) in `lws-system`: the controller that runs a replica spanning
+    nodes (`models[].nodesPerReplica` > 1) as one group of pods."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Install LeaderWorkerSet; also installed, whatever this says, when some model has "
+        "`nodesPerReplica` above 1.",
+    )
+
+
 class NimOperator(Addon):
     """NVIDIA's NIM Operator chart in `nim-operator`: with it, `engine: nim` models become NIMServices
     (which then need `secrets.ngcApiKey`)."""
@@ -243,6 +254,7 @@ class AddonsSection(Strict):
     nim_operator: NimOperator = Field(
         default_factory=NimOperator, description="NIM Operator: NIM models become NIMServices."
     )
+    lws: Lws = Field(default_factory=Lws, description="LeaderWorkerSet, for models that span nodes.")
     litellm: LiteLLM = Field(
         default_factory=LiteLLM, description="LiteLLM proxy: one OpenAI-compatible endpoint over several models."
     )

@@ -250,6 +250,45 @@ class RayServe(Strict):
     )
 
 
+class Parallelism(Strict):
+    """How a replica's accelerators split the model: tensor parallelism within a node, pipeline
+    stages across nodes. Their product is `acceleratorsPerReplica`."""
+
+    tensor: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Tensor-parallel size; it must divide the model's attention heads (and its KV heads, or be "
+        "a multiple of them). Unset: the accelerators on one node (vLLM), or the replica's total (SGLang, whose "
+        "`--tp` spans the group).",
+    )
+    pipeline: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="Pipeline-parallel size (stages, usually one per node). Unset: `acceleratorsPerReplica` / "
+        "`tensor`.",
+    )
+
+
+class Architecture(Strict):
+    """The model's shape where the platform's catalog (stacks/architectures.py) does not know it: what
+    the tensor-parallel checks divide by. Copy the numbers from the model's own config.json."""
+
+    attention_heads: int = Field(ge=1, le=4096, description="config.json `num_attention_heads`.")
+    kv_heads: int = Field(ge=1, le=4096, description="config.json `num_key_value_heads`.")
+    layers: int = Field(ge=1, le=4096, description="config.json `num_hidden_layers`.")
+
+    @model_validator(mode="after")
+    def _grouped(self) -> Self:
+        if self.attention_heads % self.kv_heads:
+            raise ValueError(
+                f"attentionHeads ({self.attention_heads}) must be a multiple of kvHeads ({self.kv_heads}), as in "
+                f"every grouped-query model; copy both from the model's config.json"
+            )
+        return self
+
+
 class Autoscaling(Strict):
     """Who scales the model's replicas; one owner per workload."""
 
@@ -398,8 +437,31 @@ class ModelSection(Strict):
         default=1,
         ge=0,
         le=64,
-        description="GPUs, or whole Neuron devices on a Neuron pool, per replica (tensor parallelism follows); must "
+        description="GPUs, or whole Neuron devices on a Neuron pool, per replica: the total over its `nodesPerReplica` "
+        "nodes (tensor parallelism follows); must "
         "be 0 on a CPU pool, and at least 1 for every engine but Ollama and Ray Serve.",
+    )
+    nodes_per_replica: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Nodes one replica spans. Above 1 a replica is one group of that many pods, one per node, "
+        "each with `acceleratorsPerReplica` / `nodesPerReplica` accelerators (a LeaderWorkerSet; vLLM and SGLang "
+        "only). The group needs an `efa: true` pool, or `allowTcp`.",
+    )
+    parallelism: Parallelism = Field(
+        default_factory=Parallelism,
+        description="Tensor and pipeline parallel sizes; tensor x pipeline must equal `acceleratorsPerReplica`.",
+    )
+    allow_tcp: bool = Field(
+        default=False,
+        description="Let a multi-node group run on a pool without EFA, over TCP sockets. Slow: Dynamo measured "
+        "about 98 s time to first token over TCP against about 1 s over EFA; for tests, not serving.",
+    )
+    architecture: Architecture | None = Field(
+        default=None,
+        description="The model's attention heads, KV heads and layers, for a model the platform's catalog does not "
+        "know (stacks/architectures.py); unset: the catalog's, or the head checks are skipped.",
     )
     replicas: int = Field(
         default=1,

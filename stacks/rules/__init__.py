@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (each registers its rules)
     engine_args,
     engines,
     gateway,
+    groups,
     guards,
     models,
     monitoring,

@@ -46,8 +46,12 @@ MODEL = (
 )
 NAME = "sets the served model name, which is models[].name (clients and the route use it); rename the model instead"
 PARALLEL = (
-    "sets a parallelism size, which the platform derives from acceleratorsPerReplica (the pod requests exactly "
-    "those accelerators); change acceleratorsPerReplica instead"
+    "sets a parallelism size, which the platform derives from acceleratorsPerReplica, nodesPerReplica and "
+    "parallelism (the pods request exactly those accelerators); change those keys instead"
+)
+GROUP = (
+    "sets how the pods of a multi-node group find each other, which the platform wires from the LeaderWorkerSet "
+    "(nodesPerReplica); remove it"
 )
 TRUST = (
     "would run code from the model repository around models[].trustRemoteCode; set trustRemoteCode: true on the "
@@ -103,6 +107,10 @@ _VLLM: dict[str, str] = {
     "-n": PARALLEL,
     "--node-rank": PARALLEL,
     "-r": PARALLEL,
+    "--master-addr": GROUP,
+    "--master-port": GROUP,
+    "--headless": GROUP,
+    "--distributed-executor-backend": GROUP,
     "--trust-remote-code": TRUST,
     "--no-trust-remote-code": TRUST,
     "--max-model-len": MAXLEN,
@@ -129,6 +137,8 @@ _SGLANG: dict[str, str] = {
     "--data-parallel-size": PARALLEL,
     "--nnodes": PARALLEL,
     "--node-rank": PARALLEL,
+    "--dist-init-addr": GROUP,
+    "--nccl-init-addr": GROUP,
     "--trust-remote-code": TRUST,
     "--context-length": MAXLEN,
     "--grammar-backend": GRAMMAR,

@@ -1,0 +1,160 @@
+"""A replica across nodes: one LeaderWorkerSet (leaderworkerset.x-k8s.io/v1, LWS v0.10.0) group of
+`nodesPerReplica` pods, one per node, for the engines that serve a model over several nodes (vLLM
+and SGLang; stacks/groups.py says which and how the accelerators split).
+
+The group is built from the same pod template every engine gets (components/engines/workload.py), so
+cache, security, placement and resources are the single-node ones, per pod, with what a group adds:
+- LWS numbers the pods: it injects `LWS_LEADER_ADDRESS` (`<lws>-<group>.<lws>.<namespace>`, no
+  `.svc` suffix, resolvable before the leader is Ready: the headless Service publishes not-ready
+  addresses) and `LWS_WORKER_INDEX` (0 for the leader) into every container, and the engines'
+  flags reference them as `$(VAR)`, which the kubelet expands without a shell;
+- `restartPolicy: RecreateGroupOnPodRestart`: a collective cannot lose one rank and go on;
+- `startupPolicy: LeaderCreated` (the default, as LWS's own vLLM sample and the NIM Operator use):
+  `LeaderReady` would wait for the leader's readiness, and neither engine's leader serves /health
+  before its workers have joined, so the workers would never be created;
+- `rolloutStrategy` maxSurge 0 / maxUnavailable 1 (in whole groups): a surge group needs
+  `nodesPerReplica` spare accelerator nodes, which reserved capacity rarely has;
+- probes, the serving port, the scrape annotations and the Service only on the leader: workers
+  (vLLM `--headless`, SGLang ranks >= 1) serve no OpenAI API and export no metrics;
+- every pod requests its node's EFA devices (`vpc.amazonaws.com/efa: <pool.efa_per_node>`, the
+  device plugin does not share them) with libfabric's EFA provider selected for NCCL; no hugepages
+  (Karpenter does not model `hugepages-2Mi`, so such a pod is never provisioned: FINDINGS-multinode);
+- all pods of a group in one zone (EFA does not cross an Availability Zone): each worker has a
+  required podAffinity to its own group's leader on `topology.kubernetes.io/zone`, matched by
+  `matchLabelKeys: [group-key]`. Not LWS's `exclusive-topology` annotation on the zone key, which
+  also forbids a second group in the zone (at most one group per AZ).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from stacks.config import ModelSection
+from stacks.resolved import LWS_WORKER_INDEX, MODEL_LABEL
+
+from .spec import WorkloadSpec
+from .workload import (
+    HOSTNAME,
+    ZONE,
+    EngineContainer,
+    autoscaler,
+    deployment,
+    disruption_budget,
+    metadata,
+    pod_template,
+    scanner_annotations,
+    selector,
+    service,
+)
+
+API_VERSION = "leaderworkerset.x-k8s.io/v1"
+KIND = "LeaderWorkerSet"
+WORKER_INDEX = LWS_WORKER_INDEX
+GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
+LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
+NODE_RANK = "$(LWS_WORKER_INDEX)"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+# NCCL over EFA through aws-ofi-nccl: libfabric's EFA provider, and the buffer and chunk sizes the EKS
+# EFA guide's p5 NCCL test sets (awsdocs amazon-eks-user-guide ml/node-efa.adoc). FI_EFA_USE_HUGE_PAGE=0
+# because the pod requests no hugepages (Karpenter does not model them). GPUDirect RDMA
+# (FI_EFA_USE_DEVICE_RDMA) is left to libfabric, which turns it on where the device supports it.
+EFA_ENV = (
+    {"name": "FI_PROVIDER", "value": "efa"},
+    {"name": "FI_EFA_USE_HUGE_PAGE", "value": "0"},
+    {"name": "NCCL_BUFFSIZE", "value": "8388608"},
+    {"name": "NCCL_P2P_NET_CHUNKSIZE", "value": "524288"},
+)
+
+
+def workload_ref(model: ModelSection) -> tuple[str, str, str]:
+    """The workload a vLLM or SGLang model becomes, and what a scaler targets (the LWS scale
+    subresource counts groups): a LeaderWorkerSet when a replica spans nodes, else a Deployment."""
+    if model.nodes_per_replica > 1:
+        return API_VERSION, KIND, model.name
+    return deployment(model)
+
+
+def leader_selector(spec: WorkloadSpec) -> dict[str, str]:
+    """The leaders of the model's groups: the pods that serve, and the ones the Service selects."""
+    return {**selector(spec), WORKER_INDEX: "0"}
+
+
+def _efa(spec: WorkloadSpec, container: dict[str, Any]) -> None:
+    efa = spec.served.pool.efa_per_node
+    if not efa:
+        return
+    resources = container["resources"]
+    resources["requests"][EFA_RESOURCE] = resources["limits"][EFA_RESOURCE] = str(efa)
+    container["env"] = [*container["env"], *(dict(e) for e in EFA_ENV)]
+
+
+def _leader(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
+    template = pod_template(spec, engine)
+    pod = template["spec"]
+    _efa(spec, pod["containers"][0])
+    # Groups spread over zones and hosts by their leaders; each worker follows its own leader.
+    for constraint in pod["topologySpreadConstraints"]:
+        constraint["labelSelector"] = {"matchLabels": leader_selector(spec)}
+    return template
+
+
+def _worker(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
+    template = copy.deepcopy(pod_template(spec, engine))
+    template["metadata"].pop("annotations", None)  # workers export no metrics
+    pod = template["spec"]
+    container = pod["containers"][0]
+    for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe"):
+        container.pop(key, None)
+    _efa(spec, container)
+    pod["topologySpreadConstraints"] = [c for c in pod["topologySpreadConstraints"] if c["topologyKey"] == HOSTNAME]
+    pod.setdefault("affinity", {})["podAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {MODEL_LABEL: spec.served.name, WORKER_INDEX: "0"}},
+                # The API server adds `group-key In [<this pod's>]` to the selector: its own leader only.
+                "matchLabelKeys": [GROUP_KEY],
+                "topologyKey": ZONE,
+            }
+        ]
+    }
+    return template
+
+
+def leader_worker_set(spec: WorkloadSpec, leader: EngineContainer, worker: EngineContainer) -> dict[str, Any]:
+    group = spec.served.group
+    body: dict[str, Any] = {}
+    if spec.model.autoscaling.owner == "none":
+        # With an autoscaler the group count is the scaler's (the LWS scale subresource).
+        body["replicas"] = spec.model.replicas
+    body |= {
+        "startupPolicy": "LeaderCreated",
+        "rolloutStrategy": {
+            "type": "RollingUpdate",
+            "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 1},
+        },
+        "leaderWorkerTemplate": {
+            "size": group.nodes,
+            "restartPolicy": "RecreateGroupOnPodRestart",
+            "leaderTemplate": _leader(spec, leader),
+            "workerTemplate": _worker(spec, worker),
+        },
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata(spec, annotations=scanner_annotations(spec, leader)),
+        "spec": body,
+    }
+
+
+def manifests(spec: WorkloadSpec, leader: EngineContainer, worker: EngineContainer) -> list[dict[str, Any]]:
+    """LeaderWorkerSet, the leaders' Service, a PodDisruptionBudget and (autoscaling.owner: hpa) an HPA
+    on the LWS scale subresource, which counts groups and reads the leaders' metrics."""
+    svc = service(spec)
+    svc["spec"]["selector"] = leader_selector(spec)
+    objs = [leader_worker_set(spec, leader, worker), svc, disruption_budget(spec)]
+    if spec.model.autoscaling.owner == "hpa":
+        objs.append(autoscaler(spec))
+    return objs

@@ -1,0 +1,147 @@
+"""Group rules: a replica across nodes (`nodesPerReplica`, `parallelism`) is one the engine can run
+and the pool can hold, before anything exists (stacks/groups.py is what these hold the stack to).
+
+- tensor x pipeline is the replica's accelerators (the world size vLLM and SGLang build);
+- the accelerators divide over the nodes, and every instance type the pool allows holds one node's
+  share (each pod of a group owns one node);
+- the tensor size divides the model's attention heads, and its KV heads divide it or it divides
+  them: what vLLM 0.29 (`ModelConfig.verify_with_parallel_config`, "Total number of attention
+  heads must be divisible by tensor parallel size", and QKVParallelLinear's KV-head replication)
+  and SGLang 0.5.19 (the models' attention layers assert the same) enforce at start-up, on one node
+  as on several; checked where the model's shape is known (stacks/architectures.py, or
+  `models[].architecture`);
+- the pool's limits admit one whole group: every node of it at once;
+- a group needs EFA (`nodePools[].efa`) unless the stack accepts TCP (`allowTcp`), and only vLLM and
+  SGLang run groups; the other engines say why not.
+Weights against the group's accelerator memory are stacks/rules/engines.py's (over the whole replica).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..architectures import architecture
+from ..checks import Lookup, platform_rule
+from ..config import StackConfig
+from ..errors import Problem, key_path
+from ..fit import pool_limits, pool_types
+from ..groups import MULTI_NODE_ENGINES, SINGLE_NODE_ONLY, per_node, replica_group
+from ..resolve import resolve_pool
+from .context import placed, platform_of
+
+# Engines whose pinned version enforces the head divisibility rules.
+HEAD_RULE_ENGINES = {"vllm": "vLLM 0.29", "sglang": "SGLang 0.5.19"}
+
+
+@platform_rule
+def groups_split_their_accelerators(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, pool in placed(config, platform_of(config, lookup)):
+        nodes, total = model.nodes_per_replica, model.accelerators_per_replica
+        where = f"model {model.name} on pool {pool.name}"
+        if nodes > 1 and model.engine not in MULTI_NODE_ENGINES:
+            yield Problem(
+                key_path(["models", i, "nodesPerReplica"]),
+                f"{where}: nodesPerReplica {nodes} is refused for engine {model.engine}: "
+                f"{SINGLE_NODE_ONLY.get(model.engine, 'it has no multi-node mode here')}; use nodesPerReplica: 1",
+            )
+            continue
+        if total % nodes:
+            yield Problem(
+                key_path(["models", i, "acceleratorsPerReplica"]),
+                f"{where}: acceleratorsPerReplica {total} does not divide over nodesPerReplica {nodes} nodes (each "
+                f"pod of the group takes an equal share); use a multiple of {nodes}",
+            )
+            continue
+        given = model.parallelism
+        if given.tensor is not None or given.pipeline is not None:
+            tensor, pipeline = replica_group(model).tensor, replica_group(model).pipeline
+            if tensor * pipeline != total:
+                yield Problem(
+                    key_path(["models", i, "parallelism"]),
+                    f"{where}: tensor {tensor} x pipeline {pipeline} = {tensor * pipeline}, but the replica has "
+                    f"acceleratorsPerReplica {total}; the product must equal it (e.g. tensor {max(1, total // nodes)} "
+                    f"x pipeline {nodes})",
+                )
+        if nodes > 1:
+            share = per_node(model)
+            short = sorted(t.name for t in pool_types(pool) if t.accelerator_count < share)
+            if short:
+                yield Problem(
+                    key_path(["models", i, "nodesPerReplica"]),
+                    f"{where}: each of the {nodes} nodes of a group takes {share} accelerators, but pool {pool.name} "
+                    f"also allows {', '.join(short)} with fewer; allow only types with at least {share}, or change "
+                    f"nodesPerReplica",
+                )
+
+
+@platform_rule
+def tensor_size_divides_the_heads(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, pool in placed(config, platform_of(config, lookup)):
+        engine = HEAD_RULE_ENGINES.get(model.engine)
+        shape = architecture(model)
+        if engine is None or shape is None or pool.accelerator != "nvidia" or model.accelerators_per_replica < 1:
+            continue
+        tensor = replica_group(model).tensor
+        key: list[str | int] = ["models", i, "parallelism" if model.parallelism.tensor else "acceleratorsPerReplica"]
+        where = f"model {model.name} on pool {pool.name}"
+        if shape.attention_heads % tensor:
+            fits = [d for d in range(1, shape.attention_heads + 1) if not shape.attention_heads % d and d <= 64]
+            yield Problem(
+                key_path(key),
+                f"{where}: tensor-parallel size {tensor} does not divide the model's {shape.attention_heads} "
+                f"attention heads, which {engine} refuses at start-up; use a tensor size of "
+                f"{', '.join(map(str, fits[-4:]))} ({shape.source})",
+            )
+        elif shape.kv_heads % tensor and tensor % shape.kv_heads:
+            yield Problem(
+                key_path(key),
+                f"{where}: tensor-parallel size {tensor} and the model's {shape.kv_heads} KV heads neither divide "
+                f"the other ({engine} splits KV heads over the ranks, or replicates them when the size is a "
+                f"multiple); use a divisor or a multiple of {shape.kv_heads} ({shape.source})",
+            )
+
+
+@platform_rule
+def groups_cross_nodes_over_efa(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, pool in placed(config, platform_of(config, lookup)):
+        if model.nodes_per_replica < 2 or model.engine not in MULTI_NODE_ENGINES:
+            continue
+        if resolve_pool(pool).efa_per_node == 0 and not model.allow_tcp:
+            yield Problem(
+                key_path(["models", i, "pool"]),
+                f"model {model.name} spans {model.nodes_per_replica} nodes of pool {pool.name}, which has no EFA "
+                f"(efa_per_node 0): its collectives would run over TCP sockets, about 98 s to the first token "
+                f"against about 1 s over EFA (Dynamo's measurement). Use a pool with efa: true, or set "
+                f"allowTcp: true to accept it",
+            )
+
+
+@platform_rule
+def pool_limits_admit_one_group(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, pool in placed(config, platform_of(config, lookup)):
+        nodes = model.nodes_per_replica
+        if nodes < 2 or model.accelerators_per_replica % nodes:
+            continue
+        share = per_node(model)
+        types = [t for t in pool_types(pool) if t.accelerator_count >= share]
+        if not types:
+            continue  # the fit rule names it
+        limits = pool_limits(pool)
+        small = min(types, key=lambda t: (t.vcpu, t.memory_gib))
+        blocked = []
+        if limits.accelerators is not None and nodes * small.accelerator_count > limits.accelerators:
+            blocked.append(f"accelerators {nodes} x {small.accelerator_count} > {limits.accelerators}")
+        if limits.cpu_m is not None and nodes * small.vcpu * 1000 > limits.cpu_m:
+            blocked.append(f"cpu {nodes} x {small.vcpu} vCPU > {limits.cpu_m // 1000}")
+        if limits.memory_mib is not None and nodes * small.memory_gib * 1024 > limits.memory_mib:
+            blocked.append(f"memory {nodes} x {small.memory_gib:g}GiB > {limits.memory_mib // 1024}GiB")
+        if blocked:
+            # A workloads stack cannot change the platform's pools: point at its own key.
+            own = [j for j, p in enumerate(config.node_pools) if p.name == pool.name]
+            key: list[str | int] = ["nodePools", own[0], "limits"] if own else ["models", i, "nodesPerReplica"]
+            yield Problem(
+                key_path(key),
+                f"model {model.name}: one group is {nodes} nodes of pool {pool.name} at once (at least "
+                f"{small.name} each), and the pool's limits stop that ({'; '.join(blocked)}); raise the limits to "
+                f"one whole group",
+            )
