@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from stacks.conformance import schema_dir, validate_custom
+from stacks.load import parse_sections
 from stacks.resolve import resolve_pool
 from stacks.resolved import LWS_WORKER_INDEX
 from tests.conftest import DEV, sections_of
@@ -31,7 +32,7 @@ LLAMA_405B = {
     "name": "llama-405b",
     "engine": "vllm",
     "model": "meta-llama/Llama-3.1-405B-Instruct",
-    "revision": "be673f326cab4cd22ccfef76109faf68e41aa5f1",
+    "revision": "069992c75aed59df00ec06c17177e76c63296a26",
     "pool": "h100",
     "acceleratorsPerReplica": 16,
     "nodesPerReplica": 2,
@@ -185,3 +186,20 @@ def test_plan_shows_the_group_as_nodes_times_gpus_per_node():
 
     text = plan(parse_sections(with_group(), "us-west-2"))
     assert "group of 2 nodes x 8 GPUs (tensor 8 x pipeline 2)" in text, text
+
+
+def test_a_group_rollout_replaces_whole_groups_one_at_a_time_unless_the_stack_allows_a_surge():
+    strategy = lws_of(with_group())["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
+    assert strategy == {"maxSurge": 0, "maxUnavailable": 1}, "no second set of GPUs by default"
+    surging = with_group({**LLAMA_405B, "rollout": {"maxSurge": 1}})
+    strategy = lws_of(surging)["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
+    assert strategy == {"maxSurge": 1, "maxUnavailable": 0}, "with room for a surge group, nothing stops early"
+    deployment = objects(stack_of(with_group()), "qwen3-8b")["Deployment"]
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+
+
+def test_a_surge_the_pools_limits_cannot_hold_is_refused_at_its_key():
+    # 32 accelerators hold one 16-GPU group plus one surge group, not two surge groups.
+    parse_sections(with_group({**LLAMA_405B, "rollout": {"maxSurge": 1}}), "us-west-2")  # accepted
+    found = problems(with_group({**LLAMA_405B, "rollout": {"maxSurge": 2}}))
+    assert has(found, "models[2].rollout.maxSurge", "llama-405b", "1 + 2 replicas", "48 accelerators", "32"), found

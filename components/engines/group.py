@@ -12,8 +12,9 @@ cache, security, placement and resources are the single-node ones, per pod, with
 - `startupPolicy: LeaderCreated` (the default, as LWS's own vLLM sample and the NIM Operator use):
   `LeaderReady` would wait for the leader's readiness, and neither engine's leader serves /health
   before its workers have joined, so the workers would never be created;
-- `rolloutStrategy` maxSurge 0 / maxUnavailable 1 (in whole groups): a surge group needs
-  `nodesPerReplica` spare accelerator nodes, which reserved capacity rarely has;
+- `rolloutStrategy` maxSurge 0 / maxUnavailable 1 (in whole groups) unless the stack sets
+  `rollout.maxSurge`: a surge group needs `nodesPerReplica` spare accelerator nodes, which reserved
+  capacity rarely has (workload.py `rolling_update`);
 - probes, the serving port, the scrape annotations and the Service only on the leader: workers
   (vLLM `--headless`, SGLang ranks >= 1) serve no OpenAI API and export no metrics;
 - every pod requests its node's EFA devices (`vpc.amazonaws.com/efa: <pool.efa_per_node>`, the
@@ -43,6 +44,7 @@ from .workload import (
     disruption_budget,
     metadata,
     pod_template,
+    rolling_update,
     scanner_annotations,
     selector,
     service,
@@ -132,7 +134,7 @@ def leader_worker_set(spec: WorkloadSpec, leader: EngineContainer, worker: Engin
         "startupPolicy": "LeaderCreated",
         "rolloutStrategy": {
             "type": "RollingUpdate",
-            "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 1},
+            "rollingUpdateConfiguration": rolling_update(spec.model),
         },
         "leaderWorkerTemplate": {
             "size": group.nodes,

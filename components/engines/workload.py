@@ -328,9 +328,18 @@ def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         # With an autoscaler (HPA or AIBrix) the field is the scaler's: setting it here would make
         # every `pulumi up` reset the replica count the scaler chose.
         body["replicas"] = spec.model.replicas
-    # Surge would need a spare accelerator node per replica; replace one at a time instead.
-    body["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    body["strategy"] = {"type": "RollingUpdate", "rollingUpdate": rolling_update(spec.model)}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(spec, annotations=waiver), "spec": body}
+
+
+def rolling_update(model: ModelSection) -> dict[str, int]:
+    """maxSurge and maxUnavailable of a model's rollout (a Deployment's pods, a LeaderWorkerSet's
+    groups): by default no surge, which would need spare accelerator nodes (a whole group's for a
+    LeaderWorkerSet, and reserved capacity rarely has them), so one replica at a time is stopped and
+    replaced; with `rollout.maxSurge` the new replicas start first and none is stopped early
+    (stacks/rules/groups.py holds the pool's limits to the surge)."""
+    surge = model.rollout.max_surge
+    return {"maxSurge": surge, "maxUnavailable": 0 if surge else 1}
 
 
 def service(spec: WorkloadSpec) -> dict[str, Any]:

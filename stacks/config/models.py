@@ -250,6 +250,20 @@ class RayServe(Strict):
     )
 
 
+class Rollout(Strict):
+    """How a rollout replaces a model's replicas (a LeaderWorkerSet's groups, or a Deployment's pods)."""
+
+    max_surge: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="Replicas (whole groups for `nodesPerReplica` > 1) a rollout may start above the current "
+        "count before it stops old ones. 0 (default): one replica at a time is stopped, then replaced, so a "
+        "rollout never needs a second set of accelerators. Above 0 no replica is stopped early "
+        "(maxUnavailable 0), and the pool's limits must hold the most replicas plus the surge at once.",
+    )
+
+
 class Parallelism(Strict):
     """How a replica's accelerators split the model: tensor parallelism within a node, pipeline
     stages across nodes. Their product is `acceleratorsPerReplica`."""
@@ -452,6 +466,10 @@ class ModelSection(Strict):
     parallelism: Parallelism = Field(
         default_factory=Parallelism,
         description="Tensor and pipeline parallel sizes; tensor x pipeline must equal `acceleratorsPerReplica`.",
+    )
+    rollout: Rollout = Field(
+        default_factory=Rollout,
+        description="How an update replaces the replicas: by default one at a time with no surge.",
     )
     allow_tcp: bool = Field(
         default=False,

@@ -145,3 +145,33 @@ def pool_limits_admit_one_group(config: StackConfig, lookup: Lookup) -> Iterable
                 f"{small.name} each), and the pool's limits stop that ({'; '.join(blocked)}); raise the limits to "
                 f"one whole group",
             )
+
+
+@platform_rule
+def a_rollout_surge_fits_the_pool(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    """`rollout.maxSurge` starts replicas above the most the model runs: the pool's accelerator limit
+    must hold them all at once (a group holds its nodes whole), or the rollout waits on capacity
+    that never comes while nothing old is stopped (maxUnavailable 0)."""
+    for i, model, pool in placed(config, platform_of(config, lookup)):
+        surge = model.rollout.max_surge
+        limit = pool_limits(pool).accelerators
+        if not surge or limit is None or model.accelerators_per_replica % model.nodes_per_replica:
+            continue
+        share = per_node(model)
+        types = [t for t in pool_types(pool) if t.accelerator_count >= share]
+        if not types:
+            continue  # the fit rule names it
+        held = (
+            model.nodes_per_replica * min(t.accelerator_count for t in types)
+            if model.nodes_per_replica > 1
+            else model.accelerators_per_replica
+        )
+        most = model.replicas if model.autoscaling.owner == "none" else model.autoscaling.max_replicas
+        need = (most + surge) * held
+        if need > limit:
+            yield Problem(
+                key_path(["models", i, "rollout", "maxSurge"]),
+                f"model {model.name}: a rollout with maxSurge {surge} runs {most} + {surge} replicas at once, "
+                f"{need} accelerators of pool {pool.name} ({held} each), over the pool's limit of {limit}; lower "
+                f"maxSurge (0 replaces one replica at a time) or raise nodePools[].limits.accelerators",
+            )
