@@ -1,6 +1,7 @@
 """Node-pool rules: instance types the catalog knows, on the accelerator the pool declares; a CPU
 pool (`accelerator: none`) selects no accelerator family or type, since it is neither tainted nor
-labelled for their devices; the system node group runs known CPU types."""
+labelled for their devices; the system node group runs known CPU types; an `efa` pool has one EFA
+layout and accelerator count."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable
 from ..checks import rule
 from ..config import StackConfig
 from ..errors import Problem, key_path
-from ..hardware import catalog, families
+from ..hardware import catalog, expand, families
 
 
 def _names_of(accelerator: str) -> list[str]:
@@ -121,4 +122,57 @@ def system_nodes_are_known_cpu_types(config: StackConfig) -> Iterable[Problem]:
                 key_path(["cluster", "systemNodes", "instanceTypes", j]),
                 f"{name} is not an x86_64 CPU type (it has {itype.accelerator} accelerators or runs "
                 f"{itype.architecture}); the system nodes run controllers on AL2023 x86_64: use e.g. m7i.large",
+            )
+
+
+def _efa_types(accelerator: str) -> str:
+    """The catalog's EFA types of this accelerator, most EFA first."""
+    laid_out = [t for t in catalog().values() if t.efa_layout and t.accelerator == accelerator]
+    return ", ".join(t.name for t in sorted(laid_out, key=lambda t: (-t.efa_interfaces, t.name))[:5])
+
+
+@rule
+def efa_pools_have_one_efa_layout(config: StackConfig) -> Iterable[Problem]:
+    """`efa: true` renders one `networkInterfaces` layout for every node of the pool (Karpenter drops a
+    type the layout does not fit), and a multi-node group needs its nodes alike: every allowed type
+    must have EFA the catalog can lay out, the same layout, and the same accelerator count."""
+    for i, pool in enumerate(config.node_pools):
+        if not pool.efa:
+            continue
+        where = key_path(["nodePools", i, "efa"])
+        types = expand(pool.instance_types, pool.instance_families)
+        selector = "instanceFamilies" if pool.instance_families else "instanceTypes"
+        for itype in types:
+            if itype.efa_layout:
+                continue
+            if not itype.efa_interfaces:
+                yield Problem(
+                    where,
+                    f"{itype.name} (in {selector}) has no EFA, so efa: true cannot attach any; allow only EFA "
+                    f"types in this pool (e.g. {_efa_types(pool.accelerator)}) or set efa: false",
+                )
+            else:
+                yield Problem(
+                    where,
+                    f"{itype.name} has {itype.efa_interfaces} EFA interfaces but the hardware catalog does not "
+                    f"know its network cards ({itype.network_cards} recorded), so no networkInterfaces layout "
+                    f"can be rendered for it; remove it from the pool or set efa: false",
+                )
+        laid_out = [t for t in types if t.efa_layout]
+        layouts = {t.efa_interfaces for t in laid_out}
+        if len(layouts) > 1:
+            detail = ", ".join(f"{t.name} {t.efa_interfaces}" for t in laid_out)
+            yield Problem(
+                where,
+                f"efa: true gives every node of the pool one networkInterfaces layout, but its types differ in EFA "
+                f"interfaces ({detail}); Karpenter would launch only the types that layout fits. Put each layout "
+                f"in a pool of its own",
+            )
+        counts = {t.accelerator_count for t in laid_out}
+        if len(counts) > 1:
+            detail = ", ".join(f"{t.name} {t.accelerator_count}" for t in laid_out)
+            yield Problem(
+                where,
+                f"the nodes of a multi-node group must be alike, but this efa pool's types differ in accelerators "
+                f"({detail}); list types with one accelerator count (e.g. instanceTypes: [{laid_out[-1].name}])",
             )
