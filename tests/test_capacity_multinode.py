@@ -1,6 +1,7 @@
 """The capacity side of multi-node serving: EFA pools (their network layout, device plugin, security
-group and pods per node). Builders are tested on resolved pools, refusals through the stack rules;
-the component tests build only the Capacity component."""
+group and pods per node), and capacity reservations and Capacity Blocks. Builders are
+tested on resolved pools, refusals through the stack rules; the one component test builds only the
+Capacity component."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from stacks import conformance
 from stacks.config.pools import NodePoolSection
 from stacks.fit import allocatable
 from stacks.hardware import catalog
+from stacks.load import parse_sections
 from stacks.resolve import resolve_pool
 from stacks.resolved import ResolvedPool
 from tests.test_capacity_karpenter import capacity_records
@@ -28,6 +30,8 @@ H100 = {
     "name": "h100",
     "accelerator": "nvidia",
     "instanceTypes": ["p5.48xlarge"],
+    "capacityTypes": ["reserved"],
+    "capacityReservations": [{"id": "cr-0123456789abcdef0"}],
     "efa": True,
 }
 
@@ -141,7 +145,8 @@ def test_efa_types_with_different_layouts_are_refused(dev):
 
 
 def test_efa_types_with_different_accelerator_counts_are_refused(dev):
-    with_pool(dev, instanceTypes=["g6e.24xlarge", "g6e.48xlarge"])
+    with_pool(dev, instanceTypes=["g6e.24xlarge", "g6e.48xlarge"], capacityTypes=["on-demand"])
+    dev["nodePools"][2].pop("capacityReservations")
     found = [p for p in problems(dev) if p.startswith("inference-platform:nodePools[2].efa: ")]
     assert any("accelerators" in p and "g6e.24xlarge 4" in p for p in found), found
 
@@ -150,3 +155,53 @@ def test_efa_on_a_type_whose_network_cards_the_catalog_lacks_is_refused(dev):
     with_pool(dev, accelerator="neuron", instanceTypes=["trn2.48xlarge"])
     found = [p for p in problems(dev) if p.startswith("inference-platform:nodePools[2].efa: ")]
     assert any("trn2.48xlarge" in p and "network cards" in p for p in found), found
+
+
+# ---- reserved capacity and Capacity Blocks -----------------------------------------------------
+
+
+def test_a_reservation_by_id_and_one_by_tags_become_the_node_class_selector_terms():
+    p = resolved(
+        capacityReservations=[{"id": "cr-0123456789abcdef0"}, {"tags": {"team": "ml"}, "ownerId": "111122223333"}]
+    )
+    assert node_class(p)["spec"]["capacityReservationSelectorTerms"] == [
+        {"id": "cr-0123456789abcdef0"},
+        {"tags": {"team": "ml"}, "ownerID": "111122223333"},
+    ]
+    requirements = {r["key"]: r["values"] for r in node_pool(p.config)["spec"]["template"]["spec"]["requirements"]}
+    assert requirements["karpenter.sh/capacity-type"] == ["reserved"]
+
+
+def test_reserved_without_selector_terms_is_refused_because_it_would_match_nothing(dev):
+    with_pool(dev, capacityTypes=["on-demand", "reserved"])
+    dev["nodePools"][2].pop("capacityReservations")
+    message = one(dev, "nodePools[2].capacityTypes[1]")
+    assert "selects none" in message and "capacityReservations" in message
+
+
+def test_selector_terms_without_reserved_are_refused_not_completed(dev):
+    message = one(with_pool(dev, capacityTypes=["on-demand"]), "nodePools[2].capacityReservations")
+    assert "add reserved to capacityTypes" in message
+
+
+@pytest.mark.parametrize(
+    "term",
+    [{}, {"id": "cr-0abc", "tags": {"a": "b"}}, {"id": "cr-0abc", "ownerId": "111122223333"}, {"id": "0abc"}],
+    ids=["empty", "id-and-tags", "id-and-owner", "bad-id"],
+)
+def test_a_reservation_term_is_exactly_an_id_or_tags(dev, term):
+    found = problems(with_pool(dev, capacityReservations=[term]))
+    assert any(p.startswith("inference-platform:nodePools[2].capacityReservations[0]") for p in found), found
+
+
+# ---- the multi-node pool as a whole -----------------------------------------------------------
+
+
+def test_a_reserved_p5_efa_pool_passes_every_rule_and_validates_against_karpenters_crds(dev):
+    config = parse_sections(with_pool(dev), "us-west-2")
+    p = resolve_pool(config.node_pools[2])
+    objects = [node_class(p), node_pool(p.config)]
+    assert objects[0]["spec"]["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
+    if SCHEMAS is not None:
+        for obj in objects:
+            assert conformance.validate_custom(obj, SCHEMAS) == [], obj["kind"]

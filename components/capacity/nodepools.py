@@ -8,7 +8,8 @@ What each object carries and why:
   the node's credentials), an encrypted gp3 root volume of `rootVolumeGiB`, and RAID0 over the
   instance store when `localNvme: raid0`.
   With `efa: true`, the type's EFA `networkInterfaces` (stacks/hardware.py `efa_layout`) and the EFA
-  security group beside the cluster's (EFA_SECURITY_GROUP_TAG).
+  security group beside the cluster's (EFA_SECURITY_GROUP_TAG); with `capacityReservations`, the
+  `capacityReservationSelectorTerms` that let the pool launch into them.
 - NodePool: requirements from the pool's instance types or families, capacity types and
   architecture; the accelerator taint and labels from components/scheduling.py (one source for the
   taint and its toleration); limits from stacks/fit.py; disruption with consolidateAfter and,
@@ -89,6 +90,8 @@ def ec2_node_class(
         # Every node of the class gets this layout (Karpenter drops types it does not fit); efa-only
         # interfaces take no IPs, which is why the pool's pods per node drop (stacks/fit.py).
         spec["networkInterfaces"] = [n.manifest() for n in resolved.network_interfaces]
+    if pool.capacity_reservations:
+        spec["capacityReservationSelectorTerms"] = [term.manifest() for term in pool.capacity_reservations]
     return {
         "apiVersion": f"{NODE_CLASS_GROUP}/v1",
         "kind": "EC2NodeClass",

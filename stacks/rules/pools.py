@@ -1,7 +1,7 @@
 """Node-pool rules: instance types the catalog knows, on the accelerator the pool declares; a CPU
 pool (`accelerator: none`) selects no accelerator family or type, since it is neither tainted nor
 labelled for their devices; the system node group runs known CPU types; an `efa` pool has one EFA
-layout and accelerator count."""
+layout and accelerator count; `reserved` and `capacityReservations` go together."""
 
 from __future__ import annotations
 
@@ -175,4 +175,27 @@ def efa_pools_have_one_efa_layout(config: StackConfig) -> Iterable[Problem]:
                 where,
                 f"the nodes of a multi-node group must be alike, but this efa pool's types differ in accelerators "
                 f"({detail}); list types with one accelerator count (e.g. instanceTypes: [{laid_out[-1].name}])",
+            )
+
+
+@rule
+def reserved_capacity_is_selected(config: StackConfig) -> Iterable[Problem]:
+    """`reserved` and `capacityReservations` go together. With Karpenter's ReservedCapacity gate (on by
+    default since v1.6) a pool launches only into the reservations its EC2NodeClass selects, and its
+    on-demand launches opt out of open reservations; selecting reservations without allowing
+    `reserved` would never use them. Both are refused rather than completed silently."""
+    for i, pool in enumerate(config.node_pools):
+        reserved = "reserved" in pool.capacity_types
+        if reserved and not pool.capacity_reservations:
+            yield Problem(
+                key_path(["nodePools", i, "capacityTypes", pool.capacity_types.index("reserved")]),
+                "reserved capacity matches only the reservations the pool selects (Karpenter never uses an open "
+                "reservation by itself), and this pool selects none; add capacityReservations: "
+                "[{id: cr-...}] or [{tags: {...}}], or drop reserved",
+            )
+        elif pool.capacity_reservations and not reserved:
+            yield Problem(
+                key_path(["nodePools", i, "capacityReservations"]),
+                "the pool selects capacity reservations but capacityTypes lacks reserved, so Karpenter never "
+                "launches into them; add reserved to capacityTypes (e.g. [reserved] or [reserved, on-demand])",
             )
