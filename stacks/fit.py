@@ -349,6 +349,8 @@ class PoolLimits:
     cpu_m: int | None
     memory_mib: int | None
     accelerators: int | None
+    # A static pool's node count bound (`limits.nodes`), the only limit Karpenter takes on one.
+    nodes: int | None = None
     # A memory limit the stack file gave is rendered as its exact value (whole MiB, stacks/quantity.py),
     # never rounded up to Gi: only a derived one is.
     memory_given: bool = False
@@ -362,6 +364,8 @@ class PoolLimits:
             out["memory"] = f"{self.memory_mib}Mi" if exact else f"{math.ceil(self.memory_mib / GIB)}Gi"
         if self.accelerators is not None and accelerator in ACCELERATOR_RESOURCE:
             out[ACCELERATOR_RESOURCE[accelerator]] = str(self.accelerators)
+        if self.nodes is not None:
+            out["nodes"] = str(self.nodes)
         return out
 
 
@@ -387,6 +391,7 @@ def pool_limits(pool: NodePoolSection) -> PoolLimits:
         cpu_m=cpu,
         memory_mib=memory,
         accelerators=given.accelerators,
+        nodes=given.nodes,
         memory_given=given.memory is not None,
     )
 

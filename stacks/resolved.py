@@ -90,6 +90,11 @@ class ResolvedPool:
             return ()
         return self.instance_types[0].efa_layout
 
+    @property
+    def static(self) -> bool:
+        """A static pool: Karpenter keeps `replicas` nodes whatever the pods ask."""
+        return self.config.replicas is not None
+
 
 @dataclass(frozen=True, kw_only=True)
 class GatewayParent:

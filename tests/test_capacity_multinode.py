@@ -1,5 +1,5 @@
 """The capacity side of multi-node serving: EFA pools (their network layout, device plugin, security
-group and pods per node), and capacity reservations and Capacity Blocks. Builders are
+group and pods per node), capacity reservations and Capacity Blocks, and static pools. Builders are
 tested on resolved pools, refusals through the stack rules; the one component test builds only the
 Capacity component."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.capacity.nodepools import EFA_SECURITY_GROUP_TAG, ec2_node_class, node_pool
-from components.capacity.plugins import efa_values, needs_efa_plugin
+from components.capacity.plugins import efa_values, karpenter_values, needs_efa_plugin
 from components.scheduling import EFA_LABEL
 from stacks import conformance
 from stacks.config.pools import NodePoolSection
@@ -194,11 +194,55 @@ def test_a_reservation_term_is_exactly_an_id_or_tags(dev, term):
     assert any(p.startswith("inference-platform:nodePools[2].capacityReservations[0]") for p in found), found
 
 
+# ---- static pools -----------------------------------------------------------------------------
+
+
+def test_a_static_pool_renders_replicas_and_only_its_node_limit():
+    p = resolved(replicas=2, limits={"nodes": 4})
+    spec = node_pool(p.config)["spec"]
+    assert spec["replicas"] == 2 and spec["limits"] == {"nodes": "4"} and "weight" not in spec
+    assert p.static
+
+
+def test_a_static_pool_turns_on_karpenters_static_capacity_gate_and_no_other():
+    assert karpenter_values(cluster="c", queue="q", static_capacity=True)["settings"]["featureGates"] == {
+        "staticCapacity": True
+    }
+    assert "featureGates" not in karpenter_values(cluster="c", queue="q")["settings"], "chart defaults otherwise"
+
+
+@needs_schemas
+def test_the_static_capacity_gate_is_a_key_of_the_karpenter_chart():
+    assert SCHEMAS is not None
+    values = karpenter_values(cluster="c", queue="q", static_capacity=True)
+    assert conformance.validate_values("karpenter", values, SCHEMAS) == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"limits": {"accelerators": 16}}, "nodePools[2].limits.accelerators"),
+        ({"limits": {"cpu": "256"}}, "nodePools[2].limits.cpu"),
+        ({"weight": 10}, "nodePools[2].weight"),
+        ({"consolidateAfter": "1h"}, "nodePools[2].consolidateAfter"),
+        ({"limits": {"nodes": 1}}, "nodePools[2].replicas"),
+    ],
+    ids=["accelerator-limit", "cpu-limit", "weight", "consolidation", "over-node-limit"],
+)
+def test_a_static_pool_refuses_what_karpenter_does_not_take_on_one(dev, extra, key):
+    message = one(with_pool(dev, replicas=2, **extra), key)
+    assert "static pool" in message or "limits.nodes" in message, message
+
+
+def test_a_node_limit_on_a_dynamic_pool_is_refused(dev):
+    assert "set replicas" in one(with_pool(dev, limits={"nodes": 4}), "nodePools[2].limits.nodes")
+
+
 # ---- the multi-node pool as a whole -----------------------------------------------------------
 
 
-def test_a_reserved_p5_efa_pool_passes_every_rule_and_validates_against_karpenters_crds(dev):
-    config = parse_sections(with_pool(dev), "us-west-2")
+def test_a_reserved_p5_efa_static_pool_passes_every_rule_and_validates_against_karpenters_crds(dev):
+    config = parse_sections(with_pool(dev, replicas=2, limits={"nodes": 2}), "us-west-2")
     p = resolve_pool(config.node_pools[2])
     objects = [node_class(p), node_pool(p.config)]
     assert objects[0]["spec"]["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]

@@ -34,6 +34,7 @@ from .plugins import (
     needs_efa_plugin,
     needs_neuron_chart,
     needs_nvidia_plugin,
+    needs_static_capacity,
     neuron_values,
     nvidia_values,
 )
@@ -73,6 +74,7 @@ class Capacity(pulumi.ComponentResource):
                 region=args.region,
                 chart=chart("karpenter", addons.karpenter.version),
                 crd_chart=chart("karpenter-crd"),
+                static_capacity=needs_static_capacity(args.pools),
                 provider=args.provider,
                 tags=args.tags,
             ),

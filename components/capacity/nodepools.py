@@ -13,7 +13,8 @@ What each object carries and why:
 - NodePool: requirements from the pool's instance types or families, capacity types and
   architecture; the accelerator taint and labels from components/scheduling.py (one source for the
   taint and its toleration); limits from stacks/fit.py; disruption with consolidateAfter and,
-  by default on accelerator pools, a business-hours budget that keeps serving nodes in place.
+  by default on accelerator pools, a business-hours budget that keeps serving nodes in place; a
+  static pool's `replicas`.
 """
 
 from __future__ import annotations
@@ -146,4 +147,6 @@ def node_pool(pool: NodePoolSection) -> dict[str, Any]:
         spec["limits"] = limits
     if pool.weight is not None:
         spec["weight"] = pool.weight
+    if pool.replicas is not None:
+        spec["replicas"] = pool.replicas
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool.name}, "spec": spec}

@@ -12,6 +12,8 @@
   `efa: true`, which advertises `vpc.amazonaws.com/efa`. Its chart tolerates only CriticalAddonsOnly,
   so it gets the EFA pools' taints, and lands only on nodes labelled EFA_LABEL (its own affinity
   already limits it to EFA instance types).
+- Karpenter: its `staticCapacity` feature gate (alpha, off in the chart) only when some pool is
+  static; `reservedCapacity` is on by default in chart 1.14.1 and left to it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ def needs_neuron_chart(addons: AddonsSection, pools: Sequence[ResolvedPool]) -> 
 
 def needs_efa_plugin(pools: Sequence[ResolvedPool]) -> bool:
     return any(p.config.efa for p in pools)
+
+
+def needs_static_capacity(pools: Sequence[ResolvedPool]) -> bool:
+    return any(p.static for p in pools)
 
 
 def efa_values(pools: Sequence[ResolvedPool]) -> dict[str, Any]:
@@ -95,9 +101,13 @@ def neuron_values(addon: Neuron) -> dict[str, Any]:
     return values
 
 
-def karpenter_values(*, cluster: str, queue: pulumi.Input[str]) -> dict[str, Any]:
+def karpenter_values(*, cluster: str, queue: pulumi.Input[str], static_capacity: bool = False) -> dict[str, Any]:
+    settings: dict[str, Any] = {"clusterName": cluster, "interruptionQueue": queue}
+    if static_capacity:
+        # Helm merges this map into the chart's featureGates: the other gates keep their defaults.
+        settings["featureGates"] = {"staticCapacity": True}
     return {
-        "settings": {"clusterName": cluster, "interruptionQueue": queue},
+        "settings": settings,
         "replicas": 2,
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         # On the managed system nodes: Karpenter must never run on a node it manages itself.

@@ -47,6 +47,13 @@ class PoolLimits(Strict):
         description="Pool-wide memory limit as a Kubernetes quantity that is a whole number of MiB (e.g. `1024Gi`); "
         "unset: derived from `accelerators`, else none.",
     )
+    nodes: int | None = Field(
+        default=None,
+        ge=1,
+        le=10000,
+        description="Most nodes the pool may hold; only on a static pool (`replicas`), where it is the only "
+        "limit Karpenter takes and `replicas` may not exceed it.",
+    )
 
 
 class DisruptionBudget(Strict):
@@ -206,6 +213,14 @@ class NodePoolSection(Strict):
         "launch into, each `{id: cr-...}` or `{tags: {...}, ownerId?}`; any one matches. Requires `reserved` "
         "in `capacityTypes`, and `reserved` requires these: Karpenter uses a reservation only when a pool "
         "selects it. Capacity Block nodes are drained 40 minutes before the block ends.",
+    )
+    replicas: int | None = Field(
+        default=None,
+        ge=0,
+        le=10000,
+        description="A static pool (Karpenter static capacity, alpha): this many nodes run whatever the pods "
+        "ask, never consolidated; turns on Karpenter's `staticCapacity` feature gate. Only `limits.nodes`, no "
+        "`weight` and no consolidation settings; a pool cannot switch between static and dynamic in place.",
     )
 
     @model_validator(mode="after")

@@ -1,7 +1,8 @@
 """Node-pool rules: instance types the catalog knows, on the accelerator the pool declares; a CPU
 pool (`accelerator: none`) selects no accelerator family or type, since it is neither tainted nor
 labelled for their devices; the system node group runs known CPU types; an `efa` pool has one EFA
-layout and accelerator count; `reserved` and `capacityReservations` go together."""
+layout and accelerator count; `reserved` and `capacityReservations` go together; a static pool
+(`replicas`) follows Karpenter's static-capacity rules."""
 
 from __future__ import annotations
 
@@ -198,4 +199,46 @@ def reserved_capacity_is_selected(config: StackConfig) -> Iterable[Problem]:
                 key_path(["nodePools", i, "capacityReservations"]),
                 "the pool selects capacity reservations but capacityTypes lacks reserved, so Karpenter never "
                 "launches into them; add reserved to capacityTypes (e.g. [reserved] or [reserved, on-demand])",
+            )
+
+
+@rule
+def static_pools_follow_karpenters_rules(config: StackConfig) -> Iterable[Problem]:
+    """A static NodePool (`spec.replicas`, Karpenter v1.14.1 CRD CEL rules) takes only `limits.nodes` and
+    no `weight`; it ignores consolidation, so setting it is refused as misleading. `limits.nodes` is
+    rendered only on static pools."""
+    for i, pool in enumerate(config.node_pools):
+        limits = pool.limits
+        if pool.replicas is None:
+            if limits.nodes is not None:
+                yield Problem(
+                    key_path(["nodePools", i, "limits", "nodes"]),
+                    "limits.nodes bounds a static pool; set replicas to make this one static, or limit it by "
+                    "accelerators, cpu or memory",
+                )
+            continue
+        for key in ("accelerators", "cpu", "memory"):
+            if getattr(limits, key) is not None:
+                yield Problem(
+                    key_path(["nodePools", i, "limits", key]),
+                    f"a static pool (replicas) takes only limits.nodes (Karpenter refuses other limits on it); "
+                    f"remove limits.{key}",
+                )
+        if pool.weight is not None:
+            yield Problem(
+                key_path(["nodePools", i, "weight"]),
+                "a static pool (replicas) takes no weight (Karpenter refuses it: the pool launches its replicas "
+                "without choosing among pools); remove weight",
+            )
+        for key, field in (("consolidationPolicy", "consolidation_policy"), ("consolidateAfter", "consolidate_after")):
+            if field in pool.model_fields_set:
+                yield Problem(
+                    key_path(["nodePools", i, key]),
+                    f"a static pool (replicas) is never consolidated, so Karpenter ignores {key}; remove it",
+                )
+        if limits.nodes is not None and pool.replicas > limits.nodes:
+            yield Problem(
+                key_path(["nodePools", i, "replicas"]),
+                f"replicas {pool.replicas} exceeds limits.nodes {limits.nodes}; Karpenter would stop at "
+                f"{limits.nodes} nodes. Raise the limit or lower replicas",
             )
