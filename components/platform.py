@@ -163,6 +163,7 @@ class Platform(pulumi.ComponentResource):
                 pools=platform.pools,
                 addons=platform.addons,
                 cluster=wiring.cluster.name,
+                vpc_id=wiring.cluster.vpc_id,
                 provider=wiring.cluster.provider,
                 tags=wiring.cluster.tags,
             ),

@@ -11,6 +11,8 @@ from stacks.config.pools import NodePoolSection
 
 POOL_LABEL = "inference-platform.io/pool"
 ACCELERATOR_LABEL = "inference-platform.io/accelerator"
+# On the nodes of `efa: true` pools: the EFA device plugin runs only there.
+EFA_LABEL = "inference-platform.io/efa"
 TAINT_KEYS = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
 
 
@@ -31,6 +33,8 @@ def pool_labels(pool: NodePoolSection) -> dict[str, str]:
     if needs_nvidia_device_plugin(pool):
         # The NVIDIA device plugin's default affinity needs this label when NFD is not installed.
         labels["nvidia.com/gpu.present"] = "true"
+    if pool.efa:
+        labels[EFA_LABEL] = "true"
     return labels
 
 

@@ -53,6 +53,7 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
     "karpenter": ([("", "karpenter/v1.14.1/chart/values.main-1d927085.yaml")], None),
     "nvidia-device-plugin": ([("", "nvidia-device-plugin/v0.20.0/values.yaml")], None),
     "neuron-helm-chart": ([("", "neuron-helm-chart/1.9.0/values.yaml")], None),
+    "aws-efa-k8s-device-plugin": ([("", "aws-efa-k8s-device-plugin/v0.5.30/chart/values.yaml")], None),
     "aibrix": ([("", "aibrix/v0.7.0/chart/values.yaml")], "aibrix/v0.7.0/chart/values.schema.json"),
     "dynamo-platform": (
         [

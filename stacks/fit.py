@@ -99,17 +99,29 @@ def ephemeral_mib(pool: NodePoolSection, itype: InstanceType) -> int:
     return capacity_mib - math.ceil(capacity_mib * 0.10) - GIB
 
 
+def pods_and_memory(pool: NodePoolSection, itype: InstanceType) -> tuple[int, int]:
+    """Karpenter's pods and memory allocatable for this type in this pool. With `efa: true` the
+    `efa-only` interface on card 0 carries no IPs, so the node takes fewer pods (p5.48xlarge: 51, not
+    100), and kube-reserved memory, 11 MiB a pod + 255 MiB of the ENI-limited pods (CAPACITY.md),
+    shrinks by as much."""
+    if not (pool.efa and itype.efa_layout):
+        return itype.alloc_pods, itype.alloc_memory_mib
+    pods = min(itype.alloc_pods, itype.efa_pods)
+    return pods, itype.alloc_memory_mib + 11 * (itype.max_pods - itype.efa_pods)
+
+
 def allocatable(pool: NodePoolSection, itype: InstanceType, overhead: Requests = Requests()) -> Allocatable:
     """What a pod can request on a fresh node of this type, after the platform's DaemonSets."""
+    pods, memory = pods_and_memory(pool, itype)
     return Allocatable(
         instance_type=itype.name,
         cpu_m=itype.alloc_cpu_m - overhead.cpu_m,
-        memory_mib=itype.alloc_memory_mib - overhead.memory_mib,
+        memory_mib=memory - overhead.memory_mib,
         ephemeral_mib=ephemeral_mib(pool, itype) - overhead.ephemeral_mib,
         gpu=itype.gpu_count,
         neuron=itype.neuron_devices,
         neuroncore=itype.neuron_cores,
-        pods=itype.alloc_pods,
+        pods=pods,
     )
 
 
@@ -199,6 +211,12 @@ NODE_DAEMONSETS: list[NodeDaemonSet] = [
         "NVIDIA/k8s-device-plugin v0.20.0 values.yaml: resources {}",
         # Only on AL2023: Bottlerocket's NVIDIA variant runs its plugin outside Kubernetes.
         lambda pool, config: pool.accelerator == "nvidia" and pool.ami_family == "al2023",
+    ),
+    NodeDaemonSet(
+        "aws-efa-k8s-device-plugin",
+        Requests(cpu_m=10, memory_mib=20),
+        "aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.30 values.yaml: resources.requests 10m/20Mi",
+        lambda pool, config: pool.efa,
     ),
     NodeDaemonSet(
         "neuron-device-plugin",
@@ -331,6 +349,8 @@ class PoolLimits:
     cpu_m: int | None
     memory_mib: int | None
     accelerators: int | None
+    # A static pool's node count bound (`limits.nodes`), the only limit Karpenter takes on one.
+    nodes: int | None = None
     # A memory limit the stack file gave is rendered as its exact value (whole MiB, stacks/quantity.py),
     # never rounded up to Gi: only a derived one is.
     memory_given: bool = False
@@ -344,6 +364,8 @@ class PoolLimits:
             out["memory"] = f"{self.memory_mib}Mi" if exact else f"{math.ceil(self.memory_mib / GIB)}Gi"
         if self.accelerators is not None and accelerator in ACCELERATOR_RESOURCE:
             out[ACCELERATOR_RESOURCE[accelerator]] = str(self.accelerators)
+        if self.nodes is not None:
+            out["nodes"] = str(self.nodes)
         return out
 
 
@@ -366,7 +388,11 @@ def pool_limits(pool: NodePoolSection) -> PoolLimits:
             if memory is None:
                 memory = max(math.ceil(per_mem * given.accelerators), math.ceil(big.memory_gib * GIB))
     return PoolLimits(
-        cpu_m=cpu, memory_mib=memory, accelerators=given.accelerators, memory_given=given.memory is not None
+        cpu_m=cpu,
+        memory_mib=memory,
+        accelerators=given.accelerators,
+        nodes=given.nodes,
+        memory_given=given.memory is not None,
     )
 
 

@@ -71,6 +71,48 @@ class InstanceType:
     def has_instance_store(self) -> bool:
         return self.nvme_gib > 0
 
+    @property
+    def efa_layout(self) -> tuple[NetworkInterface, ...]:
+        """The EC2NodeClass `networkInterfaces` that attach every EFA device of this type, as EC2's
+        multi-card guidance lays them out (efa-acc-inst-types; the P6-B200 example of EKS's
+        device-management-efa page): the primary ENA on card 0 device 0, an `efa-only` on card 0
+        device 1, then an `efa-only` on device 0 of each further card, one EFA per card. Empty when
+        the type has no EFA, or when the catalog cannot place them so (more EFA than network cards,
+        or no second interface on card 0)."""
+        count = self.efa_interfaces
+        if not count or count > self.network_cards or self.max_enis < 2:
+            return ()
+        primary = NetworkInterface(0, 0, "interface")
+        return (
+            primary,
+            NetworkInterface(0, 1, "efa-only"),
+            *(NetworkInterface(c, 0, "efa-only") for c in range(1, count)),
+        )
+
+    @property
+    def efa_pods(self) -> int:
+        """Pods a node of this type takes with `efa_layout`: Karpenter's ENI-limited count, less the
+        `efa-only` interface on card 0 (it carries no IPs): (ENIs(card 0) - 1) x (IPv4 per ENI - 1) + 2
+        (karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go ENILimitedPods). p5.48xlarge:
+        51 instead of 100."""
+        return (self.max_enis - 1) * (self.ipv4_per_eni - 1) + 2
+
+
+@dataclass(frozen=True)
+class NetworkInterface:
+    """One entry of an EC2NodeClass's `spec.networkInterfaces` (karpenter.k8s.aws/v1, v1.14.1)."""
+
+    network_card_index: int
+    device_index: int
+    interface_type: Literal["interface", "efa-only"]
+
+    def manifest(self) -> dict[str, int | str]:
+        return {
+            "networkCardIndex": self.network_card_index,
+            "deviceIndex": self.device_index,
+            "interfaceType": self.interface_type,
+        }
+
 
 def _from_json(entry: dict) -> InstanceType:
     alloc = entry["karpenter_allocatable"]

@@ -22,7 +22,7 @@ from .config.pools import NodePoolSection
 from .config.stack import Quota
 from .config.storage import StorageSection
 from .groups import ReplicaGroup
-from .hardware import InstanceType
+from .hardware import InstanceType, NetworkInterface
 from .versions import Image
 
 # Bump when an export changes shape; a workloads stack refuses exports of another version.
@@ -82,6 +82,19 @@ class ResolvedPool:
         if not self.config.efa:
             return 0
         return max((t.efa_interfaces for t in self.instance_types), default=0)
+
+    @property
+    def network_interfaces(self) -> tuple[NetworkInterface, ...]:
+        """The EC2NodeClass `networkInterfaces` with `efa: true` (stacks/hardware.py `efa_layout`: the
+        stack rules hold every allowed type to one layout), else none: Karpenter's single ENA."""
+        if not self.config.efa or not self.instance_types:
+            return ()
+        return self.instance_types[0].efa_layout
+
+    @property
+    def static(self) -> bool:
+        """A static pool: Karpenter keeps `replicas` nodes whatever the pods ask."""
+        return self.config.replicas is not None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,6 +47,8 @@ CHARTS: dict[str, Chart] = {
     "karpenter-crd": Chart("karpenter-crd", "1.14.1", "oci://public.ecr.aws/karpenter"),
     "nvidia-device-plugin": Chart("nvidia-device-plugin", "0.20.0", "https://nvidia.github.io/k8s-device-plugin"),
     "neuron": Chart("neuron-helm-chart", "1.10.0", "oci://public.ecr.aws/neuron"),
+    # aws/eks-charts stable/aws-efa-k8s-device-plugin: its Chart.yaml version carries the "v".
+    "aws-efa-k8s-device-plugin": Chart("aws-efa-k8s-device-plugin", "v0.5.30", "https://aws.github.io/eks-charts"),
     # --- storage -------------------------------------------------------------------------------
     # --- serving platforms ---------------------------------------------------------------------
     "dynamo": Chart("dynamo-platform", "1.4.2", "https://helm.ngc.nvidia.com/nvidia/ai-dynamo"),

@@ -45,6 +45,7 @@ def capacity_records(mocks: RecordingMocks, sections: dict[str, Any]) -> list[Re
                 pools=platform.pools,
                 addons=platform.addons,
                 cluster=platform.cluster_name,
+                vpc_id="vpc-0abc",
                 provider=provider,
                 tags={},
             ),

@@ -9,6 +9,7 @@ from components.capacity.nodepools import BUSINESS_HOURS, ec2_node_class, node_p
 from components.scheduling import placement, pool_labels, pool_taints
 from stacks import conformance
 from stacks.config.pools import NodePoolSection
+from stacks.resolve import resolve_pool
 
 SCHEMAS = conformance.schema_dir()
 
@@ -20,7 +21,9 @@ def pool(**kw) -> NodePoolSection:
 
 
 def node_class(p: NodePoolSection) -> dict:
-    return ec2_node_class(p, cluster="inference-dev", node_role="inference-dev-karpenter-node", tags={"a": "b"})
+    return ec2_node_class(
+        resolve_pool(p), cluster="inference-dev", node_role="inference-dev-karpenter-node", tags={"a": "b"}
+    )
 
 
 VARIANTS = {

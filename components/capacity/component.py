@@ -5,8 +5,12 @@ device plugins those pools need.
 manifests of components/capacity/nodepools.py after the Karpenter release (which installs their
 CRDs), and installs the NVIDIA device plugin and the AWS Neuron chart only where some pool needs
 them (components/capacity/plugins.py), with the Neuron scheduler under the name the resolved stack
-gives Neuron pods (stacks/resolved.py NEURON_SCHEDULER). It exposes the node role name and
-Karpenter's release.
+gives Neuron pods (stacks/resolved.py NEURON_SCHEDULER). When some pool has `efa: true` it also
+installs the EFA device plugin and creates the EFA security group those pools' nodes carry beside the
+cluster's: EFA needs all traffic to and from the group itself, in and out. (The EKS-created cluster
+security group carries both self rules by default, EKS user guide "sec-group-reqs"; adding them to
+it again would fail as duplicates, and a group of our own does not depend on EKS's defaults.) It
+exposes the node role name and Karpenter's release.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
@@ -23,10 +28,13 @@ from stacks.versions import chart
 from ..k8s import apply, release
 from ..naming import TOKEN
 from .karpenter import Karpenter, KarpenterArgs
-from .nodepools import ec2_node_class, node_pool
+from .nodepools import EFA_SECURITY_GROUP_TAG, ec2_node_class, node_pool
 from .plugins import (
+    efa_values,
+    needs_efa_plugin,
     needs_neuron_chart,
     needs_nvidia_plugin,
+    needs_static_capacity,
     neuron_values,
     nvidia_values,
 )
@@ -41,6 +49,7 @@ class CapacityArgs:
     pools: tuple[ResolvedPool, ...]
     addons: AddonsSection
     cluster: pulumi.Input[str]  # the Cluster component's name output (carries the dependency)
+    vpc_id: pulumi.Input[str]  # the cluster's VPC: the EFA security group lives there
     provider: k8s.Provider
     tags: dict[str, str]
 
@@ -65,6 +74,7 @@ class Capacity(pulumi.ComponentResource):
                 region=args.region,
                 chart=chart("karpenter", addons.karpenter.version),
                 crd_chart=chart("karpenter-crd"),
+                static_capacity=needs_static_capacity(args.pools),
                 provider=args.provider,
                 tags=args.tags,
             ),
@@ -74,10 +84,13 @@ class Capacity(pulumi.ComponentResource):
         self.node_role_name = karpenter.node_role_name
 
         after_crds = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[karpenter.release]))
+        if needs_efa_plugin(args.pools):
+            efa_group = self._efa_security_group(name, args)
+            after_crds = pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=efa_group))
         for resolved in args.pools:
             pool = resolved.config
             node_class = apply(
-                ec2_node_class(pool, cluster=cluster, node_role=karpenter.node_role_name, tags=args.tags),
+                ec2_node_class(resolved, cluster=cluster, node_role=karpenter.node_role_name, tags=args.tags),
                 after_crds,
                 name=f"{name}-nodeclass-{pool.name}",
             )
@@ -105,9 +118,49 @@ class Capacity(pulumi.ComponentResource):
                 values=neuron_values(addons.neuron),
                 opts=k8s_opts,
             )
+        if needs_efa_plugin(args.pools):
+            release(
+                f"{name}-efa-device-plugin",
+                chart("aws-efa-k8s-device-plugin"),
+                release_name="aws-efa-k8s-device-plugin",
+                namespace="kube-system",
+                values=efa_values(args.pools),
+                opts=k8s_opts,
+            )
         self.register_outputs(
             {
                 "nodeRoleName": self.node_role_name,
                 "interruptionQueue": karpenter.queue_name,
             }
         )
+
+    def _efa_security_group(self, name: str, args: CapacityArgs) -> list[pulumi.Resource]:
+        """The group EFA pools' nodes carry beside the cluster's, open to itself for all traffic in
+        and out (EC2 efa-start "Prepare an EFA-enabled security group"; EKS device-management-efa)."""
+        child = pulumi.ResourceOptions(parent=self)
+        group = aws.ec2.SecurityGroup(
+            f"{name}-efa",
+            vpc_id=args.vpc_id,
+            description=f"EFA traffic between the {args.cluster_name} nodes that carry this group",
+            tags={**args.tags, EFA_SECURITY_GROUP_TAG: args.cluster_name, "Name": f"{args.cluster_name}-efa"},
+            opts=child,
+        )
+        ingress = aws.vpc.SecurityGroupIngressRule(
+            f"{name}-efa-from-self",
+            security_group_id=group.id,
+            referenced_security_group_id=group.id,
+            ip_protocol="-1",
+            description="EFA: all traffic from this group",
+            tags=args.tags,
+            opts=child,
+        )
+        egress = aws.vpc.SecurityGroupEgressRule(
+            f"{name}-efa-to-self",
+            security_group_id=group.id,
+            referenced_security_group_id=group.id,
+            ip_protocol="-1",
+            description="EFA: all traffic to this group",
+            tags=args.tags,
+            opts=child,
+        )
+        return [group, ingress, egress]

@@ -35,6 +35,7 @@ class KarpenterArgs:
     region: str
     chart: Chart
     crd_chart: Chart  # karpenter-crd, installed at `chart`'s version
+    static_capacity: bool = False  # some pool is static: the staticCapacity feature gate on
     provider: k8s.Provider
     tags: dict[str, str]
 
@@ -174,7 +175,7 @@ class Karpenter(pulumi.ComponentResource):
             release_name="karpenter",
             namespace=KARPENTER_NAMESPACE,
             skip_crds=True,
-            values=karpenter_values(cluster=args.cluster_name, queue=queue.name),
+            values=karpenter_values(cluster=args.cluster_name, queue=queue.name, static_capacity=args.static_capacity),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,

@@ -7,10 +7,14 @@ What each object carries and why:
   `karpenter.sh/discovery` tag, the Karpenter node role, IMDSv2 with hop limit 1 (pods cannot reach
   the node's credentials), an encrypted gp3 root volume of `rootVolumeGiB`, and RAID0 over the
   instance store when `localNvme: raid0`.
+  With `efa: true`, the type's EFA `networkInterfaces` (stacks/hardware.py `efa_layout`) and the EFA
+  security group beside the cluster's (EFA_SECURITY_GROUP_TAG); with `capacityReservations`, the
+  `capacityReservationSelectorTerms` that let the pool launch into them.
 - NodePool: requirements from the pool's instance types or families, capacity types and
   architecture; the accelerator taint and labels from components/scheduling.py (one source for the
   taint and its toleration); limits from stacks/fit.py; disruption with consolidateAfter and,
-  by default on accelerator pools, a business-hours budget that keeps serving nodes in place.
+  by default on accelerator pools, a business-hours budget that keeps serving nodes in place; a
+  static pool's `replicas`.
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ import pulumi
 
 from stacks.config.pools import DisruptionBudget, NodePoolSection
 from stacks.fit import pool_limits
+from stacks.resolved import ResolvedPool
 
 from ..scheduling import pool_labels, pool_taints
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
+# The security group EFA pools' nodes carry beside the cluster's (components/capacity/component.py),
+# found by this tag with the cluster's name as its value.
+EFA_SECURITY_GROUP_TAG = "inference-platform:efa"
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
 
 # Mon-Fri 09:00-18:00 UTC: no consolidation or drift replacement of non-empty accelerator nodes, so a
@@ -54,14 +62,20 @@ def block_devices(pool: NodePoolSection) -> list[dict[str, Any]]:
 
 
 def ec2_node_class(
-    pool: NodePoolSection, *, cluster: str, node_role: pulumi.Input[str], tags: dict[str, str]
+    resolved: ResolvedPool, *, cluster: str, node_role: pulumi.Input[str], tags: dict[str, str]
 ) -> dict[str, Any]:
+    pool = resolved.config
     discovery = [{"tags": {DISCOVERY_TAG: cluster}}]
+    security_groups = list(discovery)
+    if resolved.network_interfaces:
+        # Terms are ORed: the cluster's group and the EFA group, whose only rules let EFA traffic reach
+        # the group itself (EFA needs that in and out; components/capacity/component.py).
+        security_groups.append({"tags": {EFA_SECURITY_GROUP_TAG: cluster}})
     spec: dict[str, Any] = {
         "role": node_role,
         "amiSelectorTerms": [{"alias": pool.ami_alias}],
         "subnetSelectorTerms": discovery,
-        "securityGroupSelectorTerms": discovery,
+        "securityGroupSelectorTerms": security_groups,
         "metadataOptions": {
             "httpEndpoint": "enabled",
             "httpProtocolIPv6": "disabled",
@@ -73,6 +87,12 @@ def ec2_node_class(
     }
     if pool.local_nvme == "raid0":
         spec["instanceStorePolicy"] = "RAID0"
+    if resolved.network_interfaces:
+        # Every node of the class gets this layout (Karpenter drops types it does not fit); efa-only
+        # interfaces take no IPs, which is why the pool's pods per node drop (stacks/fit.py).
+        spec["networkInterfaces"] = [n.manifest() for n in resolved.network_interfaces]
+    if pool.capacity_reservations:
+        spec["capacityReservationSelectorTerms"] = [term.manifest() for term in pool.capacity_reservations]
     return {
         "apiVersion": f"{NODE_CLASS_GROUP}/v1",
         "kind": "EC2NodeClass",
@@ -127,4 +147,6 @@ def node_pool(pool: NodePoolSection) -> dict[str, Any]:
         spec["limits"] = limits
     if pool.weight is not None:
         spec["weight"] = pool.weight
+    if pool.replicas is not None:
+        spec["replicas"] = pool.replicas
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool.name}, "spec": spec}

@@ -8,6 +8,12 @@
   plugin always; the scheduler extension and the node problem detector as `addons.neuron` asks.
   With the scheduler on, Neuron pods must name NEURON_SCHEDULER: the Capacity component exports it
   and the engines read it from there.
+- AWS EFA device plugin (aws/eks-charts aws-efa-k8s-device-plugin): installed when some pool has
+  `efa: true`, which advertises `vpc.amazonaws.com/efa`. Its chart tolerates only CriticalAddonsOnly,
+  so it gets the EFA pools' taints, and lands only on nodes labelled EFA_LABEL (its own affinity
+  already limits it to EFA instance types).
+- Karpenter: its `staticCapacity` feature gate (alpha, off in the chart) only when some pool is
+  static; `reservedCapacity` is on by default in chart 1.14.1 and left to it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from components.naming import SYSTEM_NODE_LABEL
 from stacks.config.addons import AddonsSection, Neuron
 from stacks.resolved import NEURON_SCHEDULER, ResolvedPool
 
-from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS, needs_nvidia_device_plugin
+from ..scheduling import ACCELERATOR_LABEL, EFA_LABEL, TAINT_KEYS, needs_nvidia_device_plugin, pool_taints
 
 if TYPE_CHECKING:  # annotations only: this module stays importable without the Pulumi SDK
     import pulumi
@@ -34,6 +40,28 @@ def needs_nvidia_plugin(addons: AddonsSection, pools: Sequence[ResolvedPool]) ->
 
 def needs_neuron_chart(addons: AddonsSection, pools: Sequence[ResolvedPool]) -> bool:
     return addons.neuron.enabled and any(p.accelerator == "neuron" for p in pools)
+
+
+def needs_efa_plugin(pools: Sequence[ResolvedPool]) -> bool:
+    return any(p.config.efa for p in pools)
+
+
+def needs_static_capacity(pools: Sequence[ResolvedPool]) -> bool:
+    return any(p.static for p in pools)
+
+
+def efa_values(pools: Sequence[ResolvedPool]) -> dict[str, Any]:
+    """The EFA device plugin on the EFA pools' nodes, tolerating each of their taints (the chart adds
+    CriticalAddonsOnly itself)."""
+    tolerations: list[dict[str, str]] = []
+    for pool in pools:
+        if not pool.config.efa:
+            continue
+        for taint in pool_taints(pool.config):
+            toleration = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+            if toleration not in tolerations:
+                tolerations.append(toleration)
+    return {"tolerations": tolerations, "nodeSelector": {EFA_LABEL: "true"}}
 
 
 def _toleration(accelerator: str) -> dict[str, str]:
@@ -73,9 +101,13 @@ def neuron_values(addon: Neuron) -> dict[str, Any]:
     return values
 
 
-def karpenter_values(*, cluster: str, queue: pulumi.Input[str]) -> dict[str, Any]:
+def karpenter_values(*, cluster: str, queue: pulumi.Input[str], static_capacity: bool = False) -> dict[str, Any]:
+    settings: dict[str, Any] = {"clusterName": cluster, "interruptionQueue": queue}
+    if static_capacity:
+        # Helm merges this map into the chart's featureGates: the other gates keep their defaults.
+        settings["featureGates"] = {"staticCapacity": True}
     return {
-        "settings": {"clusterName": cluster, "interruptionQueue": queue},
+        "settings": settings,
         "replicas": 2,
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         # On the managed system nodes: Karpenter must never run on a node it manages itself.

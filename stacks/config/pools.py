@@ -47,6 +47,13 @@ class PoolLimits(Strict):
         description="Pool-wide memory limit as a Kubernetes quantity that is a whole number of MiB (e.g. `1024Gi`); "
         "unset: derived from `accelerators`, else none.",
     )
+    nodes: int | None = Field(
+        default=None,
+        ge=1,
+        le=10000,
+        description="Most nodes the pool may hold; only on a static pool (`replicas`), where it is the only "
+        "limit Karpenter takes and `replicas` may not exceed it.",
+    )
 
 
 class DisruptionBudget(Strict):
@@ -76,6 +83,47 @@ class DisruptionBudget(Strict):
         if (self.schedule is None) != (self.duration is None):
             raise ValueError("schedule and duration go together: give both or neither")
         return self
+
+
+class CapacityReservation(Strict):
+    """One EC2NodeClass `capacityReservationSelectorTerms[]` entry (karpenter.k8s.aws/v1, v1.14.1): an
+    On-Demand Capacity Reservation or Capacity Block by its id, or every active one carrying tags."""
+
+    id: Annotated[str, StringConstraints(pattern=r"^cr-[0-9a-z]+$")] | None = Field(
+        default=None,
+        description="The reservation's id, e.g. `cr-0123456789abcdef0`; give exactly one of this and `tags`.",
+    )
+    tags: dict[str, str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=20,
+        description="EC2 tags every selected reservation carries (at most 20; `*` matches any value); give "
+        "exactly one of this and `id`.",
+    )
+    owner_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{12}$")] | None = Field(
+        default=None,
+        description="With `tags`: only reservations this AWS account (12 digits) owns, e.g. one shared "
+        "through AWS RAM.",
+    )
+
+    @model_validator(mode="after")
+    def _id_or_tags(self) -> Self:
+        if (self.id is None) == (self.tags is None):
+            raise ValueError("give exactly one of id (e.g. cr-0123456789abcdef0) or tags (e.g. {team: ml})")
+        if self.id is not None and self.owner_id is not None:
+            # Karpenter treats id as exclusive of every other field of a term (CRD CEL rule).
+            raise ValueError("ownerId goes with tags, not with id: an id names one reservation already")
+        if self.tags is not None and any(not k or not v for k, v in self.tags.items()):
+            raise ValueError("tag keys and values must not be empty (use '*' for any value)")
+        return self
+
+    def manifest(self) -> dict[str, object]:
+        if self.id is not None:
+            return {"id": self.id}
+        term: dict[str, object] = {"tags": dict(self.tags or {})}
+        if self.owner_id is not None:
+            term["ownerID"] = self.owner_id
+        return term
 
 
 class NodePoolSection(Strict):
@@ -157,6 +205,22 @@ class NodePoolSection(Strict):
         "layout: the primary on card 0, one `efa-only` per network card), install the EFA device plugin and "
         "open the node security group to itself, for multi-node groups (`models[].nodesPerReplica`). Refused on "
         "types without EFA, or whose allowed types differ in EFA layout or accelerator count.",
+    )
+    capacity_reservations: list[CapacityReservation] = Field(
+        default_factory=list,
+        max_length=30,
+        description="Capacity reservations (On-Demand Capacity Reservations or Capacity Blocks) the pool may "
+        "launch into, each `{id: cr-...}` or `{tags: {...}, ownerId?}`; any one matches. Requires `reserved` "
+        "in `capacityTypes`, and `reserved` requires these: Karpenter uses a reservation only when a pool "
+        "selects it. Capacity Block nodes are drained 40 minutes before the block ends.",
+    )
+    replicas: int | None = Field(
+        default=None,
+        ge=0,
+        le=10000,
+        description="A static pool (Karpenter static capacity, alpha): this many nodes run whatever the pods "
+        "ask, never consolidated; turns on Karpenter's `staticCapacity` feature gate. Only `limits.nodes`, no "
+        "`weight` and no consolidation settings; a pool cannot switch between static and dynamic in place.",
     )
 
     @model_validator(mode="after")

@@ -1,6 +1,8 @@
 """Node-pool rules: instance types the catalog knows, on the accelerator the pool declares; a CPU
 pool (`accelerator: none`) selects no accelerator family or type, since it is neither tainted nor
-labelled for their devices; the system node group runs known CPU types."""
+labelled for their devices; the system node group runs known CPU types; an `efa` pool has one EFA
+layout and accelerator count; `reserved` and `capacityReservations` go together; a static pool
+(`replicas`) follows Karpenter's static-capacity rules."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import Iterable
 from ..checks import rule
 from ..config import StackConfig
 from ..errors import Problem, key_path
-from ..hardware import catalog, families
+from ..hardware import catalog, expand, families
 
 
 def _names_of(accelerator: str) -> list[str]:
@@ -121,4 +123,122 @@ def system_nodes_are_known_cpu_types(config: StackConfig) -> Iterable[Problem]:
                 key_path(["cluster", "systemNodes", "instanceTypes", j]),
                 f"{name} is not an x86_64 CPU type (it has {itype.accelerator} accelerators or runs "
                 f"{itype.architecture}); the system nodes run controllers on AL2023 x86_64: use e.g. m7i.large",
+            )
+
+
+def _efa_types(accelerator: str) -> str:
+    """The catalog's EFA types of this accelerator, most EFA first."""
+    laid_out = [t for t in catalog().values() if t.efa_layout and t.accelerator == accelerator]
+    return ", ".join(t.name for t in sorted(laid_out, key=lambda t: (-t.efa_interfaces, t.name))[:5])
+
+
+@rule
+def efa_pools_have_one_efa_layout(config: StackConfig) -> Iterable[Problem]:
+    """`efa: true` renders one `networkInterfaces` layout for every node of the pool (Karpenter drops a
+    type the layout does not fit), and a multi-node group needs its nodes alike: every allowed type
+    must have EFA the catalog can lay out, the same layout, and the same accelerator count."""
+    for i, pool in enumerate(config.node_pools):
+        if not pool.efa:
+            continue
+        where = key_path(["nodePools", i, "efa"])
+        types = expand(pool.instance_types, pool.instance_families)
+        selector = "instanceFamilies" if pool.instance_families else "instanceTypes"
+        for itype in types:
+            if itype.efa_layout:
+                continue
+            if not itype.efa_interfaces:
+                yield Problem(
+                    where,
+                    f"{itype.name} (in {selector}) has no EFA, so efa: true cannot attach any; allow only EFA "
+                    f"types in this pool (e.g. {_efa_types(pool.accelerator)}) or set efa: false",
+                )
+            else:
+                yield Problem(
+                    where,
+                    f"{itype.name} has {itype.efa_interfaces} EFA interfaces but the hardware catalog does not "
+                    f"know its network cards ({itype.network_cards} recorded), so no networkInterfaces layout "
+                    f"can be rendered for it; remove it from the pool or set efa: false",
+                )
+        laid_out = [t for t in types if t.efa_layout]
+        layouts = {t.efa_interfaces for t in laid_out}
+        if len(layouts) > 1:
+            detail = ", ".join(f"{t.name} {t.efa_interfaces}" for t in laid_out)
+            yield Problem(
+                where,
+                f"efa: true gives every node of the pool one networkInterfaces layout, but its types differ in EFA "
+                f"interfaces ({detail}); Karpenter would launch only the types that layout fits. Put each layout "
+                f"in a pool of its own",
+            )
+        counts = {t.accelerator_count for t in laid_out}
+        if len(counts) > 1:
+            detail = ", ".join(f"{t.name} {t.accelerator_count}" for t in laid_out)
+            yield Problem(
+                where,
+                f"the nodes of a multi-node group must be alike, but this efa pool's types differ in accelerators "
+                f"({detail}); list types with one accelerator count (e.g. instanceTypes: [{laid_out[-1].name}])",
+            )
+
+
+@rule
+def reserved_capacity_is_selected(config: StackConfig) -> Iterable[Problem]:
+    """`reserved` and `capacityReservations` go together. With Karpenter's ReservedCapacity gate (on by
+    default since v1.6) a pool launches only into the reservations its EC2NodeClass selects, and its
+    on-demand launches opt out of open reservations; selecting reservations without allowing
+    `reserved` would never use them. Both are refused rather than completed silently."""
+    for i, pool in enumerate(config.node_pools):
+        reserved = "reserved" in pool.capacity_types
+        if reserved and not pool.capacity_reservations:
+            yield Problem(
+                key_path(["nodePools", i, "capacityTypes", pool.capacity_types.index("reserved")]),
+                "reserved capacity matches only the reservations the pool selects (Karpenter never uses an open "
+                "reservation by itself), and this pool selects none; add capacityReservations: "
+                "[{id: cr-...}] or [{tags: {...}}], or drop reserved",
+            )
+        elif pool.capacity_reservations and not reserved:
+            yield Problem(
+                key_path(["nodePools", i, "capacityReservations"]),
+                "the pool selects capacity reservations but capacityTypes lacks reserved, so Karpenter never "
+                "launches into them; add reserved to capacityTypes (e.g. [reserved] or [reserved, on-demand])",
+            )
+
+
+@rule
+def static_pools_follow_karpenters_rules(config: StackConfig) -> Iterable[Problem]:
+    """A static NodePool (`spec.replicas`, Karpenter v1.14.1 CRD CEL rules) takes only `limits.nodes` and
+    no `weight`; it ignores consolidation, so setting it is refused as misleading. `limits.nodes` is
+    rendered only on static pools."""
+    for i, pool in enumerate(config.node_pools):
+        limits = pool.limits
+        if pool.replicas is None:
+            if limits.nodes is not None:
+                yield Problem(
+                    key_path(["nodePools", i, "limits", "nodes"]),
+                    "limits.nodes bounds a static pool; set replicas to make this one static, or limit it by "
+                    "accelerators, cpu or memory",
+                )
+            continue
+        for key in ("accelerators", "cpu", "memory"):
+            if getattr(limits, key) is not None:
+                yield Problem(
+                    key_path(["nodePools", i, "limits", key]),
+                    f"a static pool (replicas) takes only limits.nodes (Karpenter refuses other limits on it); "
+                    f"remove limits.{key}",
+                )
+        if pool.weight is not None:
+            yield Problem(
+                key_path(["nodePools", i, "weight"]),
+                "a static pool (replicas) takes no weight (Karpenter refuses it: the pool launches its replicas "
+                "without choosing among pools); remove weight",
+            )
+        for key, field in (("consolidationPolicy", "consolidation_policy"), ("consolidateAfter", "consolidate_after")):
+            if field in pool.model_fields_set:
+                yield Problem(
+                    key_path(["nodePools", i, key]),
+                    f"a static pool (replicas) is never consolidated, so Karpenter ignores {key}; remove it",
+                )
+        if limits.nodes is not None and pool.replicas > limits.nodes:
+            yield Problem(
+                key_path(["nodePools", i, "replicas"]),
+                f"replicas {pool.replicas} exceeds limits.nodes {limits.nodes}; Karpenter would stop at "
+                f"{limits.nodes} nodes. Raise the limit or lower replicas",
             )
