@@ -186,6 +186,13 @@ def _requests(quantities: dict[str, str]) -> Requests:
 
 # The platform's DaemonSets and their requests, per container summed. Concerns that add a node agent
 # (a CSI node driver, an exporter) append an entry here so every fit check accounts for it.
+def daemonset_requests(name: str) -> dict[str, str]:
+    """A platform DaemonSet's requests as its chart's `resources.requests` (the one source: the fit
+    rule counts exactly what the release asks for)."""
+    found = next(d.requests for d in NODE_DAEMONSETS if d.name == name)
+    return {"cpu": f"{found.cpu_m}m", "memory": f"{found.memory_mib}Mi"}
+
+
 NODE_DAEMONSETS: list[NodeDaemonSet] = [
     NodeDaemonSet(
         "aws-node",
@@ -207,15 +214,17 @@ NODE_DAEMONSETS: list[NodeDaemonSet] = [
     ),
     NodeDaemonSet(
         "nvidia-device-plugin",
-        Requests(),
-        "NVIDIA/k8s-device-plugin v0.20.0 values.yaml: resources {}",
+        Requests(cpu_m=10, memory_mib=32),
+        "the platform's values (components/capacity/plugins.py nvidia_values: the chart's resources {} "
+        "set from this entry)",
         # Only on AL2023: Bottlerocket's NVIDIA variant runs its plugin outside Kubernetes.
         lambda pool, config: pool.accelerator == "nvidia" and pool.ami_family == "al2023",
     ),
     NodeDaemonSet(
         "aws-efa-k8s-device-plugin",
         Requests(cpu_m=10, memory_mib=20),
-        "aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.30 values.yaml: resources.requests 10m/20Mi",
+        "aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.30 values.yaml: resources.requests 10m/20Mi "
+        "(components/capacity/plugins.py efa_values sets them from this entry)",
         lambda pool, config: pool.efa,
     ),
     NodeDaemonSet(

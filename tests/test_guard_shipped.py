@@ -17,6 +17,9 @@ VERIFIED_REVISIONS = {
     ("Qwen/Qwen3-4B", "1cfa9a7208912126459214e8b04321603b3df60c"),
     ("Qwen/Qwen2.5-7B-Instruct-AWQ", "b25037543e9394b818fdfca67ab2a00ecc7dd641"),
     ("meta-llama/Llama-3.1-8B-Instruct", "0e9e39f249a16976918f6564b8830bc894c89659"),
+    # The snapshot directory of meta-llama/Meta-Llama-3.1-405B-Instruct (the repository since renamed
+    # Llama-3.1-405B-Instruct) in ROCm/vllm docs and in an independent HPC evaluation script.
+    ("meta-llama/Llama-3.1-405B-Instruct", "069992c75aed59df00ec06c17177e76c63296a26"),
     ("mistralai/Mistral-7B-Instruct-v0.3", "e0bc86c23ce5aae1db576c8cca6f06f1f73af2db"),
 }
 

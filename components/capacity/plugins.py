@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.naming import SYSTEM_NODE_LABEL
 from stacks.config.addons import AddonsSection, Neuron
+from stacks.fit import daemonset_requests
 from stacks.resolved import NEURON_SCHEDULER, ResolvedPool
 
 from ..scheduling import ACCELERATOR_LABEL, EFA_LABEL, TAINT_KEYS, needs_nvidia_device_plugin, pool_taints
@@ -61,7 +62,15 @@ def efa_values(pools: Sequence[ResolvedPool]) -> dict[str, Any]:
             toleration = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
             if toleration not in tolerations:
                 tolerations.append(toleration)
-    return {"tolerations": tolerations, "nodeSelector": {EFA_LABEL: "true"}}
+    return {
+        "tolerations": tolerations,
+        "nodeSelector": {EFA_LABEL: "true"},
+        "resources": {"requests": daemonset_requests("aws-efa-k8s-device-plugin"), "limits": {"memory": "128Mi"}},
+        # The chart's container securityContext stays privileged and root (it opens the
+        # /dev/infiniband verbs devices of the host; stacks/chart_waivers.py says so per check); the
+        # plugin writes only its socket under the mounted /var/lib/kubelet/device-plugins.
+        "securityContext": {"readOnlyRootFilesystem": True},
+    }
 
 
 def _toleration(accelerator: str) -> dict[str, str]:
@@ -76,7 +85,7 @@ def nvidia_values() -> dict[str, Any]:
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _toleration("nvidia")],
         "priorityClassName": "system-node-critical",
         # Every container of the plugin and of its MPS daemon (the chart's one `resources`): bounded.
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}},
+        "resources": {"requests": daemonset_requests("nvidia-device-plugin"), "limits": {"memory": "256Mi"}},
         # The runtime's seccomp profile for the plugin (its container drops every capability).
         "podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
     }

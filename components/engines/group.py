@@ -28,7 +28,6 @@ cache, security, placement and resources are the single-node ones, per pod, with
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from stacks.config import ModelSection
@@ -102,8 +101,18 @@ def _leader(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     return template
 
 
+def _tree_copy(node: Any) -> Any:
+    """A copy of the template's dicts and lists, sharing the leaves: a live render's template holds
+    Pulumi Outputs (a role ARN, a volume's name), which cannot be deep-copied."""
+    if isinstance(node, dict):
+        return {k: _tree_copy(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_tree_copy(v) for v in node]
+    return node
+
+
 def _worker(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
-    template = copy.deepcopy(pod_template(spec, engine))
+    template = _tree_copy(pod_template(spec, engine))
     template["metadata"].pop("annotations", None)  # workers export no metrics
     pod = template["spec"]
     container = pod["containers"][0]

@@ -72,7 +72,7 @@ class ServingPlatforms(pulumi.ComponentResource):
             ),
             "kuberay": (addons.kuberay, lambda: kuberay_values(addons.kuberay)),
             "nim-operator": (addons.nim_operator, nim_operator_values),
-            "lws": (addons.lws, lws_values),
+            "lws": (addons.lws, lambda: lws_values(chart("lws", addons.lws.version).version)),
         }
         for key, (addon, build) in values.items():
             if not addon.enabled:

@@ -127,12 +127,17 @@ def nim_operator_values() -> dict[str, Any]:
     return {"operator": {"upgradeCRD": True, "admissionController": {"enabled": False}}}
 
 
-def lws_values() -> dict[str, Any]:
+def lws_values(version: str) -> dict[str, Any]:
     """LeaderWorkerSet v0.10.0 (charts/lws/values.yaml at the tag). The webhook certificate comes
     from the controller's own rotator (`enableCertManager: false`, the chart default, stated: the
-    platform installs no cert-manager). The image pinned to the release: the chart source at the tag
-    says `main` with `Always`, which only the release packaging rewrites (hack/push-chart.sh)."""
+    platform installs no cert-manager). The image pinned to the chart's release (`version`, the
+    catalog's or `addons.lws.version`): the chart source at the tag says `main` with `Always`, which
+    only the release packaging rewrites (hack/push-chart.sh)."""
     return {
         "enableCertManager": False,
-        "image": {"manager": {"repository": "registry.k8s.io/lws/lws", "tag": "v0.10.0", "pullPolicy": "IfNotPresent"}},
+        "image": {"manager": {"repository": "registry.k8s.io/lws/lws", "tag": version, "pullPolicy": "IfNotPresent"}},
+        # The image is distroless `nonroot` (uid 65532); the runtime's seccomp profile; the chart's
+        # requests (1 CPU, 1Gi) bounded by a memory limit.
+        "podSecurityContext": {"runAsNonRoot": True, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+        "resources": {"limits": {"memory": "1Gi"}},
     }
