@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks.config.storage import StorageSection
+from stacks.groups import leader_worker_set
 from stacks.resolved import CACHE_CLAIM, ImageTable, ResolvedModel
 
 from .engines import ENGINES, WorkloadSpec
@@ -77,7 +78,7 @@ class Models(pulumi.ComponentResource):
             if ns := args.namespaces.get(model.namespace):
                 deps.append(ns)
             # A group across nodes is a LeaderWorkerSet, whose CRD the LWS release installs.
-            installer = "lws" if model.group.multi_node else ENGINES[model.engine].FACTS.controller
+            installer = "lws" if leader_worker_set(model.config) else ENGINES[model.engine].FACTS.controller
             for obj in objs:
                 obj_deps = list(deps)
                 if not _is_core(obj) and installer:

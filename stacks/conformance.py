@@ -57,8 +57,8 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
     "aibrix": ([("", "aibrix/v0.7.0/chart/values.yaml")], "aibrix/v0.7.0/chart/values.schema.json"),
     "dynamo-platform": (
         [
-            ("", "dynamo/main-a68c04c7/chart/values.yaml"),
-            ("dynamo-operator", "dynamo/main-a68c04c7/operator-chart/values.yaml"),
+            ("", "dynamo/main-e147ceea/chart/values.yaml"),
+            ("dynamo-operator", "dynamo/main-e147ceea/operator-chart/values.yaml"),
         ],
         None,
     ),

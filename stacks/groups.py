@@ -15,10 +15,13 @@ from dataclasses import dataclass
 
 from .config.models import ModelSection
 
-# Engines whose tensor-parallel group spans the replica's nodes by default.
-WHOLE_REPLICA_TENSOR = frozenset({"sglang"})
-# Engines the platform runs as groups across nodes (LeaderWorkerSets), and why the others do not.
-MULTI_NODE_ENGINES = frozenset({"vllm", "sglang"})
+# Engines whose tensor-parallel group spans the replica's nodes by default (Dynamo: always).
+WHOLE_REPLICA_TENSOR = frozenset({"sglang", "dynamo"})
+# Engines whose groups the platform builds as LeaderWorkerSets (components/engines/group.py).
+LWS_ENGINES = frozenset({"vllm", "sglang"})
+# Engines the platform runs across nodes, and why the others do not. Dynamo's operator and Ray's
+# placement groups form their own groups: components/engines/dynamo.py and ray_serve.py.
+MULTI_NODE_ENGINES = LWS_ENGINES | {"dynamo", "ray-serve"}
 SINGLE_NODE_ONLY = {
     "tgi": "TGI's launcher shards a model over the GPUs of one machine only (`--num-shard` starts local "
     "processes); it has no multi-node mode",
@@ -27,10 +30,6 @@ SINGLE_NODE_ONLY = {
     "Inferentia/Trainium instance per replica here; multi-node Neuron serving is not supported by the platform",
     "nim": "a multi-node NIM is the NIM Operator's NIMService spec.multiNode, which the platform does not build yet; "
     "serve the model with engine: vllm or sglang across nodes",
-    "dynamo": "a multi-node Dynamo graph (multinode.nodeCount, with Grove or LWS and Volcano) is not built by the "
-    "platform yet",
-    "ray-serve": "Ray Serve places a replica's engine workers through its own placement groups, which the platform "
-    "does not configure across nodes yet",
 }
 
 
@@ -57,6 +56,16 @@ class ReplicaGroup:
         if not self.multi_node:
             return f"1 node x {self.per_node} {unit} ({split})"
         return f"{self.nodes} nodes x {self.per_node} {unit} ({split})"
+
+
+def leader_worker_set(model: ModelSection) -> bool:
+    """Whether the model's replicas are LeaderWorkerSet groups (and need the LWS controller)."""
+    return model.nodes_per_replica > 1 and model.engine in LWS_ENGINES
+
+
+def dynamo_multinode(model: ModelSection) -> bool:
+    """Whether the model is a multi-node Dynamo graph (and needs the operator's Grove orchestrator)."""
+    return model.nodes_per_replica > 1 and model.engine == "dynamo"
 
 
 def per_node(model: ModelSection) -> int:

@@ -26,7 +26,7 @@ from .config.images import ImagePin
 from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
-from .groups import replica_group
+from .groups import dynamo_multinode, leader_worker_set, replica_group
 from .hardware import expand
 from .resolved import (
     AIBRIX_GATEWAY,
@@ -85,9 +85,18 @@ def gateway_parent(addons: AddonsSection, gateway: GatewaySection) -> GatewayPar
 def with_lws(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
     """The add-ons with LeaderWorkerSet on when some model spans nodes (its groups are LWS objects),
     as if `addons.lws.enabled` said so: the platform installs it and exports it on."""
-    if addons.lws.enabled or not any(m.nodes_per_replica > 1 for m in models):
+    if addons.lws.enabled or not any(leader_worker_set(m) for m in models):
         return addons
     return addons.model_copy(update={"lws": addons.lws.model_copy(update={"enabled": True})})
+
+
+def with_grove(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
+    """The add-ons with Dynamo's Grove orchestrator on when some Dynamo model spans nodes (a
+    multinode graph with no orchestrator fails: "no multinode orchestrator available"), as if
+    `addons.dynamo.grove` said so."""
+    if addons.dynamo.grove or not any(dynamo_multinode(m) for m in models):
+        return addons
+    return addons.model_copy(update={"dynamo": addons.dynamo.model_copy(update={"grove": True})})
 
 
 def own_platform(config: StackConfig) -> PlatformView:
@@ -95,7 +104,7 @@ def own_platform(config: StackConfig) -> PlatformView:
     if config.cluster is None:
         raise ValueError("only a stack with a cluster section (platform or all-in-one) has a platform of its own")
     pools = tuple(resolve_pool(p) for p in config.node_pools)
-    addons = with_lws(config.addons, config.models)
+    addons = with_grove(with_lws(config.addons, config.models), config.models)
     return PlatformView(
         exports_version=EXPORTS_VERSION,
         cluster_name=config.cluster.name,

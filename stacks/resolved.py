@@ -21,7 +21,7 @@ from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.stack import Quota
 from .config.storage import StorageSection
-from .groups import ReplicaGroup
+from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
 from .versions import Image
 
@@ -201,8 +201,8 @@ class ResolvedModel(Endpoint):
 
     @property
     def metrics_selector(self) -> dict[str, str]:
-        """A group's leaders only: its workers serve no API and export no metrics."""
-        if self.group.multi_node:
+        """A LeaderWorkerSet group's leaders only: its workers serve no API and export no metrics."""
+        if leader_worker_set(self.config):
             return {**self.selector, LWS_WORKER_INDEX: "0"}
         return self.selector
 

@@ -14,6 +14,24 @@ Every pod template carries the model's selector label (`Endpoint.selector`); the
 model cache from the storage concern (volume, mounts, preparation init containers, the
 `model-reader` service account and the ephemeral-storage request of a node-local cache).
 
+A replica across nodes (`nodesPerReplica` N > 1) is the worker component's `multinode: {nodeCount: N}`
+(v1beta1 `components[].multinode.nodeCount`, minimum 2; multinode-deployments.md and the
+disagg-multinode samples at the 1.4.0 cut e147ceea): `replicas` counts groups of N pods, each pod
+requests its node's share of the GPUs (total = nodeCount x the container's GPU request) and the
+tensor size is the whole group's, which the operator's injected `--nnodes/--node-rank` wiring
+expects (stacks/rules/groups.py refuses a parallelism that says otherwise). The operator runs such a
+graph through Grove, which the platform chart installs and enables when some Dynamo model spans nodes
+(components/serving/values.py). On a pool with EFA each worker pod requests its node's EFA devices
+with libfabric's EFA provider, and NIXL moves KV blocks over the LIBFABRIC backend, not UCX (NIXL's
+default, which over EFA falls back to about TCP speed: efa-on-aws.mdx). Left out:
+- `topologyConstraint.packDomain` (same-zone packing): it names a domain of a Grove ClusterTopology
+  CR (`spec.topologyConstraint.clusterTopologyName`), which the platform does not create;
+- `privileged: true` and `hostIPC`, which efa-on-aws.mdx asks for NIXL's `fi_mr_reg` of GPU memory:
+  the model namespaces run restricted pods;
+- `LD_LIBRARY_PATH`: the doc's `/opt/amazon/efa/lib:...:${LD_LIBRARY_PATH}` is not expanded by the
+  kubelet (only `$(VAR)` of earlier env entries is) and would drop the image's own path; an EFA image
+  (`container/render.py --make-efa`, `docker build --target aws`, set as `models[].image`) sets it.
+
 A DynamoGraphDeploymentRequest is NOT a read-only inspection: it launches profiling jobs on the
 cluster's GPUs and, with `autoApply` (whose upstream default is true), creates a DGD of its own. A
 second DGD for the same model would compete for the same GPUs and be a second owner of the
@@ -28,6 +46,7 @@ from typing import Any
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.models import Dynamo
+from stacks.groups import dynamo_multinode
 from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
@@ -35,6 +54,7 @@ from .. import secretfiles
 from ..secretfiles import SecretFile
 from ..storage.prepare import TOKEN_VOLUME
 from .facts import EngineFacts
+from .group import EFA_ENV, add_efa
 from .spec import WorkloadSpec
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
@@ -62,6 +82,21 @@ ROLE_NAMES = {"worker": "Worker", "prefill": "PrefillWorker", "decode": "DecodeW
 # vLLM's prefill role needs a KV connector to hand its KV cache to the decode role (NIXL, as in
 # examples/backends/vllm/deploy/disagg.yaml).
 VLLM_KV_TRANSFER = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+# Over EFA both roles must pick NIXL's LIBFABRIC backend: UCX, the default, runs at about TCP speed
+# there (efa-on-aws.mdx, "Configure NIXL backend").
+VLLM_KV_TRANSFER_EFA = (
+    '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":{"backends":["LIBFABRIC"]}}'
+)
+SGLANG_NIXL_BACKEND = {"name": "SGLANG_DISAGGREGATION_NIXL_BACKEND", "value": "LIBFABRIC"}
+# What efa-on-aws.mdx requires on every EFA worker (FI_PROVIDER, device RDMA for NIXL's GPU memory,
+# no shared-memory transfer) and recommends (no fork safety), beside the NCCL sizes every group gets.
+DYNAMO_EFA_ENV = (
+    *EFA_ENV,
+    {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"},
+    {"name": "FI_EFA_ENABLE_SHM_TRANSFER", "value": "0"},
+    {"name": "FI_EFA_ENABLE_SHM", "value": "0"},
+    {"name": "FI_EFA_FORK_SAFE", "value": "0"},
+)
 
 
 def dynamo_block(model: ModelSection) -> Dynamo:
@@ -90,36 +125,45 @@ def service(model: ModelSection) -> tuple[str, int]:
     return f"{graph_name(model)}-{FRONTEND.lower()}", FRONTEND_PORT
 
 
+def over_efa(spec: WorkloadSpec) -> bool:
+    """A multi-node graph on a pool with EFA: its pods own their nodes and talk over EFA."""
+    return dynamo_multinode(spec.model) and spec.served.pool.efa_per_node > 0
+
+
 def _worker_args(spec: WorkloadSpec, role: str) -> list[str]:
     model = spec.model
     block = dynamo_block(model)
+    # The whole group's tensor size (nodeCount x each pod's GPUs): stacks/groups.py.
+    tensor = spec.served.group.tensor
     args = ["--model", model.model]
     if model.revision:
         args += ["--revision", model.revision]
     if block.backend == "sglang":
         args = ["--model-path", model.model] + (["--revision", model.revision] if model.revision else [])
         args += ["--served-model-name", spec.served.served_model_name]
-        if model.accelerators_per_replica > 1:
-            args += ["--tensor-parallel-size", str(model.accelerators_per_replica)]
+        if tensor > 1:
+            args += ["--tensor-parallel-size", str(tensor)]
         if model.max_model_len:
             args += ["--context-length", str(model.max_model_len)]
         if role in ("prefill", "decode"):
             args += ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
     elif block.backend == "trtllm":
         args = ["--model-path", model.model, "--served-model-name", spec.served.served_model_name]
-        if model.accelerators_per_replica > 1:
-            args += ["--tensor-parallel-size", str(model.accelerators_per_replica)]
+        if tensor > 1:
+            args += ["--tensor-parallel-size", str(tensor)]
         if model.max_model_len:
             args += ["--max-seq-len", str(model.max_model_len)]
     else:
         args += ["--served-model-name", spec.served.served_model_name]
-        if model.accelerators_per_replica > 1:
-            args += ["--tensor-parallel-size", str(model.accelerators_per_replica)]
+        if tensor > 1:
+            args += ["--tensor-parallel-size", str(tensor)]
         if model.max_model_len:
             args += ["--max-model-len", str(model.max_model_len)]
         if role in ("prefill", "decode"):
             args += ["--disaggregation-mode", role]
-        if role == "prefill":
+        if role in ("prefill", "decode") and over_efa(spec):
+            args += ["--kv-transfer-config", VLLM_KV_TRANSFER_EFA]
+        elif role == "prefill":
             args += ["--kv-transfer-config", VLLM_KV_TRANSFER]
     if model.trust_remote_code:
         args.append("--trust-remote-code")
@@ -151,7 +195,7 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
         # not HF_TOKEN_PATH: export it from the mounted file into this process alone.
         key = [SecretFile("HF_TOKEN", token, HF_TOKEN_KEY, TOKEN_VOLUME, HF_TOKEN_DIR)]
         command = ["/bin/sh", "-c", secretfiles.exec_script(key, " ".join(command)), module]
-    container = {
+    container: dict[str, Any] = {
         "name": "main",
         "image": runtime_image(model).ref,
         "command": command,
@@ -165,6 +209,10 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
         "resources": resources,
         "volumeMounts": [*spec.cache.volume_mounts, *secret_mounts],
     }
+    if over_efa(spec):
+        add_efa(container, spec.served.pool.efa_per_node, DYNAMO_EFA_ENV)
+        if block.backend == "sglang" and role in ("prefill", "decode"):
+            container["env"].append(dict(SGLANG_NIXL_BACKEND))
     pod_spec = spec.placement.apply(
         {
             "containers": [container],
@@ -174,9 +222,11 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
             **({"serviceAccountName": spec.pod_service_account} if spec.pod_service_account else {}),
         }
     )
+    component: dict[str, Any] = {"name": ROLE_NAMES[role], "type": role}
+    if dynamo_multinode(model):
+        component["multinode"] = {"nodeCount": spec.served.group.nodes}
     return {
-        "name": ROLE_NAMES[role],
-        "type": role,
+        **component,
         "replicas": replicas,
         "podTemplate": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec},
     }

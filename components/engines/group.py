@@ -82,13 +82,19 @@ def leader_selector(spec: WorkloadSpec) -> dict[str, str]:
     return {**selector(spec), WORKER_INDEX: "0"}
 
 
-def _efa(spec: WorkloadSpec, container: dict[str, Any]) -> None:
-    efa = spec.served.pool.efa_per_node
-    if not efa:
+def add_efa(container: dict[str, Any], efa_per_node: int, env: tuple[dict[str, str], ...] = EFA_ENV) -> None:
+    """The node's EFA devices (all of them: the device plugin does not share them) and the libfabric
+    env on a container of a pod that owns its node; nothing on a pool without EFA. Shared by the
+    LWS groups here and Dynamo's and Ray's multi-node workers."""
+    if not efa_per_node:
         return
     resources = container["resources"]
-    resources["requests"][EFA_RESOURCE] = resources["limits"][EFA_RESOURCE] = str(efa)
-    container["env"] = [*container["env"], *(dict(e) for e in EFA_ENV)]
+    resources["requests"][EFA_RESOURCE] = resources["limits"][EFA_RESOURCE] = str(efa_per_node)
+    container["env"] = [*container.get("env", []), *(dict(e) for e in env)]
+
+
+def _efa(spec: WorkloadSpec, container: dict[str, Any]) -> None:
+    add_efa(container, spec.served.pool.efa_per_node)
 
 
 def _leader(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:

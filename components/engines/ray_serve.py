@@ -18,6 +18,19 @@ Head and worker pods carry the model's selector label (`Endpoint.selector`); the
 model cache from the storage concern (volume, mounts, preparation init containers, the
 `model-reader` service account and the ephemeral-storage request of a node-local cache).
 
+A replica across nodes (`nodesPerReplica` N > 1) is N worker pods, one per node, each one Ray node
+with its node's share of the GPUs (`rayStartParams.num-gpus` and the `nvidia.com/gpu` request), so
+the worker group is N x the Serve replicas (KubeRay's LLM sample: raise `replicas` to the node count
+and set `engine_kwargs: {tensor_parallel_size, pipeline_parallel_size}`). The engine's placement group
+is one `{CPU: 1, GPU: 1}` bundle per rank (Ray replicates `bundle_per_worker` tensor x pipeline times)
+with strategy PACK, which fills one node's GPUs before spilling to the next: the tensor group of
+consecutive ranks stays inside a node and the pipeline stages cross nodes (Ray Serve LLM's
+cross-node-parallelism guide). STRICT_PACK cannot span nodes, SPREAD would scatter one tensor group
+over several nodes, and STRICT_SPREAD needs a node per GPU. The executor is Ray's own:
+Ray Serve LLM sets `distributed_executor_backend: ray` and rejects any other (vllm_models.py), so it
+is not set here. On a pool with EFA each worker pod requests its node's EFA devices with libfabric's
+EFA provider for NCCL, as a LeaderWorkerSet group's pods do (components/engines/group.py).
+
 KubeRay names the Serve Service `<rayservice name>-serve-svc` (GenerateServeServiceName,
 ray-operator/controllers/ray/utils/util.go at v1.7.0) on port 8000 (DefaultServingPort).
 """
@@ -35,6 +48,7 @@ from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
 from .facts import EngineFacts
+from .group import add_efa
 from .spec import WorkloadSpec
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
@@ -74,7 +88,10 @@ def service(model: ModelSection) -> tuple[str, int]:
 def llm_config(spec: WorkloadSpec) -> dict[str, Any]:
     model = spec.model
     block = ray_block(model)
-    engine_kwargs: dict[str, Any] = {"tensor_parallel_size": max(model.accelerators_per_replica, 1)}
+    group = spec.served.group
+    engine_kwargs: dict[str, Any] = {"tensor_parallel_size": group.tensor}
+    if group.pipeline > 1:
+        engine_kwargs["pipeline_parallel_size"] = group.pipeline
     if model.max_model_len:
         engine_kwargs["max_model_len"] = model.max_model_len
     if model.trust_remote_code:
@@ -88,6 +105,10 @@ def llm_config(spec: WorkloadSpec) -> dict[str, Any]:
             "autoscaling_config": {"min_replicas": block.min_workers, "max_replicas": block.max_workers}
         },
     }
+    if group.multi_node:
+        # One bundle per rank, packed node by node (module docstring): Ray reads an omitted CPU or GPU
+        # key as 0, so both are given.
+        config["placement_group_config"] = {"bundle_per_worker": {"CPU": 1, "GPU": 1}, "strategy": "PACK"}
     runtime_env: dict[str, Any] = {"env_vars": {}}
     if model.secrets.hugging_face_token:
         runtime_env["env_vars"]["HF_TOKEN_PATH"] = f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"
@@ -156,22 +177,25 @@ def _head(spec: WorkloadSpec) -> dict[str, Any]:
 def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     model = spec.model
     block = ray_block(model)
-    gpus = str(model.accelerators_per_replica)
+    # Each worker pod is one Ray node of a replica's `nodes`: the node's share of the GPUs.
+    nodes = spec.served.group.nodes
+    gpus = str(spec.served.group.per_node)
     volumes, mounts = _secret_parts(spec)
     resources = worker_resources(model, replica_requests(model, spec.pool, spec.storage).ephemeral_mib)
     # Ray sizes its own scheduling from the container's CPU limit; give it the request.
     resources["limits"]["cpu"] = resources["requests"]["cpu"]
+    container: dict[str, Any] = {
+        "name": "ray-worker",
+        "image": ray_image(model).ref,
+        "resources": resources,
+        "volumeMounts": [*spec.cache.volume_mounts, *mounts],
+        "env": list(spec.cache.env),
+    }
+    if spec.served.group.multi_node:
+        add_efa(container, spec.served.pool.efa_per_node)
     pod_spec = spec.placement.apply(
         {
-            "containers": [
-                {
-                    "name": "ray-worker",
-                    "image": ray_image(model).ref,
-                    "resources": resources,
-                    "volumeMounts": [*spec.cache.volume_mounts, *mounts],
-                    "env": list(spec.cache.env),
-                }
-            ],
+            "containers": [container],
             "volumes": unique_volumes([*spec.cache.volumes, *volumes]),
             **({"initContainers": list(spec.cache.init_containers)} if spec.cache.init_containers else {}),
             # The preparation init containers read the model bucket as this account.
@@ -180,9 +204,10 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     )
     return {
         "groupName": "gpu",
-        "replicas": block.min_workers,
-        "minReplicas": block.min_workers,
-        "maxReplicas": block.max_workers,
+        # Serve replicas x the nodes each spans (minWorkers/maxWorkers count replicas).
+        "replicas": nodes * block.min_workers,
+        "minReplicas": nodes * block.min_workers,
+        "maxReplicas": nodes * block.max_workers,
         "rayStartParams": {"num-gpus": gpus},
         "template": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec},
     }

@@ -5,15 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.config import ModelSection
+from stacks.groups import per_node
 
 
 def worker_resources(model: ModelSection, ephemeral_mib: int | None = None) -> dict[str, Any]:
-    """A GPU worker's requests and limits: `acceleratorsPerReplica` GPUs and, unless
+    """A GPU worker pod's requests and limits: its node's share of `acceleratorsPerReplica` GPUs (all
+    of them, unless the replica spans `nodesPerReplica` pods) and, unless
     `models[].resources` says otherwise, 2 CPUs and 8Gi per GPU (small enough for a one-GPU g6 or
     g5 node, and Guaranteed memory so the worker is not the first evicted). `ephemeral_mib`: the
     node disk the replica needs (stacks/sizing.py, the node-local model cache included), requested
     so the scheduler only places the worker where the disk has room."""
-    gpus = model.accelerators_per_replica
+    gpus = per_node(model)
     cpu = model.resources.cpu or str(2 * gpus)
     memory = model.resources.memory or f"{8 * gpus}Gi"
     requests = {"cpu": cpu, "memory": memory, "nvidia.com/gpu": str(gpus)}

@@ -65,7 +65,7 @@ class ServingPlatforms(pulumi.ComponentResource):
         self.releases = {}
         self.litellm = None
         values = {
-            "dynamo": (addons.dynamo, dynamo_values),
+            "dynamo": (addons.dynamo, lambda: dynamo_values(addons.dynamo)),
             "aibrix": (
                 addons.aibrix,
                 lambda: aibrix_values(addons.aibrix, args.gateway, args.images, args.gateway_service_annotations),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.config.addons import Aibrix, KubeRay
+from stacks.config.addons import Aibrix, Dynamo, KubeRay
 from stacks.config.gateway import GatewaySection
 from stacks.resolved import ImageTable
 from stacks.versions import Image
@@ -27,14 +27,22 @@ AIBRIX_IMAGES = {
 }
 
 
-def dynamo_values() -> dict[str, Any]:
+def dynamo_values(addon: Dynamo) -> dict[str, Any]:
     """dynamo-platform 1.4: the operator (cluster-wide) applies its CRDs from its image's crd-apply
     init container (`upgradeCRD`; the chart ships none since 1.4.0); service discovery uses the
     Kubernetes API, so no etcd; no NATS either: since 1.4 the request plane is TCP and the event
     plane ZMQ by default (chart values: "NATS is optional"), so a graph's frontend and workers talk
-    to each other directly, inside the model's namespace, and call nothing in the platform's."""
+    to each other directly, inside the model's namespace, and call nothing in the platform's.
+
+    Grove (the chart's bundled subchart) only with `addons.dynamo.grove`, which stacks/resolve.py
+    `with_grove` turns on when some Dynamo model spans nodes: the multinode orchestrator. Both keys,
+    because the chart's operator-config.yaml renders `orchestrators.grove.enabled` explicitly and a
+    false there disables Grove even where its API is installed; the operator reads it at start."""
+    global_values: dict[str, Any] = {"etcd": {"install": False}, "nats": {"install": False}}
+    if addon.grove:
+        global_values["grove"] = {"install": True, "enabled": True}
     return {
-        "global": {"etcd": {"install": False}, "nats": {"install": False}},
+        "global": global_values,
         "dynamo-operator": {
             "upgradeCRD": True,
             "discoveryBackend": "kubernetes",

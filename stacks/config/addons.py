@@ -46,6 +46,14 @@ class Dynamo(Addon):
     """NVIDIA Dynamo's platform chart (the cluster-wide operator) in `dynamo-system`; needed by
     `engine: dynamo`."""
 
+    grove: bool = Field(
+        default=False,
+        description="Install and enable the chart's Grove orchestrator (`global.grove.install/enabled`), which "
+        "runs a graph's multi-node workers; also on, whatever this says, when some Dynamo model of this stack has "
+        "`nodesPerReplica` above 1. A platform whose teams' stacks serve multi-node Dynamo graphs sets it: the "
+        "operator detects its orchestrators when it starts.",
+    )
+
 
 class Aibrix(Addon):
     """AIBrix (controller manager, gateway plugin, metadata service, GPU optimizer) from a vendored

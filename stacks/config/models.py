@@ -234,13 +234,17 @@ class RayServe(Strict):
     """`engine: ray-serve` only: the RayService's GPU worker group."""
 
     min_workers: int = Field(
-        default=1, ge=0, le=256, description="Fewest GPU workers (in-tree autoscaling); at most `maxWorkers`."
+        default=1,
+        ge=0,
+        le=256,
+        description="Fewest Serve replicas (in-tree autoscaling), each `nodesPerReplica` GPU worker pods; at most "
+        "`maxWorkers`.",
     )
     max_workers: int = Field(
         default=2,
         ge=1,
         le=256,
-        description="Most GPU workers, each with `acceleratorsPerReplica` GPUs.",
+        description="Most Serve replicas, each `acceleratorsPerReplica` GPUs on `nodesPerReplica` worker pods.",
     )
     pip: list[PipRequirement] = Field(
         default_factory=list,

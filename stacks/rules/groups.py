@@ -11,8 +11,10 @@ and the pool can hold, before anything exists (stacks/groups.py is what these ho
   as on several; checked where the model's shape is known (stacks/architectures.py, or
   `models[].architecture`);
 - the pool's limits admit one whole group: every node of it at once;
-- a group needs EFA (`nodePools[].efa`) unless the stack accepts TCP (`allowTcp`), and only vLLM and
-  SGLang run groups; the other engines say why not.
+- a Dynamo replica is one tensor-parallel group over all its accelerators (`multinode.nodeCount x`
+  each pod's GPUs, the operator's multi-node wiring; no pipeline flag is passed);
+- a group needs EFA (`nodePools[].efa`) unless the stack accepts TCP (`allowTcp`), and only vLLM,
+  SGLang, Dynamo and Ray Serve run groups; the other engines say why not.
 Weights against the group's accelerator memory are stacks/rules/engines.py's (over the whole replica).
 """
 
@@ -61,6 +63,14 @@ def groups_split_their_accelerators(config: StackConfig, lookup: Lookup) -> Iter
                     f"{where}: tensor {tensor} x pipeline {pipeline} = {tensor * pipeline}, but the replica has "
                     f"acceleratorsPerReplica {total}; the product must equal it (e.g. tensor {max(1, total // nodes)} "
                     f"x pipeline {nodes})",
+                )
+            elif model.engine == "dynamo" and (tensor, pipeline) != (total, 1):
+                yield Problem(
+                    key_path(["models", i, "parallelism"]),
+                    f"{where}: tensor {tensor} x pipeline {pipeline} is refused for engine dynamo: a Dynamo worker "
+                    f"runs one tensor-parallel group over the replica's {total} accelerators (tensor = "
+                    f"multinode.nodeCount {nodes} x {total // nodes} per pod) and takes no pipeline size; use "
+                    f"parallelism: {{tensor: {total}, pipeline: 1}}, or leave parallelism unset",
                 )
         if nodes > 1:
             share = per_node(model)
