@@ -212,6 +212,43 @@ WAIVERS: tuple[Waiver, ...] = (
         "CKV2_K8S_6": "no NetworkPolicy selects it: the API server's aggregation layer calls it, and it "
         "queries Prometheus",
     }),
+    # ---- AWS EFA device plugin v0.5.30 (only with an `efa: true` pool): privileged by the chart's own
+    # values.securityContext, on the host network by templates/daemonset.yaml (no value for it).
+    Waiver("aws-efa-k8s-device-plugin-v0.5.30", "DaemonSet", "aws-efa-k8s-device-plugin", {
+        "CKV_K8S_8": "templates/daemonset.yaml defines no probes and has no value for them",
+        "CKV_K8S_9": "templates/daemonset.yaml defines no probes and has no value for them",
+        "CKV_K8S_16": "the plugin opens the host's EFA verbs devices (hostPath /dev/infiniband) to advertise "
+        "vpc.amazonaws.com/efa; the chart's values.securityContext runs it privileged and the chart has no "
+        "narrower profile",
+        "CKV_K8S_20": "privileged by the chart's values.securityContext (allowPrivilegeEscalation: true with "
+        "privileged: true), which it needs to open the host's EFA devices",
+        "CKV_K8S_23": "runs as root (values.securityContext runAsUser 0, runAsNonRoot false) to open the "
+        "host's EFA device nodes and write the kubelet's device-plugin socket",
+        "CKV_K8S_40": "runs as root (values.securityContext runAsUser 0) to open the host's EFA device nodes "
+        "and write the kubelet's device-plugin socket",
+        "CKV_K8S_28": "privileged (values.securityContext): a privileged container holds every capability, "
+        "NET_RAW included, whatever it drops",
+        "CKV_K8S_37": "privileged (values.securityContext): a privileged container holds every capability "
+        "whatever it drops",
+        "CKV_K8S_19": "templates/daemonset.yaml sets hostNetwork true unconditionally (no value): the "
+        "plugin sees the host's EFA interfaces",
+        "CKV_K8S_29": "templates/daemonset.yaml renders no pod securityContext and has no value for one; "
+        "the container's is the chart's privileged one",
+        "CKV_K8S_31": "templates/daemonset.yaml renders no pod securityContext (no value for a seccomp "
+        "profile), and a privileged container runs unconfined regardless",
+        "CKV2_K8S_6": "no NetworkPolicy selects it: it runs on the host network, where NetworkPolicy does "
+        "not apply, and talks only to the kubelet's device-plugin socket",
+    }),
+    # ---- LeaderWorkerSet v0.10.0 (with a multi-node model): webhooks served by its own cert rotator.
+    Waiver("lws-v0.10.0", "ClusterRole", "lws-manager-role", {
+        "CKV_K8S_155": "the controller writes the CA of its own self-signed webhook certificate into its "
+        "two webhook configurations (enableCertManager false; templates/rbac/role.yaml: get/list/update/"
+        "watch, no create or delete)",
+    }),
+    Waiver("lws-v0.10.0", "Deployment", "lws-controller-manager", {
+        "CKV_K8S_38": API_TOKEN + " (it reconciles LeaderWorkerSets, their StatefulSets and pods)",
+        "CKV2_K8S_6": NO_NETPOL + " and serve its admission webhooks to it",
+    }),
 )  # fmt: skip
 
 

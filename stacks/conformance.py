@@ -108,6 +108,19 @@ OPEN_MAP_KEYS = {"nodeSelector", "podLabels", "podAnnotations", "additionalLabel
 
 # Keys a chart reads in its templates but leaves commented out in values.yaml: (chart, dotted path) -> why.
 COMMENTED_KEYS: dict[tuple[str, str], str] = {
+    ("aws-efa-k8s-device-plugin", "securityContext.readOnlyRootFilesystem"): (
+        "templates/daemonset.yaml renders the container's .Values.securityContext whole (toYaml)"
+    ),
+    ("aws-efa-k8s-device-plugin", "resources.limits"): (
+        "commented out in values.yaml (`# limits:`) and rendered whole by templates/daemonset.yaml (toYaml)"
+    ),
+    ("lws", "podSecurityContext.runAsUser"): (
+        "templates/manager/deployment.yaml renders .Values.podSecurityContext whole (toYaml)"
+    ),
+    ("lws", "podSecurityContext.seccompProfile"): (
+        "templates/manager/deployment.yaml renders .Values.podSecurityContext whole (toYaml)"
+    ),
+    ("lws", "resources.limits"): "templates/manager/deployment.yaml renders .Values.resources whole (toYaml)",
     ("kube-prometheus-stack", "alertmanager.alertmanagerSpec.configSecret"): (
         "commented out in values.yaml (`# configSecret:`) and rendered as the Alertmanager's spec.configSecret by "
         "templates/alertmanager/alertmanager.yaml when set"

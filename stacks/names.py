@@ -36,7 +36,7 @@ from components.naming import iam_role_name, physical
 from components.serving.litellm import NAMESPACE as LITELLM_NAMESPACE
 
 from .config import ModelSection
-from .resolved import AIBRIX_GATEWAY, CONTROLLER_NAMESPACES, DEFAULT_NAMESPACE, GATEWAY_NAMESPACE
+from .resolved import AIBRIX_GATEWAY, CONTROLLER_NAMESPACES, DEFAULT_NAMESPACE, GATEWAY_NAMESPACE, LWS_NAMESPACE
 
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
@@ -59,6 +59,7 @@ def platform_namespaces() -> dict[str, str]:
         AIBRIX_GATEWAY[0]: "AIBrix and its gateway",
         LOAD_BALANCER_NAMESPACE: "the AWS Load Balancer Controller",
         KARPENTER_NAMESPACE: "Karpenter",
+        LWS_NAMESPACE: "the LeaderWorkerSet controller",
     }
     for controller, namespace in CONTROLLER_NAMESPACES.items():
         out.setdefault(namespace, f"the {controller} operator")

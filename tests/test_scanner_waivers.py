@@ -17,7 +17,7 @@ import yaml
 
 from tests.conftest import ALL_STACKS, ROOT, rendered_stack
 
-WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
+WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "LeaderWorkerSet"}
 # The global skips and what each reason rests on (true of every object the platform renders).
 GLOBAL = {"CKV_K8S_15", "CKV_K8S_43", "CKV_K8S_11"}
 
@@ -32,13 +32,20 @@ def waivers(obj: dict[str, Any]) -> dict[str, str]:
 
 
 def containers(obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(name, effective securityContext) of every container and init container of the pod template."""
-    pod = obj["spec"]["template"]["spec"]
-    base = pod.get("securityContext") or {}
-    return [
-        (c["name"], {**base, **(c.get("securityContext") or {})})
-        for c in [*pod.get("initContainers", []), *pod["containers"]]
-    ]
+    """(name, effective securityContext) of every container and init container of the pod template
+    (a LeaderWorkerSet's two: the leader's and the workers')."""
+    spec = obj["spec"]
+    group = spec.get("leaderWorkerTemplate")
+    templates = [group["leaderTemplate"], group["workerTemplate"]] if group else [spec["template"]]
+    found = []
+    for template in templates:
+        pod = template["spec"]
+        base = pod.get("securityContext") or {}
+        found += [
+            (c["name"], {**base, **(c.get("securityContext") or {})})
+            for c in [*pod.get("initContainers", []), *pod["containers"]]
+        ]
+    return found
 
 
 def test_the_global_skips_are_only_those_whose_reason_holds_for_every_object():
