@@ -198,3 +198,20 @@ def test_a_single_node_ray_serve_model_gets_no_placement_group_override():
     model = {**RAY, "acceleratorsPerReplica": 8, "nodesPerReplica": 1, "parameters": "8B", "parallelism": {}}
     (app,) = yaml.safe_load(ray_of(with_model(model))["spec"]["serveConfigV2"])["applications"]
     assert "placement_group_config" not in app["args"]["llm_configs"][0], "Ray's default PACK on one node"
+
+
+def test_a_group_on_efa_running_the_catalogs_image_is_warned_and_a_prod_dynamo_one_refused():
+    """Dynamo's stock runtime images carry neither libfabric nor aws-ofi-nccl: over EFA they fall back
+    to TCP (NCCL) or fail (NIXL LIBFABRIC). vLLM's image is not verified either: a warning."""
+    from tests.guard_support import warnings_of
+
+    sections = with_model(dynamo())
+    assert has(warnings_of(sections), "models[2].image", "libfabric and aws-ofi-nccl", "--make-efa"), sections
+    as_vllm = {k: v for k, v in dynamo().items() if k != "dynamo"} | {"engine": "vllm", "name": "llama-405b-vllm"}
+    vllm = with_model(as_vllm)
+    assert has(warnings_of(vllm), "models[2].image", "not verified to carry aws-ofi-nccl", "NET/OFI")
+    own = with_model({**dynamo(), "image": {"repository": "111122223333.dkr.ecr.us-west-2.amazonaws.com/dynamo-efa"}})
+    assert not [w for w in warnings_of(own) if "aws-ofi-nccl" in w], "an image of the stack's own is its call"
+    prod = with_model(dynamo())
+    prod["stack"]["environment"] = "prod"
+    assert has(problems(prod), "models[2].image", "llama-405b-dynamo", "EFA build"), "prod refuses the stock image"

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..architectures import architecture
-from ..checks import Lookup, platform_rule
-from ..config import StackConfig
+from ..checks import Lookup, platform_rule, platform_warning
+from ..config import ModelSection, StackConfig
 from ..errors import Problem, key_path
 from ..fit import pool_limits, pool_types
 from ..groups import MULTI_NODE_ENGINES, SINGLE_NODE_ONLY, per_node, replica_group
@@ -185,3 +185,53 @@ def a_rollout_surge_fits_the_pool(config: StackConfig, lookup: Lookup) -> Iterab
                 f"{need} accelerators of pool {pool.name} ({held} each), over the pool's limit of {limit}; lower "
                 f"maxSurge (0 replaces one replica at a time) or raise nodePools[].limits.accelerators",
             )
+
+
+def _without_the_efa_stack(config: StackConfig, lookup: Lookup) -> Iterable[tuple[int, ModelSection, str]]:
+    """Groups on an EFA pool that run the catalog's engine image, with what is known of that image:
+    Dynamo's stock runtime images carry neither libfabric nor aws-ofi-nccl (its EFA guide builds an
+    `aws` target with `container/render.py --make-efa`); for the vLLM and SGLang images it is not
+    verified (nor for Ray's). Without them NCCL falls back to TCP sockets without an error, and NIXL's LIBFABRIC
+    backend cannot start."""
+    for i, model, pool in placed(config, platform_of(config, lookup)):
+        if model.nodes_per_replica < 2 or not pool.efa or model.image.repository is not None:
+            continue
+        if model.engine == "dynamo":
+            yield (
+                i,
+                model,
+                "ships without libfabric and aws-ofi-nccl (Dynamo's EFA guide: build the `aws` target with "
+                "container/render.py --make-efa), so NIXL over LIBFABRIC cannot start and NCCL runs over TCP",
+            )
+        else:
+            yield (
+                i,
+                model,
+                "is not verified to carry aws-ofi-nccl: without it NCCL runs over TCP sockets with no error (look "
+                "for `NET/OFI` in the log with NCCL_DEBUG=INFO)",
+            )
+
+
+@platform_rule
+def a_prod_group_on_efa_runs_an_image_with_the_efa_stack(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    if config.stack.environment != "prod":
+        return
+    for i, model, why in _without_the_efa_stack(config, lookup):
+        if model.engine == "dynamo":
+            yield Problem(
+                key_path(["models", i, "image"]),
+                f"model {model.name} spans nodes over EFA, and the catalog's runtime image {why}; set image to "
+                "your EFA build of it (repository, tag and digest)",
+            )
+
+
+@platform_warning
+def a_group_on_efa_names_an_image_with_the_efa_stack(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    for i, model, why in _without_the_efa_stack(config, lookup):
+        if config.stack.environment == "prod" and model.engine == "dynamo":
+            continue  # refused above
+        yield Problem(
+            key_path(["models", i, "image"]),
+            f"model {model.name} spans nodes over EFA on the catalog's engine image, which {why}; set image to an "
+            "image built with the EFA installer and aws-ofi-nccl",
+        )
