@@ -20,16 +20,15 @@ WHOLE_REPLICA_TENSOR = frozenset({"sglang", "dynamo"})
 # Engines whose groups the platform builds as LeaderWorkerSets (components/engines/group.py).
 LWS_ENGINES = frozenset({"vllm", "sglang"})
 # Engines the platform runs across nodes, and why the others do not. Dynamo's operator and Ray's
-# placement groups form their own groups: components/engines/dynamo.py and ray_serve.py.
-MULTI_NODE_ENGINES = LWS_ENGINES | {"dynamo", "ray-serve"}
+# placement groups and the NIM Operator's NIMService multiNode form their own groups:
+# components/engines/dynamo.py, ray_serve.py and nim.py.
+MULTI_NODE_ENGINES = LWS_ENGINES | {"dynamo", "ray-serve", "nim"}
 SINGLE_NODE_ONLY = {
     "tgi": "TGI's launcher shards a model over the GPUs of one machine only (`--num-shard` starts local "
     "processes); it has no multi-node mode",
     "ollama": "Ollama runs a model on the accelerators of one machine; it has no multi-node mode",
     "neuron-vllm": "the NxD Inference vLLM image (vLLM 0.16 with vllm-neuron) is built and documented for one "
     "Inferentia/Trainium instance per replica here; multi-node Neuron serving is not supported by the platform",
-    "nim": "a multi-node NIM is the NIM Operator's NIMService spec.multiNode, which the platform does not build yet; "
-    "serve the model with engine: vllm or sglang across nodes",
 }
 
 

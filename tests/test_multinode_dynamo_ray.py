@@ -215,3 +215,58 @@ def test_a_group_on_efa_running_the_catalogs_image_is_warned_and_a_prod_dynamo_o
     prod = with_model(dynamo())
     prod["stack"]["environment"] = "prod"
     assert has(problems(prod), "models[2].image", "llama-405b-dynamo", "EFA build"), "prod refuses the stock image"
+
+
+# ---- NIM across nodes: the NIM Operator's NIMService multiNode -------------------------------------------
+
+NIM_405B = {
+    "name": "llama-405b-nim",
+    "engine": "nim",
+    "model": "hf://meta-llama/Llama-3.1-405B-Instruct",
+    "revision": "069992c75aed59df00ec06c17177e76c63296a26",
+    "pool": "h100",
+    "acceleratorsPerReplica": 16,
+    "nodesPerReplica": 2,
+    "parameters": "405B",
+    "dtype": "bf16",
+    "nim": {"profile": "vllm-bf16-tp8-pp2", "imagePullSecret": "ngc-registry"},
+    "secrets": {"huggingFaceToken": "hf-token", "ngcApiKey": "ngc-api-key"},
+}
+
+
+def with_nim(model: dict[str, Any] | None = None, cache: str = "efs") -> dict[str, Any]:
+    sections = with_model(model or NIM_405B)
+    sections["addons"]["nimOperator"] = {"enabled": True}
+    sections["storage"] = {**sections.get("storage", {}), "modelCache": cache}
+    return sections
+
+
+def test_a_nim_replica_across_two_p5_nodes_is_a_nimservice_multinode_of_pipeline_2_tensor_8_with_efa():
+    svc = objects(stack_of(with_nim()), "llama-405b-nim")["NIMService"]
+    body = svc["spec"]
+    assert body["multiNode"] == {
+        "backendType": "lws",
+        "parallelism": {"pipeline": 2, "tensor": 8},
+        "mpi": {"mpiStartTimeout": 6000},
+    }, "NIM's pipeline is the node count (the LWS size) and tensor the GPUs of one node"
+    assert body["resources"]["limits"]["nvidia.com/gpu"] == "8", "resources are per pod"
+    assert body["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32", "the node's EFA devices"
+    assert {"name": "FI_PROVIDER", "value": "efa"} in body["env"]
+    (term,) = body["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "topology.kubernetes.io/zone", "the group in its leader's zone"
+    assert "scale" not in body, "the CRD forbids autoscaling beside multiNode"
+    root = schema_dir()
+    if root is not None:
+        assert validate_custom({k: v for k, v in svc.items() if k != "metadata"}, root) == []
+
+
+def test_a_multi_node_nim_needs_the_operator_its_own_split_no_autoscaler_and_a_shared_cache():
+    without = with_nim()
+    without["addons"]["nimOperator"] = {"enabled": False}
+    assert has(problems(without), "models[2].nodesPerReplica", "llama-405b-nim", "NIMService multiNode")
+    split = with_nim({**NIM_405B, "parallelism": {"tensor": 16, "pipeline": 1}})
+    assert has(problems(split), "models[2].parallelism", "tensor 8 x pipeline 2", "not tensor 16 x pipeline 1")
+    scaled = with_nim({**NIM_405B, "autoscaling": {"owner": "hpa", "maxReplicas": 2}})
+    assert has(problems(scaled), "models[2].autoscaling.owner", "forbids autoscaling")
+    local = with_nim(cache="local")
+    assert has(problems(local), "models[2].nodesPerReplica", "ReadWriteMany", "efs or fsx")

@@ -126,7 +126,15 @@ def _worker(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         container.pop(key, None)
     _efa(spec, container)
     pod["topologySpreadConstraints"] = [c for c in pod["topologySpreadConstraints"] if c["topologyKey"] == HOSTNAME]
-    pod.setdefault("affinity", {})["podAffinity"] = {
+    pod.setdefault("affinity", {})["podAffinity"] = leader_zone_affinity(spec)
+    return template
+
+
+def leader_zone_affinity(spec: WorkloadSpec) -> dict[str, Any]:
+    """A required pod affinity to the group's own leader on the zone key: every pod of a group in the
+    leader's Availability Zone (EFA does not cross zones). The leader matches its own term, which the
+    scheduler accepts for the first pod of a set."""
+    return {
         "requiredDuringSchedulingIgnoredDuringExecution": [
             {
                 "labelSelector": {"matchLabels": {MODEL_LABEL: spec.served.name, WORKER_INDEX: "0"}},
@@ -136,7 +144,6 @@ def _worker(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
             }
         ]
     }
-    return template
 
 
 def leader_worker_set(spec: WorkloadSpec, leader: EngineContainer, worker: EngineContainer) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from stacks.config.addons import AddonsSection
 from stacks.sizing import container_resources
 
 from .facts import EngineFacts
+from .group import add_efa, leader_zone_affinity
 from .spec import WorkloadSpec
 from .workload import (
     HOME,
@@ -48,6 +49,7 @@ FACTS = EngineFacts(
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000
+MPI_START_TIMEOUT_SECONDS = 6000
 # NIM's own cache (the manifest it generates for the model, small): the pod's home volume, so it
 # never writes into the shared model cache.
 NIM_CACHE = f"{HOME}/.cache/nim"
@@ -145,6 +147,11 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
         body["scale"] = {"enabled": True, "hpa": hpa_scaling(m)}
     else:
         body["replicas"] = m.replicas
+    group = spec.served.group
+    if group.multi_node:
+        body |= multi_node(spec)
+        # The spec's resources and env are every pod's, as a container's are its own.
+        add_efa(body, spec.served.pool.efa_per_node)
     if m.accelerators_per_replica > 1:
         body["storage"]["sharedMemorySizeLimit"] = "16Gi"
     return {
@@ -153,6 +160,27 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
         "metadata": metadata(spec),
         "spec": body,
     }
+
+
+def multi_node(spec: WorkloadSpec) -> dict[str, Any]:
+    """A replica across nodes: `multiNode` (NIM Operator v3.1.2 nimservice_types.go), which the
+    operator renders as a LeaderWorkerSet of `pipeline` pods (RecreateGroupOnPodRestart,
+    LeaderCreated, maxSurge 0) and launches with MPI; NIM's `tensor` is the GPUs of one node and
+    `pipeline` the number of nodes (stacks/rules/groups.py holds `parallelism` to that). `resources`
+    is per pod. `affinity` reaches every pod: the group in its leader's zone. With EFA, the node's
+    devices and libfabric's provider on every pod, as the LWS groups get them."""
+    group = spec.served.group
+    out: dict[str, Any] = {
+        "multiNode": {
+            "backendType": "lws",
+            "parallelism": {"pipeline": group.nodes, "tensor": group.per_node},
+            # The operator's default (300 s) is shorter than loading a multi-node model's shards;
+            # the upstream multi-node sample waits 6000 s.
+            "mpi": {"mpiStartTimeout": MPI_START_TIMEOUT_SECONDS},
+        },
+        "affinity": {"podAffinity": leader_zone_affinity(spec)},
+    }
+    return out
 
 
 def _numeric_port(probe: dict[str, Any], port: int) -> dict[str, Any]:

@@ -464,8 +464,9 @@ class ModelSection(Strict):
         ge=1,
         le=64,
         description="Nodes one replica spans. Above 1 a replica is one group of that many pods, one per node, "
-        "each with `acceleratorsPerReplica` / `nodesPerReplica` accelerators (a LeaderWorkerSet; vLLM and SGLang "
-        "only). The group needs an `efa: true` pool, or `allowTcp`.",
+        "each with `acceleratorsPerReplica` / `nodesPerReplica` accelerators: a LeaderWorkerSet (vLLM, SGLang), a "
+        "NIMService `multiNode` (NIM, with the NIM Operator), Dynamo `multinode.nodeCount` or Ray worker nodes; "
+        "TGI, Ollama and vLLM on Neuron refuse it. The group needs an `efa: true` pool, or `allowTcp`.",
     )
     parallelism: Parallelism = Field(
         default_factory=Parallelism,

@@ -235,3 +235,46 @@ def a_group_on_efa_names_an_image_with_the_efa_stack(config: StackConfig, lookup
             f"model {model.name} spans nodes over EFA on the catalog's engine image, which {why}; set image to an "
             "image built with the EFA installer and aws-ofi-nccl",
         )
+
+
+# NIM Operator v3.1.2 NIMService multiNode: tensor is the GPUs of one node, pipeline the node count
+# (nimservice_types.go: the LWS size is `parallelism.pipeline`), autoscaling is forbidden beside it
+# (the CRD's CEL rule), and every pod of the group reads one model cache (the operator's multi-node
+# sample mounts its NIMCache from a ReadWriteMany claim).
+NIM_SHARED_CACHES = ("efs", "fsx")
+
+
+@platform_rule
+def a_multi_node_nim_is_a_nimservice_the_operator_can_run(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    platform = platform_of(config, lookup)
+    if platform is None:
+        return
+    for i, model, _ in placed(config, platform):
+        if model.engine != "nim" or model.nodes_per_replica < 2:
+            continue
+        group = replica_group(model)
+        if not platform.addons.nim_operator.enabled:
+            yield Problem(
+                key_path(["models", i, "nodesPerReplica"]),
+                f"model {model.name}: a NIM across nodes is the NIM Operator's NIMService multiNode (a "
+                f"LeaderWorkerSet it builds); {platform.addon('nimOperator')}",
+            )
+        if (group.tensor, group.pipeline) != (group.per_node, group.nodes):
+            yield Problem(
+                key_path(["models", i, "parallelism"]),
+                f"model {model.name}: NIM's multiNode takes tensor as the GPUs of one node and pipeline as the "
+                f"node count: tensor {group.per_node} x pipeline {group.nodes} here, not tensor {group.tensor} x "
+                f"pipeline {group.pipeline}; leave parallelism unset",
+            )
+        if model.autoscaling.owner != "none":
+            yield Problem(
+                key_path(["models", i, "autoscaling", "owner"]),
+                f"model {model.name}: the NIMService CRD forbids autoscaling beside multiNode; set autoscaling.owner: "
+                f"none and replicas",
+            )
+        if platform.storage.model_cache not in NIM_SHARED_CACHES:
+            yield Problem(
+                key_path(["models", i, "nodesPerReplica"]),
+                f"model {model.name}: every pod of a multi-node NIM reads one model cache, which needs a "
+                f"ReadWriteMany claim: storage.modelCache efs or fsx (it is {platform.storage.model_cache})",
+            )
