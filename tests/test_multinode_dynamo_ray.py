@@ -176,6 +176,12 @@ def test_a_ray_serve_replica_across_two_nodes_is_two_ray_worker_pods_per_replica
     efa = str(next(m for m in stack_of(sections).models if m.name == "llama-405b-ray").pool.efa_per_node)
     assert container["resources"]["requests"]["vpc.amazonaws.com/efa"] == efa
     assert env_of(container)["FI_PROVIDER"] == "efa"
+    (term,) = group["template"]["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term == {
+        "labelSelector": {"matchLabels": {"ray.io/node-type": "head"}},
+        "matchLabelKeys": ["ray.io/cluster"],
+        "topologyKey": "topology.kubernetes.io/zone",
+    }, "the workers follow their own cluster's head into one zone"
     root = schema_dir()
     assert root is not None
     assert validate_custom(service, root) == [], "the RayService must validate against the KubeRay v1.7.0 CRD"

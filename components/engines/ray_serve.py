@@ -51,7 +51,7 @@ from .facts import EngineFacts
 from .group import add_efa
 from .spec import WorkloadSpec
 from .workers import worker_resources
-from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
+from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, ZONE, hf_token, unique_volumes
 
 FACTS = EngineFacts(
     port=8000,
@@ -202,6 +202,8 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
             **({"serviceAccountName": spec.pod_service_account} if spec.pod_service_account else {}),
         }
     )
+    if spec.served.group.multi_node:
+        pod_spec.setdefault("affinity", {})["podAffinity"] = head_zone_affinity()
     return {
         "groupName": "gpu",
         # Serve replicas x the nodes each spans (minWorkers/maxWorkers count replicas).
@@ -210,6 +212,22 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
         "maxReplicas": nodes * block.max_workers,
         "rayStartParams": {"num-gpus": gpus},
         "template": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec},
+    }
+
+
+def head_zone_affinity() -> dict[str, Any]:
+    """Workers of a Ray cluster whose replicas span nodes follow its head's Availability Zone (EFA does
+    not cross zones): a required pod affinity to the head pod (KubeRay labels `ray.io/node-type: head`)
+    of the worker's own cluster (`matchLabelKeys: [ray.io/cluster]`: the API server adds the worker's
+    cluster name, which KubeRay generates, to the selector)."""
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"ray.io/node-type": "head"}},
+                "matchLabelKeys": ["ray.io/cluster"],
+                "topologyKey": ZONE,
+            }
+        ]
     }
 
 
