@@ -259,3 +259,13 @@ def test_the_header_strip_covers_every_listener_of_aibrixs_gateway_and_the_heade
     matched = {h["name"] for route in routes for h in route["match"]["headers"]}
     assert matched == {ROUTING_STRATEGY_HEADER}, "the chart's route is selected by the header we strip"
 
+
+def test_aibrixs_envoy_still_runs_the_image_envoy_gateway_1_9_supports():
+    _, chart = _serving_objects()
+    proxy = next(iter(_of(chart, "EnvoyProxy")))
+    patch = proxy["spec"]["provider"]["kubernetes"]["envoyDeployment"]["patch"]["value"]
+    images = {c["name"]: c["image"] for c in patch["spec"]["template"]["spec"]["containers"]}
+    assert images == {
+        "envoy": "docker.io/envoyproxy/envoy:distroless-v1.39.0",
+        "shutdown-manager": "docker.io/envoyproxy/gateway:v1.9.0",
+    }
