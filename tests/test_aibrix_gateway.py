@@ -23,7 +23,7 @@ from components.serving import aibrix
 from components.serving.values import AIBRIX_CLIENT_TRAFFIC, ROUTING_STRATEGY_HEADER, aibrix_listener_policy
 from stacks import charts
 from stacks.resolved import AIBRIX_GATEWAY
-from tests.conftest import EXAMPLES, rendered_stack
+from tests.conftest import ALL_STACKS, EXAMPLES, rendered_stack
 
 SERVING = next(p for p in EXAMPLES if p.name == "Pulumi.serving.yaml")
 AUTHENTICATES = ("apiKeyAuth", "jwt", "basicAuth", "extAuth", "oidc")
@@ -213,6 +213,12 @@ def test_no_route_on_an_exposed_listener_of_the_serving_example_escapes_authenti
     assert (AIBRIX_GATEWAY[0], AIBRIX_GATEWAY[1]) in gateways, "AIBrix's Gateway is behind an NLB"
     assert _of(objects, "EnvoyPatchPolicy"), "the chart's patched route is part of the walk"
     assert escapes(objects) == []
+
+
+@pytest.mark.parametrize("path", [p for p in ALL_STACKS if p != SERVING], ids=lambda p: p.name)
+def test_no_route_on_an_exposed_listener_of_any_other_shipped_stack_escapes_authentication(path):
+    objects = rendered_stack(path).manifests()
+    assert escapes([*objects, *controller_objects(objects)]) == []
 
 
 def test_the_walk_sees_the_routes_aibrix_adds_by_itself():
