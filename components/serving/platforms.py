@@ -6,7 +6,10 @@
 - AIBrix 0.7.0: its chart (controller manager, gateway plugin, metadata service, CRDs). AIBrix
   publishes the chart only in its git repository (`dist/chart` at the release tag), so it is
   installed from a vendored copy (scripts/vendor-charts.sh); it routes through Envoy Gateway,
-  so it waits for the Envoy Gateway controller when the front door installed it;
+  so it waits for the Envoy Gateway controller when the front door installed it. With it, the
+  ClientTrafficPolicy on its Gateway's listener that strips a client's `routing-strategy` header
+  (values.py `aibrix_listener_policy`: the chart's patched route would otherwise bypass
+  authentication);
 - the KubeRay operator, for `engine: ray-serve` models (RayServices);
 - the NIM Operator, for `engine: nim` models (NIMServices);
 - LeaderWorkerSet in `lws-system` (its CRD names its webhook Service there), for models whose
@@ -33,7 +36,14 @@ from ..k8s import apply, release
 from ..naming import TOKEN
 from ..naming import labels as k8s_labels
 from . import aibrix, litellm
-from .values import aibrix_values, dynamo_values, kuberay_values, lws_values, nim_operator_values
+from .values import (
+    aibrix_listener_policy,
+    aibrix_values,
+    dynamo_values,
+    kuberay_values,
+    lws_values,
+    nim_operator_values,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +97,10 @@ class ServingPlatforms(pulumi.ComponentResource):
                 values=build(),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
             )
+        if "aibrix" in self.releases:
+            # After the release: the chart creates the Gateway it targets (and the CRD is Envoy Gateway's).
+            after = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.releases["aibrix"]])
+            apply(aibrix_listener_policy(), after)
         if addons.litellm.enabled:
             self.litellm = self._litellm(args, addons)
         self.register_outputs({})

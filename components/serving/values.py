@@ -3,12 +3,15 @@ chart's values.yaml (checked by the conformance tests against shared/schemas).""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from stacks.config.addons import Aibrix, Dynamo, KubeRay
 from stacks.config.gateway import GatewaySection
-from stacks.resolved import ImageTable
+from stacks.resolved import AIBRIX_GATEWAY, ImageTable
 from stacks.versions import Image
+
+from ..naming import MANAGED_BY
 
 # AIBrix 0.7.0's values schema (values.schema.json) takes these as `repository:tag` (Envoy's pair) or
 # as repository and tag (the init image), with patterns that admit no `@sha256:` digest: they are
@@ -75,6 +78,48 @@ def aibrix_envoy_service(gateway: GatewaySection, annotations: dict[str, str]) -
     return service
 
 
+# The client-side settings of AIBrix's Gateway: the chart's defaults (values.yaml
+# `gateway.clientTrafficPolicy`; the 4 MiB buffer matches its gateway plugin's gRPC message limit),
+# stated here because two policies carry them: the chart's Gateway-wide ClientTrafficPolicy
+# `<fullname>-client-connection-buffersize` (from these values) and our listener's
+# (`aibrix_listener_policy`), which Envoy Gateway applies instead of it, whole.
+AIBRIX_CLIENT_TRAFFIC: dict[str, Any] = {
+    "connection": {"bufferLimit": 4194304, "connectionLimit": {"value": 1024}},
+    "http2": {"maxConcurrentStreams": 1024},
+}
+# The header whose presence selects the route AIBrix's EnvoyPatchPolicy `<fullname>-epp` inserts at
+# `virtual_hosts/0/routes/0` of the `http` listener (dist/chart/templates/gateway-instance/gateway.yaml:
+# prefix `/`, header `routing-strategy` ~ `.*`, to its ORIGINAL_DST cluster). That route belongs to no
+# HTTPRoute, so no SecurityPolicy reaches it; only the gateway plugin may set the header, after an
+# authenticated route sent the request through it.
+ROUTING_STRATEGY_HEADER = "routing-strategy"
+
+
+def aibrix_listener_policy() -> dict[str, Any]:
+    """A ClientTrafficPolicy on every listener of AIBrix's Gateway (it has one, `http`) that removes a
+    client-sent `routing-strategy` header before Envoy routes (`headers.earlyRequestHeaders`, the
+    HCM's early header mutation), so no client request can match the patched route and skip
+    authentication. A section-level policy takes precedence over the chart's Gateway-wide one as a
+    whole (Envoy Gateway's ClientTrafficPolicy precedence), so it carries the chart's settings too."""
+    namespace, gateway, listener = AIBRIX_GATEWAY
+    return {
+        "apiVersion": "gateway.envoyproxy.io/v1alpha1",
+        "kind": "ClientTrafficPolicy",
+        "metadata": {
+            "name": f"{gateway}-{listener}-client",
+            "namespace": namespace,
+            "labels": {**MANAGED_BY, "app.kubernetes.io/component": "gateway"},
+        },
+        "spec": {
+            "targetRefs": [
+                {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway, "sectionName": listener}
+            ],
+            **copy.deepcopy(AIBRIX_CLIENT_TRAFFIC),
+            "headers": {"earlyRequestHeaders": {"remove": [ROUTING_STRATEGY_HEADER]}},
+        },
+    }
+
+
 def _tagged(image: Image) -> str:
     return f"{image.repository}:{image.tag}"
 
@@ -91,6 +136,7 @@ def aibrix_values(
     init = {"image": {"repository": busybox.repository, "tag": busybox.tag}}
     return {
         "gateway": {
+            "clientTrafficPolicy": copy.deepcopy(AIBRIX_CLIENT_TRAFFIC),
             "envoyProxy": {
                 "service": aibrix_envoy_service(gateway, service_annotations or {}),
                 # The data plane and shutdown manager our Envoy Gateway runs, not the chart's older pair.
@@ -98,7 +144,7 @@ def aibrix_values(
                     "envoy": {"image": _tagged(images["envoy-proxy"])},
                     "shutdownManager": {"image": _tagged(images["envoy-gateway"])},
                 },
-            }
+            },
         },
         "controllerManager": {"container": {"image": {"repository": AIBRIX_IMAGES["controllerManager"], "tag": tag}}},
         "gatewayPlugin": {
