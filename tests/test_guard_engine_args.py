@@ -5,9 +5,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
+from stacks.errors import ConfigError
 from stacks.load import parse_sections
 
 from .guard_support import has, problems
+from .serving_support import config_of, serving_sections
 
 
 def with_args(dev: dict[str, Any], args: list[str], model: int = 0) -> dict[str, Any]:
@@ -96,3 +100,27 @@ def test_ollama_takes_no_engine_args(dev):
 def test_a_flag_and_its_value_in_one_item_is_refused(dev):
     assert has(problems(with_args(copy.deepcopy(dev), ["--port 9000"])), "models[0].engineArgs[0]", "listens")
     assert has(problems(with_args(dev, ["--foo bar"])), "models[0].engineArgs[0]", "two items")
+
+
+@pytest.mark.parametrize(
+    ("backend", "token", "word"),
+    [
+        ("vllm", "--kv-events-config={}", "KV cache events"),
+        ("vllm", "--kv_events_config", "KV cache events"),
+        ("vllm", "--no-enable-prefix-caching", "prefix cache"),
+        ("vllm", "--router-mode=round-robin", "KV routing"),
+        ("sglang", "--kv-events-config", "KV cache events"),
+        ("sglang", "--disable-radix-cache", "prefix cache"),
+        ("vllm", "--kv-transfer-config", "role wiring"),
+    ],
+)
+def test_a_dynamo_workers_engine_args_cannot_undo_the_kv_routing_the_platform_wires(backend, token, word):
+    sections = serving_sections()
+    index, entry = next((i, m) for i, m in enumerate(sections["models"]) if m["name"] == "qwen3-8b-dynamo")
+    entry["dynamo"]["backend"] = backend
+    entry["engineArgs"] = [token]
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith(f"models[{index}].engineArgs[0]") and word in p.message for p in err.value.problems), (
+        err.value
+    )

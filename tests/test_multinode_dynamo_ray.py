@@ -101,6 +101,7 @@ def test_disaggregated_vllm_workers_over_efa_move_kv_blocks_with_nixls_libfabric
     graph = graph_of(with_model(dynamo(dynamo={"mode": "disaggregated", "prefillWorkers": 1, "decodeWorkers": 1})))
     roles = {c["type"]: c for c in workers(graph)}
     assert set(roles) == {"prefill", "decode"}
+    assert len({flag(main_of(c)["args"], "--kv-transfer-config") for c in roles.values()}) == 1, "one connector"
     for role, component in roles.items():
         assert component["multinode"] == {"nodeCount": 2}, f"the {role} workers span the group's nodes"
         config = yaml.safe_load(flag(main_of(component)["args"], "--kv-transfer-config") or "{}")
@@ -119,13 +120,15 @@ def test_disaggregated_sglang_workers_over_efa_select_the_libfabric_nixl_backend
         assert flag(main_of(component)["args"], "--tensor-parallel-size") == "16", "SGLang's TP is the group's"
 
 
-def test_a_single_node_dynamo_graph_is_unchanged_no_multinode_no_efa_and_prefill_only_kv_connector():
+def test_a_single_node_dynamo_graph_has_no_multinode_no_efa_and_nixl_over_its_default_backend_on_both_roles():
     model = dynamo(acceleratorsPerReplica=8, nodesPerReplica=1, parameters="8B", dynamo={"mode": "disaggregated"})
     roles = {c["type"]: c for c in workers(graph_of(with_model(model)))}
     for component in roles.values():
         assert "multinode" not in component
         assert "vpc.amazonaws.com/efa" not in main_of(component)["resources"]["requests"]
-    assert "--kv-transfer-config" not in main_of(roles["decode"])["args"]
+    prefill, decode = (flag(main_of(roles[r])["args"], "--kv-transfer-config") for r in ("prefill", "decode"))
+    assert decode == prefill, "the decode role receives KV through the connector the prefill role sends with"
+    assert "kv_connector_extra_config" not in yaml.safe_load(decode or "{}"), "LIBFABRIC is for EFA pools only"
 
 
 def test_grove_is_installed_and_enabled_only_when_some_dynamo_model_spans_nodes():

@@ -3,6 +3,8 @@ Service the frontend is reached on."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from components.engines import ENGINES, dynamo
@@ -201,3 +203,73 @@ def test_a_worker_of_a_gated_model_gets_hf_token_from_its_file_not_from_the_pod_
     assert 'HF_TOKEN="$(cat /var/run/secrets/huggingface/token)" && export HF_TOKEN' in worker["command"][2]
     assert program(worker) == ["python3", "-m", "dynamo.vllm"]
     assert not [e for e in worker["env"] if e["name"] == "HF_TOKEN" or "valueFrom" in e]
+
+
+# Issue 16 item 4: the Frontend routes by KV and every worker publishes the KV events it routes by.
+
+
+def _args_flag(main: dict, name: str) -> str | None:
+    args = main["args"]
+    return args[args.index(name) + 1] if name in args else None
+
+
+def _workers(graph: dict) -> dict[str, dict]:
+    return {c["type"]: _main(c) for c in graph["spec"]["components"] if c["type"] != "frontend"}
+
+
+def _with_backend(name: str, backend: str) -> dict:
+    sections = serving_sections()
+    entry = model_entry(sections, name)
+    entry["dynamo"]["backend"] = backend
+    if backend == "trtllm":
+        del entry["revision"]  # the TensorRT-LLM worker would ignore it (refused above)
+    return serving_objects(name, sections)[0]
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b-dynamo", "qwen3-32b-disagg"])
+def test_the_frontend_of_an_aggregated_or_disaggregated_graph_routes_by_kv(name):
+    frontend = _main(_components(_graph(name))[dynamo.FRONTEND])
+    env = {e["name"]: e.get("value") for e in frontend.get("env", [])}
+    assert env.get("DYN_ROUTER_MODE") == "kv", "the 1.4 Frontend defaults to round-robin (router_args.py)"
+
+
+@pytest.mark.parametrize(
+    ("name", "roles"), [("qwen3-8b-dynamo", {"worker"}), ("qwen3-32b-disagg", {"prefill", "decode"})]
+)
+def test_every_vllm_worker_publishes_kv_events_over_zmq_from_its_prefix_cache(name, roles):
+    workers = _workers(_graph(name))
+    assert set(workers) == roles
+    for role, main in workers.items():
+        config = json.loads(_args_flag(main, "--kv-events-config") or "{}")
+        assert config.get("enable_kv_cache_events") is True and config.get("publisher") == "zmq", (
+            f"{role}: dynamo.vllm 1.4 no longer creates an events config; without one the router sees no prefixes"
+        )
+        assert config.get("endpoint") == "tcp://*:5557", "dynamo.vllm subscribes at 127.0.0.1 on this port"
+        assert "--no-enable-prefix-caching" not in main["args"], "KV events come from the prefix cache"
+
+
+@pytest.mark.parametrize(
+    ("name", "roles"), [("qwen3-8b-dynamo", {"worker"}), ("qwen3-32b-disagg", {"prefill", "decode"})]
+)
+def test_every_sglang_worker_publishes_kv_events_with_sglangs_own_config(name, roles):
+    workers = _workers(_with_backend(name, "sglang"))
+    assert set(workers) == roles
+    for role, main in workers.items():
+        config = json.loads(_args_flag(main, "--kv-events-config") or "{}")
+        assert config.get("publisher") == "zmq", f"{role}: dynamo.sglang publishes only when publisher is not null"
+        assert config.get("endpoint") == "tcp://*:5557", "dynamo.sglang subscribes at the pod's IP: bind all"
+        assert "enable_kv_cache_events" not in config, "a vLLM field: SGLang's KVEventsConfig has no such key"
+        assert "--disable-radix-cache" not in main["args"], "KV events come from the radix cache"
+
+
+def test_an_aggregated_tensorrt_llm_worker_publishes_kv_events():
+    assert "--publish-kv-events" in _workers(_with_backend("qwen3-8b-dynamo", "trtllm"))["worker"]["args"], (
+        "dynamo.trtllm publishes no KV events unless asked (backend_args.py, default off)"
+    )
+
+
+def test_decode_workers_carry_the_same_kv_transfer_connector_as_prefill_so_they_receive_kv():
+    workers = _workers(_graph("qwen3-32b-disagg"))
+    prefill, decode = (_args_flag(workers[r], "--kv-transfer-config") for r in ("prefill", "decode"))
+    assert decode is not None, "a decode worker without a connector receives no KV from prefill"
+    assert json.loads(decode) == json.loads(prefill or "{}") == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}

@@ -5,8 +5,16 @@ The graph is a `components` list (v1beta1; `services` was the v1alpha1 map):
 - aggregated: a Frontend and one worker role that does prefill and decode;
 - disaggregated: a Frontend, a prefill role and a decode role. KV blocks move from prefill to
   decode workers, so both roles run the same backend, the same runtime image and the same model
-  revision (stacks/rules/serving.py refuses a `dynamo.prefillRevision` that differs); the vLLM
-  prefill role carries the NIXL KV-transfer connector, as the upstream disaggregated example does.
+  revision (stacks/rules/serving.py refuses a `dynamo.prefillRevision` that differs); both vLLM
+  roles carry the same NIXL KV-transfer connector (the sender's and the receiver's end), as the
+  upstream disaggregated examples do.
+
+Every Frontend routes by KV (`DYN_ROUTER_MODE=kv`) and every worker publishes its KV cache events
+(vLLM and SGLang `--kv-events-config` over ZMQ, TensorRT-LLM `--publish-kv-events`), so a request
+goes to the worker that already holds the longest prefix of its prompt. Decode workers publish too:
+the Frontend routes to the decode set directly (router-guide.md), and events from it are what
+configuration-and-tuning.md asks for decode workers (the upstream disagg_router sample publishes from
+the prefill role only).
 
 The operator (installed by the dynamo-platform chart, see components/serving/platforms.py) turns
 the DGD into pods and a ClusterIP Service `<dgd name>-frontend` on port 8000 for the Frontend.
@@ -79,14 +87,31 @@ BACKENDS: dict[str, tuple[str, str]] = {
 }
 # Component names per role, as the upstream examples spell them (component `name` is free).
 ROLE_NAMES = {"worker": "Worker", "prefill": "PrefillWorker", "decode": "DecodeWorker"}
-# vLLM's prefill role needs a KV connector to hand its KV cache to the decode role (NIXL, as in
-# examples/backends/vllm/deploy/disagg.yaml).
+# Both vLLM roles of a disaggregated graph carry the same KV connector: the prefill role hands its KV
+# cache over it, the decode role receives through it (NIXL, kv_both, as both roles of
+# examples/backends/vllm/deploy/disagg_router.yaml at the 1.4.0 cut e147ceea).
 VLLM_KV_TRANSFER = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 # Over EFA both roles must pick NIXL's LIBFABRIC backend: UCX, the default, runs at about TCP speed
 # there (efa-on-aws.mdx, "Configure NIXL backend").
 VLLM_KV_TRANSFER_EFA = (
     '{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_connector_extra_config":{"backends":["LIBFABRIC"]}}'
 )
+# The Frontend routes by KV (`DYN_ROUTER_MODE`, the env of `--router-mode`: dynamo/common/configuration/
+# groups/router_args.py; the agg_router and disagg_router samples set it on the Frontend only). The
+# router learns which worker holds which prefix from the workers' KV events, and in 1.4 no worker
+# creates an events config of its own (vllm/args.py create_kv_events_config returns the user's or
+# None): the engine publishes over ZMQ to the Dynamo worker in its pod, which forwards the events on
+# Dynamo's event plane (ZMQ by default, so neither NATS nor etcd is involved).
+ROUTER_MODE_ENV = {"name": "DYN_ROUTER_MODE", "value": "kv"}
+# vLLM binds its publisher here and dynamo.vllm subscribes at 127.0.0.1 on the same port (vllm/main.py);
+# 5557 is vLLM's KVEventsConfig default endpoint. Events need the prefix cache, which dynamo.vllm turns
+# on when no flag says otherwise (vllm/args.py update_engine_config_with_dynamo).
+VLLM_KV_EVENTS = '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:5557","enable_kv_cache_events":true}'
+# SGLang's own KVEventsConfig (no enable_kv_cache_events field: a publisher other than "null" turns events
+# on, sglang/args.py); dynamo.sglang subscribes at the pod's IP (sglang/publisher.py), so it binds `*`.
+SGLANG_KV_EVENTS = '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:5557"}'
+# TensorRT-LLM publishes through Dynamo's own flag (trtllm/backend_args.py, default off).
+TRTLLM_KV_EVENTS = "--publish-kv-events"
 SGLANG_NIXL_BACKEND = {"name": "SGLANG_DISAGGREGATION_NIXL_BACKEND", "value": "LIBFABRIC"}
 # What efa-on-aws.mdx requires on every EFA worker (FI_PROVIDER, device RDMA for NIXL's GPU memory,
 # no shared-memory transfer) and recommends (no fork safety), beside the NCCL sizes every group gets.
@@ -147,12 +172,14 @@ def _worker_args(spec: WorkloadSpec, role: str) -> list[str]:
             args += ["--context-length", str(model.max_model_len)]
         if role in ("prefill", "decode"):
             args += ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
+        args += ["--kv-events-config", SGLANG_KV_EVENTS]
     elif block.backend == "trtllm":
         args = ["--model-path", model.model, "--served-model-name", spec.served.served_model_name]
         if tensor > 1:
             args += ["--tensor-parallel-size", str(tensor)]
         if model.max_model_len:
             args += ["--max-seq-len", str(model.max_model_len)]
+        args.append(TRTLLM_KV_EVENTS)
     else:
         args += ["--served-model-name", spec.served.served_model_name]
         if tensor > 1:
@@ -160,11 +187,9 @@ def _worker_args(spec: WorkloadSpec, role: str) -> list[str]:
         if model.max_model_len:
             args += ["--max-model-len", str(model.max_model_len)]
         if role in ("prefill", "decode"):
-            args += ["--disaggregation-mode", role]
-        if role in ("prefill", "decode") and over_efa(spec):
-            args += ["--kv-transfer-config", VLLM_KV_TRANSFER_EFA]
-        elif role == "prefill":
-            args += ["--kv-transfer-config", VLLM_KV_TRANSFER]
+            transfer = VLLM_KV_TRANSFER_EFA if over_efa(spec) else VLLM_KV_TRANSFER
+            args += ["--disaggregation-mode", role, "--kv-transfer-config", transfer]
+        args += ["--kv-events-config", VLLM_KV_EVENTS]
     if model.trust_remote_code:
         args.append("--trust-remote-code")
     return args + list(model.engine_args)
@@ -246,6 +271,7 @@ def _frontend(spec: WorkloadSpec) -> dict[str, Any]:
                     {
                         "name": "main",
                         "image": runtime_image(spec.model).ref,
+                        "env": [dict(ROUTER_MODE_ENV)],
                         "resources": {
                             "requests": {"cpu": "250m", "memory": "512Mi"},
                             "limits": {"cpu": "1", "memory": "2Gi"},

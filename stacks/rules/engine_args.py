@@ -1,8 +1,10 @@
 """`models[].engineArgs` pass through after the flags the platform manages; they cannot take over
 what the platform owns: where the server listens, which model it loads and the name it serves it
 under, the parallelism sizes that follow from `acceleratorsPerReplica`, `--trust-remote-code`
-(`trustRemoteCode`), the typed keys (`maxModelLen`, `sglang.grammarBackend`, `tgi.quantize`), a
-config file that would set any of these out of sight, and anything that looks like a credential.
+(`trustRemoteCode`), a Dynamo worker's role and KV-routing wiring (KV transfer, KV events, the prefix
+cache they come from, a worker set's router), the typed keys (`maxModelLen`,
+`sglang.grammarBackend`, `tgi.quantize`), a config file that would set any of these out of sight, and
+anything that looks like a credential.
 
 Each engine's flag spellings come from its own parser at the pinned version:
 - vLLM 0.29.0 (`vllm/engine/arg_utils.py`, `vllm/entrypoints/launchers/cli_args.py`, where 0.29 keeps
@@ -65,6 +67,18 @@ CONFIG = (
     "engineArgs instead"
 )
 DISAGG = "sets the Dynamo role wiring, which the platform derives from dynamo.mode; remove it"
+KV_EVENTS = (
+    "sets how the worker publishes its KV cache events, which the platform configures on every Dynamo worker "
+    "(the Frontend's KV router routes by them); remove it"
+)
+KV_CACHE = (
+    "turns off the prefix cache whose KV events the Frontend's KV router routes by, which the platform keeps on "
+    "for every Dynamo worker; remove it"
+)
+ROUTER = (
+    "sets the router this worker set advertises, which replaces the Frontend's KV routing for it (Dynamo's "
+    "per-worker-set router override); remove it"
+)
 API_KEY = (
     "puts a credential into the container's arguments, readable by anyone who can read the pod spec; clients "
     "authenticate at the gateway (gateway.auth: apiKey with gateway.apiKeysSecret, or jwt), and the engine's "
@@ -177,6 +191,14 @@ _DYNAMO = {
     "--disaggregation-mode": DISAGG,
     "--disaggregation-transfer-backend": DISAGG,
     "--kv-transfer-config": DISAGG,
+    "--kv-events-config": KV_EVENTS,
+    "--publish-kv-events": KV_EVENTS,
+    "--no-publish-kv-events": KV_EVENTS,
+    "--publish-events-and-metrics": KV_EVENTS,
+    "--no-publish-events-and-metrics": KV_EVENTS,
+    "--no-enable-prefix-caching": KV_CACHE,
+    "--disable-radix-cache": KV_CACHE,
+    "--router-mode": ROUTER,
     "--engine-config-json": CONFIG,
     "--model-path": MODEL,
     "--max-seq-len": MAXLEN,
