@@ -109,7 +109,15 @@ def test_disaggregated_vllm_workers_over_efa_move_kv_blocks_with_nixls_libfabric
         assert config["kv_connector_extra_config"]["backends"] == ["LIBFABRIC"], (
             f"{role}: UCX, NIXL's default, runs at about TCP speed over EFA; both ends must use LIBFABRIC"
         )
+        assert main_of(component)["securityContext"] == {"privileged": True, "capabilities": {"add": ["IPC_LOCK"]}}, (
+            f"{role}: NIXL's fi_mr_reg of GPU memory over EFA needs privileged (IPC_LOCK alone fails)"
+        )
+    waived = " ".join(graph["metadata"]["annotations"].values())
+    assert "CKV_K8S_16=" in waived and "fi_mr_reg" in waived, "the privilege carries its reason"
     assert validate_custom(graph, schema_dir()) == []  # type: ignore[arg-type]
+    aggregated = graph_of(with_model(dynamo()))
+    assert all("securityContext" not in main_of(c) for c in workers(aggregated)), "no NIXL, no privilege"
+    assert "annotations" not in aggregated["metadata"]
 
 
 def test_disaggregated_sglang_workers_over_efa_select_the_libfabric_nixl_backend():
