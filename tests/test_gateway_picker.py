@@ -3,6 +3,7 @@ policy that calls it, the pick honoured in the route's one BackendTrafficPolicy,
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,9 +11,12 @@ import yaml
 
 from components.gateway import isolation, picker
 from components.gateway.routing import EG_NAMESPACE, PICKER_HEADER, PROXY_POD_LABELS, REQUEST_TIMEOUT, model_routing
+from components.monitoring.collection import picker_pod_monitor
+from components.monitoring.dashboards import dashboards
 from stacks import conformance
 from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections
+from stacks.metrics import PICKER_METRICS
 from stacks.resolved import PICKER_ENGINE_LABEL, ResolvedStack
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
 from tests.conftest import DEV, rendered_stack, sections_of
@@ -174,3 +178,32 @@ def test_routing_on_a_model_without_a_route_is_refused():
     sections["models"][0]["expose"] = False
     found = _problems(sections)
     assert any(p.startswith("inference-platform:models[0].routing: ") for p in found), found
+
+
+def test_the_pickers_own_metrics_are_scraped_per_model_and_only_the_scraper_reaches_them():
+    stack = _stack()
+    model = resolved_model(stack, "qwen3-8b")
+    monitor = picker_pod_monitor(model)
+    assert monitor is not None and monitor["metadata"]["namespace"] == model.namespace
+    assert monitor["spec"]["selector"] == {"matchLabels": picker.pod_labels(model)}, "the picker's pods"
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
+    assert endpoint["relabelings"][0]["replacement"] == "qwen3-8b", "its series name the model it picks for"
+    assert SCHEMAS is not None and conformance.validate_custom(monitor, SCHEMAS) == []
+    values = picker.values(model, stack.images["endpoint-picker"])
+    assert values["router"]["monitoring"] == {"prometheus": {"auth": {"enabled": False}}}, "scraped without a token"
+    policy = isolation.picker_ingress(model, gateway_namespaces=[EG_NAMESPACE], scraper_namespace="monitoring")
+    scraper = [r for r in policy["spec"]["ingress"] if r["ports"][0]["port"] == picker.METRICS_PORT]
+    assert [r["from"] for r in scraper] == [
+        [{"namespaceSelector": {"matchLabels": {isolation.NS_LABEL: "monitoring"}}}]
+    ]
+    unrouted = resolved_model(stack, "llama-3-8b-neuron")
+    assert picker_pod_monitor(unrouted) is None
+
+
+def test_a_dashboard_shows_the_pickers_metrics_where_an_engine_it_reads_is_served():
+    (board,) = [b for b in dashboards({"vllm"}, set()) if b["metadata"]["name"] == "dashboard-endpoint-picker"]
+    exprs = " ".join(t["expr"] for p in json.loads(next(iter(board["data"].values())))["panels"] for t in p["targets"])
+    for m in PICKER_METRICS.values():
+        assert m.name in exprs, f"{m.name} is on the dashboard"
+    assert not [b for b in dashboards({"tgi", "ollama"}, set()) if b["metadata"]["name"] == "dashboard-endpoint-picker"]

@@ -7,7 +7,7 @@ Ingress to a model's pods comes only from
 - the metrics scraper's namespace, on the metrics port;
 - the model's own pods (Dynamo frontend and workers, Ray head and workers talk to each other);
 - its endpoint picker (`models[].routing`), on the metrics port it scrapes; the picker's own pods
-  take ingress only from the Envoy proxies, on its ext_proc port;
+  take ingress only from the Envoy proxies, on its ext_proc port, and the scraper on its metrics port;
 - the serving platforms' controller namespaces the wiring names for the model's engine
   (`platform_namespaces`, built by components/serving/platforms.py `controller_namespaces`): the
   KubeRay operator polls the Ray head's dashboard, the Dynamo and NIM operators their pods, and
@@ -89,8 +89,18 @@ def _picked(served: Endpoint) -> bool:
     return served.expose and served.routing is not None and served.routing.picker
 
 
-def picker_ingress(served: Endpoint, *, gateway_namespaces: Iterable[str]) -> dict[str, Any]:
-    """The picker's pods answer only the Envoy proxies, on ext_proc; nothing else calls them."""
+def picker_ingress(
+    served: Endpoint, *, gateway_namespaces: Iterable[str], scraper_namespace: str | None
+) -> dict[str, Any]:
+    """The picker's pods answer only the Envoy proxies, on ext_proc, and the scraper on its metrics port."""
+    rules: list[dict[str, Any]] = [
+        {
+            "from": _proxies(sorted(set(gateway_namespaces))),
+            "ports": [{"protocol": "TCP", "port": picker.EXT_PROC_PORT}],
+        }
+    ]
+    if scraper_namespace:
+        rules.append({"from": [_ns(scraper_namespace)], "ports": [{"protocol": "TCP", "port": picker.METRICS_PORT}]})
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -98,12 +108,7 @@ def picker_ingress(served: Endpoint, *, gateway_namespaces: Iterable[str]) -> di
         "spec": {
             "podSelector": {"matchLabels": picker.pod_labels(served)},
             "policyTypes": ["Ingress"],
-            "ingress": [
-                {
-                    "from": _proxies(sorted(set(gateway_namespaces))),
-                    "ports": [{"protocol": "TCP", "port": picker.EXT_PROC_PORT}],
-                }
-            ],
+            "ingress": rules,
         },
     }
 
@@ -160,5 +165,5 @@ def namespace_policies(
             )
         )
         if _picked(served) and gateways:
-            objs.append(picker_ingress(served, gateway_namespaces=gateways))
+            objs.append(picker_ingress(served, gateway_namespaces=gateways, scraper_namespace=scraper_namespace))
     return objs

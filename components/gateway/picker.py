@@ -29,6 +29,8 @@ from .routing import EG_API, REQUEST_TIMEOUT
 # The picker's gRPC ext_proc port: routerlib values `epp.extProcPort` and the Service's
 # `grpc-ext-proc` port (appProtocol kubernetes.io/h2c).
 EXT_PROC_PORT = 9002
+# Its own metrics (container port `metrics`, Service port `http-metrics`; --metrics-port default).
+METRICS_PORT = 9090
 # Per ext_proc message: Envoy Gateway's 200ms default fails a streamed generation; this is the
 # route's own request timeout, so the picker never ends a request the route still allows.
 MESSAGE_TIMEOUT = REQUEST_TIMEOUT
@@ -136,6 +138,10 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
             # The standalone chart's default adds port 8081 for its own proxy, which is off.
             "extraServicePorts": [],
             "epp": epp,
+            # --metrics-endpoint-auth=false: the platform's Prometheus scrapes a PodMonitor without a
+            # token, as it does the engines; `<model>-picker-ingress` admits only the scraper's
+            # namespace to the metrics port.
+            "monitoring": {"prometheus": {"auth": {"enabled": False}}},
         }
     }
 
