@@ -324,6 +324,8 @@ class Platform(pulumi.ComponentResource):
                 scraper_namespace=MONITORING_NAMESPACE if platform.addons.monitoring.enabled else None,
                 platform_namespaces=dict(stack.controller_namespaces),
                 litellm=wiring.litellm,
+                picker_chart=chart("llm-d-router-standalone"),
+                picker_image=stack.images.images.get("endpoint-picker"),
             ),
             pulumi.ResourceOptions(parent=self),
         )

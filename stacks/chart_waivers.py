@@ -249,6 +249,20 @@ WAIVERS: tuple[Waiver, ...] = (
         "CKV_K8S_38": API_TOKEN + " (it reconciles LeaderWorkerSets, their StatefulSets and pods)",
         "CKV2_K8S_6": NO_NETPOL + " and serve its admission webhooks to it",
     }),
+    # ---- llm-d router standalone v0.10.0 (a model's endpoint picker, models[].routing): the
+    # library chart's deployment template takes image, flags, resources, affinity and tolerations,
+    # no security context.
+    Waiver("llm-d-router-standalone-v0.10.0", "Deployment", "*-picker-epp", {
+        **{check: "charts/router/templates/_deployment.yaml renders no securityContext at pod or "
+           "container level and has no value for one"
+           for check in ("CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_29",
+                         "CKV_K8S_30", "CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_40")},
+        "CKV_K8S_38": "the picker watches the model's pods through the API server with this token (the "
+        "chart's Role `<release>-epp-sa`: pods get/list/watch, in the model's namespace only)",
+        "CKV2_K8S_6": "the platform's own `<model>-picker-ingress` NetworkPolicy selects it (components/"
+        "gateway/isolation.py: only the Envoy proxies, on 9002), rendered with the program's objects, "
+        "not in this chart's directory",
+    }),
 )  # fmt: skip
 
 

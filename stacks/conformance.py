@@ -68,6 +68,13 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
     "aws-efs-csi-driver": ([("", "aws-efs-csi-driver/v3.4.1/values.yaml")], None),
     "aws-fsx-csi-driver": ([("", "aws-fsx-csi-driver/v1.9.0/values.yaml")], None),
     "lws": ([("", "lws/v0.10.0/chart/values.yaml")], None),
+    "llm-d-router-standalone": (
+        [
+            ("", "llm-d-router/v0.10.0/chart/llm-d-router-standalone/values.yaml"),
+            ("router", "llm-d-router/v0.10.0/chart/routerlib/values.yaml"),
+        ],
+        None,
+    ),
     # Not in shared/schemas (VALUES_NOT_ON_FILE says where each comes from): checked once fetched.
     "kube-prometheus-stack": (
         [
@@ -113,6 +120,14 @@ COMMENTED_KEYS: dict[tuple[str, str], str] = {
     ),
     ("aws-efa-k8s-device-plugin", "resources.limits"): (
         "commented out in values.yaml (`# limits:`) and rendered whole by templates/daemonset.yaml (toYaml)"
+    ),
+    ("llm-d-router-standalone", "router.modelServers.matchLabels"): (
+        "commented out in both values files (`# matchLabels: # REQUIRED`); routerlib templates/_deployment.yaml "
+        "renders it as --endpoint-selector and templates/_validations.tpl requires it with inferencePool.create false"
+    ),
+    ("llm-d-router-standalone", "router.epp.flags"): (
+        "commented out in routerlib values.yaml (`# flags:`); templates/_deployment.yaml renders each entry as "
+        "--<key>=<value>"
     ),
     ("lws", "podSecurityContext.runAsUser"): (
         "templates/manager/deployment.yaml renders .Values.podSecurityContext whole (toYaml)"

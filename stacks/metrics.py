@@ -14,6 +14,9 @@ Sources (names and units as each project's own code/docs spell them at the pinne
 - Dynamo frontend (`lib/runtime/src/metrics/prometheus_names.rs`): `dynamo_frontend_*`, seconds.
 - Ray Serve: `ray_serve_http_request_latency_ms` is in MILLISECONDS.
 - Ollama exports no Prometheus metrics at all.
+- The llm-d router's endpoint picker v0.10.0 (`docs/metrics.md`, prefix `llm_d_epp_`, on its own
+  port 9090): request counts, errored requests (label `error_code`), the scheduler's end-to-end
+  latency in seconds, ready endpoints.
 - DCGM exporter: `DCGM_FI_DEV_GPU_UTIL` is a percentage 0-100; neuron-monitor's
   `neuroncore_utilization_ratio` is a 0-1 fraction.
 """
@@ -25,7 +28,7 @@ from typing import Literal
 
 Kind = Literal["histogram", "gauge", "counter"]
 # Units as the metric carries them. A rate() of a counter or of a histogram's _sum is "<unit>/s".
-Unit = Literal["s", "ms", "ratio", "percent", "tokens", "requests", "MiB"]
+Unit = Literal["s", "ms", "ratio", "percent", "tokens", "requests", "endpoints", "MiB"]
 
 # The signals a serving dashboard and an SLO talk about.
 Signal = Literal["ttft", "itl", "e2e", "tokens", "queue", "running", "kv_cache", "requests"]
@@ -87,6 +90,14 @@ ENGINE_METRICS: dict[str, dict[str, Metric]] = {
     "ollama": {},  # no Prometheus endpoint
 }
 
+# The endpoint picker's own metrics (models[].routing), by signal.
+PICKER_METRICS: dict[str, Metric] = {
+    "requests": Metric("llm_d_epp_request_total", "counter", "requests", "requests the picker handled"),
+    "errors": Metric("llm_d_epp_request_error_total", "counter", "requests", "requests it errored"),
+    "scheduling": Metric("llm_d_epp_scheduler_e2e_duration_seconds", "histogram", "s", "time to pick an endpoint"),
+    "ready": Metric("llm_d_epp_ready_endpoints", "gauge", "endpoints", "ready endpoints it picks from"),
+}
+
 # Accelerator exporters, by accelerator.
 NODE_METRICS: dict[str, dict[str, Metric]] = {
     "nvidia": {
@@ -108,6 +119,7 @@ GRAFANA_UNITS: dict[str, str] = {
     "tokens/s": "suffix: tokens/s",
     "requests/s": "reqps",
     "requests": "short",
+    "endpoints": "short",
 }
 
 

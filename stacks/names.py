@@ -41,6 +41,7 @@ from .resolved import AIBRIX_GATEWAY, CONTROLLER_NAMESPACES, DEFAULT_NAMESPACE, 
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
 RAY_SERVICE_MAX = 53 - 6  # KubeRay MaxRayServiceNameLength
+HELM_RELEASE_MAX = 53  # helm's release-name limit
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 # Namespaces Kubernetes owns: the kube- prefix is reserved for them, and `default` is every
@@ -102,6 +103,10 @@ PLATFORM_SUFFIXES = {
     "-hpa": "PodAutoscaler",
     "-apa": "PodAutoscaler",
     "-profile": "DynamoGraphDeploymentRequest",
+    "-traffic": "BackendTrafficPolicy",
+    "-picker": "EnvoyExtensionPolicy",
+    "-picker-from-gateway": "ReferenceGrant",
+    "-picker-ingress": "NetworkPolicy",
 }
 # Services the operators derive from the workload's name (DNS-1035 labels, also label values):
 # KubeRay GenerateServeServiceName/GenerateHeadServiceName; Dynamo `<graph>-<component, lower case>`.
@@ -129,6 +134,10 @@ def model_names(model: ModelSection) -> list[Derived]:
     ]
     if model.engine == "ray-serve":
         out.append(Derived(name, "RayService (KubeRay's MaxRayServiceNameLength)", RAY_SERVICE_MAX, dns_1035=True))
+    if model.routing is not None and model.routing.strategy != "round-robin":
+        # components/gateway/picker.py: the release `<model>-picker`; the chart cuts it to 40 for its
+        # `-epp` objects, whose name is also its pods' label value.
+        out.append(Derived(f"{name}-picker", "Helm release of the endpoint picker", HELM_RELEASE_MAX))
     return out
 
 

@@ -45,6 +45,7 @@ from .resolved import (
     ResolvedModel,
     ResolvedPool,
     ResolvedStack,
+    RoutePicking,
     Team,
 )
 from .versions import IMAGES, Image
@@ -221,7 +222,8 @@ def rendered_images(
 ) -> tuple[str, ...]:
     """The catalog names of the platform's own images a stack renders, under the conditions the
     builders render them: the preparation steps for every model whose artifacts the platform
-    prepares (components/storage/cache.py `self_fetching`), Dynamo's planner for a profiling request,
+    prepares (components/storage/cache.py `self_fetching`), Dynamo's planner for a profiling request, the
+    endpoint picker for every model routed through one,
     and, in a stack that owns the platform, LiteLLM (and its Redis), AIBrix's Envoy pair and init
     image, and neuron-monitor on Neuron pools under monitoring. Builders look their images up in the
     table built from this list, so one left out here fails the render instead of going unpinned."""
@@ -230,6 +232,8 @@ def rendered_images(
         names += ["model-prep-s3", "model-prep-hub"]
     if any(m.engine == "dynamo" and dynamo_block(m).request_profiling for m in models):
         names.append("dynamo-planner")
+    if any(picked(m) for m in models):
+        names.append("endpoint-picker")
     if owns_platform:
         if addons.litellm.enabled:
             names += ["litellm", *(["redis"] if addons.litellm.redis else [])]
@@ -317,7 +321,27 @@ def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> 
         scaler=model.autoscaling.owner,
         aibrix=view.addons.aibrix.enabled,
         group=replica_group(model),
+        routing=route_picking(model),
     )
+
+
+def route_picking(model: ModelSection) -> RoutePicking | None:
+    """`models[].routing` with the engine's picker name (the stack rules refuse a picker strategy on an
+    engine without one, so a None here for one is a bug)."""
+    if model.routing is None or not model.expose:
+        return None
+    strategy = model.routing.strategy
+    if strategy == "round-robin":
+        return RoutePicking(strategy=strategy, engine_type=None)
+    engine_type = engine(model.engine).FACTS.picker_engine
+    if engine_type is None:
+        raise ValueError(f"routing.strategy {strategy} on engine {model.engine}, which the picker cannot read")
+    return RoutePicking(strategy=strategy, engine_type=engine_type)
+
+
+def picked(model: ModelSection) -> bool:
+    """The model gets an endpoint picker (its own chart release)."""
+    return model.expose and model.routing is not None and model.routing.strategy != "round-robin"
 
 
 def controller_namespaces(addons: AddonsSection, engines: set[str]) -> dict[str, tuple[str, ...]]:

@@ -148,6 +148,24 @@ LWS_NAMESPACE = "lws-system"
 MODEL_LABEL = "inference-platform.io/model"
 
 
+# The llm-d router's per-pod engine label: its metrics extractor reads a pod by the engine it names, and
+# a pod without it as vLLM (llm-d-router v0.10.0 extractor/metrics/factories.go, RELEASE-NOTES #922).
+PICKER_ENGINE_LABEL = "llm-d.ai/engine-type"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoutePicking:
+    """`models[].routing` resolved: the strategy and, when an endpoint picker serves it, the llm-d
+    router's name for the model's engine (its engine catalog's `picker_engine`)."""
+
+    strategy: str
+    engine_type: str | None  # None: round-robin, no picker
+
+    @property
+    def picker(self) -> bool:
+        return self.engine_type is not None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Endpoint:
     """A server the front door routes to and the scrapers read: a model's, or the LiteLLM proxy's."""
@@ -164,6 +182,8 @@ class Endpoint:
     # Paths that manage the server; never routed.
     management_paths: tuple[str, ...]
     expose: bool
+    # How the front door picks a pod per request; None: Envoy Gateway's default balancing.
+    routing: RoutePicking | None = None
 
     @property
     def selector(self) -> dict[str, str]:

@@ -64,6 +64,10 @@ CHARTS: dict[str, Chart] = {
     # Chart version = controller appVersion since v3 (aws/eks-charts stable/aws-load-balancer-controller).
     "aws-load-balancer-controller": Chart("aws-load-balancer-controller", "3.5.0", "https://aws.github.io/eks-charts"),
     "envoy-gateway": Chart("gateway-helm", "v1.9.0", "oci://docker.io/envoyproxy"),
+    # llm-d/llm-d-router v0.10.0 config/charts/llm-d-router-standalone: the endpoint picker alone (no
+    # InferencePool, no proxy with the values the front door sets); hack/push-chart.sh publishes it
+    # with --version v0.10.0 to ghcr.io/llm-d/charts.
+    "llm-d-router-standalone": Chart("llm-d-router-standalone", "v0.10.0", "oci://ghcr.io/llm-d/charts"),
     # gateway-helm installs the Gateway API CRDs and Envoy Gateway's own CRDs (crds.enabled).
     "kube-prometheus-stack": Chart(
         "kube-prometheus-stack", "81.6.2", "https://prometheus-community.github.io/helm-charts"
@@ -112,6 +116,10 @@ IMAGES: dict[str, Image] = {
     # own image (the chart version) as the shutdown manager (shared/schemas/FINDINGS-routing.md).
     "envoy-proxy": Image("docker.io/envoyproxy/envoy", "distroless-v1.39.0"),
     "envoy-gateway": Image("docker.io/envoyproxy/gateway", "v1.9.0"),
+    # The llm-d router's endpoint picker (models[].routing). The chart's source values say `main` with
+    # pullPolicy Always; hack/push-chart.sh rewrites them to this tag at release, and the front door
+    # sets them from here either way.
+    "endpoint-picker": Image("ghcr.io/llm-d/llm-d-router-endpoint-picker", "v0.10.0"),
     # AIBrix's init containers default to busybox:stable, a tag that moves.
     "busybox": Image("docker.io/library/busybox", "1.37.0"),
     # --- model preparation (components/storage/prepare.py) ---------------------------------------

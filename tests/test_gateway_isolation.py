@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.gateway import isolation
+from components.gateway import isolation, picker
 from components.gateway.routing import EG_NAMESPACE
 from tests.builders import resolved_stack
 
@@ -44,12 +44,17 @@ def test_a_model_admits_the_gateway_on_its_port_the_scraper_on_its_metrics_port_
         assert gateway["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "proxy"
         scraper = by_source[frozenset({"monitoring"})]
         assert scraper["ports"] == [{"protocol": "TCP", "port": served.metrics_port}], "scraper: metrics port only"
-        peers = by_source[frozenset({"same-namespace"})]
-        assert peers["from"] == [{"podSelector": {"matchLabels": served.selector}}], "the model's own pods only"
+        peers = [r for r in spec["ingress"] if r["from"] == [{"podSelector": {"matchLabels": served.selector}}]]
+        assert len(peers) == 1 and "ports" not in peers[0], "the model's own pods reach each other"
+        others = [r for r in spec["ingress"] if sources(r) == {"same-namespace"} and r not in peers]
+        assert all(r["from"] == [{"podSelector": {"matchLabels": picker.pod_labels(served)}}] for r in others), (
+            "besides its peers, only its endpoint picker comes from the namespace"
+        )
 
 
 def test_an_unexposed_model_gets_no_gateway_ingress(dev):
     dev["models"][0]["expose"] = False
+    del dev["models"][0]["routing"]  # routing needs the route
     served = resolved_stack(dev).models[0]
     spec = isolation.model_ingress(served, gateway_namespaces=[EG_NAMESPACE], scraper_namespace=None)
     assert all(EG_NAMESPACE not in sources(r) for r in spec["spec"]["ingress"])

@@ -173,8 +173,11 @@ def test_rate_limits_are_per_authenticated_client(dev):
 def test_no_rate_limit_policy_unless_asked(dev):
     del dev["gateway"]["rateLimit"]
     stack = resolved_stack(dev)
-    objs = model_routing(stack.platform.gateway, stack.models[0], stack.route_parent)
-    assert not of_kind(objs, "BackendTrafficPolicy")
+    for served in stack.models:
+        objs = model_routing(stack.platform.gateway, served, stack.route_parent)
+        assert all("rateLimit" not in p["spec"] for p in of_kind(objs, "BackendTrafficPolicy")), served.name
+        if served.routing is None:
+            assert not of_kind(objs, "BackendTrafficPolicy"), f"{served.name}: nothing to set, no policy"
 
 
 def test_a_route_reaches_another_namespace_only_through_a_grant_for_that_one_service(dev_render):

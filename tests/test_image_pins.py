@@ -66,6 +66,16 @@ def images_in(manifests: list[dict[str, Any]]) -> set[str]:
     return {c["image"] for m in manifests for c in containers(m)}
 
 
+def picker_images(releases: list[dict[str, Any]]) -> set[str]:
+    """The endpoint pickers' images, as their chart composes them from the values."""
+    found = set()
+    for rel in releases:
+        image = ((rel.get("values") or {}).get("router") or {}).get("epp", {}).get("image")
+        if image:
+            found.add(f"{image['registry']}/{image['repository']}:{image['tag']}")
+    return found
+
+
 @pytest.fixture(scope="module")
 def prod_render():
     return render_sections(prod_stack())
@@ -132,12 +142,16 @@ def test_the_table_holds_exactly_the_platform_images_the_prod_stack_renders(prod
     """`rendered_images` says what the builders render: nothing it lists is missing from the render
     (a builder asking for an unlisted one fails the render)."""
     stack = resolved_stack(prod_stack())
-    assert set(stack.images) == {"model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor"}
-    rendered = images_in(prod_render.manifests())
+    assert set(stack.images) == {
+        "model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker"
+    }  # fmt: skip
+    rendered = images_in(prod_render.manifests()) | picker_images(prod_render.releases())
     assert {stack.images[n].ref for n in stack.images} <= rendered
 
 
-@pytest.mark.parametrize("name", ["model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor"])
+@pytest.mark.parametrize(
+    "name", ["model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker"]
+)
 def test_prod_refuses_each_rendered_image_without_a_digest_at_its_key(name):
     s = prod_stack()
     del s["images"][name]

@@ -11,7 +11,7 @@ import pytest
 
 from components.engines import ENGINES
 from components.monitoring.dashboards import accelerator_dashboard, engine_dashboard
-from stacks.metrics import ENGINE_METRICS, NODE_METRICS, Metric
+from stacks.metrics import ENGINE_METRICS, NODE_METRICS, PICKER_METRICS, Metric
 from tests.conftest import ALL_STACKS, sections_of, stack_manifests
 
 # Expected Grafana unit, written out here independently of the builders: (how the query uses the
@@ -22,6 +22,7 @@ EXPECTED_UNIT = {
     ("rate", "tokens"): "suffix: tokens/s",
     ("rate", "requests"): "reqps",
     ("value", "requests"): "short",
+    ("value", "endpoints"): "short",
     ("value", "ratio"): "percentunit",
     ("value", "percent"): "percent",
     ("value", "MiB"): "decmbytes",
@@ -31,6 +32,8 @@ NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
 def catalog_for(board: dict[str, Any]) -> dict[str, Metric]:
     engines = [t.split(":", 1)[1] for t in board["tags"] if t.startswith("engine:")]
+    if "endpoint-picker" in board["tags"]:
+        return {m.name: m for m in PICKER_METRICS.values()}
     tables = [ENGINE_METRICS[e] for e in engines] if engines else list(NODE_METRICS.values())
     return {m.name: m for table in tables for m in table.values()}
 

@@ -184,7 +184,7 @@ def test_rendered_podmonitors_and_rules_have_the_shape_the_prometheus_operator_e
     monitors = [o for o in objs if o["kind"] == "PodMonitor"]
     rules = [o for o in objs if o["kind"] == "PrometheusRule"]
     assert monitors and rules
-    allowed_endpoint = {"port", "portNumber", "path", "interval"}
+    allowed_endpoint = {"port", "portNumber", "path", "interval", "relabelings"}
     for mon in monitors:
         assert mon["apiVersion"] == "monitoring.coreos.com/v1"
         assert set(mon["spec"]) <= {"selector", "podMetricsEndpoints", "podTargetLabels"}
@@ -192,6 +192,8 @@ def test_rendered_podmonitors_and_rules_have_the_shape_the_prometheus_operator_e
         for ep in mon["spec"]["podMetricsEndpoints"]:
             assert set(ep) <= allowed_endpoint and ({"port", "portNumber"} & set(ep)), ep
             assert ep["path"].startswith("/")
+            for relabel in ep.get("relabelings", []):  # an endpoint picker's: the model it picks for
+                assert relabel["action"] == "replace" and relabel["targetLabel"] == "inference_platform_io_model"
     for rule in rules:
         for group in rule["spec"]["groups"]:
             assert set(group) == {"name", "rules"}

@@ -79,6 +79,8 @@ FACTS = EngineFacts(
     metrics_path="/metrics",
     controller="dynamo",
     platform_workload=False,
+    # No picker_engine: the Frontend already routes (its --router-mode), and a picker in front of it
+    # would score the Frontend pods, not the workers.
 )
 API_VERSION = "nvidia.com/v1beta1"
 

@@ -24,6 +24,11 @@ class EngineFacts:
     # The add-on whose operator runs this engine's objects (its CRDs' installer, and the controller
     # namespace that must reach the pods); None for engines the platform runs as its own workloads.
     controller: str | None = None
+    # The llm-d router's name for this server (its `llm-d.ai/engine-type` pod label and chart
+    # `modelServers.type`), whose metrics its endpoint picker reads (llm-d-router v0.10.0
+    # pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go defaultEngineConfigs: vllm,
+    # sglang, trtllm-serve, triton-tensorrt-llm, triton); None: it cannot read them.
+    picker_engine: str | None = None
     # Sized by the fit check and scaled by an HPA or AIBrix as the platform's own workload (False:
     # run and scaled by its operator).
     platform_workload: bool = True

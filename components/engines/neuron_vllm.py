@@ -27,6 +27,8 @@ from .vllm import served_args
 from .workload import EngineContainer, deployment
 from .workload import manifests as workload_manifests
 
+# No picker_engine: that vLLM 0.16 with the vllm-neuron plugin exports the gauges the llm-d router's
+# vllm config reads (vllm:kv_cache_usage_perc, vllm:num_requests_waiting) is not verified.
 FACTS = EngineFacts(
     port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics", accelerators=("neuron",)
 )

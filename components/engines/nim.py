@@ -46,6 +46,9 @@ FACTS = EngineFacts(
     ready_path="/v1/health/ready",
     metrics_path="/v1/metrics",
     controller="nim-operator",
+    # No picker_engine: NIM serves its metrics at /v1/metrics without the `vllm:` prefix
+    # (num_requests_waiting, gpu_cache_usage_perc; docs.nvidia.com/nim/large-language-models
+    # observability), which none of the llm-d router's built-in engine configs reads.
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000

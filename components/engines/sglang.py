@@ -25,7 +25,9 @@ from .spec import WorkloadSpec
 from .workload import EngineContainer
 from .workload import manifests as workload_manifests
 
-FACTS = EngineFacts(port=30000, health_path="/health", ready_path="/health", metrics_path="/metrics")
+FACTS = EngineFacts(
+    port=30000, health_path="/health", ready_path="/health", metrics_path="/metrics", picker_engine="sglang"
+)
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000
 

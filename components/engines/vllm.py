@@ -32,7 +32,9 @@ from .spec import WorkloadSpec
 from .workload import EngineContainer
 from .workload import manifests as workload_manifests
 
-FACTS = EngineFacts(port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics")
+FACTS = EngineFacts(
+    port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics", picker_engine="vllm"
+)
 
 
 def served_args(spec: WorkloadSpec) -> list[str]:

@@ -23,6 +23,7 @@ from typing import Any
 from stacks.config import ModelSection
 from stacks.fit import Requests
 from stacks.metrics import custom_metric, scaling_metric
+from stacks.resolved import PICKER_ENGINE_LABEL
 from stacks.sizing import container_resources, replica_requests
 
 from ..naming import scanner_waivers
@@ -75,6 +76,10 @@ def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
     """The pods' labels: the model selector the network policies and monitors use and, with AIBrix
     on, the labels its gateway plugin and adapter controller find model pods by."""
     labels = {**spec.labels, **selector(spec)}
+    routing = spec.served.routing
+    if routing is not None and routing.engine_type is not None:
+        # Only on picked models: a new label on every vLLM pod would roll every one of them.
+        labels[PICKER_ENGINE_LABEL] = routing.engine_type
     if spec.served.aibrix:
         labels.update(aibrix.pod_labels(spec.served, adapters=bool(spec.model.adapters)))
     return labels

@@ -4,8 +4,9 @@ model namespaces' network isolation.
 Two components, because other concerns sit between them: `GatewayController` installs Envoy Gateway
 (its chart carries the Gateway API and Envoy Gateway CRDs, which AIBrix's gateway also needs), and
 `FrontDoor` creates the objects that attach to it once the models exist (and, with `addons.litellm`,
-the LiteLLM proxy's route and SecurityPolicy under `/litellm/v1/...`). Manifests come from the pure
-builders in `routing.py` and `isolation.py`.
+the LiteLLM proxy's route and SecurityPolicy under `/litellm/v1/...`; with `models[].routing`, each
+model's endpoint picker release and the policy that calls it). Manifests and values come from the
+pure builders in `routing.py`, `picker.py` and `isolation.py`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.gateway import GatewaySection
 from stacks.resolved import GATEWAY_NAMESPACE, Endpoint, GatewayParent
-from stacks.versions import Chart
+from stacks.versions import Chart, Image
 
 from ..k8s import apply, release
 from ..naming import MANAGED_BY, TOKEN
 from ..serving import litellm
-from . import isolation
+from . import isolation, picker
 from .routing import EG_NAMESPACE, envoy_gateway_values, gateway_objects, model_routing
 
 __all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
@@ -78,6 +79,10 @@ class FrontDoorArgs:
     platform_namespaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The LiteLLM proxy's installer, when `addons.litellm` is on: its route waits for its namespace.
     litellm: pulumi.Resource | None = None
+    # The llm-d router's standalone chart and its picker image, for models routed through a picker
+    # (the image is in the stack's table only when one is).
+    picker_chart: Chart | None = None
+    picker_image: Image | None = None
 
 
 class FrontDoor(pulumi.ComponentResource):
@@ -111,6 +116,8 @@ class FrontDoor(pulumi.ComponentResource):
             for served in exposed:
                 for obj in model_routing(gw, served, parent):
                     apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
+                if served.routing is not None and served.routing.picker:
+                    self._picker(name, served, args, after(served.namespace, crds=False), after(parent.namespace))
             if args.litellm_route:
                 # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
                 proxy_opts = after(parent.namespace)
@@ -136,3 +143,26 @@ class FrontDoor(pulumi.ComponentResource):
 
         self.url = pulumi.Output.from_input(f"https://{gw.hostname}")
         self.register_outputs({"url": self.url})
+
+    def _picker(
+        self,
+        name: str,
+        served: Endpoint,
+        args: FrontDoorArgs,
+        opts: pulumi.ResourceOptions,
+        policy_opts: pulumi.ResourceOptions,
+    ) -> None:
+        """One model's endpoint picker, then the policy that calls it: with failOpen false, a policy
+        whose picker is not there yet would fail the route's requests."""
+        assert args.picker_chart is not None and args.picker_image is not None, "a picked model needs both"
+        picker_release = release(
+            f"{name}-{served.name}-picker",
+            args.picker_chart,
+            release_name=picker.release_name(served),
+            namespace=served.namespace,
+            values=picker.values(served, args.picker_image),
+            opts=opts,
+        )
+        wired = pulumi.ResourceOptions.merge(policy_opts, pulumi.ResourceOptions(depends_on=[picker_release]))
+        for obj in picker.picker_objects(served, args.parent_gateway):
+            apply(obj, wired)

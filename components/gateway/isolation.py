@@ -6,6 +6,8 @@ Ingress to a model's pods comes only from
   serving port, and only for exposed models;
 - the metrics scraper's namespace, on the metrics port;
 - the model's own pods (Dynamo frontend and workers, Ray head and workers talk to each other);
+- its endpoint picker (`models[].routing`), on the metrics port it scrapes; the picker's own pods
+  take ingress only from the Envoy proxies, on its ext_proc port, and the scraper on its metrics port;
 - the serving platforms' controller namespaces the wiring names for the model's engine
   (`platform_namespaces`, built by components/serving/platforms.py `controller_namespaces`): the
   KubeRay operator polls the Ray head's dashboard, the Dynamo and NIM operators their pods, and
@@ -33,6 +35,7 @@ from typing import Any
 from stacks.resolved import Endpoint
 
 from ..naming import MANAGED_BY
+from . import picker
 from .routing import EG_NAMESPACE, PROXY_POD_LABELS
 
 NS_LABEL = "kubernetes.io/metadata.name"
@@ -75,6 +78,41 @@ def egress(namespace: str) -> dict[str, Any]:
     }
 
 
+def _proxies(gateways: Iterable[str]) -> list[dict[str, Any]]:
+    return [
+        {**_ns(ns), "podSelector": {"matchLabels": PROXY_POD_LABELS}} if ns == EG_NAMESPACE else _ns(ns)
+        for ns in gateways
+    ]
+
+
+def _picked(served: Endpoint) -> bool:
+    return served.expose and served.routing is not None and served.routing.picker
+
+
+def picker_ingress(
+    served: Endpoint, *, gateway_namespaces: Iterable[str], scraper_namespace: str | None
+) -> dict[str, Any]:
+    """The picker's pods answer only the Envoy proxies, on ext_proc, and the scraper on its metrics port."""
+    rules: list[dict[str, Any]] = [
+        {
+            "from": _proxies(sorted(set(gateway_namespaces))),
+            "ports": [{"protocol": "TCP", "port": picker.EXT_PROC_PORT}],
+        }
+    ]
+    if scraper_namespace:
+        rules.append({"from": [_ns(scraper_namespace)], "ports": [{"protocol": "TCP", "port": picker.METRICS_PORT}]})
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(f"{served.name}-picker-ingress", served.namespace),
+        "spec": {
+            "podSelector": {"matchLabels": picker.pod_labels(served)},
+            "policyTypes": ["Ingress"],
+            "ingress": rules,
+        },
+    }
+
+
 def model_ingress(
     served: Endpoint,
     *,
@@ -85,11 +123,14 @@ def model_ingress(
     rules: list[dict[str, Any]] = [{"from": [{"podSelector": {"matchLabels": served.selector}}]}]
     gateways = sorted(set(gateway_namespaces))
     if served.expose and gateways:
-        sources = [
-            {**_ns(ns), "podSelector": {"matchLabels": PROXY_POD_LABELS}} if ns == EG_NAMESPACE else _ns(ns)
-            for ns in gateways
-        ]
-        rules.append({"from": sources, "ports": [{"protocol": "TCP", "port": served.port}]})
+        rules.append({"from": _proxies(gateways), "ports": [{"protocol": "TCP", "port": served.port}]})
+    if _picked(served) and served.metrics_port:
+        rules.append(
+            {
+                "from": [{"podSelector": {"matchLabels": picker.pod_labels(served)}}],
+                "ports": [{"protocol": "TCP", "port": served.metrics_port}],
+            }
+        )
     if scraper_namespace and served.metrics_port:
         rules.append({"from": [_ns(scraper_namespace)], "ports": [{"protocol": "TCP", "port": served.metrics_port}]})
     controllers = sorted(set(platform_namespaces))
@@ -123,4 +164,6 @@ def namespace_policies(
                 platform_namespaces=platform_namespaces.get(served.engine, ()),
             )
         )
+        if _picked(served) and gateways:
+            objs.append(picker_ingress(served, gateway_namespaces=gateways, scraper_namespace=scraper_namespace))
     return objs

@@ -39,6 +39,11 @@ PROXY_POD_LABELS = {
     "app.kubernetes.io/managed-by": "envoy-gateway",
 }
 HTTP_LISTENER = "http"
+# A model route's request timeout: generation can stream for minutes.
+REQUEST_TIMEOUT = "30m"
+# The header the llm-d router's endpoint picker writes its pick into, `podIP:port`
+# (llm-d-router v0.10.0 pkg/epp/metadata/consts.go; GAIE 004 endpoint-picker protocol).
+PICKER_HEADER = "x-gateway-destination-endpoint"
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 
 
@@ -159,7 +164,7 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
                     {"kind": "Service", "name": served.service, "namespace": served.namespace, "port": served.port}
                 ],
                 # Generation can stream for minutes; Envoy Gateway's 15s default would cut it off.
-                "timeouts": {"request": "30m"},
+                "timeouts": {"request": REQUEST_TIMEOUT},
             }
         )
     return {
@@ -214,27 +219,46 @@ def security_policy(
     }
 
 
-def rate_limit_policy(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
-    """Per-client local rate limit (each distinct authenticated client id gets its own bucket, per
-    Envoy replica)."""
-    rl = gw.rate_limit
-    assert rl is not None
+def traffic_policy_name(served: Endpoint, gw: GatewaySection) -> str:
+    """One BackendTrafficPolicy per route (a second on the same route loses to the oldest, Envoy
+    Gateway's "Multiple Policies at the Same Level"): `-ratelimit`, its name since before routing,
+    whenever rate limits exist, so adding routing never replaces the live policy."""
+    return f"{served.name}-ratelimit" if gw.rate_limit else f"{served.name}-traffic"
+
+
+def backend_traffic_policy(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> dict[str, Any] | None:
+    """The route's one BackendTrafficPolicy: the per-client local rate limit (each distinct
+    authenticated client id gets its own bucket, per Envoy replica) and, with `routing`, how Envoy
+    picks the pod. With a picker, `endpointOverride` takes the pod from the picker's header; its
+    fallback, when that pod is gone from the cluster, is the round robin beside it. None: nothing to set."""
+    spec: dict[str, Any] = {}
+    if gw.rate_limit:
+        rl = gw.rate_limit
+        spec["rateLimit"] = {
+            "local": {
+                "rules": [
+                    {
+                        "clientSelectors": [{"headers": [{"name": rl.client_header, "type": "Distinct"}]}],
+                        "limit": {"requests": rl.requests_per_minute, "unit": "Minute"},
+                    }
+                ]
+            }
+        }
+    routing = served.routing
+    if routing is not None:
+        balancer: dict[str, Any] = {"type": "RoundRobin"}
+        if routing.picker:
+            balancer["endpointOverride"] = {"extractFrom": [{"header": PICKER_HEADER}]}
+        spec["loadBalancer"] = balancer
+    if not spec:
+        return None
     return {
         "apiVersion": EG_API,
         "kind": "BackendTrafficPolicy",
-        "metadata": _meta(f"{served.name}-ratelimit", parent.namespace),
+        "metadata": _meta(traffic_policy_name(served, gw), parent.namespace),
         "spec": {
             "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": served.name}],
-            "rateLimit": {
-                "local": {
-                    "rules": [
-                        {
-                            "clientSelectors": [{"headers": [{"name": rl.client_header, "type": "Distinct"}]}],
-                            "limit": {"requests": rl.requests_per_minute, "unit": "Minute"},
-                        }
-                    ]
-                }
-            },
+            **spec,
         },
     }
 
@@ -257,8 +281,9 @@ def model_routing(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -
     objs = [http_route(gw, served, parent)]
     if gw.auth != "none":
         objs.append(security_policy(gw, f"{served.name}-auth", parent.namespace, "HTTPRoute", served.name))
-    if gw.rate_limit:
-        objs.append(rate_limit_policy(gw, served, parent))
+    traffic = backend_traffic_policy(gw, served, parent)
+    if traffic is not None:
+        objs.append(traffic)
     if served.namespace != parent.namespace:
         objs.append(reference_grant(served, parent))
     return objs

@@ -19,6 +19,7 @@ from stacks.metrics import Metric, custom_metric, metric, scaling_metrics, secon
 from stacks.resolved import MODEL_LABEL, Endpoint
 from stacks.versions import Image
 
+from ..gateway import picker
 from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL, scanner_waivers
 from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS
 
@@ -312,6 +313,31 @@ def pod_monitor(served: Endpoint) -> dict[str, Any] | None:
             "podTargetLabels": [MODEL_LABEL],
             "podMetricsEndpoints": [
                 {"portNumber": served.metrics_port, "path": served.metrics_path, "interval": "15s"}
+            ],
+        },
+    }
+
+
+def picker_pod_monitor(served: Endpoint) -> dict[str, Any] | None:
+    """The model's endpoint picker's own metrics (`/metrics` on its `metrics` port, 9090), labelled
+    with the model it picks for: its pods carry only the chart's labels, none of the model's."""
+    if served.routing is None or not served.routing.picker:
+        return None
+    return {
+        "apiVersion": MONITORING_API,
+        "kind": "PodMonitor",
+        "metadata": _meta(f"{served.name}-picker", served.namespace, **{MODEL_LABEL: served.name}),
+        "spec": {
+            "selector": {"matchLabels": picker.pod_labels(served)},
+            "podMetricsEndpoints": [
+                {
+                    "port": "metrics",
+                    "path": "/metrics",
+                    "interval": "15s",
+                    "relabelings": [
+                        {"action": "replace", "targetLabel": MODEL_TARGET_LABEL, "replacement": served.name}
+                    ],
+                }
             ],
         },
     }

@@ -33,6 +33,7 @@ from .collection import (
     litellm_pod_monitor,
     monitoring_storage_class,
     neuron_monitor,
+    picker_pod_monitor,
     pod_monitor,
     prometheus_adapter_values,
     prometheus_rule,
@@ -122,10 +123,11 @@ class Monitoring(pulumi.ComponentResource):
         self.register_outputs({})
 
     def _model_monitors(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
-        """A PodMonitor on each model's real metrics endpoint, and its SLO rules when the stack sets some."""
+        """A PodMonitor on each model's real metrics endpoint (and on its endpoint picker's, with
+        `routing`), and its SLO rules when the stack sets some."""
         for served in args.models:
             model_ns = [args.namespaces[served.namespace]] if served.namespace in args.namespaces else []
             opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*model_ns, *crd_deps])
-            for maybe in (pod_monitor(served), prometheus_rule(served.config, served)):
+            for maybe in (pod_monitor(served), picker_pod_monitor(served), prometheus_rule(served.config, served)):
                 if maybe is not None:
                     apply(maybe, opts)

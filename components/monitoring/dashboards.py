@@ -1,5 +1,6 @@
 """Grafana dashboards as ConfigMaps for the kube-prometheus-stack Grafana sidecar (label
-grafana_dashboard=1): one per engine the stack serves, one for accelerator utilisation.
+grafana_dashboard=1): one per engine the stack serves, one for accelerator utilisation, and one for
+the llm-d router's endpoint picker where an engine it reads is served (models[].routing).
 
 Every query names a metric from `stacks/metrics.py` and every panel's unit is the unit that metric
 carries (seconds shown as seconds, milliseconds as milliseconds, 0-1 fractions as percentunit, DCGM's
@@ -11,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stacks.metrics import ENGINE_METRICS, GRAFANA_UNITS, NODE_METRICS, Metric
+from components.engines import ENGINES
+from stacks.metrics import ENGINE_METRICS, GRAFANA_UNITS, NODE_METRICS, PICKER_METRICS, Metric
 
 from ..naming import MANAGED_BY
 from .collection import DASHBOARD_LABEL, MODEL_TARGET_LABEL, MONITORING_NAMESPACE
@@ -91,6 +93,27 @@ def engine_dashboard(engine: str) -> dict[str, Any] | None:
     return _dashboard(f"ip-{engine}", f"Inference: {engine}", [f"engine:{engine}"], panels)
 
 
+def picker_dashboard() -> dict[str, Any]:
+    """Requests and errors per second, the time to pick an endpoint and the endpoints ready to pick,
+    per model (the picker's PodMonitor labels its series with the model it serves)."""
+    m = PICKER_METRICS
+    rate = "requests/s"
+    panels = [
+        _panel(1, "Requests per second", GRAFANA_UNITS[rate], [
+            (f"sum by ({BY_MODEL}) (rate({m['requests'].name}[5m]))", LEGEND)
+        ]),
+        _panel(2, "Errored requests per second", GRAFANA_UNITS[rate], [
+            (f"sum by ({BY_MODEL}, error_code) (rate({m['errors'].name}[5m]))", f"{LEGEND} {{{{error_code}}}}")
+        ]),
+        _panel(3, f"Time to pick an endpoint ({m['scheduling'].unit})", GRAFANA_UNITS[m["scheduling"].unit],
+               latency_targets(m["scheduling"])),
+        _panel(4, "Ready endpoints", GRAFANA_UNITS[m["ready"].unit], [
+            (f"sum by ({BY_MODEL}) ({m['ready'].name})", LEGEND)
+        ]),
+    ]  # fmt: skip
+    return _dashboard("ip-endpoint-picker", "Inference: endpoint picker", ["endpoint-picker"], panels)
+
+
 def accelerator_dashboard(accelerators: set[str]) -> dict[str, Any] | None:
     """GPU utilisation and memory (DCGM) and NeuronCore utilisation (neuron-monitor)."""
     panels: list[dict[str, Any]] = []
@@ -146,6 +169,8 @@ def dashboards(engines: set[str], accelerators: set[str]) -> list[dict[str, Any]
         board = engine_dashboard(engine)
         if board:
             out.append(dashboard_configmap(engine, board))
+    if any(ENGINES[e].FACTS.picker_engine for e in engines if e in ENGINES):
+        out.append(dashboard_configmap("endpoint-picker", picker_dashboard()))
     acc = accelerator_dashboard(accelerators)
     if acc:
         out.append(dashboard_configmap("accelerators", acc))

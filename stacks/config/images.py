@@ -82,6 +82,11 @@ class ImagesSection(Strict):
         "busybox",
         "AIBrix's init containers. Its values schema admits a repository and a tag only, as `envoy-proxy`.",
     )
+    endpoint_picker: ImagePin | None = _pin(
+        "endpoint-picker",
+        "The llm-d router's endpoint picker, one per model with `routing.strategy` prefix-cache or load (its "
+        "chart composes `repository:tag`; a digest is appended to the tag).",
+    )
     dynamo_planner: ImagePin | None = _pin(
         "dynamo-planner", "The profiling job of a Dynamo model with `dynamo.requestProfiling`."
     )

@@ -343,6 +343,18 @@ class Autoscaling(Strict):
         return self
 
 
+class Routing(Strict):
+    """How the front door picks a pod of the model for each request (on its own authenticated route)."""
+
+    strategy: Literal["prefix-cache", "load", "round-robin"] = Field(
+        default="prefix-cache",
+        description="`prefix-cache`: the llm-d router's endpoint picker scores pods by queue length, KV-cache use "
+        "and the prompt prefix they likely cache (its chart's default profile); `load`: the picker's queue and "
+        "KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). `round-robin`: no "
+        "picker, Envoy's round robin over the pods (any engine).",
+    )
+
+
 class Adapter(Strict):
     """An AIBrix ModelAdapter (LoRA) loaded onto the model's pods."""
 
@@ -550,6 +562,11 @@ class ModelSection(Strict):
     )
     slo: Slo | None = Field(
         default=None, description="Serving objectives, alerted on by Prometheus; needs `addons.monitoring`."
+    )
+    routing: Routing | None = Field(
+        default=None,
+        description="Endpoint picking on the model's gateway route (`routing: {}` is `strategy: prefix-cache`); "
+        "unset: Envoy Gateway's default least-request balancing over the Service's pods. Needs `expose: true`.",
     )
 
     @field_validator("model")

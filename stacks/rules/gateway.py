@@ -106,3 +106,32 @@ def prod_gateway_names_its_tls(config: StackConfig) -> Iterable[Problem]:
 def dev_gateway_tls(config: StackConfig) -> Iterable[Problem]:
     if not config.stack.prod:
         yield from _no_tls(config)
+
+
+@rule
+def routing_reads_the_engine(config: StackConfig) -> Iterable[Problem]:
+    """The endpoint picker scores pods by the engine's own metrics; on an engine it cannot read it would
+    score every pod alike (as an unread vLLM), which is round robin with a picker in the way."""
+    for i, model in enumerate(config.models):
+        routing = model.routing
+        if routing is None or routing.strategy == "round-robin":
+            continue
+        if ENGINES[model.engine].FACTS.picker_engine is None:
+            readable = sorted(name for name, module in ENGINES.items() if module.FACTS.picker_engine)
+            yield Problem(
+                key_path(["models", i, "routing", "strategy"]),
+                f"routing.strategy {routing.strategy} needs the llm-d router's endpoint picker, which cannot read "
+                f"engine {model.engine}'s metrics (it reads {', '.join(readable)}); use strategy: round-robin, or "
+                f"remove routing",
+            )
+
+
+@rule
+def routing_needs_the_route(config: StackConfig) -> Iterable[Problem]:
+    for i, model in enumerate(config.models):
+        if model.routing is not None and not model.expose:
+            yield Problem(
+                key_path(["models", i, "routing"]),
+                "routing applies to the model's gateway route, and expose: false gives it none; set expose: true, "
+                "or remove routing",
+            )
