@@ -4,7 +4,8 @@ For each resolved model (stacks/resolve.py) it builds the WorkloadSpec (placemen
 model cache from the storage concern, the engine's facts) and applies what the engine module in
 components/engines returns. A custom resource (NIMService, DynamoGraphDeployment, RayService)
 depends on the release that installs its CRD (the engine's `FACTS.controller`). Pods run as the
-cache's bucket reader (`model-reader`).
+cache's bucket reader (`model-reader`). A model with a canary also gets the canary's objects, from
+the canary's resolved model (stacks/resolve.py `canary_of`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class Models(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Models", name, None, opts)
-        for model in args.models:
+        # A canary (`models[].canary`) is built like its model, beside it: its own workload and Service.
+        for model in [w for m in args.models for w in (m, m.canary) if w is not None]:
             spec = workload_spec(model, args.storage, args.cache, args.neuron_scheduler, images=args.images)
             objs = model_objects(spec)
             deps: list[pulumi.Resource] = []

@@ -36,7 +36,14 @@ from components.naming import iam_role_name, physical
 from components.serving.litellm import NAMESPACE as LITELLM_NAMESPACE
 
 from .config import ModelSection
-from .resolved import AIBRIX_GATEWAY, CONTROLLER_NAMESPACES, DEFAULT_NAMESPACE, GATEWAY_NAMESPACE, LWS_NAMESPACE
+from .resolved import (
+    AIBRIX_GATEWAY,
+    CANARY_SUFFIX,
+    CONTROLLER_NAMESPACES,
+    DEFAULT_NAMESPACE,
+    GATEWAY_NAMESPACE,
+    LWS_NAMESPACE,
+)
 
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
@@ -132,6 +139,9 @@ def model_names(model: ModelSection) -> list[Derived]:
         Derived(f"{name}{suffix}", f"Service the {model.engine} operator creates ({suffix})", LABEL_MAX, dns_1035=True)
         for suffix in OPERATOR_SUFFIXES.get(model.engine, ())
     ]
+    if model.canary is not None:
+        # The canary's Deployment, Service and PDB (stacks/resolve.py canary_of); also a label value.
+        out.append(Derived(f"{name}{CANARY_SUFFIX}", f"canary Service ({CANARY_SUFFIX})", LABEL_MAX, dns_1035=True))
     if model.engine == "ray-serve":
         out.append(Derived(name, "RayService (KubeRay's MaxRayServiceNameLength)", RAY_SERVICE_MAX, dns_1035=True))
     if model.routing is not None and model.routing.strategy != "round-robin":

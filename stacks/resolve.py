@@ -12,6 +12,7 @@ team's stack and `pulumi up` see exactly what the platform created.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from components.engines import ENGINES, EngineModule
@@ -23,13 +24,14 @@ from .config import StackConfig
 from .config.addons import AddonsSection
 from .config.gateway import GatewaySection
 from .config.images import ImagePin
-from .config.models import ModelSection
+from .config.models import Autoscaling, ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
 from .groups import dynamo_multinode, leader_worker_set, replica_group
 from .hardware import expand
 from .resolved import (
     AIBRIX_GATEWAY,
+    CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
     DEFAULT_NAMESPACE,
     EFS_STORAGE_CLASS,
@@ -301,7 +303,7 @@ def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> 
     module = engine(model.engine)
     facts = module.FACTS
     service, port = module.service(model)
-    return ResolvedModel(
+    served = ResolvedModel(
         name=model.name,
         engine=model.engine,
         expose=model.expose,
@@ -323,6 +325,26 @@ def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> 
         group=replica_group(model),
         routing=route_picking(model),
     )
+    return served if model.canary is None else replace(served, canary=canary_of(served))
+
+
+def canary_of(stable: ResolvedModel) -> ResolvedModel:
+    """The canary beside a stable model: the same entry at the canary's revision (so its cache path and
+    preparation follow that revision), one fixed replica without an autoscaler (a canary compares a
+    revision, it does not carry load spikes), and its own workload and Service `<name>-canary`. It keeps
+    the model's name, so its pods carry the model's selector label (network policies, the PodMonitor)."""
+    assert stable.config.canary is not None
+    name = stable.name + CANARY_SUFFIX
+    config = stable.config.model_copy(
+        update={
+            "revision": stable.config.canary.revision,
+            "canary": None,
+            "replicas": stable.config.canary_replicas,
+            "autoscaling": Autoscaling(),
+        }
+    )
+    api_version, kind, _ = stable.workload
+    return replace(stable, config=config, service=name, workload=(api_version, kind, name), scaler="none")
 
 
 def route_picking(model: ModelSection) -> RoutePicking | None:

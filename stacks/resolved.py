@@ -146,6 +146,11 @@ LWS_NAMESPACE = "lws-system"
 # The label every pod (and the Service) of a model carries, so the gateway's network policies, the
 # scrapers and the model's own peers can select exactly that model's pods.
 MODEL_LABEL = "inference-platform.io/model"
+# The model revision a pod serves (a pod-template label, never a selector): the PodMonitor keeps it on
+# every series, so a canary's metrics are told from the stable revision's.
+REVISION_LABEL = "inference-platform.io/revision"
+# The canary's workload and Service: `<model>-canary` (stacks/rules/collisions.py keeps it free).
+CANARY_SUFFIX = "-canary"
 
 
 # The llm-d router's per-pod engine label: its metrics extractor reads a pod by the engine it names, and
@@ -195,6 +200,11 @@ class Endpoint:
         """Labels selecting the pods that export this server's metrics."""
         return self.selector
 
+    @property
+    def backends(self) -> tuple[tuple[str, int], ...]:
+        """(Service, weight) the model's route sends to: its one Service."""
+        return ((self.service, 1),)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ResolvedModel(Endpoint):
@@ -214,10 +224,22 @@ class ResolvedModel(Endpoint):
     aibrix: bool
     # One replica's nodes and how its accelerators split (stacks/groups.py).
     group: ReplicaGroup
+    # `models[].canary`: the second revision's own workload and Service, built like this one from the
+    # model entry at the canary's revision (one replica, no autoscaler); None without a canary.
+    canary: ResolvedModel | None = None
 
     @property
     def scale_target(self) -> tuple[str, str, str]:
         return self.workload
+
+    @property
+    def backends(self) -> tuple[tuple[str, int], ...]:
+        """(Service, weight): with a canary, the stable Service takes 100 - weight and the canary's weight
+        (Gateway API weights are relative shares of the rule's sum)."""
+        if self.canary is None or self.config.canary is None:
+            return super().backends
+        weight = self.config.canary.weight
+        return ((self.service, 100 - weight), (self.canary.service, weight))
 
     @property
     def metrics_selector(self) -> dict[str, str]:

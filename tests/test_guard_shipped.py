@@ -13,6 +13,9 @@ from .guard_support import ROOT, has, sections, warnings_of
 # `huggingface.co/<repo>/resolve/<sha>/` URL, in several independent public repositories.
 VERIFIED_REVISIONS = {
     ("Qwen/Qwen3-8B", "b968826d9c46dd6066d109eabc6255188de91218"),
+    # Another Qwen3-8B commit, a snapshot directory in several independent public repositories (and
+    # named as Qwen/Qwen3-8B's model_commit in one); the frontdoor example's canary.
+    ("Qwen/Qwen3-8B", "9c925d64d72725edaf899c6cb9c377fd0709d9c5"),
     ("Qwen/Qwen3-32B", "9216db5781bf21249d130ec9da846c4624c16137"),
     ("Qwen/Qwen3-4B", "1cfa9a7208912126459214e8b04321603b3df60c"),
     ("Qwen/Qwen2.5-7B-Instruct-AWQ", "b25037543e9394b818fdfca67ab2a00ecc7dd641"),
@@ -35,6 +38,8 @@ def test_every_shipped_revision_is_a_verified_commit_and_none_is_a_branch():
             continue
         repo = model["model"].removeprefix("hf://")
         assert (repo, model.get("revision")) in VERIFIED_REVISIONS, (where, model["name"], model.get("revision"))
+        if canary := model.get("canary"):
+            assert (repo, canary["revision"]) in VERIFIED_REVISIONS, (where, model["name"], canary)
 
 
 def test_new_stack_templates_pin_verified_revisions():

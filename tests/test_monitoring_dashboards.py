@@ -54,6 +54,8 @@ def usage(expr: str) -> str:
 def check(board: dict[str, Any]) -> None:
     catalog = catalog_for(board)
     for panel in board["panels"]:
+        if panel["type"] == "row":
+            continue  # a heading (the canary row), no query
         unit = panel["fieldConfig"]["defaults"]["unit"]
         for target in panel["targets"]:
             m = queried_metric(target["expr"], catalog)

@@ -23,7 +23,7 @@ from typing import Any
 from stacks.config import ModelSection
 from stacks.fit import Requests
 from stacks.metrics import custom_metric, scaling_metric
-from stacks.resolved import PICKER_ENGINE_LABEL
+from stacks.resolved import PICKER_ENGINE_LABEL, REVISION_LABEL
 from stacks.sizing import container_resources, replica_requests
 
 from ..naming import scanner_waivers
@@ -73,9 +73,10 @@ def name_of(spec: WorkloadSpec) -> str:
 
 
 def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
-    """The pods' labels: the model selector the network policies and monitors use and, with AIBrix
+    """The pods' labels: the model selector the network policies and monitors use, the revision the
+    pods serve (kept on their metrics, so a canary is told from the stable revision) and, with AIBrix
     on, the labels its gateway plugin and adapter controller find model pods by."""
-    labels = {**spec.labels, **selector(spec)}
+    labels = {**spec.labels, **selector(spec), **revision_label(spec.model)}
     routing = spec.served.routing
     if routing is not None and routing.engine_type is not None:
         # Only on picked models: a new label on every vLLM pod would roll every one of them.
@@ -83,6 +84,16 @@ def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
     if spec.served.aibrix:
         labels.update(aibrix.pod_labels(spec.served, adapters=bool(spec.model.adapters)))
     return labels
+
+
+def revision_label(model: ModelSection) -> dict[str, str]:
+    """`inference-platform.io/revision: <revision>` when the revision is a valid label value (a 40-hex
+    commit always is; a long or oddly ending branch name is not, and goes unlabelled). Never part of
+    a selector: a Deployment's selector is immutable, and a new revision must not replace the workload."""
+    rev = model.revision
+    if rev and len(rev) <= 63 and rev[-1].isalnum():
+        return {REVISION_LABEL: rev}
+    return {}
 
 
 def selector(spec: WorkloadSpec) -> dict[str, str]:

@@ -160,8 +160,11 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
                         "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": path}},
                     }
                 ],
+                # With a canary, the stable and canary Services weighted (Endpoint.backends).
                 "backendRefs": [
-                    {"kind": "Service", "name": served.service, "namespace": served.namespace, "port": served.port}
+                    {"kind": "Service", "name": service, "namespace": served.namespace, "port": served.port}
+                    | ({"weight": weight} if len(served.backends) > 1 else {})
+                    for service, weight in served.backends
                 ],
                 # Generation can stream for minutes; Envoy Gateway's 15s default would cut it off.
                 "timeouts": {"request": REQUEST_TIMEOUT},
@@ -264,14 +267,14 @@ def backend_traffic_policy(gw: GatewaySection, served: Endpoint, parent: Gateway
 
 
 def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
-    """Lets the route in the Gateway's namespace send traffic to this one model Service."""
+    """Lets the route in the Gateway's namespace send traffic to this model's Services (a canary's too)."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1beta1",
         "kind": "ReferenceGrant",
         "metadata": _meta(f"{served.name}-from-gateway", served.namespace),
         "spec": {
             "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": parent.namespace}],
-            "to": [{"group": "", "kind": "Service", "name": served.service}],
+            "to": [{"group": "", "kind": "Service", "name": service} for service, _ in served.backends],
         },
     }
 

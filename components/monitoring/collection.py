@@ -16,7 +16,7 @@ from stacks.config.addons import LiteLLM, Monitoring
 # overhead (stacks/fit.py), so Karpenter's packing and the fit rule count the same figures.
 from stacks.fit import EXPORTER_REQUESTS
 from stacks.metrics import Metric, custom_metric, metric, scaling_metrics, seconds_in
-from stacks.resolved import MODEL_LABEL, Endpoint
+from stacks.resolved import MODEL_LABEL, REVISION_LABEL, Endpoint
 from stacks.versions import Image
 
 from ..gateway import picker
@@ -32,6 +32,8 @@ MONITORING_API = "monitoring.coreos.com/v1"
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 # The target label a model's series carry (the pod label MODEL_LABEL, sanitised by Prometheus).
 MODEL_TARGET_LABEL = "inference_platform_io_model"
+# ... and the revision its pods serve (REVISION_LABEL): a canary's series differ from the stable's by it.
+REVISION_TARGET_LABEL = "inference_platform_io_revision"
 NEURON_MONITOR_PORT = 8000
 
 
@@ -310,7 +312,8 @@ def pod_monitor(served: Endpoint) -> dict[str, Any] | None:
         "metadata": _meta(served.name, served.namespace, **{MODEL_LABEL: served.name}),
         "spec": {
             "selector": {"matchLabels": served.metrics_selector},
-            "podTargetLabels": [MODEL_LABEL],
+            # The revision tells a canary's series from the stable revision's (dashboards compare them).
+            "podTargetLabels": [MODEL_LABEL, REVISION_LABEL],
             "podMetricsEndpoints": [
                 {"portNumber": served.metrics_port, "path": served.metrics_path, "interval": "15s"}
             ],

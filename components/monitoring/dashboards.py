@@ -13,10 +13,11 @@ import json
 from typing import Any
 
 from components.engines import ENGINES
+from stacks.config.models import CANARY_ENGINES
 from stacks.metrics import ENGINE_METRICS, GRAFANA_UNITS, NODE_METRICS, PICKER_METRICS, Metric
 
 from ..naming import MANAGED_BY
-from .collection import DASHBOARD_LABEL, MODEL_TARGET_LABEL, MONITORING_NAMESPACE
+from .collection import DASHBOARD_LABEL, MODEL_TARGET_LABEL, MONITORING_NAMESPACE, REVISION_TARGET_LABEL
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 BY_MODEL = f"namespace, {MODEL_TARGET_LABEL}"
@@ -67,6 +68,38 @@ def signal_panel(pid: int, signal: str, m: Metric) -> dict[str, Any]:
     return _panel(pid, TITLES[signal], GRAFANA_UNITS[m.unit], [(f"sum by ({BY_MODEL}) ({m.name})", LEGEND)])
 
 
+BY_REVISION = f"{BY_MODEL}, {REVISION_TARGET_LABEL}"
+REVISION_LEGEND = f"{LEGEND} @ {{{{{REVISION_TARGET_LABEL}}}}}"
+
+
+def canary_row(above: list[dict[str, Any]], table: dict[str, Metric]) -> list[dict[str, Any]]:
+    """A row comparing a model's revisions (a canary beside the stable one): p95 latency and the request
+    rate per revision, from the revision label the PodMonitor keeps."""
+    pid = max((p["id"] for p in above), default=0) + 1
+    y = max((p["gridPos"]["y"] + p["gridPos"]["h"] for p in above), default=0)
+    row: dict[str, Any] = {
+        "id": pid,
+        "type": "row",
+        "title": "Canary: stable and canary revisions",
+        "collapsed": False,
+        "gridPos": {"h": 1, "w": 24, "x": 0, "y": y},
+        "panels": [],
+    }
+    panels = [row]
+    for i, signal in enumerate(s for s in ("ttft", "e2e", "requests") if s in table):
+        m = table[signal]
+        if m.kind == "histogram":
+            expr = f"histogram_quantile(0.95, sum by (le, {BY_REVISION}) (rate({m.name}_bucket[5m])))"
+            title, unit = f"p95 {TITLES[signal]} by revision ({m.unit})", GRAFANA_UNITS[m.unit]
+        else:
+            expr = f"sum by ({BY_REVISION}) (rate({m.name}[5m]))"
+            title, unit = f"{TITLES[signal]} by revision", GRAFANA_UNITS[f"{m.unit}/s"]
+        panel = _panel(pid + 1 + i, title, unit, [(expr, REVISION_LEGEND)])
+        panel["gridPos"] = {"h": 8, "w": 12, "x": 12 * (i % 2), "y": y + 1 + 8 * (i // 2)}
+        panels.append(panel)
+    return panels
+
+
 def _dashboard(uid: str, title: str, tags: list[str], panels: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "uid": uid,
@@ -90,6 +123,8 @@ def engine_dashboard(engine: str) -> dict[str, Any] | None:
         return None
     order = ["ttft", "itl", "e2e", "tokens", "requests", "queue", "running", "kv_cache"]
     panels = [signal_panel(i, s, table[s]) for i, s in enumerate((s for s in order if s in table), start=1)]
+    if engine in CANARY_ENGINES:
+        panels += canary_row(panels, table)
     return _dashboard(f"ip-{engine}", f"Inference: {engine}", [f"engine:{engine}"], panels)
 
 

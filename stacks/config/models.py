@@ -26,6 +26,8 @@ from .base import (
 from .slo import Slo
 
 Engine = Literal["vllm", "sglang", "nim", "tgi", "ollama", "neuron-vllm", "dynamo", "ray-serve"]
+# Engines a `canary` runs on: those the platform runs as its own Deployment (NIM without its operator).
+CANARY_ENGINES = ("vllm", "sglang", "nim")
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 
 _PARAMS = re.compile(r"^([0-9]+(\.[0-9]+)?)([KMBT])?$")
@@ -265,6 +267,22 @@ class Rollout(Strict):
         "count before it stops old ones. 0 (default): one replica at a time is stopped, then replaced, so a "
         "rollout never needs a second set of accelerators. Above 0 no replica is stopped early "
         "(maxUnavailable 0), and the pool's limits must hold the most replicas plus the surge at once.",
+    )
+
+
+class Canary(Strict):
+    """A second revision of the model served beside the first under the same name, taking a weighted
+    share of the model's route (`engine` vllm, sglang, or nim as the platform's Deployment)."""
+
+    revision: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")] = Field(
+        description="The model repository's commit (40 hex) the canary serves; it must differ from `revision`. "
+        "Promote by making it `revision` and removing `canary`."
+    )
+    weight: int = Field(
+        ge=1,
+        le=99,
+        description="The canary's share of the model's requests out of 100 (the stable revision takes the rest); "
+        "roll back by lowering it, or by removing `canary`.",
     )
 
 
@@ -568,6 +586,11 @@ class ModelSection(Strict):
         description="Endpoint picking on the model's gateway route (`routing: {}` is `strategy: prefix-cache`); "
         "unset: Envoy Gateway's default least-request balancing over the Service's pods. Needs `expose: true`.",
     )
+    canary: Canary | None = Field(
+        default=None,
+        description="A weighted canary: one more pod of another revision, with its own Deployment and Service "
+        "(`<name>-canary`), beside the stable workload; `engine` vllm, sglang or nim (not on the NIM Operator).",
+    )
 
     @field_validator("model")
     @classmethod
@@ -640,6 +663,12 @@ class ModelSection(Strict):
         if self.engine != "ollama" and self.ollama is not None:
             raise ValueError("the ollama block only applies to engine: ollama")
         return self
+
+    @property
+    def canary_replicas(self) -> int:
+        """Replicas of the canary's own workload (always one, never autoscaled): what the quota and pool
+        limits hold beside the model's own."""
+        return 0 if self.canary is None else 1
 
     @property
     def parameter_count(self) -> int | None:

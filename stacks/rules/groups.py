@@ -177,6 +177,7 @@ def a_rollout_surge_fits_the_pool(config: StackConfig, lookup: Lookup) -> Iterab
             else model.accelerators_per_replica
         )
         most = model.replicas if model.autoscaling.owner == "none" else model.autoscaling.max_replicas
+        most += model.canary_replicas  # a canary holds its accelerators through the rollout too
         need = (most + surge) * held
         if need > limit:
             yield Problem(
