@@ -220,7 +220,12 @@ def read_platform(exports: dict[str, Any]) -> PlatformView:
 
 
 def rendered_images(
-    *, owns_platform: bool, addons: AddonsSection, accelerators: frozenset[str], models: Sequence[ModelSection]
+    *,
+    owns_platform: bool,
+    addons: AddonsSection,
+    accelerators: frozenset[str],
+    models: Sequence[ModelSection],
+    routed: bool,
 ) -> tuple[str, ...]:
     """The catalog names of the platform's own images a stack renders, under the conditions the
     builders render them: the preparation steps for every model whose artifacts the platform
@@ -234,7 +239,7 @@ def rendered_images(
         names += ["model-prep-s3", "model-prep-hub"]
     if any(m.engine == "dynamo" and dynamo_block(m).request_profiling for m in models):
         names.append("dynamo-planner")
-    if any(picked(m) for m in models):
+    if any(picked(m, routed) for m in models):
         names.append("endpoint-picker")
     if owns_platform:
         if addons.litellm.enabled:
@@ -254,6 +259,8 @@ def images_rendered_by(config: StackConfig) -> tuple[str, ...]:
         addons=config.addons,
         accelerators=frozenset(p.accelerator for p in config.node_pools),
         models=config.models,
+        # Model routes exist on the front door's Gateway or AIBrix's; a team's on its platform's.
+        routed=config.stack.role == "workloads" or config.gateway.enabled or config.addons.aibrix.enabled,
     )
 
 
@@ -323,7 +330,7 @@ def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> 
         scaler=model.autoscaling.owner,
         aibrix=view.addons.aibrix.enabled,
         group=replica_group(model),
-        routing=route_picking(model),
+        routing=route_picking(model, view.gateway_parent is not None),
     )
     return served if model.canary is None else replace(served, canary=canary_of(served))
 
@@ -347,12 +354,24 @@ def canary_of(stable: ResolvedModel) -> ResolvedModel:
     return replace(stable, config=config, service=name, workload=(api_version, kind, name), scaler="none")
 
 
-def route_picking(model: ModelSection) -> RoutePicking | None:
-    """`models[].routing` with the engine's picker name (the stack rules refuse a picker strategy on an
-    engine without one, so a None here for one is a bug)."""
-    if model.routing is None or not model.expose:
+def routing_strategy(model: ModelSection, routed: bool) -> str | None:
+    """The strategy the front door routes the model's requests by, the one reading of `routing`:
+    the stack's; unset, `prefix-cache` for an exposed model of an engine the endpoint picker reads
+    (vLLM, SGLang); None (Envoy Gateway's own balancing) for the others, and where the model has no
+    route (`expose: false`, or a stack without a gateway: `routed` False)."""
+    if not model.expose or not routed:
         return None
-    strategy = model.routing.strategy
+    if model.routing is not None:
+        return model.routing.strategy
+    return "prefix-cache" if engine(model.engine).FACTS.picker_engine is not None else None
+
+
+def route_picking(model: ModelSection, routed: bool) -> RoutePicking | None:
+    """The model's routing with the engine's picker name (the stack rules refuse a picker strategy on
+    an engine without one, so a None here for one is a bug)."""
+    strategy = routing_strategy(model, routed)
+    if strategy is None:
+        return None
     if strategy == "round-robin":
         return RoutePicking(strategy=strategy, engine_type=None)
     engine_type = engine(model.engine).FACTS.picker_engine
@@ -361,9 +380,9 @@ def route_picking(model: ModelSection) -> RoutePicking | None:
     return RoutePicking(strategy=strategy, engine_type=engine_type)
 
 
-def picked(model: ModelSection) -> bool:
+def picked(model: ModelSection, routed: bool) -> bool:
     """The model gets an endpoint picker (its own chart release)."""
-    return model.expose and model.routing is not None and model.routing.strategy != "round-robin"
+    return routing_strategy(model, routed) not in (None, "round-robin")
 
 
 def controller_namespaces(addons: AddonsSection, engines: set[str]) -> dict[str, tuple[str, ...]]:

@@ -207,3 +207,28 @@ def test_a_dashboard_shows_the_pickers_metrics_where_an_engine_it_reads_is_serve
     for m in PICKER_METRICS.values():
         assert m.name in exprs, f"{m.name} is on the dashboard"
     assert not [b for b in dashboards({"tgi", "ollama"}, set()) if b["metadata"]["name"] == "dashboard-endpoint-picker"]
+
+
+def test_an_exposed_vllm_or_sglang_model_is_routed_by_its_picker_unless_it_opts_out():
+    """The default the issue names: prefix-cache for vLLM and SGLang; every other engine keeps Envoy
+    Gateway's balancing; round-robin turns the picker off; no route, no picker."""
+    sections = sections_of(FRONTDOOR)
+    for model in sections["models"]:
+        model.pop("routing", None)
+    stack = resolved_stack(sections)
+    strategies = {m.name: m.routing.strategy if m.routing else None for m in stack.models}
+    for model in stack.models:
+        expected = "prefix-cache" if model.engine in ("vllm", "sglang") and model.expose else None
+        assert strategies[model.name] == expected, (model.name, model.engine, strategies[model.name])
+    assert any(s == "prefix-cache" for s in strategies.values()) and any(s is None for s in strategies.values())
+    opted_out = sections_of(FRONTDOOR)
+    for model in opted_out["models"]:
+        model["routing"] = {"strategy": "round-robin"}
+    assert not [m for m in resolved_stack(opted_out).models if m.routing and m.routing.picker]
+    assert "endpoint-picker" not in resolved_stack(opted_out).images, "no picker, no picker image to pin"
+    gatewayless = sections_of(DEV)
+    gatewayless["gateway"] = {"enabled": False}
+    for model in gatewayless["models"]:
+        model.pop("routing", None)
+        model["expose"] = False
+    assert all(m.routing is None for m in resolved_stack(gatewayless).models), "no route, nothing to pick on"

@@ -42,7 +42,12 @@ from tests.guard_support import cli
                 "team": "search",
                 "environment": "prod",
                 "image_digest": "sha256:" + "0" * 64,
-                "image_pins": {"model-prep-s3": "sha256:" + "2" * 64, "model-prep-hub": "sha256:" + "3" * 64},
+                "image_pins": {
+                    "model-prep-s3": "sha256:" + "2" * 64,
+                    "model-prep-hub": "sha256:" + "3" * 64,
+                    # The team's exposed vLLM model is routed by its endpoint picker by default.
+                    "endpoint-picker": "sha256:" + "4" * 64,
+                },
             },
         ),
     ],

@@ -583,8 +583,10 @@ class ModelSection(Strict):
     )
     routing: Routing | None = Field(
         default=None,
-        description="Endpoint picking on the model's gateway route (`routing: {}` is `strategy: prefix-cache`); "
-        "unset: Envoy Gateway's default least-request balancing over the Service's pods. Needs `expose: true`.",
+        description="How the front door picks the model's pod for each request, on its gateway route. Unset: "
+        "`prefix-cache` (the llm-d router's endpoint picker) for vLLM and SGLang, Envoy Gateway's default "
+        "least-request balancing for the other engines; `strategy: round-robin` turns the picker off. Given, it "
+        "needs `expose: true`.",
     )
     canary: Canary | None = Field(
         default=None,
