@@ -165,3 +165,22 @@ def test_the_team_quota_counts_the_canary_beside_the_replicas():
     sections["models"][0]["canary"] = {"revision": "0" * 40, "weight": 10}
     found = warnings_of(sections)
     assert has(found, "stack.quota.gpus", "Pending"), "the canary's GPU is a third one the quota must hold"
+
+
+def test_a_canary_of_a_model_across_nodes_is_a_second_leaderworkerset_group_of_the_canary_revision():
+    from tests.test_engines_groups import LLAMA_405B, with_group
+
+    sections = with_group({**LLAMA_405B, "canary": {"revision": CANARY, "weight": 5}})
+    stack = stack_of(sections)
+    model = resolved_model(stack, "llama-405b")
+    assert model.canary is not None
+    stable, canary = objects_of(stack, model), objects_of(stack, model.canary)
+    assert stable["LeaderWorkerSet"]["metadata"]["name"] == "llama-405b"
+    lws = canary["LeaderWorkerSet"]
+    assert lws["metadata"]["name"] == "llama-405b-canary" and lws["spec"]["replicas"] == 1
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2, "the canary is one whole group too"
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    assert leader["metadata"]["labels"][REVISION_LABEL] == CANARY
+    assert canary["Service"]["metadata"]["name"] == "llama-405b-canary"
+    assert canary["Service"]["spec"]["selector"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0", "leaders only"
+    assert canary["Service"]["spec"]["selector"] != stable["Service"]["spec"]["selector"]
