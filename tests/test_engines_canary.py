@@ -184,3 +184,12 @@ def test_a_canary_of_a_model_across_nodes_is_a_second_leaderworkerset_group_of_t
     assert canary["Service"]["metadata"]["name"] == "llama-405b-canary"
     assert canary["Service"]["spec"]["selector"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0", "leaders only"
     assert canary["Service"]["spec"]["selector"] != stable["Service"]["spec"]["selector"]
+
+
+def test_a_canary_the_pools_limits_cannot_hold_beside_a_replica_is_refused_at_its_key():
+    from tests.test_engines_groups import H100, LLAMA_405B, with_group
+
+    canaried = {**LLAMA_405B, "canary": {"revision": CANARY, "weight": 5}}
+    stack_of(with_group(canaried))  # 32 accelerators: a 16-GPU group and its canary group
+    tight = with_group(canaried, {**H100, "limits": {"accelerators": 16}})
+    assert has(problems(tight), "models[2].canary", "llama-405b", "32 accelerators", "limit of 16"), problems(tight)

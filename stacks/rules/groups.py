@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from ..architectures import architecture
 from ..checks import Lookup, platform_rule, platform_warning
 from ..config import ModelSection, StackConfig
+from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
 from ..fit import pool_limits, pool_types
 from ..groups import MULTI_NODE_ENGINES, SINGLE_NODE_ONLY, per_node, replica_group
@@ -157,6 +158,39 @@ def pool_limits_admit_one_group(config: StackConfig, lookup: Lookup) -> Iterable
             )
 
 
+def _held(model: ModelSection, pool: NodePoolSection) -> int | None:
+    """Accelerators of the pool one replica holds: a group's nodes whole, else its own share; None
+    where no allowed type holds a node's share (the fit rule names that)."""
+    share = per_node(model)
+    types = [t for t in pool_types(pool) if t.accelerator_count >= share]
+    if not types:
+        return None
+    if model.nodes_per_replica > 1:
+        return model.nodes_per_replica * min(t.accelerator_count for t in types)
+    return model.accelerators_per_replica
+
+
+@platform_rule
+def a_canary_fits_the_pool_beside_a_replica(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    """A canary runs beside the stable workload: the pool's accelerator limit must hold one replica of
+    each at once, or the canary waits for capacity the stable replicas never free."""
+    for i, model, pool in placed(config, platform_of(config, lookup)):
+        limit = pool_limits(pool).accelerators
+        if not model.canary_replicas or limit is None or model.accelerators_per_replica % model.nodes_per_replica:
+            continue
+        held = _held(model, pool)
+        if held is None:
+            continue
+        need = (1 + model.canary_replicas) * held
+        if need > limit:
+            yield Problem(
+                key_path(["models", i, "canary"]),
+                f"model {model.name}: its canary runs beside at least one stable replica, {need} accelerators of "
+                f"pool {pool.name} ({held} each), over the pool's limit of {limit}; raise "
+                f"nodePools[].limits.accelerators or drop the canary",
+            )
+
+
 @platform_rule
 def a_rollout_surge_fits_the_pool(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
     """`rollout.maxSurge` starts replicas above the most the model runs: the pool's accelerator limit
@@ -167,15 +201,9 @@ def a_rollout_surge_fits_the_pool(config: StackConfig, lookup: Lookup) -> Iterab
         limit = pool_limits(pool).accelerators
         if not surge or limit is None or model.accelerators_per_replica % model.nodes_per_replica:
             continue
-        share = per_node(model)
-        types = [t for t in pool_types(pool) if t.accelerator_count >= share]
-        if not types:
+        held = _held(model, pool)
+        if held is None:
             continue  # the fit rule names it
-        held = (
-            model.nodes_per_replica * min(t.accelerator_count for t in types)
-            if model.nodes_per_replica > 1
-            else model.accelerators_per_replica
-        )
         most = model.replicas if model.autoscaling.owner == "none" else model.autoscaling.max_replicas
         most += model.canary_replicas  # a canary holds its accelerators through the rollout too
         need = (most + surge) * held
