@@ -181,6 +181,11 @@ def test_a_ray_serve_replica_across_two_nodes_is_two_ray_worker_pods_per_replica
     assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (2, 2, 6), (
         "each Serve replica is nodesPerReplica worker pods (one Ray node each)"
     )
+    (app,) = yaml.safe_load(service["spec"]["serveConfigV2"])["applications"]
+    scaling = app["args"]["llm_configs"][0]["deployment_config"]["autoscaling_config"]
+    assert (scaling["min_replicas"], scaling["max_replicas"]) == (1, 3), (
+        "Serve counts replicas and the worker group N x that: the in-tree autoscaler's bounds hold whole replicas"
+    )
     assert group["rayStartParams"]["num-gpus"] == "8", "a Ray node advertises its pod's GPUs"
     container = group["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"]["nvidia.com/gpu"] == "8"

@@ -48,7 +48,11 @@ def test_serve_config_is_a_yaml_string_serving_the_pinned_revision_through_the_l
         "the workers' prepared directory; a repo id would download it again on every worker"
     )
     assert prepared.endswith("/1cfa9a7208912126459214e8b04321603b3df60c") and "revision" not in llm["engine_kwargs"]
-    assert llm["deployment_config"]["autoscaling_config"] == {"min_replicas": 1, "max_replicas": 3}
+    assert llm["deployment_config"]["autoscaling_config"] == {
+        "min_replicas": 1,
+        "max_replicas": 3,
+        "target_ongoing_requests": 64,
+    }, "Serve's replica bounds are rayServe.minWorkers/maxWorkers, with an explicit target"
 
 
 def test_dependencies_reach_the_workers_through_the_image_and_runtime_env():
@@ -81,3 +85,42 @@ def test_more_min_workers_than_max_workers_is_refused():
     with pytest.raises(ConfigError) as err:
         config_of(sections)
     assert any(p.path.endswith("models[3].rayServe.minWorkers") for p in err.value.problems), err.value
+
+
+def _autoscaling_config(sections: dict) -> dict:
+    (llm,) = yaml.safe_load(serving_objects(NAME, sections)[0]["spec"]["serveConfigV2"])["applications"][0]["args"][
+        "llm_configs"
+    ]
+    return llm["deployment_config"]["autoscaling_config"]
+
+
+def test_ray_serve_always_gets_an_explicit_target_so_its_autoscaler_scales_up():
+    """Ray Serve LLM deep-merges its own defaults under ours, and its target_ongoing_requests is 1e9: a
+    deployment without one never scales past min_replicas."""
+    sections = serving_sections()
+    model_entry(sections, NAME)["rayServe"] = {"minWorkers": 1, "maxWorkers": 3}
+    assert _autoscaling_config(sections)["target_ongoing_requests"] == 64, "the default, not Ray Serve LLM's 1e9"
+    model_entry(sections, NAME)["rayServe"]["targetOngoingRequests"] = 16
+    assert _autoscaling_config(sections)["target_ongoing_requests"] == 16, "rayServe.targetOngoingRequests"
+    model_entry(sections, NAME)["rayServe"]["targetOngoingRequests"] = 2.5
+    assert _autoscaling_config(sections)["target_ongoing_requests"] == 2.5, "Ray takes a positive float"
+
+
+def test_a_target_of_zero_ongoing_requests_is_refused():
+    sections = serving_sections()
+    model_entry(sections, NAME)["rayServe"]["targetOngoingRequests"] = 0
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    assert any(p.path.endswith("rayServe.targetOngoingRequests") for p in err.value.problems), err.value
+
+
+def test_ray_serve_may_scale_to_zero_replicas_and_zero_gpu_workers():
+    sections = serving_sections()
+    model_entry(sections, NAME)["rayServe"] = {"minWorkers": 0, "maxWorkers": 2}
+    assert _autoscaling_config(sections)["min_replicas"] == 0
+    cluster = serving_objects(NAME, sections)[0]["spec"]["rayClusterConfig"]
+    (group,) = cluster["workerGroupSpecs"]
+    assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (0, 0, 2), (
+        "no GPU worker held while Serve runs no replica; the in-tree autoscaler adds them on demand"
+    )
+    assert cluster["enableInTreeAutoscaling"] is True

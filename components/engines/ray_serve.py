@@ -1,11 +1,15 @@
 """Ray Serve on KubeRay: one RayService (ray.io/v1) per model.
 
 - The head group runs on CPU (`num-gpus: "0"`, no GPU toleration), so it never holds a GPU node.
-- One GPU worker group sized by `models[].rayServe.minWorkers/maxWorkers`, each worker with
-  `acceleratorsPerReplica` GPUs; KubeRay's in-tree autoscaler adds workers within those bounds
-  when Ray Serve asks for more replicas. Ray Serve's own replica autoscaling
-  (`deployment_config.autoscaling_config`) is the single scaler owner of the model: no HPA or
-  AIBrix PodAutoscaler may target a RayService's pods (stacks/rules/serving.py).
+- Ray Serve's own replica autoscaling (`deployment_config.autoscaling_config`: `min_replicas` and
+  `max_replicas` from `models[].rayServe.minWorkers/maxWorkers`, and an explicit
+  `target_ongoing_requests` from `rayServe.targetOngoingRequests`) is the single scaler owner of the
+  model: no HPA or AIBrix PodAutoscaler may target a RayService's pods (stacks/rules/serving.py;
+  RayService and RayCluster have no scale subresource anyway).
+- One GPU worker group, N x those bounds for a replica of N nodes, each worker with its node's
+  share of `acceleratorsPerReplica` GPUs; KubeRay's in-tree autoscaler
+  (`enableInTreeAutoscaling: true`, its default options) adds and removes workers within them as
+  Serve's replicas ask for GPUs, and Karpenter the nodes.
 - `serveConfigV2` (a YAML string) serves the model through Ray Serve's LLM API:
   `import_path: ray.serve.llm:build_openai_app` with one `llm_configs` entry whose
   `model_loading_config.model_source` is the Hugging Face id and whose `engine_kwargs.revision`
@@ -85,6 +89,18 @@ def service(model: ModelSection) -> tuple[str, int]:
     return f"{model.name}-serve-svc", SERVE_PORT
 
 
+def autoscaling_config(block: RayServe) -> dict[str, Any]:
+    """Ray Serve's replica autoscaling, the model's one scaler: the bounds and an explicit target.
+    Ray Serve LLM deep-merges this over its defaults (`maybe_apply_llm_deployment_config_defaults`),
+    whose `target_ongoing_requests` of 1e9 would otherwise stay and never scale up."""
+    target = float(block.target_ongoing_requests)
+    return {
+        "min_replicas": block.min_workers,
+        "max_replicas": block.max_workers,
+        "target_ongoing_requests": int(target) if target.is_integer() else target,
+    }
+
+
 def llm_config(spec: WorkloadSpec) -> dict[str, Any]:
     model = spec.model
     block = ray_block(model)
@@ -101,9 +117,7 @@ def llm_config(spec: WorkloadSpec) -> dict[str, Any]:
         # repo id, vLLM would download the model again into HF_HOME on every worker.
         "model_loading_config": {"model_id": spec.served.served_model_name, "model_source": spec.cache.model_dir},
         "engine_kwargs": engine_kwargs,
-        "deployment_config": {
-            "autoscaling_config": {"min_replicas": block.min_workers, "max_replicas": block.max_workers}
-        },
+        "deployment_config": {"autoscaling_config": autoscaling_config(block)},
     }
     if group.multi_node:
         # One bundle per rank, packed node by node (module docstring): Ray reads an omitted CPU or GPU

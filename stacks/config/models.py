@@ -233,20 +233,35 @@ class Dynamo(Strict):
 
 
 class RayServe(Strict):
-    """`engine: ray-serve` only: the RayService's GPU worker group."""
+    """`engine: ray-serve` only: Ray Serve's replica autoscaling and the RayService's GPU worker group
+    that follows it."""
 
     min_workers: int = Field(
         default=1,
         ge=0,
         le=256,
-        description="Fewest Serve replicas (in-tree autoscaling), each `nodesPerReplica` GPU worker pods; at most "
-        "`maxWorkers`.",
+        description="Fewest Serve replicas (`autoscaling_config.min_replicas`; 0 scales to zero with a cold start), "
+        "each `nodesPerReplica` GPU worker pods; at most `maxWorkers`.",
     )
     max_workers: int = Field(
         default=2,
         ge=1,
         le=256,
-        description="Most Serve replicas, each `acceleratorsPerReplica` GPUs on `nodesPerReplica` worker pods.",
+        description="Most Serve replicas (`autoscaling_config.max_replicas`), each `acceleratorsPerReplica` GPUs on "
+        "`nodesPerReplica` worker pods.",
+    )
+    # Ray Serve LLM's own default is 1e9 (RAY_SERVE_LLM_DEFAULT_MAX_TARGET_ONGOING_REQUESTS), which never
+    # scales up; Ray Serve's generic 2 would add a GPU replica at a third concurrent request although vLLM
+    # batches dozens. 64 is KubeRay v1.7.0's Ray Serve LLM sample (ray-service.llm-serve.yaml).
+    target_ongoing_requests: float = Field(
+        default=64,
+        gt=0,
+        le=100000,
+        description="Ongoing requests per Serve replica that Ray Serve's autoscaler aims for "
+        "(`autoscaling_config.target_ongoing_requests`): above it, it adds replicas up to `maxWorkers`, and the "
+        "KubeRay autoscaler adds their worker pods. Default 64 (KubeRay's Ray Serve LLM sample); Ray Serve "
+        "LLM's own default (1e9) never scales up. Lower it for latency, raise it for throughput, after a load "
+        "test.",
     )
     pip: list[PipRequirement] = Field(
         default_factory=list,
