@@ -124,3 +124,14 @@ def test_ray_serve_may_scale_to_zero_replicas_and_zero_gpu_workers():
         "no GPU worker held while Serve runs no replica; the in-tree autoscaler adds them on demand"
     )
     assert cluster["enableInTreeAutoscaling"] is True
+
+
+@pytest.mark.parametrize("key", ["minReplicas", "maxReplicas"])
+def test_autoscaling_bounds_on_a_rayservice_are_refused_pointing_at_ray_serves_own(key):
+    sections = serving_sections()
+    model_entry(sections, NAME)["autoscaling"] = {"owner": "none", key: 2}
+    with pytest.raises(ConfigError) as err:
+        config_of(sections)
+    (problem,) = [p for p in err.value.problems if p.path.endswith(f"autoscaling.{key}")]
+    own = "rayServe.minWorkers" if key == "minReplicas" else "rayServe.maxWorkers"
+    assert own in problem.message and "ignored" in problem.message, "the refusal names the key that works"

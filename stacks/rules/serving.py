@@ -14,7 +14,8 @@ from .context import platform_of
 # Who owns a model's replicas when the platform runs it, by engine (besides autoscaling.owner).
 BUILT_IN_SCALER = {
     "dynamo": "the Dynamo operator (it sets each DynamoGraphDeployment component's replicas)",
-    "ray-serve": "Ray Serve's replica autoscaling with the KubeRay autoscaler (rayServe.minWorkers/maxWorkers)",
+    "ray-serve": "Ray Serve's replica autoscaling with the KubeRay autoscaler (rayServe.minWorkers/maxWorkers/"
+    "targetOngoingRequests; a RayService has no scale subresource for another scaler)",
     "nim": "the NIM Operator (it reconciles the NIMService's Deployment)",
 }
 SCALER_NAMES = {
@@ -51,7 +52,8 @@ def one_scaler_owner(config: StackConfig) -> Iterable[Problem]:
         if built_in and not (model.engine == "nim" and owner == "hpa"):
             yield Problem(
                 where,
-                f"{model.name} would have two scaler owners: {SCALER_NAMES[owner]} and {built_in}; "
+                f"{model.name} would have two scaler owners: "
+                f"{SCALER_NAMES.get(owner, f'autoscaling.owner: {owner}')} and {built_in}; "
                 f"set autoscaling.owner: none and let {built_in.split(' (')[0]} scale it",
             )
 
@@ -179,6 +181,9 @@ def dynamo_runtime_tags_name_the_version(config: StackConfig) -> Iterable[Proble
 
 @rule
 def ray_serve_bounds(config: StackConfig) -> Iterable[Problem]:
+    """Ray Serve's replica bounds are `rayServe.minWorkers/maxWorkers` (its `autoscaling_config`);
+    `autoscaling.minReplicas/maxReplicas` belong to an HPA or PodAutoscaler, which a RayService never
+    has, so bounds written there would be silently ignored."""
     for i, model in enumerate(config.models):
         block = model.ray_serve
         if block is not None and block.min_workers > block.max_workers:
@@ -187,6 +192,18 @@ def ray_serve_bounds(config: StackConfig) -> Iterable[Problem]:
                 f"minWorkers ({block.min_workers}) exceeds maxWorkers ({block.max_workers}); "
                 f"the GPU worker group cannot satisfy both",
             )
+        if model.engine != "ray-serve":
+            continue
+        for field, key, own in (
+            ("min_replicas", "minReplicas", "minWorkers"),
+            ("max_replicas", "maxReplicas", "maxWorkers"),
+        ):
+            if field in model.autoscaling.model_fields_set:
+                yield Problem(
+                    key_path(["models", i, "autoscaling", key]),
+                    f"model {model.name}: Ray Serve scales a RayService itself, so autoscaling.{key} would be "
+                    f"ignored; set its replica bound as rayServe.{own} and remove autoscaling.{key}",
+                )
 
 
 @rule
