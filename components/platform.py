@@ -17,6 +17,7 @@ from stacks.resolved import ResolvedStack
 from stacks.versions import chart
 
 from . import k8s as k8s_objects
+from .benchmark import Benchmarks, BenchmarksArgs
 from .capacity.component import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .gateway.component import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
@@ -72,6 +73,8 @@ class Wiring:
     cache: CacheContext | None = None
     # Export keys only the cloud knows (the bucket reader's role, the cluster security group).
     cloud_exports: dict[str, pulumi.Input[object]] = field(default_factory=dict)
+    # What a benchmark Job waits for: the model servers and their routes.
+    served: list[pulumi.Resource] = field(default_factory=list)
 
 
 class Platform(pulumi.ComponentResource):
@@ -96,6 +99,7 @@ class Platform(pulumi.ComponentResource):
             self._models(name, wiring)
             self._model_addons(name, wiring)
             self._front_door(name, wiring)
+            self._benchmarks(name, wiring)
             self._monitoring(name, wiring)
             self._export_platform(wiring)
         self.register_outputs(self.outputs)
@@ -273,7 +277,7 @@ class Platform(pulumi.ComponentResource):
         """One workload per models[] entry (issue: inference engines)."""
         if not self.stack.models:
             return
-        Models(
+        models = Models(
             f"{name}-models",
             ModelsArgs(
                 models=list(self.stack.models),
@@ -287,6 +291,7 @@ class Platform(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self),
         )
+        wiring.served.append(models)
 
     def _model_addons(self, name: str, wiring: Wiring) -> None:
         """Per-model objects of the serving platforms: AIBrix adapters and autoscalers (issue: serving
@@ -329,8 +334,33 @@ class Platform(pulumi.ComponentResource):
             ),
             pulumi.ResourceOptions(parent=self),
         )
+        wiring.served.append(door)
         if any(m.expose for m in stack.models) and (platform.gateway.enabled or not parent.own):
             self.outputs["inferenceUrl"] = door.url
+
+    def _benchmarks(self, name: str, wiring: Wiring) -> None:
+        """SLO benchmark Jobs through the front door (issue 17: benchmarks)."""
+        stack = self.stack
+        benched = [m for m in stack.models if m.config.benchmark is not None]
+        if not benched:
+            return
+        hostname = stack.route_parent.hostname
+        bucket = wiring.cache.bucket if wiring.cache is not None else None
+        if hostname is None or bucket is None:
+            # The stack rules refuse both (stacks/rules/benchmark.py); this is their backstop.
+            raise ValueError("models[].benchmark needs the front door's gateway.hostname and the model bucket")
+        Benchmarks(
+            f"{name}-benchmarks",
+            BenchmarksArgs(
+                models=benched,
+                hostname=hostname,
+                bucket=bucket,
+                images=stack.images,
+                provider=wiring.cluster.provider,
+                depends_on=[*wiring.served, *wiring.namespaces.values()],
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
 
     def _monitoring(self, name: str, wiring: Wiring) -> None:
         """Prometheus, scrapers, dashboards and alerts (issue: front door and eyes)."""
@@ -415,5 +445,6 @@ class Platform(pulumi.ComponentResource):
         self._models(name, wiring)
         self._model_addons(name, wiring)
         self._front_door(name, wiring)
+        self._benchmarks(name, wiring)
         self._monitoring(name, wiring)
         self.outputs.update({"team": team.name, "namespace": team.name, "models": [m.name for m in stack.models]})

@@ -241,6 +241,8 @@ def rendered_images(
         names.append("dynamo-planner")
     if any(picked(m, routed) for m in models):
         names.append("endpoint-picker")
+    if any(m.benchmark is not None for m in models):
+        names += ["guidellm", *([] if "model-prep-s3" in names else ["model-prep-s3"])]
     if owns_platform:
         if addons.litellm.enabled:
             names += ["litellm", *(["redis"] if addons.litellm.redis else [])]

@@ -122,6 +122,11 @@ IMAGES: dict[str, Image] = {
     "endpoint-picker": Image("ghcr.io/llm-d/llm-d-router-endpoint-picker", "v0.10.0"),
     # AIBrix's init containers default to busybox:stable, a tag that moves.
     "busybox": Image("docker.io/library/busybox", "1.37.0"),
+    # The SLO benchmark (models[].benchmark): guidellm's release workflow tags its container with the git
+    # tag (guidellm .github/workflows/release.yml, build-multiarch-container.yml); ENTRYPOINT
+    # /opt/app-root/bin/guidellm, user 1001 (Containerfile). The tag's presence in ghcr is not verified
+    # here: prod pins it by digest (`images.guidellm`).
+    "guidellm": Image("ghcr.io/vllm-project/guidellm", "v0.8.1"),
     # --- model preparation (components/storage/prepare.py) ---------------------------------------
     # Copies a model's prefix from the model bucket (`aws s3 sync`).
     "model-prep-s3": Image("public.ecr.aws/aws-cli/aws-cli", "2.32.9"),

@@ -128,9 +128,16 @@ def test_serving_pods_read_the_bucket_through_pod_identity_not_the_node_role():
     trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert set(trust["Action"]) == {"sts:AssumeRole", "sts:TagSession"}
-    policy = json.loads(one("storage-efs", "aws:iam/rolePolicy:RolePolicy").inputs["policy"])
-    actions = {a for s in policy["Statement"] for a in s["Action"]}
+    policies = {
+        r.name.rsplit("-", 1)[1]: json.loads(r.inputs["policy"])
+        for r in of_type("storage-efs", "aws:iam/rolePolicy:RolePolicy")
+    }
+    assert set(policies) == {"read", "benchmarks"}
+    actions = {a for s in policies["read"]["Statement"] for a in s["Action"]}
     assert actions == {"s3:ListBucket", "s3:GetBucketLocation", "s3:GetObject"}, "read-only, nothing else"
+    (write,) = policies["benchmarks"]["Statement"]
+    assert write["Action"] == ["s3:PutObject"], "the one write: benchmark results"
+    assert all(r.endswith("/benchmarks/*") for r in write["Resource"]), "never beside the weights"
     readers = [
         a
         for a in of_type("storage-efs", "aws:eks/podIdentityAssociation:PodIdentityAssociation")

@@ -23,7 +23,7 @@ from .. import podidentity
 from ..k8s import apply
 from ..naming import TOKEN, physical
 from .claims import READER_SERVICE_ACCOUNT, service_account
-from .storage_iam import read_only_policy, tls_only_policy
+from .storage_iam import benchmark_results_policy, read_only_policy, tls_only_policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +118,8 @@ class ModelReadersArgs:
 
 
 class ModelReaders(pulumi.ComponentResource):
-    """Read-only bucket access for serving pods: one role, one ServiceAccount and one Pod Identity
+    """Read-only bucket access for serving pods (and a write under `benchmarks/` for benchmark Jobs):
+    one role, one ServiceAccount and one Pod Identity
     association per model namespace."""
 
     role_arn: pulumi.Output[str]
@@ -134,6 +135,16 @@ class ModelReaders(pulumi.ComponentResource):
             f"{name}-read",
             role=role.id,
             policy=pulumi.Output.from_input(args.bucket_arn).apply(lambda arn: json.dumps(read_only_policy(arn))),
+            opts=child,
+        )
+        # Benchmark Jobs run as the reader and upload their results; a team's stack cannot change this
+        # role, so the grant is the platform's, on the `benchmarks/` prefix only.
+        aws.iam.RolePolicy(
+            f"{name}-benchmarks",
+            role=role.id,
+            policy=pulumi.Output.from_input(args.bucket_arn).apply(
+                lambda arn: json.dumps(benchmark_results_policy(arn))
+            ),
             opts=child,
         )
         for ns, namespace in sorted(args.namespaces.items()):

@@ -68,3 +68,19 @@ def read_only_policy(bucket_arn: str) -> dict[str, Any]:
             },
         ],
     }
+
+
+def benchmark_results_policy(bucket_arn: str) -> dict[str, Any]:
+    """The one write a bucket reader has: benchmark results (`models[].benchmark`, components/benchmark.py)
+    under `benchmarks/`, objects only (no delete, no ACLs), never beside the weights."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "WriteBenchmarkResults",
+                "Effect": "Allow",
+                "Action": ["s3:PutObject"],
+                "Resource": [f"{bucket_arn}/benchmarks/*"],
+            }
+        ],
+    }

@@ -87,6 +87,9 @@ class ImagesSection(Strict):
         "The llm-d router's endpoint picker, one per model with `routing.strategy` prefix-cache or load (its "
         "chart composes `repository:tag`; a digest is appended to the tag).",
     )
+    guidellm: ImagePin | None = _pin(
+        "guidellm", "guidellm 0.8.1, the SLO benchmark Job of every model with `benchmark` (its runner and verdict)."
+    )
     dynamo_planner: ImagePin | None = _pin(
         "dynamo-planner", "The profiling job of a Dynamo model with `dynamo.requestProfiling`."
     )

@@ -23,6 +23,7 @@ from .base import (
     s3_url_problem,
     shown,
 )
+from .benchmark import Benchmark
 from .slo import Slo
 
 Engine = Literal["vllm", "sglang", "nim", "tgi", "ollama", "neuron-vllm", "dynamo", "ray-serve"]
@@ -595,6 +596,11 @@ class ModelSection(Strict):
     )
     slo: Slo | None = Field(
         default=None, description="Serving objectives, alerted on by Prometheus; needs `addons.monitoring`."
+    )
+    benchmark: Benchmark | None = Field(
+        default=None,
+        description="An SLO benchmark Job (guidellm 0.8.1) against the model's gateway route; its verdict is `slo` "
+        "and its results go to the model bucket under `benchmarks/<name>/<revision>/`. Needs `expose: true`.",
     )
     routing: Routing | None = Field(
         default=None,

@@ -7,6 +7,7 @@ from ..checks import PLATFORM_RULES, PLATFORM_WARNINGS, RULES, WARNINGS, Lookup,
 from ..config import StackConfig
 from ..errors import Problem
 from . import (  # noqa: F401  (each registers its rules)
+    benchmark,
     canary,
     collisions,
     engine_args,

@@ -1,0 +1,281 @@
+"""SLO benchmark Jobs (`models[].benchmark`): guidellm 0.8.1 against a model's gateway route. Pure builders.
+
+One Job per model. Its pod runs as the bucket reader (`model-reader`: reads the model's prefix, and
+writes only under `benchmarks/`):
+1. `tokenizer` (aws-cli) copies the tokenizer files from the model's bucket prefix, so guidellm never
+   fetches one from the Hugging Face Hub (its default);
+2. `guidellm` runs one benchmark per concurrency of the sweep through `https://<gateway host>/<model>`
+   with the client key read from its mounted Secret file and exported at exec time
+   (components/secretfiles.py), never on argv or in the pod spec, then writes the verdict against
+   the model's `slo` (components/bench_verdict.py);
+3. `upload` (aws-cli) copies the results to `s3://<bucket>/benchmarks/<model>/<revision>/<UTC time>/` and
+   exits non-zero when the verdict is a miss, which fails the Job.
+The Job's name carries a digest of the model, revision, images, settings and objectives, so a change
+to any of them is a new Job (a Job's pod template is immutable). Gated Jobs are awaited by
+pulumi-kubernetes (its Job await logic: `pulumi up` fails when the Job fails); others carry
+`pulumi.com/skipAwait`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config.benchmark import Benchmark
+from stacks.config.slo import Slo
+from stacks.resolved import READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel
+
+from . import bench_verdict, secretfiles
+from .k8s import apply
+from .naming import MANAGED_BY, TOKEN, physical, scanner_waivers
+from .storage.cache import bucket_prefix
+
+# The bucket reader: it reads the tokenizer and may write only under `benchmarks/`
+# (components/storage/storage_iam.py benchmark_results_policy).
+BENCH_SERVICE_ACCOUNT = READER_SERVICE_ACCOUNT
+# Never the model label: the model's Service and NetworkPolicy select pods by it.
+BENCH_LABEL = "inference-platform.io/benchmark"
+RESULTS_PREFIX = "benchmarks"
+GUIDELLM = "/opt/app-root/bin/guidellm"
+PYTHON = "/opt/app-root/bin/python3"
+RESULTS = "/results"
+TOKENIZER = "/tokenizer"
+KEY_DIR = "/var/run/secrets/benchmark"
+KEY = "api-key"  # the key the named Secret must hold
+# guidellm reads the backend's key from its settings (pydantic-settings, prefix GUIDELLM__, delimiter __).
+KEY_ENV = "GUIDELLM__SPEC__BACKEND__API_KEY"
+# Tokenizer files of a Hugging Face repository (tokenizer.json, tokenizer_config.json, vocab, merges,
+# sentencepiece models) and the small configs a tokenizer load reads; never the weights.
+TOKENIZER_FILES = ("tokenizer*", "*.json", "*.model", "*.txt", "*.tiktoken")
+DEADLINE_SECONDS = 3 * 3600
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchmarksArgs:
+    models: Sequence[ResolvedModel]
+    hostname: str  # the front door's listener host
+    bucket: pulumi.Input[str]  # the model bucket's name
+    images: ImageTable
+    provider: k8s.Provider
+    # The models, their routes and namespaces: a Job measures only what is already served.
+    depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
+
+
+def objectives(slo: Slo | None) -> dict[str, float]:
+    """The objectives the verdict holds (guidellm measures TTFT and ITL; the others stay alerts)."""
+    if slo is None:
+        return {}
+    found = {"ttftSeconds": slo.ttft_seconds, "itlSeconds": slo.itl_seconds}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def target(model: ResolvedModel, hostname: str) -> str:
+    """The model's route through the front door (guidellm appends /v1/chat/completions)."""
+    return f"https://{hostname}/{model.name}"
+
+
+def guidellm_runs(model: ResolvedModel, bench: Benchmark, hostname: str) -> list[dict[str, Any]]:
+    """One guidellm argv per concurrency. Every flag is in `guidellm run --help` (0.8.1); the spec keys are
+    FINDINGS-scaling 5.2's (validate_backend=false: the route serves no /health)."""
+    backend = f"kind=openai_http,target={target(model, hostname)},model={model.name},validate_backend=false"
+    runs = []
+    for level in bench.concurrency:
+        output = f"{RESULTS}/concurrency-{level}.json"
+        argv = [
+            GUIDELLM,
+            "run",
+            "--backend",
+            backend,
+            "--tokenizer",
+            f"kind=huggingface_auto,model={TOKENIZER}",
+            "--profile",
+            f"kind=concurrent,streams={level}",
+            "--data",
+            f"kind=synthetic_text,prompt_tokens={bench.input_tokens},output_tokens={bench.output_tokens}",
+            "--constraint",
+            f"kind=max_requests,count={bench.requests}",
+            "--output",
+            f"kind=json,path={output}",
+            "--disable-console-interactive",
+        ]
+        runs.append({"concurrency": level, "output": output, "argv": argv})
+    return runs
+
+
+def settings_digest(model: ResolvedModel, images: ImageTable) -> str:
+    """What makes a new Job: the model, its revision, the images, the benchmark and its objectives."""
+    bench = model.config.benchmark
+    assert bench is not None
+    facts = {
+        "model": model.config.model,
+        "revision": model.config.revision,
+        "images": [images["guidellm"].ref, images["model-prep-s3"].ref],
+        "benchmark": bench.model_dump(mode="json", by_alias=True),
+        "slo": objectives(model.config.slo),
+        "quantile": model.config.slo.p if model.config.slo else None,
+    }
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def job_name(model: ResolvedModel, images: ImageTable) -> str:
+    return physical("bench", model.name, settings_digest(model, images))
+
+
+def results_prefix(model: ResolvedModel) -> str:
+    """`benchmarks/<model>/<revision>`: the upload adds the UTC time of the run."""
+    return f"{RESULTS_PREFIX}/{bucket_prefix(model.config)}"
+
+
+UPLOAD = r"""set -eu
+stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+dest="s3://$BENCH_BUCKET/$BENCH_PREFIX/$stamp/"
+aws s3 cp --recursive --only-show-errors /results/ "$dest"
+echo "benchmark: results at $dest"
+if [ -f /results/passed ]; then exit 0; fi
+echo "benchmark: the SLO was missed (or nothing was measured):" >&2
+cat /results/verdict.json >&2 || true
+exit 1
+"""
+
+
+def _tokenizer_script() -> str:
+    includes = " ".join(f"--include '{p}'" for p in TOKENIZER_FILES)
+    return (
+        'set -eu\naws s3 cp --recursive --only-show-errors "s3://$BENCH_BUCKET/$MODEL_PREFIX/" /tokenizer/ '
+        f"--exclude '*' {includes}\n"
+        '[ -n "$(ls -A /tokenizer)" ] || { echo "benchmark: no tokenizer files under '
+        's3://$BENCH_BUCKET/$MODEL_PREFIX/; copy the model there first" >&2; exit 1; }\n'
+    )
+
+
+def _security() -> dict[str, Any]:
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}
+
+
+def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) -> dict[str, Any]:
+    """The benchmark Job for one model (`bucket`: the model bucket's name, a plain or Pulumi value)."""
+    bench = model.config.benchmark
+    assert bench is not None, "only for a model with benchmark"
+    slo = model.config.slo
+    key = secretfiles.SecretFile(env=KEY_ENV, secret=bench.api_key_secret, key=KEY, volume="api-key", directory=KEY_DIR)
+    name = job_name(model, images)
+    labels = {**MANAGED_BY, "app.kubernetes.io/name": "benchmark", BENCH_LABEL: model.name}
+    annotations = scanner_waivers(
+        {
+            "CKV_K8S_40": "runs as uid 1001, the non-root user guidellm's image is built for (the aws CLI runs as "
+            "anyone); a uid shared with a host user matters only through host namespaces or hostPath volumes, and "
+            "the pod has neither"
+        }
+    )
+    if not bench.gate:
+        annotations["pulumi.com/skipAwait"] = "true"
+    work = [{"name": "results", "mountPath": RESULTS}, {"name": "tmp", "mountPath": "/tmp"}]
+    aws_env = [
+        {"name": "BENCH_BUCKET", "value": bucket},
+        {"name": "HOME", "value": "/tmp"},
+    ]
+    runner = {
+        "name": "guidellm",
+        "image": images["guidellm"].ref,
+        "command": ["sh", "-c", secretfiles.exec_script([key], f'{PYTHON} -c "$BENCH_SCRIPT"'), "sh"],
+        "env": [
+            {"name": "BENCH_SCRIPT", "value": inspect.getsource(bench_verdict)},
+            {"name": "BENCH_RUNS", "value": json.dumps(guidellm_runs(model, bench, hostname))},
+            {"name": "BENCH_SLO", "value": json.dumps(objectives(slo))},
+            {"name": "BENCH_QUANTILE", "value": str(slo.p if slo else 0.95)},
+            {"name": "BENCH_RESULTS", "value": RESULTS},
+            {"name": "HOME", "value": "/tmp"},
+            # The root file system is read-only: guidellm's log file (`guidellm env`) and the Hugging Face
+            # cache go to /tmp, and the Hub is never asked (the tokenizer is the local copy).
+            {"name": "GUIDELLM__LOGGING__LOG_FILE", "value": "/tmp/guidellm.log"},
+            {"name": "HF_HOME", "value": "/tmp/hf"},
+            {"name": "HF_HUB_OFFLINE", "value": "1"},
+        ],
+        "volumeMounts": [
+            *work,
+            {"name": "tokenizer", "mountPath": TOKENIZER, "readOnly": True},
+            *secretfiles.mounts([key]),
+        ],
+        "securityContext": _security(),
+        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+    }
+    tokenizer = {
+        "name": "tokenizer",
+        "image": images["model-prep-s3"].ref,
+        "command": ["sh", "-c", _tokenizer_script()],
+        "env": [*aws_env, {"name": "MODEL_PREFIX", "value": bucket_prefix(model.config)}],
+        "volumeMounts": [{"name": "tokenizer", "mountPath": TOKENIZER}, {"name": "tmp", "mountPath": "/tmp"}],
+        "securityContext": _security(),
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+    }
+    upload = {
+        "name": "upload",
+        "image": images["model-prep-s3"].ref,
+        "command": ["sh", "-c", UPLOAD],
+        "env": [*aws_env, {"name": "BENCH_PREFIX", "value": results_prefix(model)}],
+        "volumeMounts": work,
+        "securityContext": _security(),
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": model.namespace, "labels": labels, "annotations": annotations},
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": DEADLINE_SECONDS,
+            # No ttlSecondsAfterFinished: a Job the cluster deleted would be recreated, and so re-run, by
+            # the next `pulumi up --refresh`. The Job stays until a new name replaces it.
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "serviceAccountName": BENCH_SERVICE_ACCOUNT,
+                    # The Job never calls the Kubernetes API; Pod Identity mounts its own token
+                    # (eks-pod-identity-token), independent of this.
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    # guidellm's image runs as 1001; the aws CLI runs as anyone with HOME writable.
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 1001,
+                        "runAsGroup": 1001,
+                        "fsGroup": 1001,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "initContainers": [tokenizer, runner],
+                    "containers": [upload],
+                    "volumes": [
+                        {"name": "results", "emptyDir": {}},
+                        {"name": "tokenizer", "emptyDir": {}},
+                        {"name": "tmp", "emptyDir": {}},
+                        *secretfiles.volumes([key]),
+                    ],
+                },
+            },
+        },
+    }
+
+
+class Benchmarks(pulumi.ComponentResource):
+    """One benchmark Job per model with `benchmark`, after the models and their routes exist."""
+
+    def __init__(self, name: str, args: BenchmarksArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:Benchmarks", name, None, opts)
+        for model in args.models:
+            if model.config.benchmark is None:
+                continue
+            obj = job(model, args.hostname, args.bucket, args.images)
+            apply(
+                obj,
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+                name=f"{name}-{obj['metadata']['name']}",
+            )
+        self.register_outputs({})
