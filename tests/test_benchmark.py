@@ -195,3 +195,21 @@ def test_a_key_header_guidellm_cannot_send_is_refused():
     sections["gateway"] = {**sections.get("gateway", {}), "auth": "apiKey", "apiKeyHeader": "x-api-key"}
     found = problems(sections)
     assert has(found, "models[0].benchmark", "apiKeyHeader: Authorization"), found
+
+
+def test_a_team_benchmark_is_held_to_its_platforms_front_door_not_its_own_gateway_section():
+    """A workloads stack's gateway section is not its front door: without a platform hostname the
+    refusal names the key before any resource (never the wiring's backstop)."""
+    from stacks import exports
+    from tests.conftest import EXAMPLES, PLATFORM_REF, rendered_stack, sections_of
+    from tests.guard_support import has, problems
+
+    team = next(p for p in EXAMPLES if p.name == "Pulumi.team-search.yaml")
+    platform = next(p for p in EXAMPLES if p.name == "Pulumi.platform.yaml")
+    live = dict(rendered_stack(platform).outputs)
+    parent = dict(live["gatewayParent"])
+    parent["hostname"] = None
+    exports.supply(PLATFORM_REF, {**live, "gatewayParent": parent}, f"stack {PLATFORM_REF}")
+    sections = sections_of(team)
+    sections["models"][0]["benchmark"] = {"apiKeySecret": "bench-key"}
+    assert has(problems(sections), "models[0].benchmark", "no front door with a hostname", "ask the platform team")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..checks import rule
+from ..checks import Lookup, platform_rule, rule
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from .context import platform_of
 
 
 @rule
@@ -22,22 +23,42 @@ def benchmark_needs_a_route_and_an_objective(config: StackConfig) -> Iterable[Pr
                 "a benchmark measures the model through its authenticated gateway route, and expose: false "
                 "gives it none; set expose: true, or remove benchmark",
             )
-        if config.stack.role != "workloads" and not config.gateway.enabled:
-            yield Problem(
-                key_path(["models", i, "benchmark"]),
-                "a benchmark measures the model at https://<gateway.hostname>/<name>, and this stack runs no "
-                "front door; set gateway.enabled: true with its hostname, or remove benchmark",
-            )
-        if config.gateway.auth == "apiKey" and config.gateway.api_key_header != "Authorization":
-            yield Problem(
-                key_path(["models", i, "benchmark"]),
-                f"guidellm sends its key only as `Authorization: Bearer <key>`, and the gateway reads keys from "
-                f"{config.gateway.api_key_header}; set gateway.apiKeyHeader: Authorization, or remove benchmark",
-            )
         slo = model.slo
         if bench.gate and (slo is None or (slo.ttft_seconds is None and slo.itl_seconds is None)):
             yield Problem(
                 key_path(["models", i, "benchmark", "gate"]),
                 "gate: true fails `pulumi up` on a missed SLO, but the model's slo states no ttftSeconds or "
                 "itlSeconds for the benchmark to judge; add one to slo, or set gate: false",
+            )
+
+
+@platform_rule
+def benchmark_reaches_the_front_door(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+    """The Job calls https://<hostname>/<model> on the front door the model's route hangs on: this
+    stack's, or (a workloads stack) its platform's, whose gateway section is the one that counts."""
+    platform = platform_of(config, lookup)
+    if platform is None:
+        return
+    gateway = platform.gateway
+    for i, model in enumerate(config.models):
+        if model.benchmark is None or not model.expose:
+            continue
+        key = key_path(["models", i, "benchmark"])
+        if platform.parent is None or platform.parent.hostname is None:
+            fix = (
+                "set gateway.enabled: true with gateway.hostname"
+                if platform.own
+                else (f"ask the platform team ({platform.where}) for a front door with gateway.hostname")
+            )
+            yield Problem(
+                key,
+                f"a benchmark measures the model at https://<gateway.hostname>/{model.name}, and there is no front "
+                f"door with a hostname to call; {fix}, or remove benchmark",
+            )
+        elif gateway.auth == "apiKey" and gateway.api_key_header != "Authorization":
+            yield Problem(
+                key,
+                f"guidellm sends its key only as `Authorization: Bearer <key>`, and the gateway reads keys from "
+                f"{gateway.api_key_header}; set gateway.apiKeyHeader: Authorization ({platform.where}), or remove "
+                f"benchmark",
             )
