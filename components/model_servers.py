@@ -4,7 +4,8 @@ For each resolved model (stacks/resolve.py) it builds the WorkloadSpec (placemen
 model cache from the storage concern, the engine's facts) and applies what the engine module in
 components/engines returns. A custom resource (NIMService, DynamoGraphDeployment, RayService)
 depends on the release that installs its CRD (the engine's `FACTS.controller`). Pods run as the
-cache's bucket reader (`model-reader`). A model with a canary also gets the canary's objects, from
+cache's bucket reader (`model-reader`); a model streamed from the bucket also gets the Job that fills its
+prefix, as the bucket writer (`model-writer`). A model with a canary also gets the canary's objects, from
 the canary's resolved model (stacks/resolve.py `canary_of`).
 """
 
@@ -24,7 +25,7 @@ from .engines import ENGINES, WorkloadSpec
 from .k8s import apply
 from .naming import TOKEN, labels
 from .scheduling import placement
-from .storage.cache import CacheContext, cache_mount
+from .storage.cache import CacheContext, cache_mount, stream_fill_job
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +76,7 @@ class Models(pulumi.ComponentResource):
         # A canary (`models[].canary`) is built like its model, beside it: its own workload and Service.
         for model in [w for m in args.models for w in (m, m.canary) if w is not None]:
             spec = workload_spec(model, args.storage, args.cache, args.neuron_scheduler, images=args.images)
-            objs = model_objects(spec)
+            objs = model_objects(spec, args.cache)
             deps: list[pulumi.Resource] = []
             if ns := args.namespaces.get(model.namespace):
                 deps.append(ns)
@@ -100,9 +101,17 @@ class Models(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-def model_objects(spec: WorkloadSpec) -> list[dict[str, Any]]:
-    """The engine module's objects for one model."""
-    return list(ENGINES[spec.served.engine].manifests(spec))
+def model_objects(spec: WorkloadSpec, cache: CacheContext | None = None) -> list[dict[str, Any]]:
+    """The engine module's objects for one model, and, for a model streamed from the bucket
+    (`models[].loadFormat`), the one-time Job that fills its bucket prefix."""
+    objs = list(ENGINES[spec.served.engine].manifests(spec))
+    if spec.cache.stream_uri is not None:
+        if cache is None:
+            raise ValueError(
+                f"model {spec.model.name} streams from the bucket: its fill Job needs the storage's context"
+            )
+        objs.append(stream_fill_job(cache, spec.model, spec.served.service, spec.served.namespace, spec.images))
+    return objs
 
 
 def _is_core(obj: dict[str, Any]) -> bool:

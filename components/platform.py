@@ -30,7 +30,7 @@ from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
-from .storage.cache import CacheContext
+from .storage.cache import CacheContext, streamed_prefixes
 from .storage.component import ModelStorage, ModelStorageArgs
 from .team import TeamStorage, TeamStorageArgs, guardrails
 
@@ -225,6 +225,8 @@ class Platform(pulumi.ComponentResource):
                 namespaces=wiring.namespaces,
                 provider=wiring.cluster.provider,
                 tags=wiring.cluster.tags,
+                region=self.stack.region,
+                streamed_prefixes=streamed_prefixes(self.stack.models),
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -435,6 +437,7 @@ class Platform(pulumi.ComponentResource):
                 bucket=platform.output("modelBucket"),
                 reader_role_arn=platform.output("modelReaderRoleArn"),
                 cluster_name=wiring.cluster.name,
+                region=stack.region,
                 namespace=wiring.namespaces[team.name],
                 provider=provider,
                 tags=wiring.cluster.tags,

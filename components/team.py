@@ -95,6 +95,7 @@ class TeamStorageArgs:
     bucket: pulumi.Input[str]  # the platform's modelBucket export
     reader_role_arn: pulumi.Input[str]  # the platform's modelReaderRoleArn export
     cluster_name: pulumi.Input[str]
+    region: str
     namespace: pulumi.Resource
     provider: k8s.Provider
     tags: dict[str, str]
@@ -128,5 +129,6 @@ class TeamStorage(pulumi.ComponentResource):
             bucket=args.bucket,
             claim_name=CACHE_CLAIM if shared else None,
             reader_service_account=READER_SERVICE_ACCOUNT,
+            region=args.region,
         )
         self.register_outputs({"serviceAccount": READER_SERVICE_ACCOUNT, "claim": CACHE_CLAIM if shared else None})

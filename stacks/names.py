@@ -114,6 +114,8 @@ PLATFORM_SUFFIXES = {
     "-picker": "EnvoyExtensionPolicy",
     "-picker-from-gateway": "ReferenceGrant",
     "-picker-ingress": "NetworkPolicy",
+    # components/storage/cache.py fill_job_name: a streamed model's (`loadFormat`) bucket fill.
+    "-to-bucket": "Job",
 }
 # Services the operators derive from the workload's name (DNS-1035 labels, also label values):
 # KubeRay GenerateServeServiceName/GenerateHeadServiceName; Dynamo `<graph>-<component, lower case>`.
@@ -176,6 +178,7 @@ ROLE_PURPOSES = (
     "aws-efs-csi-driver",
     "aws-fsx-csi-driver",
     "model-reader",
+    "model-writer",
     "aws-load-balancer-controller",
 )
 # The Terraform-style unique suffix S3's bucket_prefix gets (26 digits): the prefix is at most 37.

@@ -47,6 +47,9 @@ EFS_STORAGE_CLASS = "efs-models"
 CACHE_CLAIM = "model-cache"
 # The bucket reader every model pod runs as (Pod Identity, read-only; components/storage/bucket.py).
 READER_SERVICE_ACCOUNT = "model-reader"
+# The one-time filler of a streamed model's bucket prefix (`models[].loadFormat`): write access to
+# those prefixes only, used by that fill Job alone, never by a serving pod.
+WRITER_SERVICE_ACCOUNT = "model-writer"
 
 # Models without a namespace of their own (all-in-one stacks); a team's models run in the team's.
 DEFAULT_NAMESPACE = "inference"

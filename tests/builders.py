@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from components.model_servers import model_objects, workload_spec
-from components.storage.cache import CacheContext
+from components.storage.cache import CacheContext, streamed
 from stacks.load import parse_sections, platform_for
 from stacks.resolve import resolve
-from stacks.resolved import ImageTable, ResolvedModel, ResolvedStack
+from stacks.resolved import CACHE_CLAIM, READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel, ResolvedStack
 from stacks.versions import IMAGES
 
 # Every catalog image, unpinned: for builders tested outside a resolved stack.
@@ -35,11 +35,30 @@ def resolved_model(stack: ResolvedStack, name: str) -> ResolvedModel:
     return found[0]
 
 
+# The bucket a streamed model's context names when a test gives none (the storage component's, in a stack).
+TEST_BUCKET = "acme-models"
+
+
+def streaming_context(stack: ResolvedStack, model: ResolvedModel) -> CacheContext | None:
+    """The storage component's context for a streamed model (bucket, region, reader), else None."""
+    if not streamed(model.config):
+        return None
+    shared = stack.platform.storage.model_cache in ("efs", "fsx")
+    return CacheContext(
+        storage=stack.platform.storage,
+        bucket=TEST_BUCKET,
+        claim_name=CACHE_CLAIM if shared else None,
+        reader_service_account=READER_SERVICE_ACCOUNT,
+        region=stack.region,
+    )
+
+
 def engine_objects(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> list[dict[str, Any]]:
     """The objects the model's engine module builds, as the Models component would apply them."""
     model = resolved_model(stack, name)
+    cache = cache or streaming_context(stack, model)
     spec = workload_spec(model, stack.platform.storage, cache, stack.platform.neuron_scheduler, images=stack.images)
-    return model_objects(spec)
+    return model_objects(spec, cache)
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from components.model_servers import workload_spec
 from components.storage.cache import CacheContext
 from stacks.load import ROOT
 from stacks.resolved import ResolvedStack
-from tests.builders import engine_objects, resolved_model, resolved_stack
+from tests.builders import engine_objects, resolved_model, resolved_stack, streaming_context
 from tests.conftest import sections_of
 
 ENGINES = ROOT / "stacks" / "examples" / "Pulumi.engines.yaml"
@@ -29,9 +29,9 @@ def stack_of(sections: dict[str, Any]) -> ResolvedStack:
 def spec(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> WorkloadSpec:
     """The WorkloadSpec the Models component builds for one model (the platform's storage and
     Neuron scheduler, the shared cache claim when the cache is shared)."""
-    return workload_spec(
-        resolved_model(stack, name), stack.platform.storage, cache, stack.platform.neuron_scheduler, images=stack.images
-    )
+    model = resolved_model(stack, name)
+    cache = cache or streaming_context(stack, model)
+    return workload_spec(model, stack.platform.storage, cache, stack.platform.neuron_scheduler, images=stack.images)
 
 
 def objects(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> dict[str, dict[str, Any]]:

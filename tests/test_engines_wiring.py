@@ -17,7 +17,7 @@ from components.storage.cache import CacheContext, cache_mount
 from stacks.load import ROOT
 from stacks.resolved import MODEL_LABEL
 from stacks.sizing import BASE_EPHEMERAL_MIB, replica_requests, weights
-from tests.builders import by_kind, resolved_model
+from tests.builders import by_kind, resolved_model, streaming_context
 from tests.conftest import ALL_STACKS, DEV, rendered_stack, sections_of
 from tests.engines_helpers import engine_container, env_of, example, objects, spec, stack_of
 
@@ -41,7 +41,8 @@ def _with_cache(sections: dict[str, Any], **storage: Any) -> dict[str, Any]:
 
 def objects_of(stack: Any, name: str) -> list[dict[str, Any]]:
     """The model's objects as the Models component would apply them (a list: kinds may repeat)."""
-    return model_objects(spec(stack, name))
+    model = resolved_model(stack, name)
+    return model_objects(spec(stack, name), streaming_context(stack, model))
 
 
 # --- storage -> engines ---------------------------------------------------------------------

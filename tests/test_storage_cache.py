@@ -49,7 +49,8 @@ def test_a_shared_cache_mounts_the_namespace_claim_and_prepares_into_it():
 
 
 def test_fsx_mounts_its_static_claim_and_adopts_what_its_bucket_link_imported():
-    mount, _ = mount_for("storage-fsx", claim_name="model-cache")
+    # The example's second model: its first streams from the bucket and has no cache.
+    mount, _ = mount_for("storage-fsx", model_index=1, claim_name="model-cache")
     assert mount.volumes[0]["persistentVolumeClaim"]["claimName"] == "model-cache"
     bucket_step = {e["name"]: e["value"] for e in mount.init_containers[0]["env"]}
     assert bucket_step["CACHE_IMPORTED"] == "true", "FSx already links the bucket: nothing is copied twice"

@@ -11,6 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.storage.cache import streamed_prefixes
 from components.storage.component import ModelStorage, ModelStorageArgs
 from stacks.load import ROOT
 from stacks.mocks import Record, RecordingMocks
@@ -53,6 +54,8 @@ def storage_records(mocks: RecordingMocks, sections: dict[str, Any]) -> list[Rec
                 namespaces=namespaces,
                 provider=provider,
                 tags={},
+                region=stack.region,
+                streamed_prefixes=streamed_prefixes(stack.models),
             ),
         )
 

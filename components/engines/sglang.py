@@ -1,14 +1,17 @@
 """SGLang on NVIDIA GPUs: `python3 -m sglang.launch_server` for one model.
 
-Model path and pinned revision, tensor parallel size = `acceleratorsPerReplica`, host 0.0.0.0 so the
-Service reaches it, Prometheus metrics enabled (/metrics on the serving port) and the grammar
-backend from `models[].sglang.grammarBackend` (xgrammar by default).
+Model path (the prepared directory, or with `loadFormat: runai-streamer` the bucket prefix streamed
+by the Run:ai streamer: components/engines/streamer.py) and pinned revision, tensor parallel size =
+`acceleratorsPerReplica`, host 0.0.0.0 so the Service reaches it, Prometheus metrics enabled
+(/metrics on the serving port) and the grammar backend from `models[].sglang.grammarBackend`
+(xgrammar by default).
 
-A replica across nodes (`nodesPerReplica` > 1) is a LeaderWorkerSet group (components/engines/group.py):
-every pod runs the same launcher with `--nnodes N --node-rank $(LWS_WORKER_INDEX) --dist-init-addr
-$(LWS_LEADER_ADDRESS):20000` and `--tp-size` the total over the group (SGLang 0.5.19
-srt/server_args.py; the LWS project's SGLang sample uses exactly these flags and port). Ranks >= 1
-run only schedulers (and a dummy health server), so only the leader serves and is probed.
+A replica across nodes (`nodesPerReplica` > 1) is a LeaderWorkerSet group
+(components/engines/group.py): every pod runs the same launcher with `--nnodes N --node-rank
+$(LWS_WORKER_INDEX) --dist-init-addr $(LWS_LEADER_ADDRESS):20000` and `--tp-size` the total over the
+group (SGLang 0.5.19 srt/server_args.py; the LWS project's SGLang sample uses exactly these flags
+and port). Ranks >= 1 run only schedulers (and a dummy health server), so only the leader serves and
+is probed.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.sizing import tensor_parallel
 
-from . import group
+from . import group, streamer
 from .facts import EngineFacts
 from .spec import WorkloadSpec
-from .workload import EngineContainer
+from .workload import ENGINE_UID, HOME, EngineContainer
 from .workload import manifests as workload_manifests
 
 FACTS = EngineFacts(
@@ -32,12 +35,18 @@ FACTS = EngineFacts(
 DIST_INIT_PORT = 20000
 
 
+# Where SGLang pulls a streamed model's config and tokenizer files (srt/utils/runai_utils.py
+# $SGLANG_CACHE_DIR/model_streamer): the engine's writable home.
+CACHE_DIR = f"{HOME}/.cache/sglang"
+
+
 def container(spec: WorkloadSpec) -> EngineContainer:
     m = spec.model
     grammar = m.sglang.grammar_backend if m.sglang else "xgrammar"
     args = [
         "--model-path",
-        spec.cache.model_dir,  # prepared by the init containers; a repo id would download again
+        # Prepared by the init containers (a repo id would download again), or the bucket prefix streamed.
+        spec.cache.stream_uri or spec.cache.model_dir,
         "--host",
         "0.0.0.0",
         "--port",
@@ -66,9 +75,15 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         args += ["--context-length", str(m.max_model_len)]
     if m.trust_remote_code:
         args.append("--trust-remote-code")
+    env = []
+    if spec.cache.stream_uri:
+        args += streamer.args()
+        env.append({"name": "SGLANG_CACHE_DIR", "value": CACHE_DIR})
     return EngineContainer(
         command=["python3", "-m", "sglang.launch_server"],
         args=args,
+        env=env,
+        init_containers=streamer.image_check(spec, ENGINE_UID),
     )
 
 

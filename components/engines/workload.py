@@ -41,6 +41,10 @@ ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
 
 
+# The non-root user the engine images are built for (vLLM, SGLang ...), unless an engine says otherwise.
+ENGINE_UID = 1000
+
+
 @dataclass(frozen=True, kw_only=True)
 class EngineContainer:
     """What an engine module decides; everything else is common."""
@@ -57,7 +61,7 @@ class EngineContainer:
     startup_seconds: int = 1800
     # None keeps the image's user (images that need root, e.g. the Neuron DLC); then `root_reason`
     # says why, and the workload carries it as a scanner waiver (scanner_annotations).
-    run_as_user: int | None = 1000
+    run_as_user: int | None = ENGINE_UID
     root_reason: str | None = None
     extra_ports: list[dict[str, Any]] = field(default_factory=list)
     # The Hugging Face token file, when the engine downloads from the Hub itself.

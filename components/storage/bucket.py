@@ -6,6 +6,9 @@ enforced objects, a TLS-only policy) or adopts an existing one by name. `ModelRe
 IAM role trusted by EKS Pod Identity with list/read access to that bucket, and, in every model
 namespace, a ServiceAccount `model-reader` plus the Pod Identity association binding the two. Serving
 pods get bucket credentials only through that account, never from the node's instance role.
+`ModelWriters` exists only for models streamed from the bucket (`models[].loadFormat`): one role that
+may write only those models' `<model>/<revision>/` prefixes, and a ServiceAccount `model-writer` with
+its association only in the namespaces of those models; only their one-time fill Jobs run as it.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.storage import ModelBucket as ModelBucketConfig
+from stacks.resolved import WRITER_SERVICE_ACCOUNT
 
 from .. import podidentity
 from ..k8s import apply
 from ..naming import TOKEN, physical
 from .claims import READER_SERVICE_ACCOUNT, service_account
-from .storage_iam import benchmark_results_policy, read_only_policy, tls_only_policy
+from .storage_iam import benchmark_results_policy, prefix_writer_policy, read_only_policy, tls_only_policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,3 +168,53 @@ class ModelReaders(pulumi.ComponentResource):
             )
         self.role_arn = role.arn
         self.register_outputs({"roleArn": self.role_arn})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelWritersArgs:
+    cluster_name: pulumi.Input[str]
+    cluster: str  # the stack's cluster name, for physical names
+    bucket_arn: pulumi.Input[str]
+    # Model namespace -> the streamed models' bucket prefixes there (components/storage/cache.py).
+    prefixes: dict[str, tuple[str, ...]]
+    namespaces: dict[str, k8s.core.v1.Namespace]
+    provider: k8s.Provider
+    tags: dict[str, str]
+
+
+class ModelWriters(pulumi.ComponentResource):
+    """Write access to the streamed models' bucket prefixes, for their fill Jobs only."""
+
+    service_account: str = WRITER_SERVICE_ACCOUNT
+
+    def __init__(self, name: str, args: ModelWritersArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:ModelWriters", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = podidentity.role(
+            f"{name}-role", cluster=args.cluster, purpose="model-writer", tags=args.tags, parent=self
+        )
+        prefixes = sorted({p for ps in args.prefixes.values() for p in ps})
+        aws.iam.RolePolicy(
+            f"{name}-write",
+            role=role.id,
+            policy=pulumi.Output.from_input(args.bucket_arn).apply(
+                lambda arn: json.dumps(prefix_writer_policy(arn, prefixes))
+            ),
+            opts=child,
+        )
+        for ns in sorted(args.prefixes):
+            account = apply(
+                service_account(WRITER_SERVICE_ACCOUNT, ns),
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespaces[ns]]),
+                name=f"{name}-sa-{ns}",
+            )
+            aws.eks.PodIdentityAssociation(
+                f"{name}-{ns}",
+                cluster_name=args.cluster_name,
+                namespace=ns,
+                service_account=WRITER_SERVICE_ACCOUNT,
+                role_arn=role.arn,
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
+            )
+        self.register_outputs({"roleArn": role.arn})

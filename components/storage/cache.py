@@ -16,15 +16,17 @@ preparation init containers of `prepare.py`; every pod runs as the read-only buc
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from stacks.config.models import ModelSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
-from stacks.resolved import ImageTable
+from stacks.resolved import WRITER_SERVICE_ACCOUNT, ImageTable, ResolvedModel
 from stacks.sizing import BYTES_PER_PARAMETER, local_cache_gib
 
+from ..naming import labels, physical
 from . import prepare
 
 if TYPE_CHECKING:  # annotations only: this module stays importable without the Pulumi SDK
@@ -77,6 +79,9 @@ class CacheMount:
     ephemeral_storage: str | None = None
     # The pod's serviceAccountName: read-only access to the model bucket through Pod Identity.
     service_account: str | None = None
+    # `models[].loadFormat: runai-streamer`: the `s3://` URI the engine streams from (`$(MODEL_BUCKET)`
+    # expands from the container's env), instead of `model_dir`.
+    stream_uri: str | None = None
     # Seconds a startup probe should allow before the first successful check (startup_probe()).
     startup_seconds: int = STARTUP_BASE_SECONDS
     # Whether writers of the cache (preparation, Ollama's pull) must run as root: an FSx for Lustre
@@ -99,6 +104,20 @@ def bucket_prefix(model: ModelSection) -> str:
     return f"{model.name}/{model.revision or 'latest'}"
 
 
+def streamed(model: ModelSection) -> bool:
+    """The engine streams this model's safetensors from the bucket (`models[].loadFormat`)."""
+    return model.load_format == "runai-streamer"
+
+
+FILL_JOB_SUFFIX = "-to-bucket"
+
+
+def fill_job_name(workload: str) -> str:
+    """The one-time Job that fills a streamed model's bucket prefix, after the workload it serves (a
+    canary, at its own revision, has its own: `<name>-canary-to-bucket`)."""
+    return physical(f"{workload}{FILL_JOB_SUFFIX}")
+
+
 @dataclass(frozen=True)
 class CacheContext:
     """What the storage component hands the engines: the choice, and the shared pieces it created."""
@@ -107,6 +126,8 @@ class CacheContext:
     bucket: pulumi.Input[str] | None = None  # model bucket name
     claim_name: str | None = None  # the shared ReadWriteMany PVC (efs, fsx)
     reader_service_account: str | None = None  # has read-only S3 access through Pod Identity
+    # The stack's region: a streaming engine's S3 client needs it (the Run:ai streamer reads AWS_REGION).
+    region: str | None = None
 
 
 def weight_bytes(model: ModelSection) -> int | None:
@@ -159,6 +180,8 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection, i
     """The cache for this model under this stack's storage choice (its preparation steps in the
     stack's images)."""
     storage = ctx.storage
+    if streamed(model):
+        return stream_mount(ctx, model, images)
     volume, ephemeral = _volume(ctx, model, pool)
     mount = {"name": CACHE_VOLUME, "mountPath": CACHE_ROOT}
     weights = model_dir(model)
@@ -202,3 +225,70 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection, i
         startup_seconds=startup_budget_seconds(weight_bytes(model), neuron=neuron),
         writes_as_root=writes_as_root(storage),
     )
+
+
+def stream_mount(ctx: CacheContext, model: ModelSection, images: ImageTable) -> CacheMount:
+    """A streamed model: no cache volume and no copy; the engine reads `s3://<bucket>/<name>/<revision>/`
+    as the bucket reader with the stack's region, after one read-only init container waits for the fill
+    Job's marker. Config and tokenizer files land in the engine's writable home (the engine module
+    names the directory)."""
+    if ctx.bucket is None or ctx.region is None:
+        raise ValueError(f"model {model.name} streams from the model bucket, but this stack wires no bucket")
+    prefix = bucket_prefix(model)
+    step_env = prepare.step_env(
+        model_id=hub_id(model),
+        revision=model.revision or "main",
+        model_dir=model_dir(model),
+        attempts=ctx.storage.preparation.attempts,
+        lock_timeout_seconds=ctx.storage.preparation.lock_timeout_seconds,
+    )
+    wait = prepare.bucket_wait(env=step_env, bucket=ctx.bucket, bucket_prefix=prefix, images=images)
+    return CacheMount(
+        model_dir=model_dir(model),
+        init_containers=[wait],
+        env=[{"name": "MODEL_BUCKET", "value": ctx.bucket}, {"name": "AWS_REGION", "value": ctx.region}],
+        service_account=ctx.reader_service_account,
+        stream_uri=f"s3://$(MODEL_BUCKET)/{prefix}/",
+        # Streaming reads at S3's rate, which the conservative floor already underestimates.
+        startup_seconds=startup_budget_seconds(weight_bytes(model)),
+    )
+
+
+def stream_fill_job(
+    ctx: CacheContext, model: ModelSection, workload: str, namespace: str, images: ImageTable
+) -> dict[str, Any]:
+    """The one-time Job that fills a streamed model's bucket prefix from Hugging Face (prepare.py
+    `fill_job`), as the writer account, with scratch room for the download sized like a local cache."""
+    size = weight_bytes(model)
+    headroom = ctx.storage.local.headroom_percent
+    staging = max(1, math.ceil(size * (1 + headroom / 100) / 2**30)) if size else None
+    return prepare.fill_job(
+        name=fill_job_name(workload),
+        namespace=namespace,
+        # Not the model's labels: its Service, PodDisruptionBudget and policies must never select the Job.
+        labels=labels("model-fill", model.name),
+        env=prepare.step_env(
+            model_id=hub_id(model),
+            revision=model.revision or "main",
+            model_dir=f"/staging/{model.name}",
+            attempts=ctx.storage.preparation.attempts,
+            lock_timeout_seconds=ctx.storage.preparation.lock_timeout_seconds,
+        ),
+        bucket=ctx.bucket,
+        bucket_prefix=bucket_prefix(model),
+        token_secret=model.secrets.hugging_face_token,
+        service_account=WRITER_SERVICE_ACCOUNT,
+        images=images,
+        staging_gib=staging,
+    )
+
+
+def streamed_prefixes(models: Iterable[ResolvedModel]) -> dict[str, tuple[str, ...]]:
+    """Model namespace -> the bucket prefixes of its streamed models (and their canaries): what the
+    bucket writer may fill, and where its account is bound."""
+    found: dict[str, set[str]] = {}
+    for m in models:
+        for w in (m, m.canary):
+            if w is not None and streamed(w.config):
+                found.setdefault(w.namespace, set()).add(bucket_prefix(w.config))
+    return {ns: tuple(sorted(ps)) for ns, ps in sorted(found.items())}

@@ -1,12 +1,12 @@
 """ModelStorage: the storage concern's one entry point. Builds the model bucket and its read-only
-Pod Identity readers, then the cache the stack file chose (EFS, FSx for Lustre, or nothing shared
-for `local` and `none`), and returns the CacheContext engines build their pods from. `exports` is
-what app-team (workloads) stacks need to reach the same cache and bucket from their own namespace
-(stacks/exports.py)."""
+Pod Identity readers (and, for models streamed from the bucket, the writer their fill Jobs run as),
+then the cache the stack file chose (EFS, FSx for Lustre, or nothing shared for `local` and `none`),
+and returns the CacheContext engines build their pods from. `exports` is what app-team (workloads)
+stacks need to reach the same cache and bucket from their own namespace (stacks/exports.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -15,7 +15,7 @@ from stacks.config.cluster import ClusterSection
 from stacks.config.storage import StorageSection
 
 from ..naming import TOKEN
-from .bucket import ModelBucket, ModelBucketArgs, ModelReaders, ModelReadersArgs
+from .bucket import ModelBucket, ModelBucketArgs, ModelReaders, ModelReadersArgs, ModelWriters, ModelWritersArgs
 from .cache import CacheContext
 from .efs import EfsCache, EfsCacheArgs
 from .fsx import FsxCache, FsxCacheArgs
@@ -38,6 +38,9 @@ class ModelStorageArgs:
     namespaces: dict[str, k8s.core.v1.Namespace]
     provider: k8s.Provider
     tags: dict[str, str]
+    region: str
+    # Model namespace -> bucket prefixes of the models streamed there (`models[].loadFormat`).
+    streamed_prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class ModelStorage(pulumi.ComponentResource):
@@ -69,6 +72,20 @@ class ModelStorage(pulumi.ComponentResource):
             ),
             child,
         )
+        if args.streamed_prefixes:
+            ModelWriters(
+                f"{name}-writers",
+                ModelWritersArgs(
+                    cluster_name=args.cluster_name,
+                    cluster=cluster,
+                    bucket_arn=bucket.arn,
+                    prefixes=args.streamed_prefixes,
+                    namespaces=args.namespaces,
+                    provider=args.provider,
+                    tags=args.tags,
+                ),
+                child,
+            )
         common = dict(
             cluster=cluster,
             cluster_name=args.cluster_name,
@@ -93,6 +110,10 @@ class ModelStorage(pulumi.ComponentResource):
             ).claim_name
         self.bucket_name = bucket.name
         self.context = CacheContext(
-            storage=cfg, bucket=bucket.name, claim_name=claim, reader_service_account=readers.service_account
+            storage=cfg,
+            bucket=bucket.name,
+            claim_name=claim,
+            reader_service_account=readers.service_account,
+            region=args.region,
         )
         self.register_outputs({"bucketName": bucket.name})

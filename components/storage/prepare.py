@@ -245,3 +245,140 @@ def token_volume(secret: str) -> dict[str, Any]:
         "name": TOKEN_VOLUME,
         "secret": {"secretName": secret, "items": [{"key": TOKEN_KEY, "path": TOKEN_KEY}], "defaultMode": 0o400},
     }
+
+
+# Streaming (`models[].loadFormat: runai-streamer`): the engine reads the bucket prefix itself, so the
+# serving pod copies nothing. It waits (reading only) until the prefix holds the `.prepared` marker
+# the fill Job writes last, so a first start does not crash-loop on a half-filled prefix.
+BUCKET_WAIT_STEP = r"""set -eu
+src="s3://$MODEL_BUCKET/$MODEL_PREFIX/"; waited=0
+until aws s3 ls "${src}.prepared" >/dev/null 2>&1; do
+  if [ "$waited" -ge "$LOCK_TIMEOUT_SECONDS" ]; then
+    echo "model preparation failed: $MODEL_ID@$MODEL_REVISION: no ${src}.prepared after ${waited}s;" \
+      "the model's fill Job (label app.kubernetes.io/name=model-fill) fills the prefix: see its logs" >&2
+    exit 1
+  fi
+  echo "model bucket: waiting for ${src}.prepared (the model's fill Job writes it last)"
+  sleep "$LOCK_POLL_SECONDS"; waited=$((waited + LOCK_POLL_SECONDS))
+done
+echo "model bucket: $MODEL_ID@$MODEL_REVISION ready at $src"
+"""
+
+# The fill Job's upload, after the Hugging Face step downloaded the revision into $MODEL_DIR: a prefix
+# with the marker is done; one already holding safetensors (uploaded by hand) is adopted with the
+# marker; otherwise only what the streamer and the engine read goes up (safetensors, config and
+# tokenizer files), never `.bin`/`.pt` weights. No safetensors at all: the streamer cannot load the
+# model, so the Job fails saying so.
+UPLOAD_STEP = r"""set -eu
+dst="s3://$MODEL_BUCKET/$MODEL_PREFIX/"; mark="${dst}.prepared"
+if aws s3 ls "$mark" >/dev/null 2>&1; then echo "model bucket: $dst already filled"; exit 0; fi
+marker() { printf '{"model": "%s", "revision": "%s", "source": "%s"}\n' "$MODEL_ID" "$MODEL_REVISION" "$1" \
+  | aws s3 cp --only-show-errors - "$mark"; }
+if aws s3 ls "$dst" 2>/dev/null | grep -q '\.safetensors$'; then
+  marker "bucket"; echo "model bucket: adopted $dst"; exit 0
+fi
+if ! ls "$MODEL_DIR"/*.safetensors >/dev/null 2>&1; then
+  echo "model preparation failed: $MODEL_ID@$MODEL_REVISION has no *.safetensors weights, and the Run:ai" \
+    "streamer loads only safetensors; remove models[].loadFormat to load it from the cache" >&2
+  exit 1
+fi
+attempt=1
+until aws s3 sync --only-show-errors --exclude ".prepared" --exclude ".cache/*" --exclude "*.bin" \
+    --exclude "*.pt" --exclude "*.pth" --exclude "*.gguf" "$MODEL_DIR/" "$dst"; do
+  if [ "$attempt" -ge "$ATTEMPTS" ]; then
+    echo "model preparation failed: $MODEL_ID@$MODEL_REVISION to $dst after $attempt attempts" >&2; exit 1
+  fi
+  sleep $((attempt * BACKOFF_SECONDS)); attempt=$((attempt + 1))
+done
+marker "huggingface"
+echo "model bucket: $MODEL_ID@$MODEL_REVISION uploaded to $dst"
+"""
+
+STAGING_VOLUME = "staging"
+
+
+def bucket_wait(*, env: list[dict[str, Any]], bucket: Any, bucket_prefix: str, images: ImageTable) -> dict[str, Any]:
+    """The streamed model's one init container: wait, read-only, for its prefix's marker."""
+    s3_env = [
+        *env,
+        {"name": "MODEL_BUCKET", "value": bucket},
+        {"name": "MODEL_PREFIX", "value": bucket_prefix},
+    ]
+    return _container(
+        "model-in-bucket", images["model-prep-s3"].ref, ["/bin/sh", "-c", BUCKET_WAIT_STEP], s3_env, [], False
+    )
+
+
+def fill_job(
+    *,
+    name: str,
+    namespace: str,
+    labels: dict[str, str],
+    env: list[dict[str, Any]],
+    bucket: Any,
+    bucket_prefix: str,
+    token_secret: str | None,
+    service_account: str,
+    images: ImageTable,
+    staging_gib: int | None,
+) -> dict[str, Any]:
+    """The one-time fill of a streamed model's bucket prefix: the Hugging Face step downloads the
+    revision into a scratch volume, then the upload step copies it to the prefix, as the writer account
+    (write access to the streamed prefixes only). `pulumi up` does not wait for it (skipAwait): the
+    serving pods wait for the marker instead. Completed Jobs are kept, so a re-run is explicit."""
+    mount: dict[str, Any] = {"name": STAGING_VOLUME, "mountPath": "/staging"}
+    hub_env = list(env)
+    hub_mounts: list[dict[str, Any]] = [mount]
+    volumes: list[dict[str, Any]] = [
+        {"name": STAGING_VOLUME, "emptyDir": {"sizeLimit": f"{staging_gib}Gi"} if staging_gib else {}}
+    ]
+    if token_secret:
+        hub_env.append({"name": "HF_TOKEN_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"})
+        hub_mounts.append({"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True})
+        volumes.append(token_volume(token_secret))
+    hub = _container(
+        "model-from-hub", images["model-prep-hub"].ref, ["python3", "-c", HUB_STEP], hub_env, hub_mounts, False
+    )
+    up_env = [*env, {"name": "MODEL_BUCKET", "value": bucket}, {"name": "MODEL_PREFIX", "value": bucket_prefix}]
+    upload = _container(
+        "model-to-bucket", images["model-prep-s3"].ref, ["/bin/sh", "-c", UPLOAD_STEP], up_env, [mount], False
+    )
+    # A read-only root: both steps write only to the scratch volume and to HOME (/tmp, its own emptyDir).
+    volumes.append({"name": "tmp", "emptyDir": {}})
+    for c in (hub, upload):
+        c["securityContext"]["readOnlyRootFilesystem"] = True
+        c["volumeMounts"].append({"name": "tmp", "mountPath": "/tmp"})
+        if staging_gib:
+            c["resources"]["requests"]["ephemeral-storage"] = f"{staging_gib}Gi"
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": {"pulumi.com/skipAwait": "true"},
+        },
+        "spec": {
+            "backoffLimit": 2,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": service_account,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "restartPolicy": "Never",
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65532,
+                        "runAsGroup": 65532,
+                        "fsGroup": 65532,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "initContainers": [hub],
+                    "containers": [upload],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }

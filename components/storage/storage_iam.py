@@ -84,3 +84,28 @@ def benchmark_results_policy(bucket_arn: str) -> dict[str, Any]:
             }
         ],
     }
+
+
+def prefix_writer_policy(bucket_arn: str, prefixes: list[str]) -> dict[str, Any]:
+    """What the one-time fill of a streamed model's prefix may do: list the bucket only under those
+    prefixes, and read and write objects only inside them (`<model>/<revision>/`). No delete: a fill
+    that finds its prefix filled (the `.prepared` marker) stops; it never rewrites what is there."""
+    folders = sorted({p.rstrip("/") + "/" for p in prefixes})
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "ListStreamedPrefixes",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [bucket_arn],
+                "Condition": {"StringLike": {"s3:prefix": [f"{f}*" for f in folders]}},
+            },
+            {
+                "Sid": "FillStreamedPrefixes",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject"],
+                "Resource": [f"{bucket_arn}/{f}*" for f in folders],
+            },
+        ],
+    }

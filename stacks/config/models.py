@@ -558,6 +558,12 @@ class ModelSection(Strict):
         "engine. Required with `parameters`.",
     )
     image: Image = Field(default_factory=Image, description="Override of the engine's catalog image.")
+    load_format: Literal["runai-streamer"] | None = Field(
+        default=None,
+        description="`runai-streamer`: the engine streams safetensors straight from the model bucket "
+        "(`s3://<bucket>/<name>/<revision>/`) with the Run:ai Model Streamer instead of loading a prepared cache "
+        "copy; a one-time Job fills an empty prefix from Hugging Face. vLLM and SGLang only. Unset: the cache.",
+    )
     engine_args: list[str] = Field(
         default_factory=list,
         description="Extra engine flags, passed through after the managed ones (Ray Serve takes none).",
