@@ -31,11 +31,13 @@ import pulumi_kubernetes as k8s
 from stacks.config.benchmark import Benchmark
 from stacks.config.slo import Slo
 from stacks.resolved import READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel
+from stacks.rules.models import hub_repo
 
 from . import bench_verdict, secretfiles
 from .k8s import apply
 from .naming import MANAGED_BY, TOKEN, physical, scanner_waivers
 from .storage.cache import bucket_prefix
+from .storage.prepare import TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
 
 # The bucket reader: it reads the tokenizer and may write only under `benchmarks/`
 # (components/storage/storage_iam.py benchmark_results_policy).
@@ -145,14 +147,35 @@ exit 1
 """
 
 
-def _tokenizer_script() -> str:
+def _tokenizer_script(from_hub: bool) -> str:
+    """Copy the tokenizer and config files from the model's bucket prefix. A model the platform
+    fetches from the Hub may have none there: the next init container takes them from the Hub."""
     includes = " ".join(f"--include '{p}'" for p in TOKENIZER_FILES)
+    missing = (
+        'echo "benchmark: no tokenizer files under s3://$BENCH_BUCKET/$MODEL_PREFIX/; taking them from the Hub"'
+        if from_hub
+        else 'echo "benchmark: no tokenizer files under s3://$BENCH_BUCKET/$MODEL_PREFIX/; copy the model there '
+        'first" >&2; exit 1'
+    )
     return (
         'set -eu\naws s3 cp --recursive --only-show-errors "s3://$BENCH_BUCKET/$MODEL_PREFIX/" /tokenizer/ '
         f"--exclude '*' {includes}\n"
-        '[ -n "$(ls -A /tokenizer)" ] || { echo "benchmark: no tokenizer files under '
-        's3://$BENCH_BUCKET/$MODEL_PREFIX/; copy the model there first" >&2; exit 1; }\n'
+        f'[ -n "$(ls -A /tokenizer)" ] || {{ {missing}; }}\n'
     )
+
+
+# The Hub fallback, in guidellm's image (huggingface_hub comes with its transformers): the model's
+# own pinned revision, only the tokenizer and config files, the token (a gated repo) from its file
+# through HF_TOKEN_PATH, which huggingface_hub reads itself.
+HUB_TOKENIZER = """
+import json, os, pathlib, sys
+if any(pathlib.Path("/tokenizer").iterdir()):
+    sys.exit(0)
+from huggingface_hub import snapshot_download
+snapshot_download(os.environ["BENCH_REPO"], revision=os.environ["BENCH_REVISION"], local_dir="/tokenizer",
+                  allow_patterns=json.loads(os.environ["BENCH_PATTERNS"]))
+print("benchmark: tokenizer taken from the Hub at", os.environ["BENCH_REVISION"])
+"""
 
 
 def _security() -> dict[str, Any]:
@@ -163,6 +186,7 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
     """The benchmark Job for one model (`bucket`: the model bucket's name, a plain or Pulumi value)."""
     bench = model.config.benchmark
     assert bench is not None, "only for a model with benchmark"
+    repo = hub_repo(model.config)
     slo = model.config.slo
     key = secretfiles.SecretFile(env=KEY_ENV, secret=bench.api_key_secret, key=KEY, volume="api-key", directory=KEY_DIR)
     name = job_name(model, images)
@@ -209,7 +233,7 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
     tokenizer = {
         "name": "tokenizer",
         "image": images["model-prep-s3"].ref,
-        "command": ["sh", "-c", _tokenizer_script()],
+        "command": ["sh", "-c", _tokenizer_script(repo is not None)],
         "env": [*aws_env, {"name": "MODEL_PREFIX", "value": bucket_prefix(model.config)}],
         "volumeMounts": [{"name": "tokenizer", "mountPath": TOKENIZER}, {"name": "tmp", "mountPath": "/tmp"}],
         "securityContext": _security(),
@@ -224,6 +248,34 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
         "securityContext": _security(),
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
     }
+    init = [tokenizer]
+    token_volumes: list[dict[str, Any]] = []
+    if repo is not None:
+        secret = model.config.secrets.hugging_face_token
+        token_env = [{"name": "HF_TOKEN_PATH", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"}] if secret else []
+        init.append(
+            {
+                "name": "tokenizer-from-hub",
+                "image": images["guidellm"].ref,
+                "command": [PYTHON, "-c", HUB_TOKENIZER],
+                "env": [
+                    {"name": "BENCH_REPO", "value": repo},
+                    {"name": "BENCH_REVISION", "value": model.config.revision},
+                    {"name": "BENCH_PATTERNS", "value": json.dumps(list(TOKENIZER_FILES))},
+                    {"name": "HOME", "value": "/tmp"},
+                    {"name": "HF_HOME", "value": "/tmp/hf"},
+                    *token_env,
+                ],
+                "volumeMounts": [
+                    {"name": "tokenizer", "mountPath": TOKENIZER},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                    *([{"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True}] if secret else []),
+                ],
+                "securityContext": _security(),
+                "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+            }
+        )
+        token_volumes = [token_volume(secret)] if secret else []
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -250,13 +302,14 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
                         "fsGroup": 1001,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
-                    "initContainers": [tokenizer, runner],
+                    "initContainers": [*init, runner],
                     "containers": [upload],
                     "volumes": [
                         {"name": "results", "emptyDir": {}},
                         {"name": "tokenizer", "emptyDir": {}},
                         {"name": "tmp", "emptyDir": {}},
                         *secretfiles.volumes([key]),
+                        *token_volumes,
                     ],
                 },
             },

@@ -213,3 +213,26 @@ def test_a_team_benchmark_is_held_to_its_platforms_front_door_not_its_own_gatewa
     sections = sections_of(team)
     sections["models"][0]["benchmark"] = {"apiKeySecret": "bench-key"}
     assert has(problems(sections), "models[0].benchmark", "no front door with a hostname", "ask the platform team")
+
+
+def test_a_hub_model_without_tokenizer_files_in_the_bucket_takes_them_from_the_hub_at_its_revision(bench):
+    """The platform fetches a Hub model into its cache, not the bucket: the benchmark's tokenizer comes
+    from the Hub at the model's pinned revision when the bucket prefix has none (a gated repo with the
+    model's own token file), and guidellm itself stays offline."""
+    _, model, obj = bench
+    found = containers(obj)
+    order = [c["name"] for c in obj["spec"]["template"]["spec"]["initContainers"]]
+    assert order == ["tokenizer", "tokenizer-from-hub", "guidellm"], "bucket first, the Hub only for what is missing"
+    assert "taking them from the Hub" in found["tokenizer"]["command"][2], "an empty prefix is not a failure here"
+    hub = found["tokenizer-from-hub"]
+    env = {e["name"]: e.get("value") for e in hub["env"]}
+    assert env["BENCH_REPO"] == "Qwen/Qwen3-8B" and env["BENCH_REVISION"] == model.config.revision
+    assert "snapshot_download" in hub["command"][2] and "allow_patterns" in hub["command"][2]
+    guidellm_env = {e["name"]: e.get("value") for e in found["guidellm"]["env"]}
+    assert guidellm_env["HF_HUB_OFFLINE"] == "1", "the benchmark itself never asks the Hub"
+    gated = with_benchmark()
+    llama = next(m for m in gated["models"] if m["name"] == "qwen3-8b")
+    llama["secrets"] = {"huggingFaceToken": "hf-token"}
+    hub = containers(built(gated)[2])["tokenizer-from-hub"]
+    assert {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/huggingface/token"} in hub["env"]
+    assert any(m["mountPath"] == "/var/run/secrets/huggingface" for m in hub["volumeMounts"])
