@@ -110,7 +110,9 @@ def model_objects(spec: WorkloadSpec, cache: CacheContext | None = None) -> list
             raise ValueError(
                 f"model {spec.model.name} streams from the bucket: its fill Job needs the storage's context"
             )
-        objs.append(stream_fill_job(cache, spec.model, spec.served.service, spec.served.namespace, spec.images))
+        objs.append(
+            stream_fill_job(cache, spec.model, spec.served.service, spec.served.namespace, spec.images, spec.placement)
+        )
     return objs
 
 

@@ -216,3 +216,14 @@ def test_a_streamed_canary_has_its_own_fill_job_and_prefix_at_its_revision():
     assert {"qwen3-8b/" + "0" * 40, f"qwen3-8b/{REVISION}"} <= set(prefixes), "the writer may fill both revisions"
     (job,) = by_kind(model_objects(spec_of(stack, model.canary), streaming_context(stack, model.canary)), "Job")
     assert job["metadata"]["name"] == "qwen3-8b-canary-to-bucket"
+
+
+def test_the_fill_job_downloads_on_the_models_own_pool_whose_nodes_have_the_disk():
+    """Not the system nodes (a small root volume): the model's pool, as its copy steps would run."""
+    stack = stack_of(streamed_example())
+    (job,) = by_kind(engine_objects(stack, "qwen3-8b"), "Job")
+    (deployment,) = by_kind(engine_objects(stack, "qwen3-8b"), "Deployment")
+    pod, served = job["spec"]["template"]["spec"], deployment["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == served["nodeSelector"], "the model's pool"
+    assert pod["tolerations"] == served["tolerations"], "its taint tolerated, as the model's pods do"
+    assert "ephemeral-storage" in pod["initContainers"][0]["resources"]["requests"], "room for the weights"

@@ -32,6 +32,8 @@ from . import prepare
 if TYPE_CHECKING:  # annotations only: this module stays importable without the Pulumi SDK
     import pulumi
 
+    from ..scheduling import Placement
+
 CACHE_ROOT = "/models"
 # Compiled Neuron artifacts: a separate tree, so weights and compiler output never mix. `_` cannot
 # start a model name (DNS label), so it cannot collide with a model directory.
@@ -255,7 +257,12 @@ def stream_mount(ctx: CacheContext, model: ModelSection, images: ImageTable) -> 
 
 
 def stream_fill_job(
-    ctx: CacheContext, model: ModelSection, workload: str, namespace: str, images: ImageTable
+    ctx: CacheContext,
+    model: ModelSection,
+    workload: str,
+    namespace: str,
+    images: ImageTable,
+    placement: Placement,
 ) -> dict[str, Any]:
     """The one-time Job that fills a streamed model's bucket prefix from Hugging Face (prepare.py
     `fill_job`), as the writer account, with scratch room for the download sized like a local cache."""
@@ -280,6 +287,8 @@ def stream_fill_job(
         service_account=WRITER_SERVICE_ACCOUNT,
         images=images,
         staging_gib=staging,
+        node_selector=placement.node_selector,
+        tolerations=placement.tolerations,
     )
 
 

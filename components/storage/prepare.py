@@ -321,11 +321,15 @@ def fill_job(
     service_account: str,
     images: ImageTable,
     staging_gib: int | None,
+    node_selector: dict[str, str],
+    tolerations: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The one-time fill of a streamed model's bucket prefix: the Hugging Face step downloads the
     revision into a scratch volume, then the upload step copies it to the prefix, as the writer account
     (write access to the streamed prefixes only). `pulumi up` does not wait for it (skipAwait): the
-    serving pods wait for the marker instead. Completed Jobs are kept, so a re-run is explicit."""
+    serving pods wait for the marker instead. Completed Jobs are kept, so a re-run is explicit. It
+    runs on the model's own pool (`node_selector`, `tolerations`), whose nodes have the disk for the
+    weights, as the preparation init containers of a copied model do; the system nodes have not."""
     mount: dict[str, Any] = {"name": STAGING_VOLUME, "mountPath": "/staging"}
     hub_env = list(env)
     hub_mounts: list[dict[str, Any]] = [mount]
@@ -375,6 +379,8 @@ def fill_job(
                         "fsGroup": 65532,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
+                    "nodeSelector": dict(node_selector),
+                    **({"tolerations": list(tolerations)} if tolerations else {}),
                     "initContainers": [hub],
                     "containers": [upload],
                     "volumes": volumes,
