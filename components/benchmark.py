@@ -30,8 +30,8 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.benchmark import Benchmark
 from stacks.config.slo import Slo
+from stacks.hub import hub_repo
 from stacks.resolved import READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel
-from stacks.rules.models import hub_repo
 
 from . import bench_verdict, secretfiles
 from .k8s import apply

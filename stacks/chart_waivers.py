@@ -215,21 +215,18 @@ WAIVERS: tuple[Waiver, ...] = (
     # ---- AWS EFA device plugin v0.5.30 (only with an `efa: true` pool): privileged by the chart's own
     # values.securityContext, on the host network by templates/daemonset.yaml (no value for it).
     Waiver("aws-efa-k8s-device-plugin-v0.5.30", "DaemonSet", "aws-efa-k8s-device-plugin", {
-        "CKV_K8S_8": "templates/daemonset.yaml defines no probes and has no value for them",
-        "CKV_K8S_9": "templates/daemonset.yaml defines no probes and has no value for them",
+        **dict.fromkeys(("CKV_K8S_8", "CKV_K8S_9"), "templates/daemonset.yaml defines no probes and has no "
+                        "value for them"),
         "CKV_K8S_16": "the plugin opens the host's EFA verbs devices (hostPath /dev/infiniband) to advertise "
         "vpc.amazonaws.com/efa; the chart's values.securityContext runs it privileged and the chart has no "
         "narrower profile",
         "CKV_K8S_20": "privileged by the chart's values.securityContext (allowPrivilegeEscalation: true with "
         "privileged: true), which it needs to open the host's EFA devices",
-        "CKV_K8S_23": "runs as root (values.securityContext runAsUser 0, runAsNonRoot false) to open the "
-        "host's EFA device nodes and write the kubelet's device-plugin socket",
-        "CKV_K8S_40": "runs as root (values.securityContext runAsUser 0) to open the host's EFA device nodes "
-        "and write the kubelet's device-plugin socket",
-        "CKV_K8S_28": "privileged (values.securityContext): a privileged container holds every capability, "
-        "NET_RAW included, whatever it drops",
-        "CKV_K8S_37": "privileged (values.securityContext): a privileged container holds every capability "
-        "whatever it drops",
+        **dict.fromkeys(("CKV_K8S_23", "CKV_K8S_40"), "runs as root (values.securityContext runAsUser 0, "
+                        "runAsNonRoot false) to open the host's EFA device nodes and write the kubelet's "
+                        "device-plugin socket"),
+        **dict.fromkeys(("CKV_K8S_28", "CKV_K8S_37"), "privileged (values.securityContext): a privileged "
+                        "container holds every capability, NET_RAW included, whatever it drops"),
         "CKV_K8S_19": "templates/daemonset.yaml sets hostNetwork true unconditionally (no value): the "
         "plugin sees the host's EFA interfaces",
         "CKV_K8S_29": "templates/daemonset.yaml renders no pod securityContext and has no value for one; "

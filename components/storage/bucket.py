@@ -151,23 +151,41 @@ class ModelReaders(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        for ns, namespace in sorted(args.namespaces.items()):
-            account = apply(
-                service_account(READER_SERVICE_ACCOUNT, ns),
-                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
-                name=f"{name}-sa-{ns}",
-            )
-            aws.eks.PodIdentityAssociation(
-                f"{name}-{ns}",
-                cluster_name=args.cluster_name,
-                namespace=ns,
-                service_account=READER_SERVICE_ACCOUNT,
-                role_arn=role.arn,
-                tags=args.tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
-            )
+        bind_accounts(
+            self, name, READER_SERVICE_ACCOUNT, sorted(args.namespaces.items()), role,
+            cluster_name=args.cluster_name, provider=args.provider, tags=args.tags,
+        )  # fmt: skip
         self.role_arn = role.arn
         self.register_outputs({"roleArn": self.role_arn})
+
+
+def bind_accounts(
+    owner: pulumi.Resource,
+    name: str,
+    account_name: str,
+    namespaces: list[tuple[str, pulumi.Resource]],
+    role: aws.iam.Role,
+    *,
+    cluster_name: pulumi.Input[str],
+    provider: k8s.Provider,
+    tags: dict[str, str],
+) -> None:
+    """In each namespace, the service account and its Pod Identity association with `role`."""
+    for ns, namespace in namespaces:
+        account = apply(
+            service_account(account_name, ns),
+            pulumi.ResourceOptions(parent=owner, provider=provider, depends_on=[namespace]),
+            name=f"{name}-sa-{ns}",
+        )
+        aws.eks.PodIdentityAssociation(
+            f"{name}-{ns}",
+            cluster_name=cluster_name,
+            namespace=ns,
+            service_account=account_name,
+            role_arn=role.arn,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=owner, depends_on=[account]),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,19 +220,8 @@ class ModelWriters(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        for ns in sorted(args.prefixes):
-            account = apply(
-                service_account(WRITER_SERVICE_ACCOUNT, ns),
-                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespaces[ns]]),
-                name=f"{name}-sa-{ns}",
-            )
-            aws.eks.PodIdentityAssociation(
-                f"{name}-{ns}",
-                cluster_name=args.cluster_name,
-                namespace=ns,
-                service_account=WRITER_SERVICE_ACCOUNT,
-                role_arn=role.arn,
-                tags=args.tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[account]),
-            )
+        bind_accounts(
+            self, name, WRITER_SERVICE_ACCOUNT, [(ns, args.namespaces[ns]) for ns in sorted(args.prefixes)], role,
+            cluster_name=args.cluster_name, provider=args.provider, tags=args.tags,
+        )  # fmt: skip
         self.register_outputs({"roleArn": role.arn})

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from components.engines import ENGINES
 
 from ..checks import rule, warning
-from ..config import ModelSection, StackConfig
+from ..config import StackConfig
 from ..errors import Problem, key_path
+from ..hub import hub_repo
 
 # Which accelerators each engine runs on: each engine module's FACTS (components/engines) holds them.
 ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {engine: e.FACTS.accelerators for engine, e in ENGINES.items()}
@@ -60,19 +61,6 @@ def engine_addons(config: StackConfig) -> Iterable[Problem]:
 # Organizations that gate their Hugging Face repositories (every repo, or their main models): the Hub
 # answers 401/403 until the account of the token has accepted the licence. The one list of them.
 GATED_ORGS = ("meta-llama", "mistralai", "google", "CohereLabs", "CohereForAI")
-# Engines whose pods fetch the weights from the Hub (the preparation step, or Dynamo's workers).
-HUB_ENGINES = ("vllm", "sglang", "tgi", "neuron-vllm", "dynamo", "ray-serve", "nim")
-
-
-def hub_repo(model: ModelSection) -> str | None:
-    """The Hugging Face repo id a model is fetched from, or None (Ollama, NGC, prepared paths)."""
-    if model.engine not in HUB_ENGINES:
-        return None
-    if model.engine == "nim":
-        if not model.model.startswith("hf://") or (model.nim and model.nim.model_path):
-            return None
-        return model.model.removeprefix("hf://")
-    return None if "://" in model.model or model.model.startswith("/") else model.model
 
 
 @warning
