@@ -36,6 +36,7 @@ from components.naming import iam_role_name, physical
 from components.serving.litellm import NAMESPACE as LITELLM_NAMESPACE
 
 from .config import ModelSection
+from .resolve import picked
 from .resolved import (
     AIBRIX_GATEWAY,
     CANARY_SUFFIX,
@@ -146,7 +147,7 @@ def model_names(model: ModelSection) -> list[Derived]:
         out.append(Derived(f"{name}{CANARY_SUFFIX}", f"canary Service ({CANARY_SUFFIX})", LABEL_MAX, dns_1035=True))
     if model.engine == "ray-serve":
         out.append(Derived(name, "RayService (KubeRay's MaxRayServiceNameLength)", RAY_SERVICE_MAX, dns_1035=True))
-    if model.routing is not None and model.routing.strategy != "round-robin":
+    if picked(model, routed=True):  # routed or not: the name is checked wherever a picker could run
         # components/gateway/picker.py: the release `<model>-picker`; the chart cuts it to 40 for its
         # `-epp` objects, whose name is also its pods' label value.
         out.append(Derived(f"{name}-picker", "Helm release of the endpoint picker", HELM_RELEASE_MAX))
