@@ -29,6 +29,7 @@ from .monitoring.component import MONITORING_NAMESPACE, Monitoring, MonitoringAr
 from .naming import MANAGED_BY, TOKEN, tags
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack
+from .scaling.component import ModelScalers, ModelScalersArgs
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
 from .storage.cache import CacheContext, streamed_prefixes
 from .storage.component import ModelStorage, ModelStorageArgs
@@ -98,6 +99,7 @@ class Platform(pulumi.ComponentResource):
             self._serving_platforms(name, wiring)
             self._models(name, wiring)
             self._model_addons(name, wiring)
+            self._scalers(name, wiring)
             self._front_door(name, wiring)
             self._benchmarks(name, wiring)
             self._monitoring(name, wiring)
@@ -309,6 +311,22 @@ class Platform(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
 
+    def _scalers(self, name: str, wiring: Wiring) -> None:
+        """KEDA ScaledObjects of the models KEDA scales (issue 17: scaling on LLM signals)."""
+        if not any(m.keda_targets for m in self.stack.models):
+            return
+        ModelScalers(
+            f"{name}-scalers",
+            ModelScalersArgs(
+                models=list(self.stack.models),
+                provider=wiring.cluster.provider,
+                prometheus=self.stack.platform.prometheus,
+                keda=wiring.operators.get("keda"),
+                namespaces=dict(wiring.namespaces),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+
     def _front_door(self, name: str, wiring: Wiring) -> None:
         """Gateway, routes, authentication, network policies (issue: front door)."""
         stack = self.stack
@@ -447,6 +465,7 @@ class Platform(pulumi.ComponentResource):
         wiring.cache = team_storage.context
         self._models(name, wiring)
         self._model_addons(name, wiring)
+        self._scalers(name, wiring)
         self._front_door(name, wiring)
         self._benchmarks(name, wiring)
         self._monitoring(name, wiring)

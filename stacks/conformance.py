@@ -68,6 +68,8 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
     "aws-efs-csi-driver": ([("", "aws-efs-csi-driver/v3.4.1/values.yaml")], None),
     "aws-fsx-csi-driver": ([("", "aws-fsx-csi-driver/v1.9.0/values.yaml")], None),
     "lws": ([("", "lws/v0.10.0/chart/values.yaml")], None),
+    "keda": ([("", "keda/v2.20.2/chart/values.yaml")], None),
+    "keda-add-ons-http": ([("", "keda-http-add-on/v0.15.0/chart/values.yaml")], None),
     "llm-d-router-standalone": (
         [
             ("", "llm-d-router/v0.10.0/chart/llm-d-router-standalone/values.yaml"),
@@ -250,7 +252,13 @@ def crd_documents(path: Path) -> list[Any]:
 # API group -> the directory (under the schema directory) of the CRDs the pinned operator installs,
 # where shared/schemas holds several releases of them: an object is held to that release's schema,
 # not passed because an older one would take it. Dynamo: dynamo-platform 1.4.2 runs the 1.4.0 cut.
-PINNED_CRDS: dict[str, str] = {"nvidia.com": "dynamo/main-e147ceea"}
+PINNED_CRDS: dict[str, str] = {
+    "nvidia.com": "dynamo/main-e147ceea",
+    # What the charts install (their CRDs are templates; FINDINGS-scaling: the chart's ScaledObject
+    # bounds stabilizationWindowSeconds, the config/crd bases do not).
+    "keda.sh": "keda/v2.20.2/crds-chart-rendered",
+    "http.keda.sh": "keda-http-add-on/v0.15.0/crds-chart-rendered",
+}
 
 
 def _pinned(root: Path, group: str, paths: list[Path]) -> list[Path]:

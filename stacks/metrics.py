@@ -40,6 +40,13 @@ class Metric:
     kind: Kind
     unit: Unit
     help: str
+    # Label matchers that are part of the signal (Dynamo's queue is some stages of one gauge).
+    matchers: str = ""
+
+    def series(self, selector: str = "") -> str:
+        """The instant-vector selector of this metric, narrowed by `selector` (PromQL label matchers)."""
+        inner = ",".join(part for part in (selector, self.matchers) if part)
+        return f"{self.name}{{{inner}}}" if inner else self.name
 
 
 def _vllm() -> dict[str, Metric]:
@@ -79,8 +86,16 @@ ENGINE_METRICS: dict[str, dict[str, Metric]] = {
         "itl": Metric("dynamo_frontend_inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
         "e2e": Metric("dynamo_frontend_request_duration_seconds", "histogram", "s", "request duration"),
         "tokens": Metric("dynamo_frontend_output_sequence_tokens", "histogram", "tokens", "output tokens per request"),
-        "queue": Metric("dynamo_frontend_queued_requests", "gauge", "requests", "requests queued"),
-        "running": Metric("dynamo_frontend_inflight_requests", "gauge", "requests", "requests in flight"),
+        # 1.4 deprecates dynamo_frontend_queued_requests and _inflight_requests: the queue is the requests in
+        # the stages before a worker takes them (docs/autoscaling.md, lib/runtime/src/metrics/prometheus_names.rs).
+        "queue": Metric(
+            "dynamo_frontend_stage_requests",
+            "gauge",
+            "requests",
+            "requests not yet at a worker",
+            matchers='stage=~"preprocess|route|dispatch"',
+        ),
+        "running": Metric("dynamo_frontend_active_requests", "gauge", "requests", "requests in flight"),
     },
     "ray-serve": {
         "e2e": Metric("ray_serve_http_request_latency_ms", "histogram", "ms", "HTTP request latency at the proxy"),
@@ -139,6 +154,13 @@ def scaling_metric(engine: str, chosen: str | None) -> str | None:
         return chosen
     queue = metric(engine, "queue")
     return queue.name if queue else None
+
+
+def scaling_series(engine: str, chosen: str | None) -> Metric | None:
+    """The gauge a KEDA trigger sums (`scaling_metric`'s choice, with the label matchers that are part
+    of the signal): `autoscaling.metric` when it is one of the engine's gauges, else the queue."""
+    name = scaling_metric(engine, chosen)
+    return next((m for m in scaling_metrics(engine) if m.name == name), None)
 
 
 def custom_metric(name: str) -> str:

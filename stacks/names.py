@@ -43,6 +43,7 @@ from .resolved import (
     CONTROLLER_NAMESPACES,
     DEFAULT_NAMESPACE,
     GATEWAY_NAMESPACE,
+    KEDA_NAMESPACE,
     LWS_NAMESPACE,
 )
 
@@ -69,6 +70,7 @@ def platform_namespaces() -> dict[str, str]:
         LOAD_BALANCER_NAMESPACE: "the AWS Load Balancer Controller",
         KARPENTER_NAMESPACE: "Karpenter",
         LWS_NAMESPACE: "the LeaderWorkerSet controller",
+        KEDA_NAMESPACE: "KEDA and its HTTP add-on",
     }
     for controller, namespace in CONTROLLER_NAMESPACES.items():
         out.setdefault(namespace, f"the {controller} operator")

@@ -16,7 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from components.engines import ENGINES, EngineModule
-from components.engines.dynamo import dynamo_block
+from components.engines.dynamo import dynamo_block, scaling_adapters
+from components.monitoring.collection import adapter_prometheus
 from components.serving.litellm import litellm_image
 from components.storage.cache import self_fetching
 
@@ -102,12 +103,37 @@ def with_grove(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsS
     return addons.model_copy(update={"dynamo": addons.dynamo.model_copy(update={"grove": True})})
 
 
+def with_keda(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
+    """The add-ons with KEDA on when some model is KEDA-scaled, and its HTTP add-on (which needs KEDA)
+    on when some model scales to zero, as if `addons.keda` / `addons.kedaHttp` said so."""
+    http = addons.keda_http.enabled or any(m.autoscaling.to_zero for m in models)
+    keda = addons.keda.enabled or http or any(m.autoscaling.owner == "keda" for m in models)
+    if (keda, http) == (addons.keda.enabled, addons.keda_http.enabled):
+        return addons
+    return addons.model_copy(
+        update={
+            "keda": addons.keda.model_copy(update={"enabled": keda}),
+            "keda_http": addons.keda_http.model_copy(update={"enabled": http}),
+        }
+    )
+
+
+def prometheus_url(addons: AddonsSection) -> str | None:
+    """The Prometheus the stack's scalers query: the one prometheus-adapter reads (the platform's own
+    kube-prometheus-stack, or the stack's `prometheusUrl`)."""
+    found = adapter_prometheus(addons.monitoring)
+    if found is None:
+        return None
+    url, port = found
+    return url if port is None else f"{url}:{port}"
+
+
 def own_platform(config: StackConfig) -> PlatformView:
     """The platform a platform or all-in-one stack creates."""
     if config.cluster is None:
         raise ValueError("only a stack with a cluster section (platform or all-in-one) has a platform of its own")
     pools = tuple(resolve_pool(p) for p in config.node_pools)
-    addons = with_grove(with_lws(config.addons, config.models), config.models)
+    addons = with_keda(with_grove(with_lws(config.addons, config.models), config.models), config.models)
     return PlatformView(
         exports_version=EXPORTS_VERSION,
         cluster_name=config.cluster.name,
@@ -122,6 +148,7 @@ def own_platform(config: StackConfig) -> PlatformView:
         gateway_parent=gateway_parent(addons, config.gateway),
         neuron_scheduler=neuron_scheduler(addons, pools),
         custom_metrics=addons.monitoring.serves_custom_metrics,
+        prometheus=prometheus_url(addons),
     )
 
 
@@ -168,6 +195,8 @@ def export_platform(view: PlatformView) -> dict[str, Any]:
         "schedulerNames": {"neuron": view.neuron_scheduler},
         # Added within version 2: a reader treats its absence (an older platform) as unknown.
         "customMetrics": view.custom_metrics,
+        # Added within version 2: the Prometheus a team's KEDA triggers query; absent: unknown.
+        "prometheus": view.prometheus,
     }
 
 
@@ -213,6 +242,7 @@ def read_platform(exports: dict[str, Any]) -> PlatformView:
         ),
         neuron_scheduler=(exports.get("schedulerNames") or {}).get("neuron"),
         custom_metrics=exports.get("customMetrics"),
+        prometheus=exports.get("prometheus"),
     )
 
 
@@ -333,8 +363,20 @@ def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> 
         aibrix=view.addons.aibrix.enabled,
         group=replica_group(model),
         routing=route_picking(model, view.gateway_parent is not None),
+        keda_targets=keda_targets(model, module.workload(model, view.addons)),
     )
     return served if model.canary is None else replace(served, canary=canary_of(served))
+
+
+def keda_targets(model: ModelSection, workload: tuple[str, str, str]) -> tuple[tuple[str, str, str], ...]:
+    """What a KEDA-scaled model's ScaledObjects target, one each: a Dynamo graph's scaling adapters
+    (DynamoGraphDeploymentScalingAdapter, one per component the stack scales: its graph CRD has no scale
+    subresource), else the workload itself (a Deployment, or a LeaderWorkerSet's scale subresource)."""
+    if model.autoscaling.owner != "keda":
+        return ()
+    if model.engine == "dynamo":
+        return scaling_adapters(model)
+    return (workload,)
 
 
 def canary_of(stable: ResolvedModel) -> ResolvedModel:
@@ -353,18 +395,23 @@ def canary_of(stable: ResolvedModel) -> ResolvedModel:
         }
     )
     api_version, kind, _ = stable.workload
-    return replace(stable, config=config, service=name, workload=(api_version, kind, name), scaler="none")
+    return replace(
+        stable, config=config, service=name, workload=(api_version, kind, name), scaler="none", keda_targets=()
+    )
 
 
 def routing_strategy(model: ModelSection, routed: bool) -> str | None:
     """The strategy the front door routes the model's requests by, the one reading of `routing`:
     the stack's; unset, `prefix-cache` for an exposed model of an engine the endpoint picker reads
-    (vLLM, SGLang); None (Envoy Gateway's own balancing) for the others, and where the model has no
-    route (`expose: false`, or a stack without a gateway: `routed` False)."""
+    (vLLM, SGLang) that does not scale to zero; None (Envoy Gateway's own balancing) for the others,
+    and where the model has no route (`expose: false`, or a stack without a gateway: `routed` False)."""
     if not model.expose or not routed:
         return None
     if model.routing is not None:
         return model.routing.strategy
+    if model.autoscaling.to_zero:
+        # The picker would send requests past the interceptor that wakes the model (stacks/rules/scaling.py).
+        return None
     return "prefix-cache" if engine(model.engine).FACTS.picker_engine is not None else None
 
 

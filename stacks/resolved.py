@@ -131,6 +131,9 @@ class PlatformView:
     neuron_scheduler: str | None
     # prometheus-adapter serves engine gauges to HPAs; None: an older platform that did not say.
     custom_metrics: bool | None
+    # The in-cluster Prometheus KEDA's triggers query (`http://host[:port]`); None: no Prometheus (or an
+    # older platform that did not say).
+    prometheus: str | None = None
 
     def pool(self, name: str) -> ResolvedPool | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -145,6 +148,8 @@ class PlatformView:
 # Service there: crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml).
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 LWS_NAMESPACE = "lws-system"
+# KEDA and its HTTP add-on run here (the add-on's docs address its scaler and interceptor in `keda`).
+KEDA_NAMESPACE = "keda"
 
 # The label every pod (and the Service) of a model carries, so the gateway's network policies, the
 # scrapers and the model's own peers can select exactly that model's pods.
@@ -221,7 +226,7 @@ class ResolvedModel(Endpoint):
     workload: tuple[str, str, str]
     # The pods' service account: read-only bucket access through Pod Identity.
     service_account: str | None
-    # Who sets the replica count: none (the stack), hpa, aibrix.
+    # Who sets the replica count: none (the stack), hpa, keda, aibrix.
     scaler: str
     # AIBrix's gateway plugin and adapter controller find the model's pods by their labels.
     aibrix: bool
@@ -230,6 +235,9 @@ class ResolvedModel(Endpoint):
     # `models[].canary`: the second revision's own workload and Service, built like this one from the
     # model entry at the canary's revision (one replica, no autoscaler); None without a canary.
     canary: ResolvedModel | None = None
+    # (apiVersion, kind, name) of what the model's KEDA ScaledObjects scale, one ScaledObject each: the
+    # workload, or a Dynamo graph's scaling adapters (one per scaled component); () without KEDA.
+    keda_targets: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def scale_target(self) -> tuple[str, str, str]:

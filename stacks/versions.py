@@ -60,6 +60,10 @@ CHARTS: dict[str, Chart] = {
     # kubernetes-sigs/lws v0.10.0: hack/push-chart.sh packages charts/lws with --version v0.10.0 (the "v"
     # kept) and pushes it to registry.k8s.io/lws/charts, the repository its installation doc names.
     "lws": Chart("lws", "v0.10.0", "oci://registry.k8s.io/lws/charts"),
+    # kedacore/charts: keda 2.20.2 (tag v2.20.2) and keda-add-ons-http 0.15.0, both published to the
+    # repository KEDA's deployment docs name.
+    "keda": Chart("keda", "2.20.2", "https://kedacore.github.io/charts"),
+    "keda-http": Chart("keda-add-ons-http", "0.15.0", "https://kedacore.github.io/charts"),
     # --- front door and monitoring -------------------------------------------------------------
     # Chart version = controller appVersion since v3 (aws/eks-charts stable/aws-load-balancer-controller).
     "aws-load-balancer-controller": Chart("aws-load-balancer-controller", "3.5.0", "https://aws.github.io/eks-charts"),

@@ -118,12 +118,6 @@ def test_a_prometheus_url_without_an_existing_prometheus_is_refused(dev):
     assert "addons.monitoring" in problem and "existingPrometheus: true" in problem
 
 
-def test_keda_is_not_an_owner_the_platform_offers(dev):
-    dev["models"][0]["autoscaling"] = {"owner": "keda"}
-    (problem,) = refusals(dev)
-    assert "models[0].autoscaling.owner" in problem and "'hpa'" in problem
-
-
 def test_the_platform_exports_whether_it_serves_custom_metrics(dev):
     assert export_platform(resolved_stack(dev).platform)["customMetrics"] is True
     off = copy.deepcopy(dev)

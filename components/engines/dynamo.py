@@ -149,6 +149,30 @@ def graph_name(model: ModelSection) -> str:
     return model.name
 
 
+# The worker role KEDA scales (`autoscaling.owner: keda`): an aggregated graph's workers, a disaggregated
+# graph's decode workers (they hold the generating requests the frontend's queue waits for; the prefill
+# workers stay at `dynamo.prefillWorkers`).
+SCALED_ROLE = {"aggregated": "worker", "disaggregated": "decode"}
+ADAPTER_KIND = "DynamoGraphDeploymentScalingAdapter"
+
+
+def scaled_role(model: ModelSection) -> str | None:
+    """The worker role a scaling adapter owns the replicas of; None when nothing scales the graph."""
+    if model.autoscaling.owner != "keda":
+        return None
+    return SCALED_ROLE[dynamo_block(model).mode]
+
+
+def scaling_adapters(model: ModelSection) -> tuple[tuple[str, str, str], ...]:
+    """The DGDSAs the operator creates for the components with `scalingAdapter: {}` (named
+    `<graph>-<lower-case component name>`: deploy/operator/internal/controller/
+    dgd_scaling_adapters_reconciler.go at the 1.4.0 cut), as (apiVersion, kind, name)."""
+    role = scaled_role(model)
+    if role is None:
+        return ()
+    return ((API_VERSION, ADAPTER_KIND, f"{graph_name(model)}-{ROLE_NAMES[role].lower()}"),)
+
+
 def service(model: ModelSection) -> tuple[str, int]:
     """The Service the operator creates for the Frontend: `<dgd name>-frontend`, port 8000
     (Dynamo docs, "Expose the Frontend")."""
@@ -273,11 +297,13 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     component: dict[str, Any] = {"name": ROLE_NAMES[role], "type": role}
     if dynamo_multinode(model):
         component["multinode"] = {"nodeCount": spec.served.group.nodes}
-    return {
-        **component,
-        "replicas": replicas,
-        "podTemplate": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec},
-    }
+    if role == scaled_role(model):
+        # The adapter owns the count (the operator's webhook refuses direct edits of it): `pulumi up`
+        # leaves it out, as a Deployment under an autoscaler leaves out `replicas`.
+        component["scalingAdapter"] = {}
+    else:
+        component["replicas"] = replicas
+    return {**component, "podTemplate": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec}}
 
 
 def _frontend(spec: WorkloadSpec) -> dict[str, Any]:

@@ -420,7 +420,7 @@ def slo_rules(model: ModelSection, served: Endpoint) -> list[dict[str, Any]]:
         rules.append(
             {
                 "alert": "QueueDepthSloMissed",
-                "expr": f"sum({queue.name}{{{selector}}}) > {slo.max_queue_depth}",
+                "expr": f"sum({queue.series(selector)}) > {slo.max_queue_depth}",
                 "for": slo.for_,
                 "labels": {"severity": "warning", "model": served.name},
                 "annotations": {

@@ -65,7 +65,7 @@ def signal_panel(pid: int, signal: str, m: Metric) -> dict[str, Any]:
         series = m.name if m.kind == "counter" else f"{m.name}_sum"
         unit = f"{m.unit}/s"
         return _panel(pid, TITLES[signal], GRAFANA_UNITS[unit], [(f"sum by ({BY_MODEL}) (rate({series}[5m]))", LEGEND)])
-    return _panel(pid, TITLES[signal], GRAFANA_UNITS[m.unit], [(f"sum by ({BY_MODEL}) ({m.name})", LEGEND)])
+    return _panel(pid, TITLES[signal], GRAFANA_UNITS[m.unit], [(f"sum by ({BY_MODEL}) ({m.series()})", LEGEND)])
 
 
 BY_REVISION = f"{BY_MODEL}, {REVISION_TARGET_LABEL}"

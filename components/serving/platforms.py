@@ -14,6 +14,8 @@
 - the NIM Operator, for `engine: nim` models (NIMServices);
 - LeaderWorkerSet in `lws-system` (its CRD names its webhook Service there), for models whose
   replicas span nodes (`addons.lws`, turned on by stacks/resolve.py `with_lws` when one does);
+- KEDA in `keda`, for models whose replicas KEDA owns (`addons.keda`, turned on by stacks/resolve.py
+  `with_keda` when one does: components/scaling/keda.py);
 - LiteLLM, as plain manifests (router ConfigMap, Deployment, Service, NetworkPolicy).
 
 `ModelAddons` adds the per-model AIBrix objects (ModelAdapters, PodAutoscalers); each waits for
@@ -29,12 +31,13 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
 from stacks.config.gateway import GatewaySection
-from stacks.resolved import CONTROLLER_NAMESPACES, LWS_NAMESPACE, Endpoint, ImageTable, ResolvedModel
+from stacks.resolved import CONTROLLER_NAMESPACES, KEDA_NAMESPACE, LWS_NAMESPACE, Endpoint, ImageTable, ResolvedModel
 from stacks.versions import chart
 
 from ..k8s import apply, release
 from ..naming import TOKEN
 from ..naming import labels as k8s_labels
+from ..scaling.keda import keda_values
 from . import aibrix, litellm
 from .values import (
     aibrix_listener_policy,
@@ -63,7 +66,7 @@ class ServingPlatformsArgs:
 
 
 class ServingPlatforms(pulumi.ComponentResource):
-    """Dynamo, AIBrix, KubeRay, NIM Operator, LeaderWorkerSet and LiteLLM installations."""
+    """Dynamo, AIBrix, KubeRay, NIM Operator, LeaderWorkerSet, KEDA and LiteLLM installations."""
 
     # The releases by add-on name (their CRDs' installers), and the LiteLLM proxy's Deployment.
     releases: dict[str, pulumi.Resource]
@@ -83,7 +86,9 @@ class ServingPlatforms(pulumi.ComponentResource):
             "kuberay": (addons.kuberay, lambda: kuberay_values(addons.kuberay)),
             "nim-operator": (addons.nim_operator, nim_operator_values),
             "lws": (addons.lws, lambda: lws_values(chart("lws", addons.lws.version).version)),
+            "keda": (addons.keda, keda_values),
         }
+        namespaces = {"lws": LWS_NAMESPACE, "keda": KEDA_NAMESPACE}
         for key, (addon, build) in values.items():
             if not addon.enabled:
                 continue
@@ -92,7 +97,7 @@ class ServingPlatforms(pulumi.ComponentResource):
                 f"{name}-{key}",
                 chart(key, addon.version),
                 release_name=key,
-                namespace=LWS_NAMESPACE if key == "lws" else CONTROLLER_NAMESPACES[key],
+                namespace=namespaces.get(key) or CONTROLLER_NAMESPACES[key],
                 create_namespace=True,
                 values=build(),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),

@@ -87,6 +87,29 @@ class Lws(Addon):
     )
 
 
+class Keda(Addon):
+    """KEDA (the keda chart) in `keda`: the operator, its admission webhooks and the metrics server that
+    serves external.metrics.k8s.io to the HPAs it creates, beside prometheus-adapter (which serves only
+    custom.metrics)."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Install KEDA; also installed, whatever this says, when some model has `autoscaling.owner: "
+        "keda`. A platform whose teams' models use it sets it.",
+    )
+
+
+class KedaHttp(Addon):
+    """The KEDA HTTP add-on (the keda-add-ons-http chart) in `keda`: the interceptor that holds a request
+    to a model scaled to zero while KEDA starts it, and its external scaler."""
+
+    enabled: bool = Field(
+        default=False,
+        description="Install the HTTP add-on (and KEDA); also installed, whatever this says, when some model "
+        "has `autoscaling.minReplicas: 0`. A platform whose teams' models scale to zero sets it.",
+    )
+
+
 class NimOperator(Addon):
     """NVIDIA's NIM Operator chart in `nim-operator`: with it, `engine: nim` models become NIMServices
     (which then need `secrets.ngcApiKey`)."""
@@ -263,6 +286,10 @@ class AddonsSection(Strict):
         default_factory=NimOperator, description="NIM Operator: NIM models become NIMServices."
     )
     lws: Lws = Field(default_factory=Lws, description="LeaderWorkerSet, for models that span nodes.")
+    keda: Keda = Field(default_factory=Keda, description="KEDA, for `autoscaling.owner: keda`.")
+    keda_http: KedaHttp = Field(
+        default_factory=KedaHttp, description="The KEDA HTTP add-on, for models that scale to zero."
+    )
     litellm: LiteLLM = Field(
         default_factory=LiteLLM, description="LiteLLM proxy: one OpenAI-compatible endpoint over several models."
     )

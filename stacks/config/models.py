@@ -344,17 +344,21 @@ class Architecture(Strict):
 class Autoscaling(Strict):
     """Who scales the model's replicas; one owner per workload."""
 
-    owner: Literal["hpa", "aibrix", "dynamo-planner", "none"] = Field(
+    owner: Literal["hpa", "keda", "aibrix", "dynamo-planner", "none"] = Field(
         default="none",
-        description="`none` (fixed `replicas`), `hpa` (needs prometheus-adapter) or `aibrix` (a PodAutoscaler). "
-        "`dynamo-planner` is refused (the platform does not deploy it); Dynamo and Ray Serve take `none`.",
+        description="`none` (fixed `replicas`), `hpa` (an HPA on the engine's gauge through prometheus-adapter), "
+        "`keda` (a KEDA ScaledObject on a cluster-total Prometheus query of the engine's queue; the only owner "
+        "that scales to zero, and the one for Dynamo graphs, through their scaling adapters) or `aibrix` (a "
+        "PodAutoscaler). `dynamo-planner` is refused (the platform does not deploy it); Ray Serve scales itself "
+        "(`rayServe`) and takes `none`.",
     )
     min_replicas: int = Field(
         default=1,
         ge=0,
         le=1000,
-        description="Fewest replicas; at most `maxReplicas`. An HPA never goes below 1; 0 reaches only an AIBrix "
-        "PodAutoscaler.",
+        description="Fewest replicas; at most `maxReplicas`. 0 (scale to zero) only with `owner: keda`, through "
+        "the KEDA HTTP add-on, which holds the first request while the model starts; an HPA and AIBrix 0.7.0 "
+        "never come back from zero.",
     )
     max_replicas: int = Field(default=4, ge=1, le=1000, description="Most replicas the autoscaler may run.")
     strategy: Literal["HPA", "KPA", "APA"] = Field(
@@ -367,7 +371,16 @@ class Autoscaling(Strict):
         "exports. Unset: the engine's queue depth.",
     )
     target_value: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?$")] = Field(
-        default="10", description="Target average of `metric` per pod, as a decimal string."
+        default="10",
+        description="Target of `metric` per replica, as a decimal string: the HPA's per-pod average, KEDA's "
+        "`threshold` (the cluster total divided by the replicas).",
+    )
+    idle_seconds: int = Field(
+        default=900,
+        ge=60,
+        le=86400,
+        description="With `minReplicas: 0`: how long the model must see no request and no queue before KEDA "
+        "scales it to zero (its `cooldownPeriod`; also how long a new model waits before its first scale-down).",
     )
 
     @model_validator(mode="after")
@@ -375,6 +388,11 @@ class Autoscaling(Strict):
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"minReplicas ({self.min_replicas}) must not exceed maxReplicas ({self.max_replicas})")
         return self
+
+    @property
+    def to_zero(self) -> bool:
+        """The model scales to zero (KEDA, through the HTTP add-on's interceptor)."""
+        return self.owner == "keda" and self.min_replicas == 0
 
 
 class Routing(Strict):

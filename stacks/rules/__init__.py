@@ -22,6 +22,7 @@ from . import (  # noqa: F401  (each registers its rules)
     pools,
     prod,
     provisioning,
+    scaling,
     serving,
     storage,
     streaming,

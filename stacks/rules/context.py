@@ -24,7 +24,7 @@ from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..errors import ConfigError
 from ..exports import EXPORTS_VERSION
-from ..resolve import gateway_parent, read_platform
+from ..resolve import gateway_parent, prometheus_url, read_platform
 from ..resolved import GatewayParent
 
 
@@ -37,6 +37,8 @@ class Platform:
     parent: GatewayParent | None
     own: bool  # the stack's own platform (all-in-one), not a platform stack's exports
     where: str  # how a message names it
+    # The Prometheus KEDA's triggers query; None: none (or an older platform that did not say).
+    prometheus: str | None = None
 
     def pool(self, name: str) -> NodePoolSection | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -60,6 +62,7 @@ def platform_of(config: StackConfig, lookup: Lookup) -> Platform | None:
             parent=gateway_parent(config.addons, config.gateway),
             own=True,
             where="this stack",
+            prometheus=prometheus_url(config.addons),
         )
     ref = config.stack.platform_stack
     if ref is None:
@@ -77,6 +80,7 @@ def platform_of(config: StackConfig, lookup: Lookup) -> Platform | None:
             parent=view.gateway_parent,
             own=False,
             where=f"the platform {source.where}",
+            prometheus=view.prometheus,
         )
     except (ConfigError, ValidationError, KeyError, TypeError, ValueError, AttributeError):
         return None  # stacks/rules/workloads.py reports an unreadable platform

@@ -188,7 +188,13 @@ def autoscalers_read_a_gauge_the_engine_exports(config: StackConfig) -> Iterable
     must be a gauge the model's engine really exports (stacks/metrics.py), or nothing ever scales."""
     for i, model in enumerate(config.models):
         scaling = model.autoscaling
-        if scaling.owner not in ("hpa", "aibrix") or not ENGINES[model.engine].FACTS.platform_workload:
+        if scaling.owner not in ("hpa", "aibrix", "keda"):
+            continue
+        # A Dynamo graph scales through KEDA on its frontend's gauges; other operator-run engines refuse
+        # every autoscaler before this matters.
+        if not ENGINES[model.engine].FACTS.platform_workload and not (
+            scaling.owner == "keda" and model.engine == "dynamo"
+        ):
             continue
         gauges = [m.name for m in scaling_metrics(model.engine)]
         if not gauges:

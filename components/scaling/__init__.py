@@ -1,0 +1,1 @@
+"""Autoscaling on LLM signals: KEDA's install values and each KEDA-scaled model's objects."""

@@ -1,0 +1,44 @@
+"""`ModelScalers`: the KEDA objects of each KEDA-scaled model (components/scaling/keda.py), applied after
+the KEDA release that installs their CRDs (in this stack; a team's stack runs on its platform's) and
+the model's namespace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.resolved import ResolvedModel
+
+from ..k8s import apply
+from ..naming import TOKEN
+from .keda import scaled_objects
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelScalersArgs:
+    models: list[ResolvedModel]
+    provider: k8s.Provider
+    # The Prometheus the triggers query (stacks/resolve.py prometheus_url, or the platform's export).
+    prometheus: str | None
+    # The KEDA release when this stack installs it.
+    keda: pulumi.Resource | None = None
+    namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
+
+
+class ModelScalers(pulumi.ComponentResource):
+    """One ScaledObject per KEDA target of each model."""
+
+    def __init__(self, name: str, args: ModelScalersArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:ModelScalers", name, None, opts)
+        for served in args.models:
+            if not served.keda_targets:
+                continue
+            if args.prometheus is None:  # refused by stacks/rules/serving.py before anything is built
+                raise ValueError(f"model {served.name}: KEDA's trigger has no Prometheus to query")
+            depends = [r for r in (args.keda, args.namespaces.get(served.namespace)) if r is not None]
+            child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends)
+            for obj in scaled_objects(served, args.prometheus):
+                apply(obj, child)
+        self.register_outputs({})

@@ -1,0 +1,121 @@
+"""KEDA 2.20.2 as a model's autoscaling owner (`autoscaling.owner: keda`).
+
+- `keda_values`: the keda chart (kedacore/charts v2.20.2). Its metrics server registers
+  external.metrics.k8s.io beside prometheus-adapter, which serves only custom.metrics.k8s.io (the
+  platform gives the adapter no external rules, and keeps KEDA's metrics server on: without it KEDA's
+  HPAs read nothing). The `*/scale` RBAC is narrowed from the chart's every-kind default to the kinds
+  the platform scales: LeaderWorkerSets and Dynamo's scaling adapters (Deployments are built in).
+- `scaled_objects`: one ScaledObject per target (stacks/resolve.py `keda_targets`: the workload, or a
+  Dynamo graph's DynamoGraphDeploymentScalingAdapter), with a Prometheus trigger on the cluster total
+  of the engine's queue gauge for this model (`sum(...)`: a query returning several series is an error
+  to KEDA, not a sum) and the per-replica `threshold` (KEDA's default AverageValue metric type divides
+  the total by the replicas). KEDA names the HPA it creates `keda-hpa-<ScaledObject>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stacks.metrics import Metric, scaling_series
+from stacks.resolved import KEDA_NAMESPACE, ResolvedModel
+
+from ..monitoring.collection import REVISION_TARGET_LABEL, model_filter
+from ..naming import MANAGED_BY
+
+API_VERSION = "keda.sh/v1alpha1"
+# KEDA polls each trigger this often (seconds; its default is 30): a queue builds up fast.
+POLLING_SECONDS = 15
+# The HPA's behaviour: model servers take minutes to start, so up at once, down slowly (the
+# chart's CRD bounds the window to 3600 s).
+HPA_BEHAVIOR = {
+    "scaleUp": {"stabilizationWindowSeconds": 0},
+    "scaleDown": {"stabilizationWindowSeconds": 600},
+}
+# The kinds besides Deployments and StatefulSets whose scale subresource KEDA may patch; the chart's
+# template prints `<kind>/scale`, so `kind` is the resource's plural (templates/manager/clusterrole.yaml).
+SCALED_REF_KINDS = [
+    {"apiGroup": "leaderworkerset.x-k8s.io", "kind": "leaderworkersets"},
+    {"apiGroup": "nvidia.com", "kind": "dynamographdeploymentscalingadapters"},
+]
+# The HPA KEDA creates for a ScaledObject (controllers/keda/hpa.go): its name carries this prefix.
+HPA_PREFIX = "keda-hpa-"
+
+
+def keda_values() -> dict[str, Any]:
+    """The keda chart's values: the chart's secure defaults (non-root, read-only root file system,
+    every capability dropped, the runtime's seccomp profile), its CRDs installed and upgraded as
+    templates, the narrowed scale RBAC, and its metrics server kept (the HPAs it creates read it)."""
+    return {
+        "crds": {"install": True},
+        "rbac": {"enabledCustomScaledRefKinds": True, "scaledRefKinds": SCALED_REF_KINDS},
+        "metricsServer": {"enabled": True},
+        "webhooks": {"enabled": True},
+    }
+
+
+def queue_series(served: ResolvedModel) -> Metric:
+    """The gauge a model scales on (`autoscaling.metric`, else its engine's queue depth)."""
+    found = scaling_series(served.engine, served.config.autoscaling.metric)
+    if found is None:  # refused by stacks/rules/engines.py before anything is built
+        raise ValueError(f"engine {served.engine} exports no gauge to scale {served.name} on")
+    return found
+
+
+def queue_query(served: ResolvedModel) -> str:
+    """The cluster total of the model's gauge over its own pods: the namespace and the model label the
+    PodMonitor keeps; with a canary, the stable revision's pods only (the canary runs unscaled)."""
+    selector = model_filter(served)
+    if served.canary is not None:
+        selector += f',{REVISION_TARGET_LABEL}="{served.config.revision}"'
+    return f"sum({queue_series(served).series(selector)})"
+
+
+def prometheus_trigger(served: ResolvedModel, server: str) -> dict[str, Any]:
+    return {
+        "type": "prometheus",
+        "name": "queue",
+        "metadata": {
+            "serverAddress": server,
+            "query": queue_query(served),
+            "threshold": served.config.autoscaling.target_value,
+        },
+    }
+
+
+def scaled_object(
+    served: ResolvedModel, target: tuple[str, str, str], server: str, wake: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """One ScaledObject on `target`; `wake` adds the triggers that bring a model back from zero."""
+    scaling = served.config.autoscaling
+    api_version, kind, name = target
+    spec: dict[str, Any] = {
+        "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": name},
+        "minReplicaCount": scaling.min_replicas,
+        "maxReplicaCount": scaling.max_replicas,
+        "pollingInterval": POLLING_SECONDS,
+        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": HPA_BEHAVIOR}},
+        "triggers": [*(wake or []), prometheus_trigger(served, server)],
+    }
+    if scaling.to_zero:
+        # Only the step to zero waits this long after the last activity (N to 1 follows the HPA's
+        # behaviour); a new model waits as long before its first scale-down.
+        spec["cooldownPeriod"] = scaling.idle_seconds
+        spec["initialCooldownPeriod"] = scaling.idle_seconds
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ScaledObject",
+        "metadata": {
+            "name": name,
+            "namespace": served.namespace,
+            "labels": {"inference-platform.io/model": served.name, **MANAGED_BY},
+        },
+        "spec": spec,
+    }
+
+
+def scaled_objects(served: ResolvedModel, server: str) -> list[dict[str, Any]]:
+    """The model's ScaledObjects, one per target (none unless KEDA owns its replicas)."""
+    return [scaled_object(served, target, server) for target in served.keda_targets]
+
+
+__all__ = ["HPA_PREFIX", "KEDA_NAMESPACE", "keda_values", "queue_query", "scaled_objects"]
