@@ -49,6 +49,7 @@ HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
 WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
+DYNAMO_GRAPH = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
 SCALERS = {
     "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": "HPA",
     "kubernetes:autoscaling.aibrix.ai/v1alpha1:PodAutoscaler": "AIBrix PodAutoscaler",
@@ -344,9 +345,33 @@ def image_digests_in_prod(args: StackValidationArgs, report: Report) -> None:
                 report(f"{_ident(res.props, res.name)}: {problem}", res.urn)
 
 
+def planner_owned(props: Mapping[str, Any]) -> list[str]:
+    """The scaling adapters a DynamoGraphDeployment's own planner scales: with a `planner` component, the
+    planner patches the DGDSA of every component that has one (`<graph>-<lower-case component>`), which
+    KEDA's and the HPA's admission checks never see."""
+    spec = _spec(props)
+    components = spec.get("components") or []
+    if not isinstance(components, list) or not any(
+        isinstance(c, dict) and c.get("type") == "planner" for c in components
+    ):
+        return []
+    graph = _meta(props).get("name")
+    return [
+        f"{graph}-{str(c.get('name', '')).lower()}"
+        for c in components
+        if isinstance(c, dict) and "scalingAdapter" in c and c.get("type") != "planner"
+    ]
+
+
 def one_scaler_owner(args: StackValidationArgs, report: Report) -> None:
     owners: dict[str, list[str]] = {}
     for res in args.resources:
+        if res.resource_type == DYNAMO_GRAPH:
+            ns = _meta(res.props).get("namespace") or "default"
+            for adapter in planner_owned(res.props):
+                owners.setdefault(f"{ns}/DynamoGraphDeploymentScalingAdapter/{adapter}", []).append(
+                    f"the Dynamo planner of {_meta(res.props).get('name')}"
+                )
         kind = SCALERS.get(res.resource_type)
         if kind is None:
             continue

@@ -131,6 +131,14 @@ COMMENTED_KEYS: dict[tuple[str, str], str] = {
         "commented out in routerlib values.yaml (`# flags:`); templates/_deployment.yaml renders each entry as "
         "--<key>=<value>"
     ),
+    **{
+        ("keda", f"podSecurityContext.{pod}.{key}"): (
+            f"commented out in values.yaml (`# {key}: 1000`); templates/{template}/deployment.yaml renders "
+            f".Values.podSecurityContext.{pod} whole (toYaml)"
+        )
+        for pod, template in (("operator", "manager"), ("metricServer", "metrics-server"), ("webhooks", "webhooks"))
+        for key in ("runAsUser", "runAsGroup")
+    },
     ("lws", "podSecurityContext.runAsUser"): (
         "templates/manager/deployment.yaml renders .Values.podSecurityContext whole (toYaml)"
     ),

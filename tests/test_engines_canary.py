@@ -12,6 +12,7 @@ from components.gateway.routing import http_route, reference_grant
 from components.model_servers import model_objects, workload_spec
 from components.monitoring.collection import pod_monitor
 from components.monitoring.dashboards import engine_dashboard
+from components.scaling.keda import scaled_objects
 from stacks.load import ROOT
 from stacks.resolved import MODEL_LABEL, REVISION_LABEL, ResolvedModel, ResolvedStack
 from tests.builders import resolved_model
@@ -48,8 +49,14 @@ def test_a_canary_is_its_own_deployment_and_service_of_the_canary_revision(vllm)
     assert canary["Deployment"]["metadata"]["name"] == "qwen3-8b-canary"
     assert canary["Service"]["metadata"]["name"] == "qwen3-8b-canary"
     assert canary["Deployment"]["spec"]["replicas"] == 1, "a canary is one fixed replica"
-    assert "HorizontalPodAutoscaler" not in canary, "the stable model's HPA never scales the canary"
-    assert stable["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]["name"] == "qwen3-8b"
+    assert "HorizontalPodAutoscaler" not in canary, "the stable model's scaler never scales the canary"
+    # The example's KEDA scales the stable Deployment only, on the stable revision's queue alone.
+    assert model.keda_targets == (("apps/v1", "Deployment", "qwen3-8b"),) and model.canary.keda_targets == ()
+    (scaled,) = scaled_objects(model, "http://prometheus:9090")
+    assert (
+        f'inference_platform_io_revision="{model.config.revision}"'
+        in scaled["spec"]["triggers"][0]["metadata"]["query"]
+    )
     labels = canary["Deployment"]["spec"]["template"]["metadata"]["labels"]
     assert labels[MODEL_LABEL] == "qwen3-8b", "policies and the PodMonitor select the canary by the model label"
     assert labels[REVISION_LABEL] == CANARY

@@ -229,7 +229,9 @@ def test_a_replica_spanning_several_gpus_gets_a_memory_backed_dev_shm():
 
 
 def test_an_hpa_owner_gets_an_autoscaling_v2_hpa_on_the_workload():
-    objs = objects(STACK, "qwen3-8b")
+    sections = example()
+    sections["models"][0]["autoscaling"] = {"owner": "hpa", "minReplicas": 1, "maxReplicas": 3}
+    objs = objects(stack_of(sections), "qwen3-8b")
     hpa = objs["HorizontalPodAutoscaler"]
     assert hpa["apiVersion"] == "autoscaling/v2"
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen3-8b"}

@@ -270,6 +270,45 @@ def test_two_autoscalers_on_one_workload_are_refused():
     assert not violations(v.one_scaler_owner, stack(hpa))
 
 
+def test_keda_beside_the_dynamo_planner_on_one_component_is_refused():
+    """Neither KEDA's webhook nor the HPA controller sees the planner, which patches the same adapter."""
+    components = [
+        {"name": "Frontend", "type": "frontend", "replicas": 1},
+        {"name": "Planner", "type": "planner", "replicas": 1},
+        {"name": "DecodeWorker", "type": "decode", "scalingAdapter": {}},
+    ]
+    graph = res(
+        "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment",
+        {"metadata": {"name": "qwen", "namespace": "inference"}, "spec": {"components": components}},
+    )
+    keda = res(
+        "kubernetes:keda.sh/v1alpha1:ScaledObject",
+        {
+            "metadata": {"name": "qwen-decodeworker", "namespace": "inference"},
+            "spec": {
+                "scaleTargetRef": {
+                    "apiVersion": "nvidia.com/v1beta1",
+                    "kind": "DynamoGraphDeploymentScalingAdapter",
+                    "name": "qwen-decodeworker",
+                },
+                "triggers": [],
+            },
+        },
+    )
+    assert violations(v.one_scaler_owner, stack(graph, keda)) == [
+        "inference/DynamoGraphDeploymentScalingAdapter/qwen-decodeworker is scaled by 2 autoscalers (KEDA "
+        "ScaledObject qwen-decodeworker, the Dynamo planner of qwen); keep exactly one owner"
+    ]
+    without_planner = res(
+        "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment",
+        {
+            "metadata": {"name": "qwen", "namespace": "inference"},
+            "spec": {"components": [c for c in components if c["type"] != "planner"]},
+        },
+    )
+    assert not violations(v.one_scaler_owner, stack(without_planner, keda))
+
+
 def test_validate_uses_the_same_checks_for_addon_versions_and_prod_storage(dev):
     import pytest
 

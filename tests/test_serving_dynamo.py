@@ -22,8 +22,8 @@ def program(main: dict) -> list[str]:
     return command[2].rsplit("exec ", 1)[1].removesuffix(' "$@"').split()
 
 
-def _graph(name: str) -> dict:
-    return serving_objects(name)[0]
+def _graph(name: str, sections: dict | None = None) -> dict:
+    return serving_objects(name, sections)[0]
 
 
 def _components(graph: dict) -> dict[str, dict]:
@@ -41,7 +41,15 @@ def test_an_aggregated_graph_is_a_frontend_and_one_worker_role_with_the_models_g
     roles = {c["type"]: c for c in graph["spec"]["components"]}
     assert set(roles) == {"frontend", "worker"}, "aggregated: the worker does prefill and decode"
     worker = roles["worker"]
-    assert worker["replicas"] == 2, "the worker role runs models[].replicas"
+    # The example's KEDA owns the worker count through the graph's scaling adapter (tests/test_keda.py);
+    # without an autoscaler the worker role runs models[].replicas.
+    assert worker["scalingAdapter"] == {} and "replicas" not in worker
+    sections = serving_sections()
+    fixed = next(m for m in sections["models"] if m["name"] == "qwen3-8b-dynamo")
+    fixed.pop("autoscaling")
+    fixed["replicas"] = 2
+    unscaled = {c["type"]: c for c in _graph("qwen3-8b-dynamo", sections)["spec"]["components"]}["worker"]
+    assert unscaled["replicas"] == 2 and "scalingAdapter" not in unscaled
     main = _main(worker)
     assert main["name"] == "main", "the operator finds the main container by name"
     assert main["resources"]["limits"]["nvidia.com/gpu"] == "1", "GPUs per worker come from acceleratorsPerReplica"

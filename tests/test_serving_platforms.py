@@ -103,7 +103,7 @@ def test_the_nim_operator_is_installed_when_enabled(mocks):
 
 def test_aibrix_waits_for_the_envoy_gateway_controller_when_the_front_door_installs_it(mocks):
     installers = _build_platforms(serving_stack(), envoy_gateway=True)
-    assert set(installers) == {"dynamo", "aibrix", "kuberay", "litellm"}
+    assert set(installers) == {"dynamo", "aibrix", "kuberay", "keda", "litellm"}
     envoy = mocks.named(RELEASE, "eg")
     aibrix = mocks.named(RELEASE, "serving-aibrix")
     assert envoy.urn in aibrix.depends_on, "AIBrix's gateway resources attach to Envoy Gateway"

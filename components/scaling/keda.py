@@ -45,7 +45,11 @@ def keda_values() -> dict[str, Any]:
     """The keda chart's values: the chart's secure defaults (non-root, read-only root file system,
     every capability dropped, the runtime's seccomp profile), its CRDs installed and upgraded as
     templates, the narrowed scale RBAC, and its metrics server kept (the HPAs it creates read it)."""
+    # The images are distroless `nonroot` (uid/gid 65532); the chart sets runAsNonRoot and leaves the
+    # ids commented out (values.yaml podSecurityContext.<component>).
+    nonroot = {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532}
     return {
+        "podSecurityContext": {"operator": nonroot, "metricServer": nonroot, "webhooks": nonroot},
         "crds": {"install": True},
         "rbac": {"enabledCustomScaledRefKinds": True, "scaledRefKinds": SCALED_REF_KINDS},
         "metricsServer": {"enabled": True},
