@@ -248,3 +248,26 @@ def test_a_team_model_runs_on_its_platforms_keda_and_prometheus():
     supply_platform(off)
     found = refusals(sections)
     assert any("models[0].autoscaling.owner" in p and "no Prometheus" not in p and "Prometheus" in p for p in found)
+
+
+def test_the_catalog_uses_dynamo_1_4s_queue_and_not_the_deprecated_gauges():
+    from stacks.metrics import ENGINE_METRICS
+
+    names = {m.name for m in ENGINE_METRICS["dynamo"].values()}
+    assert not names & {"dynamo_frontend_queued_requests", "dynamo_frontend_inflight_requests"}
+    queue = ENGINE_METRICS["dynamo"]["queue"]
+    assert queue.series() == 'dynamo_frontend_stage_requests{stage=~"preprocess|route|dispatch"}'
+    assert ENGINE_METRICS["dynamo"]["running"].name == "dynamo_frontend_active_requests"
+
+
+def test_every_scaled_object_and_its_hpa_name_fit_keda_s_63_character_limit():
+    """KEDA's webhook refuses a ScaledObject whose name, or `keda-hpa-<name>`, exceeds 63 characters:
+    the longest a model name may be, with the longest adapter suffix, still fits."""
+    from components.engines.dynamo import ROLE_NAMES
+    from components.scaling.keda import HPA_PREFIX
+    from stacks.config.models import ModelSection
+
+    longest_name = ModelSection.model_fields["name"].metadata
+    most = next(m.max_length for m in longest_name if getattr(m, "max_length", None))
+    suffix = max(len("-" + role.lower()) for role in ROLE_NAMES.values())
+    assert len(HPA_PREFIX) + most + suffix <= 63, (most, suffix)
