@@ -73,9 +73,16 @@ def test_a_keda_owned_vllm_model_gets_a_scaled_object_on_its_queue_and_no_hpa(de
     )
     assert trigger["metadata"]["threshold"] == "8" and "metricType" not in trigger
     assert "cooldownPeriod" not in spec, "cooldown only matters to a model that scales to zero"
+    # KEDA's HPA takes the name an `owner: hpa` HPA of this model had, and KEDA may adopt that one: moving
+    # from hpa to keda is one pulumi up, not a webhook refusal.
+    assert spec["advanced"]["horizontalPodAutoscalerConfig"]["name"] == "qwen3-8b"
+    assert obj["metadata"]["annotations"] == {"scaledobject.keda.sh/transfer-hpa-ownership": "true"}
+    hpa_sections = copy.deepcopy(dev)
+    (hpa,) = by_kind(engine_objects(resolved_stack(hpa_sections), "qwen3-8b"), "HorizontalPodAutoscaler")
+    assert hpa["metadata"]["name"] == spec["advanced"]["horizontalPodAutoscalerConfig"]["name"]
     valid_custom(obj)
     objects = engine_objects(stack, "qwen3-8b")
-    assert not by_kind(objects, "HorizontalPodAutoscaler"), "KEDA creates its own keda-hpa-qwen3-8b"
+    assert not by_kind(objects, "HorizontalPodAutoscaler"), "KEDA creates and keeps its own HPA"
     (deployment,) = by_kind(objects, "Deployment")
     assert "replicas" not in deployment["spec"], "the count is KEDA's; pulumi up must not reset it"
 

@@ -9,7 +9,8 @@
   Dynamo graph's DynamoGraphDeploymentScalingAdapter), with a Prometheus trigger on the cluster total
   of the engine's queue gauge for this model (`sum(...)`: a query returning several series is an error
   to KEDA, not a sum) and the per-replica `threshold` (KEDA's default AverageValue metric type divides
-  the total by the replicas). KEDA names the HPA it creates `keda-hpa-<ScaledObject>`.
+  the total by the replicas). The HPA KEDA creates is named after the target, with the annotation that
+  lets KEDA adopt an `owner: hpa` HPA of that name (a model moving from `hpa` to `keda`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ SCALED_REF_KINDS = [
     {"apiGroup": "leaderworkerset.x-k8s.io", "kind": "leaderworkersets"},
     {"apiGroup": "nvidia.com", "kind": "dynamographdeploymentscalingadapters"},
 ]
-# The HPA KEDA creates for a ScaledObject (controllers/keda/hpa.go): its name carries this prefix.
+# KEDA's default name for the HPA it creates is `keda-hpa-<ScaledObject>` (controllers/keda/hpa.go);
+# the webhook refuses names that exceed 63 characters with it.
 HPA_PREFIX = "keda-hpa-"
+# KEDA adopts an existing HPA of the same name instead of refusing the ScaledObject at admission ("the
+# workload ... is already managed by the hpa"): a model moving from `owner: hpa` to `keda` goes through in
+# one `pulumi up` (docs/concepts_scaling-deployments.md, Transferring ownership of an existing HPA).
+TRANSFER_ANNOTATION = "scaledobject.keda.sh/transfer-hpa-ownership"
 
 
 def keda_values() -> dict[str, Any]:
@@ -97,7 +103,8 @@ def scaled_object(
         "minReplicaCount": scaling.min_replicas,
         "maxReplicaCount": scaling.max_replicas,
         "pollingInterval": POLLING_SECONDS,
-        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": HPA_BEHAVIOR}},
+        # The HPA is named after the target, as `owner: hpa` names its own (components/engines/workload.py).
+        "advanced": {"horizontalPodAutoscalerConfig": {"name": hpa_name(target), "behavior": HPA_BEHAVIOR}},
         "triggers": [*(wake or []), prometheus_trigger(served, server)],
     }
     if scaling.to_zero:
@@ -112,9 +119,17 @@ def scaled_object(
             "name": name,
             "namespace": served.namespace,
             "labels": {"inference-platform.io/model": served.name, **MANAGED_BY},
+            "annotations": {TRANSFER_ANNOTATION: "true"},
         },
         "spec": spec,
     }
+
+
+def hpa_name(target: tuple[str, str, str]) -> str:
+    """The HPA KEDA creates and keeps for a target: the target's name (what an `owner: hpa` HPA of the
+    same workload is called, so KEDA takes that one over; pulumi then deletes the old object, and KEDA
+    recreates it on its next reconcile)."""
+    return target[2]
 
 
 def scaled_objects(served: ResolvedModel, server: str) -> list[dict[str, Any]]:
@@ -122,4 +137,4 @@ def scaled_objects(served: ResolvedModel, server: str) -> list[dict[str, Any]]:
     return [scaled_object(served, target, server) for target in served.keda_targets]
 
 
-__all__ = ["HPA_PREFIX", "KEDA_NAMESPACE", "keda_values", "queue_query", "scaled_objects"]
+__all__ = ["HPA_PREFIX", "KEDA_NAMESPACE", "hpa_name", "keda_values", "queue_query", "scaled_objects"]
