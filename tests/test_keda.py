@@ -278,3 +278,14 @@ def test_every_scaled_object_and_its_hpa_name_fit_keda_s_63_character_limit():
     most = next(m.max_length for m in longest_name if getattr(m, "max_length", None))
     suffix = max(len("-" + role.lower()) for role in ROLE_NAMES.values())
     assert len(HPA_PREFIX) + most + suffix <= 63, (most, suffix)
+
+
+def test_a_teams_quota_is_held_to_the_autoscalers_maximum_not_the_unused_replicas():
+    from stacks.load import stack_warnings
+
+    sections = sections_of(TEAM)
+    gpu_model = next(m for m in sections["models"] if m["pool"] == "gpu")
+    gpu_model["replicas"] = 1
+    gpu_model["autoscaling"] = {"owner": "keda", "minReplicas": 1, "maxReplicas": 8}
+    warned = [f"{p.path}: {p.message}" for p in stack_warnings(parse_sections(sections, "us-west-2"))]
+    assert any("stack.quota.gpus" in w and "all replicas together" in w for w in warned), warned

@@ -712,6 +712,12 @@ class ModelSection(Strict):
         return self
 
     @property
+    def most_replicas(self) -> int:
+        """The most replicas of the model's own workload that can run at once: the fixed `replicas`, or
+        its autoscaler's `maxReplicas` (with an autoscaler the workload has no count of its own)."""
+        return self.replicas if self.autoscaling.owner == "none" else self.autoscaling.max_replicas
+
+    @property
     def canary_replicas(self) -> int:
         """Replicas of the canary's own workload (always one, never autoscaled): what the quota and pool
         limits hold beside the model's own."""

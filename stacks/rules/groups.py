@@ -204,8 +204,7 @@ def a_rollout_surge_fits_the_pool(config: StackConfig, lookup: Lookup) -> Iterab
         held = _held(model, pool)
         if held is None:
             continue  # the fit rule names it
-        most = model.replicas if model.autoscaling.owner == "none" else model.autoscaling.max_replicas
-        most += model.canary_replicas  # a canary holds its accelerators through the rollout too
+        most = model.most_replicas + model.canary_replicas  # a canary holds its accelerators through the rollout too
         need = (most + surge) * held
         if need > limit:
             yield Problem(

@@ -96,11 +96,10 @@ def shared_claim_must_be_shareable(config: StackConfig) -> Iterable[Problem]:
     if claim is None or claim.access_mode not in SINGLE_NODE_MODES:
         return
     for i, model in enumerate(config.models):
-        most = max(model.replicas, model.autoscaling.max_replicas if model.autoscaling.owner != "none" else 0)
-        if most > 1:
+        if model.most_replicas > 1:
             yield Problem(
                 key_path(["models", i, "replicas"]),
-                f"{model.name} may run {most} replicas but storage.existingClaim {claim.name} is "
+                f"{model.name} may run {model.most_replicas} replicas but storage.existingClaim {claim.name} is "
                 f"{claim.access_mode}, which mounts on one node only; use modelCache: efs or fsx "
                 f"(ReadWriteMany), modelCache: local (a cache per pod), or one replica",
             )

@@ -232,7 +232,8 @@ def quota_holds_every_replica(config: StackConfig, lookup: Lookup) -> Iterable[P
         total = Requests()
         for model in config.models:
             one, _ = _one_replica(config, model, lookup)
-            for _ in range(model.replicas + model.canary_replicas):  # a canary's pod beside the model's
+            # An autoscaler's maximum, and a canary's pod beside the model's.
+            for _ in range(model.most_replicas + model.canary_replicas):
                 total = total + one
     except ConfigError:
         return
