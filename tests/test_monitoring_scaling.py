@@ -174,7 +174,8 @@ def test_an_aibrix_model_charts_its_deployment_and_gets_no_hpa_alert():
     replicas = panels(served, stack.images)["Replicas against queue depth"]
     targets = [t["expr"] for t in replicas["targets"]]
     assert f"sum({K['deployment_available'].name}{{{scaling.deployment_selector(served)}}})" in targets
-    assert f"vector({served.config.autoscaling.max_replicas})" in targets, "the ceiling from the stack"
+    steps = replicas["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert steps[-1]["value"] == served.config.autoscaling.max_replicas, "no HPA: the ceiling the stack states"
     assert scaling.scaling_rules(served, stack.images) == []
     assert scaling.scaling_prometheus_rule(served, stack.images) is None
 
@@ -215,22 +216,22 @@ def test_the_latest_benchmark_verdict_stands_beside_the_slo_the_stack_states(ben
     board = panels(served, stack.images)
     job = job_name(served, stack.images)
     verdict = board[f"Latest benchmark verdict ({job})"]
-    assert verdict["type"] == "stat"
-    expr = verdict["targets"][0]["expr"]
+    assert verdict["type"] == "stat" and verdict["fieldConfig"]["defaults"]["unit"] == "bool"
     sel = f'namespace="{served.namespace}",job_name="{job}"'
-    assert f'max({K["job_complete"].name}{{{sel},condition="true"}}) == 1' in expr
-    assert f'max({K["job_failed"].name}{{{sel},condition="true"}}) * -1 == -1' in expr
-    (mapping,) = verdict["fieldConfig"]["defaults"]["mappings"]
-    assert {k: v["text"] for k, v in mapping["options"].items()} == {
-        "1": "SLO met",
-        "-1": "SLO missed (or nothing measured)",
-        "0": "running",
-    }
+    assert [(t["expr"], t["legendFormat"]) for t in verdict["targets"]] == [
+        (f'max({K["job_complete"].name}{{{sel},condition="true"}})', "SLO met (Job complete)"),
+        (f'max({K["job_failed"].name}{{{sel},condition="true"}})', "SLO missed or nothing measured (Job failed)"),
+        (f"sum({K['job_active'].name}{{{sel}}})", "running (pods)"),
+    ]
+    (running,) = verdict["fieldConfig"]["overrides"]
+    assert running["matcher"]["options"] == "C" and {"id": "unit", "value": "short"} in running["properties"]
     text = board["Objectives"]["options"]["content"]
     assert f"**{slo.ttft_seconds:g} s** (`slo.ttftSeconds`)" in text and "not in Prometheus" in text
     live = board[f"Live p{slo.p * 100:g} ttft against the SLO (s)"]
     assert live["fieldConfig"]["defaults"]["unit"] == "s"
-    assert live["targets"][1]["expr"] == f"vector({slo.ttft_seconds:g})", "the threshold in the metric's unit"
+    steps = live["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert steps[-1]["value"] == slo.ttft_seconds, "the objective as a line, in the metric's unit (seconds)"
+    assert live["fieldConfig"]["defaults"]["custom"] == {"thresholdsStyle": {"mode": "line"}}
     assert ENGINE_METRICS["vllm"]["ttft"].name in live["targets"][0]["expr"]
 
 

@@ -47,8 +47,6 @@ COLD_START_SLOW = "10m"
 COLD_STARTS_PER_HOUR = 4
 # The window scale events are counted over on the dashboard.
 EVENTS_WINDOW = "15m"
-# Grafana's value mapping of the benchmark verdict query.
-VERDICT_MET, VERDICT_MISSED, VERDICT_RUNNING = 1, -1, 0
 
 
 def hpa_names(served: ResolvedModel) -> list[str]:
@@ -107,15 +105,16 @@ def waking(served: ResolvedModel) -> str:
     return f"{K['deployment_spec'].series(sel)} > 0 and {K['deployment_available'].series(sel)} == 0"
 
 
-def verdict_query(served: ResolvedModel, images: ImageTable) -> str:
-    """1 when the Job completed (the verdict met the SLO), -1 when it failed, 0 while it runs."""
+def verdict_targets(served: ResolvedModel, images: ImageTable) -> list[tuple[str, str]]:
+    """The current Job's Complete condition (the verdict met the SLO), its Failed condition (missed, or
+    nothing measured) and its running pods (neither yet)."""
     sel = benchmark_selector(served, images)
-    complete = K["job_complete"].series(f'{sel},condition="true"')
-    failed = K["job_failed"].series(f'{sel},condition="true"')
-    return (
-        f"(max({complete}) == 1) or (max({failed}) * {VERDICT_MISSED} == {VERDICT_MISSED})"
-        f" or (max({K['job_active'].series(sel)}) * 0)"
-    )
+    done = sel + ',condition="true"'
+    return [
+        (f"max({K['job_complete'].series(done)})", "SLO met (Job complete)"),
+        (f"max({K['job_failed'].series(done)})", "SLO missed or nothing measured (Job failed)"),
+        (f"sum({K['job_active'].series(sel)})", "running (pods)"),
+    ]
 
 
 # -- the dashboard ------------------------------------------------------------------------------------
@@ -139,13 +138,23 @@ def _panel(
     }
 
 
-def _right_axis(panel: dict[str, Any], ref: str, unit: str) -> None:
+def _override(panel: dict[str, Any], ref: str, unit: str, right: bool = False) -> None:
+    """Query `ref` of the panel in its own unit (on the right axis)."""
+    properties: list[dict[str, Any]] = [{"id": "unit", "value": unit}]
+    if right:
+        properties.insert(0, {"id": "custom.axisPlacement", "value": "right"})
     panel["fieldConfig"]["overrides"].append(
-        {
-            "matcher": {"id": "byFrameRefID", "options": ref},
-            "properties": [{"id": "custom.axisPlacement", "value": "right"}, {"id": "unit", "value": unit}],
-        }
+        {"matcher": {"id": "byFrameRefID", "options": ref}, "properties": properties}
     )
+
+
+def _threshold_line(panel: dict[str, Any], value: float) -> None:
+    """A limit the stack states, drawn as a line (Grafana thresholds), not as a query."""
+    panel["fieldConfig"]["defaults"]["thresholds"] = {
+        "mode": "absolute",
+        "steps": [{"color": "green", "value": None}, {"color": "red", "value": value}],
+    }
+    panel["fieldConfig"]["defaults"]["custom"] = {"thresholdsStyle": {"mode": "line"}}
 
 
 def replicas_panel(pid: int, served: ResolvedModel) -> dict[str, Any] | None:
@@ -165,7 +174,6 @@ def replicas_panel(pid: int, served: ResolvedModel) -> dict[str, Any] | None:
         replicas = [
             (f"sum({K['deployment_available'].series(sel)})", "available"),
             (f"sum({K['deployment_spec'].series(sel)})", "asked for"),
-            (f"vector({scaling.max_replicas})", "max (autoscaling.maxReplicas)"),
         ]
         current = f"sum({K['deployment_available'].series(sel)})"
     else:
@@ -176,8 +184,10 @@ def replicas_panel(pid: int, served: ResolvedModel) -> dict[str, Any] | None:
         (f"{current} * {scaling.target_value}", f"queue the current replicas are sized for (x {scaling.target_value})"),
     ]
     panel = _panel(pid, "Replicas against queue depth", GRAFANA_UNITS["replicas"], targets, w=24)
+    if not hpa_names(served):  # no HPA to read the ceiling from: the stack's autoscaling.maxReplicas
+        _threshold_line(panel, scaling.max_replicas)
     for ref in range(len(replicas), len(targets)):
-        _right_axis(panel, chr(ord("A") + ref), GRAFANA_UNITS[queue.unit])
+        _override(panel, chr(ord("A") + ref), GRAFANA_UNITS[queue.unit], right=True)
     return panel
 
 
@@ -246,20 +256,11 @@ def benchmark_panels(first: int, served: ResolvedModel, images: ImageTable) -> l
     verdict = _panel(
         first,
         f"Latest benchmark verdict ({job_name(served, images)})",
-        "none",
-        [(verdict_query(served, images), "verdict")],
+        GRAFANA_UNITS[K["job_complete"].unit],
+        verdict_targets(served, images),
         kind="stat",
     )
-    verdict["fieldConfig"]["defaults"]["mappings"] = [
-        {
-            "type": "value",
-            "options": {
-                str(VERDICT_MET): {"text": "SLO met", "color": "green", "index": 0},
-                str(VERDICT_MISSED): {"text": "SLO missed (or nothing measured)", "color": "red", "index": 1},
-                str(VERDICT_RUNNING): {"text": "running", "color": "blue", "index": 2},
-            },
-        }
-    ]
+    _override(verdict, "C", GRAFANA_UNITS[K["job_active"].unit])
     verdict["fieldConfig"]["defaults"]["noValue"] = "no benchmark Job"
     text = _panel(first + 1, "Objectives", "none", [], kind="text")
     text["options"] = {"mode": "markdown", "content": slo_text(served)}
@@ -269,15 +270,14 @@ def benchmark_panels(first: int, served: ResolvedModel, images: ImageTable) -> l
         m = metric(served.engine, signal)
         if slo is None or target is None or m is None:
             continue
-        threshold = target * seconds_in(m.unit)
-        panels.append(
-            _panel(
-                first + len(panels),
-                f"Live p{slo.p * 100:g} {signal} against the SLO ({m.unit})",
-                GRAFANA_UNITS[m.unit],
-                [(_quantile(m, slo.p, model_filter(served)), f"p{slo.p * 100:g}"), (f"vector({threshold:g})", "SLO")],
-            )
+        live = _panel(
+            first + len(panels),
+            f"Live p{slo.p * 100:g} {signal} against the SLO ({m.unit})",
+            GRAFANA_UNITS[m.unit],
+            [(_quantile(m, slo.p, model_filter(served)), f"p{slo.p * 100:g}")],
         )
+        _threshold_line(live, target * seconds_in(m.unit))
+        panels.append(live)
     return panels
 
 
