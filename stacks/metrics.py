@@ -19,6 +19,12 @@ Sources (names and units as each project's own code/docs spell them at the pinne
   latency in seconds, ready endpoints.
 - DCGM exporter: `DCGM_FI_DEV_GPU_UTIL` is a percentage 0-100; neuron-monitor's
   `neuroncore_utilization_ratio` is a 0-1 fraction.
+- kube-state-metrics v2.18.0 (the kube-state-metrics 7.1.0 chart kube-prometheus-stack 81.6.2 pins):
+  `docs/metrics/workload/{horizontalpodautoscaler,deployment,job}-metrics.md` and
+  `internal/store/{horizontalpodautoscaler,job}.go`. Each metric's own labels are listed with it
+  (`labels`); the chart's ServiceMonitor keeps them (`honorLabels: true`), so `namespace` is the
+  object's namespace, not kube-state-metrics'. Condition gauges are 0/1, one series per status
+  (`true|false|unknown`, lower case).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Literal
 
 Kind = Literal["histogram", "gauge", "counter"]
 # Units as the metric carries them. A rate() of a counter or of a histogram's _sum is "<unit>/s".
-Unit = Literal["s", "ms", "ratio", "percent", "tokens", "requests", "endpoints", "MiB"]
+Unit = Literal["s", "ms", "ratio", "percent", "tokens", "requests", "endpoints", "MiB", "replicas", "bool"]
 
 # The signals a serving dashboard and an SLO talk about.
 Signal = Literal["ttft", "itl", "e2e", "tokens", "queue", "running", "kv_cache", "requests"]
@@ -42,6 +48,9 @@ class Metric:
     help: str
     # Label matchers that are part of the signal (Dynamo's queue is some stages of one gauge).
     matchers: str = ""
+    # The labels the exporter itself puts on the series (kube-state-metrics' tables); empty for the
+    # engines, whose series a query selects by the labels the PodMonitor adds.
+    labels: tuple[str, ...] = ()
 
     def series(self, selector: str = "") -> str:
         """The instant-vector selector of this metric, narrowed by `selector` (PromQL label matchers)."""
@@ -124,6 +133,53 @@ NODE_METRICS: dict[str, dict[str, Metric]] = {
     },
 }
 
+_HPA = ("namespace", "horizontalpodautoscaler")
+_DEPLOYMENT = ("namespace", "deployment")
+_JOB = ("namespace", "job_name")
+
+# kube-state-metrics, by signal: the replicas an autoscaler sees and wants, its bounds, whether it can
+# read its metric (the HPA's ScalingActive condition), a Deployment's replicas, and a Job's outcome.
+KUBE_METRICS: dict[str, Metric] = {
+    "hpa_current": Metric(
+        "kube_horizontalpodautoscaler_status_current_replicas",
+        "gauge",
+        "replicas",
+        "replicas the HPA sees",
+        labels=_HPA,
+    ),
+    "hpa_desired": Metric(
+        "kube_horizontalpodautoscaler_status_desired_replicas",
+        "gauge",
+        "replicas",
+        "replicas the HPA wants",
+        labels=_HPA,
+    ),
+    "hpa_max": Metric(
+        "kube_horizontalpodautoscaler_spec_max_replicas", "gauge", "replicas", "the HPA's ceiling", labels=_HPA
+    ),
+    "hpa_min": Metric(
+        "kube_horizontalpodautoscaler_spec_min_replicas", "gauge", "replicas", "the HPA's floor", labels=_HPA
+    ),
+    "hpa_condition": Metric(
+        "kube_horizontalpodautoscaler_status_condition",
+        "gauge",
+        "bool",
+        "an HPA condition (1 for the status it has)",
+        labels=(*_HPA, "condition", "status"),
+    ),
+    "deployment_spec": Metric(
+        "kube_deployment_spec_replicas", "gauge", "replicas", "replicas a Deployment asks for", labels=_DEPLOYMENT
+    ),
+    "deployment_available": Metric(
+        "kube_deployment_status_replicas_available", "gauge", "replicas", "available replicas", labels=_DEPLOYMENT
+    ),
+    "job_complete": Metric(
+        "kube_job_complete", "gauge", "bool", "the Job's Complete condition", labels=(*_JOB, "condition")
+    ),
+    "job_failed": Metric("kube_job_failed", "gauge", "bool", "the Job's Failed condition", labels=(*_JOB, "condition")),
+    "job_active": Metric("kube_job_status_active", "gauge", "replicas", "the Job's running pods", labels=_JOB),
+}
+
 # Grafana unit ids: the metric's unit shown as-is (seconds as seconds), never relabelled.
 GRAFANA_UNITS: dict[str, str] = {
     "s": "s",
@@ -135,6 +191,8 @@ GRAFANA_UNITS: dict[str, str] = {
     "requests/s": "reqps",
     "requests": "short",
     "endpoints": "short",
+    "replicas": "short",
+    "bool": "bool",
 }
 
 

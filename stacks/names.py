@@ -101,14 +101,16 @@ class Derived:
 
 
 # Objects the platform's builders name `<model><suffix>` (components/gateway/routing.py,
-# gateway/isolation.py, monitoring/collection.py, serving/aibrix.py, engines/dynamo.py), all DNS-1123
-# subdomains.
+# gateway/isolation.py, monitoring/collection.py and scaling.py, serving/aibrix.py, engines/dynamo.py),
+# all DNS-1123 subdomains. (A model's scaling dashboard is the ConfigMap `dashboard-scaling-<model>`: a
+# prefix of 18 characters, far inside the subdomain limit for any model name.)
 PLATFORM_SUFFIXES = {
     "-from-gateway": "ReferenceGrant",
     "-ratelimit": "BackendTrafficPolicy",
     "-auth": "SecurityPolicy",
     "-ingress": "NetworkPolicy",
     "-slo": "PrometheusRule",
+    "-scaling": "PrometheusRule",
     "-kpa": "PodAutoscaler",
     "-hpa": "PodAutoscaler",
     "-apa": "PodAutoscaler",

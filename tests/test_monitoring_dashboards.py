@@ -11,7 +11,7 @@ import pytest
 
 from components.engines import ENGINES
 from components.monitoring.dashboards import accelerator_dashboard, engine_dashboard
-from stacks.metrics import ENGINE_METRICS, NODE_METRICS, PICKER_METRICS, Metric
+from stacks.metrics import ENGINE_METRICS, KUBE_METRICS, NODE_METRICS, PICKER_METRICS, Metric
 from tests.conftest import ALL_STACKS, sections_of, stack_manifests
 
 # Expected Grafana unit, written out here independently of the builders: (how the query uses the
@@ -26,6 +26,8 @@ EXPECTED_UNIT = {
     ("value", "ratio"): "percentunit",
     ("value", "percent"): "percent",
     ("value", "MiB"): "decmbytes",
+    ("value", "replicas"): "short",
+    ("value", "bool"): "bool",
 }
 NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
@@ -34,6 +36,9 @@ def catalog_for(board: dict[str, Any]) -> dict[str, Metric]:
     engines = [t.split(":", 1)[1] for t in board["tags"] if t.startswith("engine:")]
     if "endpoint-picker" in board["tags"]:
         return {m.name: m for m in PICKER_METRICS.values()}
+    if "scaling" in board["tags"]:  # a model's scaling view: its engine's queue and kube-state-metrics
+        tables = [*ENGINE_METRICS.values(), KUBE_METRICS]
+        return {m.name: m for table in tables for m in table.values()}
     tables = [ENGINE_METRICS[e] for e in engines] if engines else list(NODE_METRICS.values())
     return {m.name: m for table in tables for m in table.values()}
 
@@ -56,8 +61,17 @@ def check(board: dict[str, Any]) -> None:
     for panel in board["panels"]:
         if panel["type"] == "row":
             continue  # a heading (the canary row), no query
-        unit = panel["fieldConfig"]["defaults"]["unit"]
+        default = panel["fieldConfig"]["defaults"]["unit"]
+        # A query shown in a unit of its own (a second axis): the panel's override for its refId.
+        own = {
+            o["matcher"]["options"]: p["value"]
+            for o in panel["fieldConfig"]["overrides"]
+            if o["matcher"]["id"] == "byFrameRefID"
+            for p in o["properties"]
+            if p["id"] == "unit"
+        }
         for target in panel["targets"]:
+            unit = own.get(target["refId"], default)
             m = queried_metric(target["expr"], catalog)
             how = usage(target["expr"])
             if how == "quantile":

@@ -39,7 +39,8 @@ from .collection import (
     prometheus_rule,
     prometheus_stack_values,
 )
-from .dashboards import dashboards
+from .dashboards import dashboard_configmap, dashboards
+from .scaling import scaling_dashboard, scaling_prometheus_rule
 
 __all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
 
@@ -124,10 +125,19 @@ class Monitoring(pulumi.ComponentResource):
 
     def _model_monitors(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
         """A PodMonitor on each model's real metrics endpoint (and on its endpoint picker's, with
-        `routing`), and its SLO rules when the stack sets some."""
+        `routing`), its SLO rules when the stack sets some, and its scaling and benchmark rules and
+        dashboard (in the model's namespace: a team's stack brings its own) when it has an autoscaler
+        or a benchmark (scaling.py)."""
         for served in args.models:
             model_ns = [args.namespaces[served.namespace]] if served.namespace in args.namespaces else []
             opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*model_ns, *crd_deps])
-            for maybe in (pod_monitor(served), picker_pod_monitor(served), prometheus_rule(served.config, served)):
+            board = scaling_dashboard(served, args.images)
+            for maybe in (
+                pod_monitor(served),
+                picker_pod_monitor(served),
+                prometheus_rule(served.config, served),
+                scaling_prometheus_rule(served, args.images),
+                dashboard_configmap(f"scaling-{served.name}", board, served.namespace) if board else None,
+            ):
                 if maybe is not None:
                     apply(maybe, opts)
