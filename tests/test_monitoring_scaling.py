@@ -82,7 +82,7 @@ def test_a_keda_model_charts_its_hpas_replicas_and_ceiling_against_the_queue_its
     stack, served = model_of(keda(dev, targetValue="8"))
     replicas = panels(served, stack.images)["Replicas against queue depth"]
     targets = [t["expr"] for t in replicas["targets"]]
-    hpa = f'namespace="{served.namespace}",horizontalpodautoscaler="keda-hpa-qwen3-8b"'
+    hpa = f'namespace="{served.namespace}",horizontalpodautoscaler="qwen3-8b"'
     for m in (K["hpa_current"], K["hpa_desired"], K["hpa_max"]):
         assert f"sum by (horizontalpodautoscaler) ({m.name}{{{hpa}}})" in targets
     # The queue is exactly what the ScaledObject's trigger sums, over the model's own pods.
@@ -106,7 +106,7 @@ def test_a_keda_model_is_alerted_when_pinned_at_its_ceiling_and_when_its_hpa_can
     stack, served = model_of(keda(dev, targetValue="8"))
     found = alerts(served, stack.images)
     assert set(found) == {"ScalingPinnedAtMax", "ScalerCannotReadMetric"}, "no cold starts above zero, no benchmark"
-    hpa = f'namespace="{served.namespace}",horizontalpodautoscaler="keda-hpa-qwen3-8b"'
+    hpa = f'namespace="{served.namespace}",horizontalpodautoscaler="qwen3-8b"'
     pinned = found["ScalingPinnedAtMax"]
     assert pinned["expr"] == (
         f"({K['hpa_current'].name}{{{hpa}}} >= {K['hpa_max'].name}{{{hpa}}}) and "
@@ -134,7 +134,8 @@ def test_an_hpa_model_reads_the_hpa_its_engine_builds(dev):
 
 def test_a_dynamo_graph_charts_one_hpa_per_scaling_adapter(dev):
     stack, served = model_of(dynamo_sections(dev, "disaggregated"))
-    names = [f"keda-hpa-{name}" for _, _, name in served.keda_targets]
+    # KEDA's HPA is named after its target (components/scaling/keda.py hpa_name): the adapter.
+    names = [name for _, _, name in served.keda_targets]
     assert len(names) >= 1 and scaling.hpa_names(served) == names
     sel = scaling.hpa_selector(served)
     assert sel.startswith(f'namespace="{served.namespace}",horizontalpodautoscaler')

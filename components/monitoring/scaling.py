@@ -2,7 +2,7 @@
 
 The dashboard (`scaling_dashboard`) shows, for a model with an autoscaler:
 - the replicas its HPA sees and wants and its ceiling (kube-state-metrics; KEDA's HPA is
-  `keda-hpa-<ScaledObject>` per target, `owner: hpa`'s is named after the workload) against the
+  named after its target, one per target, as `owner: hpa`'s is named after the workload) against the
   cluster total of the gauge it scales on (components/scaling/keda.py `queue_query`, the model's own
   pods by the labels the PodMonitor keeps), with the queue the current replicas are sized for
   (replicas x `targetValue`);
@@ -34,7 +34,7 @@ from stacks.metrics import GRAFANA_UNITS, KUBE_METRICS, metric, seconds_in
 from stacks.resolved import MODEL_LABEL, ImageTable, ResolvedModel
 
 from ..benchmark import job_name, objectives, results_prefix
-from ..scaling.keda import HPA_PREFIX, queue_query, queue_series
+from ..scaling.keda import hpa_name, queue_query, queue_series
 from .collection import MONITORING_API, _meta, _quantile, model_filter
 
 K = KUBE_METRICS
@@ -55,7 +55,7 @@ def hpa_names(served: ResolvedModel) -> list[str]:
     HPA of a NIMService's spec.scale after the NIMService: its GetHPAParams, read in one stored
     version of NVIDIA/k8s-nim-operator, not checked at the pinned v3.1.2)."""
     if served.scaler == "keda":
-        return [f"{HPA_PREFIX}{name}" for _, _, name in served.keda_targets]
+        return [hpa_name(target) for target in served.keda_targets]
     if served.scaler == "hpa":
         return [served.workload[2]]
     return []
