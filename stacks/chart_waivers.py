@@ -260,6 +260,47 @@ WAIVERS: tuple[Waiver, ...] = (
         "gateway/isolation.py: only the Envoy proxies, on 9002), rendered with the program's objects, "
         "not in this chart's directory",
     }),
+    # ---- KEDA 2.20.2 (the operator, its metrics API server and admission webhooks, in keda).
+    Waiver("keda-2.20.2", "ClusterRole", "keda-operator-minimal-cluster-role", {
+        "CKV_K8S_155": "the operator's certificate rotation writes its CA into its own "
+        "ValidatingWebhookConfiguration and the external.metrics APIService "
+        "(templates/manager/minimal-rbac.yaml: get/list/patch/update/watch, no create or delete)",
+    }),
+    *(
+        Waiver("keda-2.20.2", "Deployment", name, {
+            "CKV_K8S_38": API_TOKEN + why,
+            "CKV_K8S_40": f"{template} sets runAsNonRoot with no runAsUser (values.yaml leaves "
+            "podSecurityContext runAsUser commented out): the image's own non-root user",
+            "CKV2_K8S_6": NO_NETPOL + why,
+        })
+        for name, template, why in (
+            ("keda-operator", "templates/manager/deployment.yaml",
+             " (it reconciles ScaledObjects and the HPAs it creates)"),
+            ("keda-operator-metrics-apiserver", "templates/metrics-server/deployment.yaml",
+             " (the API server calls it for external.metrics.k8s.io)"),
+            ("keda-admission-webhooks", "templates/webhooks/deployment.yaml",
+             " (the API server calls its admission webhook)"),
+        )
+    ),
+    # ---- KEDA HTTP add-on 0.15.0 (interceptor, external scaler, operator, in keda).
+    *(
+        Waiver("keda-add-ons-http-0.15.0", "Deployment", name, {
+            "CKV_K8S_38": API_TOKEN + why,
+            **netpol,
+        })
+        for name, why, netpol in (
+            ("keda-add-ons-http-interceptor", " (it watches InterceptorRoutes and the targets' endpoints)", {
+                "CKV2_K8S_6": "the platform's keda/interceptor-ingress NetworkPolicy selects these pods "
+                "(components/gateway/isolation.py interceptor_ingress: the Envoy proxies and LiteLLM on "
+                "8080, the add-on's scaler on 9090), rendered with the program's objects, not in this "
+                "chart's directory",
+            }),
+            ("keda-add-ons-http-external-scaler", " (it watches InterceptorRoutes and the interceptor's "
+             "endpoints)", {"CKV2_K8S_6": NO_NETPOL + " and answer KEDA's operator on its gRPC port"}),
+            ("keda-add-ons-http-controller-manager", " (it reconciles InterceptorRoutes and HTTPScaledObjects)",
+             {"CKV2_K8S_6": NO_NETPOL}),
+        )
+    ),
 )  # fmt: skip
 
 

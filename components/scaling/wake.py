@@ -49,6 +49,24 @@ SCALER_REPLICAS = 2
 # Concurrent requests per replica the interceptor's concurrency metric aims at: a vLLM replica batches
 # many, and from one replica up the engine's queue trigger decides.
 CONCURRENCY_TARGET = 16
+# The add-on's three components, each a static Go binary that writes nothing (read-only root): run as
+# a high non-root uid under the runtime's seccomp profile, which the chart's defaults leave unset.
+COMPONENTS = ("interceptor", "scaler", "operator")
+NON_ROOT_UID = 65532
+POD_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": NON_ROOT_UID,
+    "runAsGroup": NON_ROOT_UID,
+    "fsGroup": NON_ROOT_UID,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "privileged": False,
+    "readOnlyRootFilesystem": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 # A served request's own allowance once a replica runs (the front door's route timeout without a cold
 # start: generation can stream for minutes).
 REQUEST_SECONDS = 30 * 60
@@ -58,8 +76,12 @@ def http_addon_values(version: str) -> dict[str, Any]:
     """The chart's values: its images at the chart's own version (the tag its appVersion would pick,
     pinned so a values change cannot drift it), the replica floors above, the interceptor given room for
     long generations it holds open, and the chart's hardened container defaults (no privilege
-    escalation, every capability dropped, a read-only root file system) kept."""
+    escalation, every capability dropped, a read-only root file system) kept with a non-root uid and
+    the runtime's seccomp profile added (per component: the chart renders a component's own security
+    context whole in place of the shared one)."""
     return {
+        "podSecurityContext": {c: dict(POD_SECURITY) for c in COMPONENTS},
+        "securityContext": {c: dict(CONTAINER_SECURITY) for c in COMPONENTS},
         "crds": {"install": True},
         "images": {"tag": version},
         "interceptor": {
