@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components.gateway import isolation
-from components.gateway.routing import http_route, interceptor_grant, model_routing
+from components.gateway.routing import http_route, interceptor_grant, model_routing, route_duration
 from components.scaling import wake
 from components.scaling.keda import scaled_objects
 from components.serving import litellm
@@ -234,3 +234,8 @@ def test_zero_in_a_stack_without_a_gateway_is_refused_at_min_replicas():
         model.pop("routing", None)
     found = [p for p in refusals(sections) if p.startswith(f"inference-platform:models[{i}].autoscaling.minReplicas:")]
     assert found and "runs no gateway" in found[0], found
+
+
+def test_a_route_timeout_stays_a_valid_gateway_duration_however_long_the_budget():
+    assert route_duration(4800) == "4800s"
+    assert route_duration(100_000) == "1667m", "five digits per unit at most: whole minutes, rounded up"

@@ -140,6 +140,12 @@ def redirect_route(gw: GatewaySection) -> dict[str, Any]:
     }
 
 
+def route_duration(seconds: int) -> str:
+    """A Gateway API Duration covering `seconds`: at most five digits per unit (the CRD's pattern), so
+    whole seconds up to 99999, whole minutes (rounded up) beyond."""
+    return f"{seconds}s" if seconds <= 99999 else f"{-(-seconds // 60)}m"
+
+
 def route_prefix(served: Endpoint) -> str:
     return f"/{served.name}"
 
@@ -169,7 +175,7 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
             backends = [
                 {"kind": "Service", "name": wake.PROXY_SERVICE, "namespace": KEDA_NAMESPACE, "port": wake.PROXY_PORT}
             ]
-            timeout = f"{wake.request_seconds(served)}s"
+            timeout = route_duration(wake.request_seconds(served))
         else:
             # With a canary, the stable and canary Services weighted (Endpoint.backends).
             backends = [
