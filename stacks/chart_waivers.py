@@ -280,6 +280,25 @@ WAIVERS: tuple[Waiver, ...] = (
         "gateway/isolation.py: only the Envoy proxies, on 9002), rendered with the program's objects, "
         "not in this chart's directory",
     }),
+    # ---- KEDA HTTP add-on 0.15.0 (interceptor, external scaler, operator, in keda).
+    *(
+        Waiver("keda-add-ons-http-0.15.0", "Deployment", name, {
+            "CKV_K8S_38": API_TOKEN + why,
+            **netpol,
+        })
+        for name, why, netpol in (
+            ("keda-add-ons-http-interceptor", " (it watches InterceptorRoutes and the targets' endpoints)", {
+                "CKV2_K8S_6": "the platform's keda/interceptor-ingress NetworkPolicy selects these pods "
+                "(components/gateway/isolation.py interceptor_ingress: the Envoy proxies and LiteLLM on "
+                "8080, the add-on's scaler on 9090), rendered with the program's objects, not in this "
+                "chart's directory",
+            }),
+            ("keda-add-ons-http-external-scaler", " (it watches InterceptorRoutes and the interceptor's "
+             "endpoints)", {"CKV2_K8S_6": NO_NETPOL + " and answer KEDA's operator on its gRPC port"}),
+            ("keda-add-ons-http-controller-manager", " (it reconciles InterceptorRoutes and HTTPScaledObjects)",
+             {"CKV2_K8S_6": NO_NETPOL}),
+        )
+    ),
 )  # fmt: skip
 
 

@@ -117,6 +117,14 @@ OPEN_MAP_KEYS = {"nodeSelector", "podLabels", "podAnnotations", "additionalLabel
 
 # Keys a chart reads in its templates but leaves commented out in values.yaml: (chart, dotted path) -> why.
 COMMENTED_KEYS: dict[tuple[str, str], str] = {
+    **{
+        ("keda-add-ons-http", f"{key}.{component}"): (
+            f"commented out in values.yaml (`# {component}:` under {key}); templates/{component}/deployment.yaml "
+            f"renders .Values.{key}.{component} whole (toYaml) when set, else .Values.{key}"
+        )
+        for key in ("podSecurityContext", "securityContext")
+        for component in ("interceptor", "scaler", "operator")
+    },
     ("aws-efa-k8s-device-plugin", "securityContext.readOnlyRootFilesystem"): (
         "templates/daemonset.yaml renders the container's .Values.securityContext whole (toYaml)"
     ),

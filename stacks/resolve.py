@@ -17,10 +17,12 @@ from typing import Any
 
 from components.engines import ENGINES, EngineModule
 from components.engines.dynamo import dynamo_block, scaling_adapters
+from components.engines.facts import EngineFacts
 from components.monitoring.collection import adapter_prometheus
 from components.serving.litellm import litellm_image
 from components.storage.cache import self_fetching
 
+from .coldstart import cold_start
 from .config import StackConfig
 from .config.addons import AddonsSection
 from .config.gateway import GatewaySection
@@ -50,6 +52,7 @@ from .resolved import (
     ResolvedStack,
     RoutePicking,
     Team,
+    Wake,
 )
 from .versions import IMAGES, Image
 
@@ -364,8 +367,17 @@ def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> 
         group=replica_group(model),
         routing=route_picking(model, view.gateway_parent is not None),
         keda_targets=keda_targets(model, module.workload(model, view.addons)),
+        wake=wake_of(model, facts, pool.accelerator == "neuron"),
     )
     return served if model.canary is None else replace(served, canary=canary_of(served))
+
+
+def wake_of(model: ModelSection, facts: EngineFacts, neuron: bool) -> Wake | None:
+    """A model that scales to zero comes back through its InterceptorRoute (named after it), and its
+    requests wait through its cold-start budget; None for every other model."""
+    if not model.autoscaling.to_zero:
+        return None
+    return Wake(route=model.name, cold_start=cold_start(model, facts, neuron))
 
 
 def keda_targets(model: ModelSection, workload: tuple[str, str, str]) -> tuple[tuple[str, str, str], ...]:

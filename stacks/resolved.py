@@ -179,6 +179,35 @@ class RoutePicking:
         return self.engine_type is not None
 
 
+# The header the front door and LiteLLM set (overwriting a client's) on a scale-to-zero model's requests,
+# and the KEDA HTTP add-on's InterceptorRoute matches: every model reaches the interceptor under the same
+# host and `/v1/...` paths, so the header is what tells them apart.
+WAKE_HEADER = "x-inference-platform-model"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColdStart:
+    """Seconds a request to a model at zero may wait before its first replica serves
+    (stacks/coldstart.py): a node launch, the engine image's pull, and what its startup probe allows."""
+
+    node_launch: int
+    image_pull: int
+    startup: int
+
+    @property
+    def seconds(self) -> int:
+        return self.node_launch + self.image_pull + self.startup
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wake:
+    """How a model that scales to zero comes back: the InterceptorRoute the KEDA HTTP add-on holds its
+    requests by (named after the model, in its namespace) and the cold start they wait through."""
+
+    route: str
+    cold_start: ColdStart
+
+
 @dataclass(frozen=True, kw_only=True)
 class Endpoint:
     """A server the front door routes to and the scrapers read: a model's, or the LiteLLM proxy's."""
@@ -197,6 +226,8 @@ class Endpoint:
     expose: bool
     # How the front door picks a pod per request; None: Envoy Gateway's default balancing.
     routing: RoutePicking | None = None
+    # A model that scales to zero: its requests go through the KEDA HTTP add-on's interceptor.
+    wake: Wake | None = None
 
     @property
     def selector(self) -> dict[str, str]:

@@ -29,6 +29,10 @@ class EngineFacts:
     # pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go defaultEngineConfigs: vllm,
     # sglang, trtllm-serve, triton-tensorrt-llm, triton); None: it cannot read them.
     picker_engine: str | None = None
+    # Seconds the startup probe allows before the kubelet restarts a still-loading server (weights
+    # read, warm-up); the cache's budget for the model's size wins when it is larger
+    # (workload.startup_allowance).
+    startup_seconds: int = 1800
     # Sized by the fit check and scaled by an HPA or AIBrix as the platform's own workload (False:
     # run and scaled by its operator).
     platform_workload: bool = True

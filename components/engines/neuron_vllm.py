@@ -29,8 +29,14 @@ from .workload import manifests as workload_manifests
 
 # No picker_engine: that vLLM 0.16 with the vllm-neuron plugin exports the gauges the llm-d router's
 # vllm config reads (vllm:kv_cache_usage_perc, vllm:num_requests_waiting) is not verified.
+# First start compiles the model for the Neuron devices before serving.
 FACTS = EngineFacts(
-    port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics", accelerators=("neuron",)
+    port=8000,
+    health_path="/health",
+    ready_path="/health",
+    metrics_path="/metrics",
+    accelerators=("neuron",),
+    startup_seconds=3600,
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours
@@ -59,8 +65,6 @@ def container(spec: WorkloadSpec) -> EngineContainer:
             {"name": "NEURON_COMPILE_CACHE_URL", "value": f"{compiled_root(spec)}/compile-cache"},
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
         ],
-        # First start compiles the model for the Neuron devices before serving.
-        startup_seconds=3600,
         run_as_user=None,
         root_reason="the Neuron DLC runs as root to open the Neuron devices",
     )

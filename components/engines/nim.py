@@ -98,7 +98,6 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         # The server reads a prepared directory: the token is the preparation step's alone.
         uses_hf_token=False,
         append_engine_args=False,
-        startup_seconds=1800,
         run_as_user=RUN_AS,
     )
 
@@ -119,7 +118,7 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
     f = FACTS
     image = spec.image
     tag = f"{image.tag}@{image.digest}" if image.digest else image.tag
-    pr = probes(spec, 1800)
+    pr = probes(spec)
     body: dict[str, Any] = {
         "image": {
             "repository": image.repository,

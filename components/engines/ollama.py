@@ -41,6 +41,8 @@ FACTS = EngineFacts(
         "/api/experimental",
     ),
     accelerators=("nvidia", "none"),
+    # Models are on disk before the server starts; loading into memory is quick.
+    startup_seconds=600,
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60
@@ -92,8 +94,6 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         args=["serve"],
         env=[*store, {"name": "OLLAMA_HOST", "value": f"0.0.0.0:{port}"}],
         init_containers=[pull],
-        # Models are on disk before the server starts; loading into memory is quick.
-        startup_seconds=600,
         run_as_user=RUN_AS,
         uses_hf_token=False,
     )

@@ -23,7 +23,10 @@ from .spec import WorkloadSpec
 from .workload import HF_TOKEN_KEY, HOME, EngineContainer, deployment
 from .workload import manifests as workload_manifests
 
-FACTS = EngineFacts(port=8080, health_path="/health", ready_path="/health", metrics_path="/metrics")
+# Weights download, shard start-up and warm-up all precede /health.
+FACTS = EngineFacts(
+    port=8080, health_path="/health", ready_path="/health", metrics_path="/metrics", startup_seconds=3600
+)
 
 HF_HOME = f"{HOME}/.cache/huggingface"
 
@@ -57,8 +60,6 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         args=args,
         env=[{"name": "HF_HOME", "value": HF_HOME}, {"name": "HF_HUB_ENABLE_HF_TRANSFER", "value": "0"}],
         volume_mounts=mounts,
-        # Weights download, shard start-up and warm-up all precede /health.
-        startup_seconds=3600,
         # The image's Python interpreter lives under /root (uv-managed); another uid cannot run it.
         run_as_user=None,
         root_reason="the TGI image's Python interpreter lives under /root (uv-managed); another uid cannot run it",

@@ -28,8 +28,9 @@ from stacks.sizing import container_resources, replica_requests
 
 from ..naming import scanner_waivers
 from ..serving import aibrix
-from ..storage.cache import startup_probe
+from ..storage.cache import STARTUP_PERIOD_SECONDS, startup_probe
 from ..storage.prepare import AS_ROOT, TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
+from .facts import EngineFacts
 from .spec import WorkloadSpec
 
 HOME = "/home/engine"
@@ -56,9 +57,6 @@ class EngineContainer:
     volumes: list[dict[str, Any]] = field(default_factory=list)
     volume_mounts: list[dict[str, Any]] = field(default_factory=list)
     init_containers: list[dict[str, Any]] = field(default_factory=list)
-    # Seconds the startup probe allows before the kubelet restarts a still-loading server; the
-    # cache's budget for the model's size (CacheMount.startup_seconds) wins when it is larger.
-    startup_seconds: int = 1800
     # None keeps the image's user (images that need root, e.g. the Neuron DLC); then `root_reason`
     # says why, and the workload carries it as a scanner waiver (scanner_annotations).
     run_as_user: int | None = ENGINE_UID
@@ -142,16 +140,22 @@ def hf_token(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, A
     return volumes, mounts, env
 
 
-def startup_seconds(spec: WorkloadSpec, engine_default: int) -> int:
-    """The engine's own allowance, or the cache's budget for this model's size when larger."""
-    return max(engine_default, spec.cache.startup_seconds)
+def startup_allowance(facts: EngineFacts, cache_seconds: int) -> int:
+    """Seconds the startup probe allows: the engine's own allowance (EngineFacts.startup_seconds), or
+    the cache's budget for this model's size (components/storage/cache.py model_startup_seconds) when
+    larger. The one reading: the probe and a model's cold-start budget (stacks/coldstart.py) both use it."""
+    return max(facts.startup_seconds, cache_seconds)
 
 
-def probes(spec: WorkloadSpec, engine_startup_seconds: int) -> dict[str, Any]:
+def startup_seconds(spec: WorkloadSpec) -> int:
+    return startup_allowance(spec.facts, spec.cache.startup_seconds)
+
+
+def probes(spec: WorkloadSpec) -> dict[str, Any]:
     f = spec.facts
-    period = 10
+    period = STARTUP_PERIOD_SECONDS
     return {
-        "startupProbe": startup_probe(f.ready_path, "http", startup_seconds(spec, engine_startup_seconds), period),
+        "startupProbe": startup_probe(f.ready_path, "http", startup_seconds(spec), period),
         "readinessProbe": {
             "httpGet": {"path": f.ready_path, "port": "http"},
             "periodSeconds": period,
@@ -257,7 +261,7 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
             *engine.volume_mounts,
         ],
         "securityContext": security_context(engine.run_as_user),
-        **probes(spec, engine.startup_seconds),
+        **probes(spec),
     }
     pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if engine.run_as_user is not None:

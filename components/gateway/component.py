@@ -5,7 +5,9 @@ Two components, because other concerns sit between them: `GatewayController` ins
 (its chart carries the Gateway API and Envoy Gateway CRDs, which AIBrix's gateway also needs), and
 `FrontDoor` creates the objects that attach to it once the models exist (and, with `addons.litellm`,
 the LiteLLM proxy's route and SecurityPolicy under `/litellm/v1/...`; with `models[].routing`, each
-model's endpoint picker release and the policy that calls it). Manifests and values come from the
+model's endpoint picker release and the policy that calls it; with the KEDA HTTP add-on, the grant that
+lets routes reach its interceptor and the policy that admits only the front door, LiteLLM and the
+add-on's scaler to it). Manifests and values come from the
 pure builders in `routing.py`, `picker.py` and `isolation.py`.
 """
 
@@ -24,7 +26,7 @@ from ..k8s import apply, release
 from ..naming import MANAGED_BY, TOKEN
 from ..serving import litellm
 from . import isolation, picker
-from .routing import EG_NAMESPACE, envoy_gateway_values, gateway_objects, model_routing
+from .routing import EG_NAMESPACE, envoy_gateway_values, gateway_objects, interceptor_grant, model_routing
 
 __all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
 
@@ -83,6 +85,9 @@ class FrontDoorArgs:
     # (the image is in the stack's table only when one is).
     picker_chart: Chart | None = None
     picker_image: Image | None = None
+    # The KEDA HTTP add-on's release, when this stack installs it: the routes' grant to its interceptor
+    # and the interceptor's ingress policy go with it (a team's scale-to-zero routes use the platform's).
+    interceptor: pulumi.Resource | None = None
 
 
 class FrontDoor(pulumi.ComponentResource):
@@ -118,6 +123,14 @@ class FrontDoor(pulumi.ComponentResource):
                     apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
                 if served.routing is not None and served.routing.picker:
                     self._picker(name, served, args, after(served.namespace, crds=False), after(parent.namespace))
+            if args.interceptor is not None:
+                wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
+                apply(interceptor_grant(parent), pulumi.ResourceOptions.merge(wake_opts, after(parent.namespace)))
+                policy = isolation.interceptor_ingress(
+                    gateway_namespaces=[EG_NAMESPACE] + ([] if parent.own else [parent.namespace]),
+                    litellm_proxy=args.litellm_route,
+                )
+                apply(policy, wake_opts)
             if args.litellm_route:
                 # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
                 proxy_opts = after(parent.namespace)

@@ -5,6 +5,11 @@ Ingress to a model's pods comes only from
 - the Envoy proxies (the gateway data plane; AIBrix's gateway plugin too when AIBrix is on), on the
   serving port, and only for exposed models;
 - the metrics scraper's namespace, on the metrics port;
+- for a model that scales to zero, the KEDA HTTP add-on's interceptor pods (namespace `keda`), on the
+  serving port: its route goes through them. The interceptor's own pods then take ingress only from
+  the Envoy proxies and the LiteLLM proxy on its proxy port and from the add-on's scaler on its admin
+  port (`interceptor_ingress`): it forwards by a header, so anything else reaching it would be an
+  unauthenticated way around the front door;
 - the model's own pods (Dynamo frontend and workers, Ray head and workers talk to each other);
 - its endpoint picker (`models[].routing`), on the metrics port it scrapes; the picker's own pods
   take ingress only from the Envoy proxies, on its ext_proc port, and the scraper on its metrics port;
@@ -32,9 +37,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from stacks.resolved import Endpoint
+from stacks.resolved import KEDA_NAMESPACE, Endpoint
 
 from ..naming import MANAGED_BY
+from ..scaling import wake
+from ..serving import litellm
 from . import picker
 from .routing import EG_NAMESPACE, PROXY_POD_LABELS
 
@@ -124,6 +131,9 @@ def model_ingress(
     gateways = sorted(set(gateway_namespaces))
     if served.expose and gateways:
         rules.append({"from": _proxies(gateways), "ports": [{"protocol": "TCP", "port": served.port}]})
+    if served.wake is not None:
+        interceptor = {**_ns(KEDA_NAMESPACE), "podSelector": {"matchLabels": wake.INTERCEPTOR_POD_LABELS}}
+        rules.append({"from": [interceptor], "ports": [{"protocol": "TCP", "port": served.port}]})
     if _picked(served) and served.metrics_port:
         rules.append(
             {
@@ -141,6 +151,35 @@ def model_ingress(
         "kind": "NetworkPolicy",
         "metadata": _meta(f"{served.name}-ingress", served.namespace),
         "spec": {"podSelector": {"matchLabels": served.selector}, "policyTypes": ["Ingress"], "ingress": rules},
+    }
+
+
+def interceptor_ingress(*, gateway_namespaces: Iterable[str], litellm_proxy: bool) -> dict[str, Any]:
+    """The KEDA HTTP add-on's interceptor pods: the proxy port only from the Envoy proxies (whose routes
+    authenticate first) and the LiteLLM proxy when it runs (its master key), the admin port only from the
+    add-on's scaler (it reads the pending-request counts there). Ingress only: the interceptor reaches
+    the model pods, which admit it (`model_ingress`)."""
+    callers = _proxies(sorted(set(gateway_namespaces)))
+    if litellm_proxy:
+        callers.append(
+            {**_ns(litellm.NAMESPACE), "podSelector": {"matchLabels": {"app.kubernetes.io/name": litellm.NAME}}}
+        )
+    rules: list[dict[str, Any]] = [
+        {"from": callers, "ports": [{"protocol": "TCP", "port": wake.PROXY_PORT}]},
+        {
+            "from": [{"podSelector": {"matchLabels": wake.SCALER_POD_LABELS}}],
+            "ports": [{"protocol": "TCP", "port": wake.ADMIN_PORT}],
+        },
+    ]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta("interceptor-ingress", KEDA_NAMESPACE),
+        "spec": {
+            "podSelector": {"matchLabels": wake.INTERCEPTOR_POD_LABELS},
+            "policyTypes": ["Ingress"],
+            "ingress": rules,
+        },
     }
 
 

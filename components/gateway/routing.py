@@ -21,11 +21,14 @@ from stacks.resolved import (
     GATEWAY_NAME,
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
+    KEDA_NAMESPACE,
+    WAKE_HEADER,
     Endpoint,
     GatewayParent,
 )
 
 from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
+from ..scaling import wake
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 EG_API = "gateway.envoyproxy.io/v1alpha1"
@@ -40,7 +43,7 @@ PROXY_POD_LABELS = {
 }
 HTTP_LISTENER = "http"
 # A model route's request timeout: generation can stream for minutes.
-REQUEST_TIMEOUT = "30m"
+REQUEST_TIMEOUT = f"{wake.REQUEST_SECONDS // 60}m"
 # The header the llm-d router's endpoint picker writes its pick into, `podIP:port`
 # (llm-d-router v0.10.0 pkg/epp/metadata/consts.go; GAIE 004 endpoint-picker protocol).
 PICKER_HEADER = "x-gateway-destination-endpoint"
@@ -137,6 +140,12 @@ def redirect_route(gw: GatewaySection) -> dict[str, Any]:
     }
 
 
+def route_duration(seconds: int) -> str:
+    """A Gateway API Duration covering `seconds`: at most five digits per unit (the CRD's pattern), so
+    whole seconds up to 99999, whole minutes (rounded up) beyond."""
+    return f"{seconds}s" if seconds <= 99999 else f"{-(-seconds // 60)}m"
+
+
 def route_prefix(served: Endpoint) -> str:
     return f"/{served.name}"
 
@@ -148,26 +157,40 @@ def routed_paths(served: Endpoint) -> list[str]:
 
 
 def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
-    """`/<model>/v1/...` -> the model's Service at `/v1/...`, one rule per allowed path."""
+    """`/<model>/v1/...` -> the model's Service at `/v1/...`, one rule per allowed path. A model that
+    scales to zero goes to the KEDA HTTP add-on's interceptor instead, with the platform header naming
+    it (`set` overwrites whatever a client sent) and a timeout that covers its cold start too."""
     rules = []
     for path in routed_paths(served):
+        filters: list[dict[str, Any]] = [
+            {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": path}}}
+        ]
+        if served.wake is not None:
+            filters.append(
+                {
+                    "type": "RequestHeaderModifier",
+                    "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": served.name}]},
+                }
+            )
+            backends = [
+                {"kind": "Service", "name": wake.PROXY_SERVICE, "namespace": KEDA_NAMESPACE, "port": wake.PROXY_PORT}
+            ]
+            timeout = route_duration(wake.request_seconds(served))
+        else:
+            # With a canary, the stable and canary Services weighted (Endpoint.backends).
+            backends = [
+                {"kind": "Service", "name": service, "namespace": served.namespace, "port": served.port}
+                | ({"weight": weight} if len(served.backends) > 1 else {})
+                for service, weight in served.backends
+            ]
+            timeout = REQUEST_TIMEOUT
         rules.append(
             {
                 "matches": [{"path": {"type": "PathPrefix", "value": route_prefix(served) + path}}],
-                "filters": [
-                    {
-                        "type": "URLRewrite",
-                        "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": path}},
-                    }
-                ],
-                # With a canary, the stable and canary Services weighted (Endpoint.backends).
-                "backendRefs": [
-                    {"kind": "Service", "name": service, "namespace": served.namespace, "port": served.port}
-                    | ({"weight": weight} if len(served.backends) > 1 else {})
-                    for service, weight in served.backends
-                ],
+                "filters": filters,
+                "backendRefs": backends,
                 # Generation can stream for minutes; Envoy Gateway's 15s default would cut it off.
-                "timeouts": {"request": REQUEST_TIMEOUT},
+                "timeouts": {"request": timeout},
             }
         )
     return {
@@ -279,6 +302,21 @@ def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     }
 
 
+def interceptor_grant(parent: GatewayParent) -> dict[str, Any]:
+    """Lets the routes in the Gateway's namespace send traffic to the KEDA HTTP add-on's interceptor, the
+    one Service every scale-to-zero model's route points at (issued once, by the stack that installs the
+    add-on: a team's routes live in the same Gateway namespace)."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1beta1",
+        "kind": "ReferenceGrant",
+        "metadata": _meta("interceptor-from-gateway", KEDA_NAMESPACE),
+        "spec": {
+            "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": parent.namespace}],
+            "to": [{"group": "", "kind": "Service", "name": wake.PROXY_SERVICE}],
+        },
+    }
+
+
 def model_routing(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> list[dict[str, Any]]:
     """Everything one exposed model needs at the front door."""
     objs = [http_route(gw, served, parent)]
@@ -287,7 +325,7 @@ def model_routing(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -
     traffic = backend_traffic_policy(gw, served, parent)
     if traffic is not None:
         objs.append(traffic)
-    if served.namespace != parent.namespace:
+    if served.namespace != parent.namespace and served.wake is None:
         objs.append(reference_grant(served, parent))
     return objs
 

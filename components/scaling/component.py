@@ -1,6 +1,7 @@
 """`ModelScalers`: the KEDA objects of each KEDA-scaled model (components/scaling/keda.py), applied after
 the KEDA release that installs their CRDs (in this stack; a team's stack runs on its platform's) and
-the model's namespace."""
+the model's namespace. A model that scales to zero first gets its InterceptorRoute (after the HTTP
+add-on's release, components/scaling/wake.py), and its ScaledObject waits for that route."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from stacks.resolved import ResolvedModel
 from ..k8s import apply
 from ..naming import TOKEN
 from .keda import scaled_objects
+from .wake import interceptor_route
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,6 +26,8 @@ class ModelScalersArgs:
     prometheus: str | None
     # The KEDA release when this stack installs it.
     keda: pulumi.Resource | None = None
+    # The KEDA HTTP add-on's release when this stack installs it (the InterceptorRoute CRD).
+    keda_http: pulumi.Resource | None = None
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
 
 
@@ -38,6 +42,11 @@ class ModelScalers(pulumi.ComponentResource):
             if args.prometheus is None:  # refused by stacks/rules/serving.py before anything is built
                 raise ValueError(f"model {served.name}: KEDA's trigger has no Prometheus to query")
             depends = [r for r in (args.keda, args.namespaces.get(served.namespace)) if r is not None]
+            if served.wake is not None:
+                installers = [r for r in (args.keda_http, args.namespaces.get(served.namespace)) if r is not None]
+                route_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=installers)
+                # Before the ScaledObject: its push trigger asks the scaler for this route's metric.
+                depends.append(apply(interceptor_route(served), route_opts))
             child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends)
             for obj in scaled_objects(served, args.prometheus):
                 apply(obj, child)

@@ -22,6 +22,7 @@ from stacks.resolved import KEDA_NAMESPACE, ResolvedModel
 
 from ..monitoring.collection import REVISION_TARGET_LABEL, model_filter
 from ..naming import MANAGED_BY
+from .wake import push_trigger
 
 API_VERSION = "keda.sh/v1alpha1"
 # KEDA polls each trigger this often (seconds; its default is 30): a queue builds up fast.
@@ -133,8 +134,10 @@ def hpa_name(target: tuple[str, str, str]) -> str:
 
 
 def scaled_objects(served: ResolvedModel, server: str) -> list[dict[str, Any]]:
-    """The model's ScaledObjects, one per target (none unless KEDA owns its replicas)."""
-    return [scaled_object(served, target, server) for target in served.keda_targets]
+    """The model's ScaledObjects, one per target (none unless KEDA owns its replicas); a model that scales
+    to zero wakes on the HTTP add-on's push trigger (components/scaling/wake.py)."""
+    wakes = [push_trigger(served)] if served.wake is not None else None
+    return [scaled_object(served, target, server, wakes) for target in served.keda_targets]
 
 
 __all__ = ["HPA_PREFIX", "KEDA_NAMESPACE", "hpa_name", "keda_values", "queue_query", "scaled_objects"]

@@ -26,12 +26,13 @@ from typing import Any
 import yaml
 
 from stacks.config.addons import LiteLLM
-from stacks.resolved import Endpoint, ImageTable
+from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER, Endpoint, ImageTable
 from stacks.versions import Image
 
 from .. import secretfiles
 from ..naming import labels as k8s_labels
 from ..naming import scanner_waivers
+from ..scaling import wake
 from ..secretfiles import SecretFile
 
 NAMESPACE = "litellm"
@@ -92,18 +93,27 @@ def internal_models(models: Sequence[Endpoint]) -> list[Endpoint]:
     return [s for s in models if s.expose]
 
 
+def model_params(s: Endpoint) -> dict[str, Any]:
+    """One of the stack's models as LiteLLM calls it. A model that scales to zero is called through the
+    KEDA HTTP add-on's interceptor, with the platform header that names it (LiteLLM passes litellm_params
+    to completion(), whose extra_headers go on the upstream request); the others at their Service."""
+    params: dict[str, Any] = {
+        # hosted_vllm: LiteLLM's provider for self-hosted OpenAI-compatible servers; it needs
+        # no placeholder API key (a dummy key is not authentication anyway).
+        "model": f"hosted_vllm/{s.served_model_name}",
+        "api_base": f"http://{s.service}.{s.namespace}.svc.cluster.local:{s.port}/v1",
+    }
+    if s.wake is not None:
+        params["api_base"] = f"{wake.PROXY_URL}/v1"
+        params["extra_headers"] = {WAKE_HEADER: s.name}
+        # The first request after idle waits through the cold start.
+        params["timeout"] = wake.request_seconds(s)
+    return params
+
+
 def router_config(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool) -> dict[str, Any]:
     model_list: list[dict[str, Any]] = [
-        {
-            "model_name": s.name,
-            "litellm_params": {
-                # hosted_vllm: LiteLLM's provider for self-hosted OpenAI-compatible servers; it needs
-                # no placeholder API key (a dummy key is not authentication anyway).
-                "model": f"hosted_vllm/{s.served_model_name}",
-                "api_base": f"http://{s.service}.{s.namespace}.svc.cluster.local:{s.port}/v1",
-            },
-        }
-        for s in internal_models(models)
+        {"model_name": s.name, "litellm_params": model_params(s)} for s in internal_models(models)
     ]
     for provider in addon.external_providers:
         for model in provider.models:
@@ -255,6 +265,19 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
                     }
                 ],
                 "ports": [{"protocol": "TCP", "port": p} for p in ports],
+            }
+        )
+    if any(s.wake is not None for s in models):
+        # Models that scale to zero answer through the KEDA HTTP add-on's interceptor.
+        egress.append(
+            {
+                "to": [
+                    {
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KEDA_NAMESPACE}},
+                        "podSelector": {"matchLabels": dict(wake.INTERCEPTOR_POD_LABELS)},
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": wake.PROXY_PORT}],
             }
         )
     if addon.redis:

@@ -15,7 +15,8 @@
 - LeaderWorkerSet in `lws-system` (its CRD names its webhook Service there), for models whose
   replicas span nodes (`addons.lws`, turned on by stacks/resolve.py `with_lws` when one does);
 - KEDA in `keda`, for models whose replicas KEDA owns (`addons.keda`, turned on by stacks/resolve.py
-  `with_keda` when one does: components/scaling/keda.py);
+  `with_keda` when one does: components/scaling/keda.py), and its HTTP add-on (`addons.kedaHttp`, on
+  when a model scales to zero: components/scaling/wake.py) after it;
 - LiteLLM, as plain manifests (router ConfigMap, Deployment, Service, NetworkPolicy).
 
 `ModelAddons` adds the per-model AIBrix objects (ModelAdapters, PodAutoscalers); each waits for
@@ -37,7 +38,9 @@ from stacks.versions import chart
 from ..k8s import apply, release
 from ..naming import TOKEN
 from ..naming import labels as k8s_labels
+from ..scaling import wake
 from ..scaling.keda import keda_values
+from ..scaling.wake import http_addon_values
 from . import aibrix, litellm
 from .values import (
     aibrix_listener_policy,
@@ -87,16 +90,25 @@ class ServingPlatforms(pulumi.ComponentResource):
             "nim-operator": (addons.nim_operator, nim_operator_values),
             "lws": (addons.lws, lambda: lws_values(chart("lws", addons.lws.version).version)),
             "keda": (addons.keda, keda_values),
+            "keda-http": (
+                addons.keda_http,
+                lambda: http_addon_values(chart("keda-http", addons.keda_http.version).version),
+            ),
         }
-        namespaces = {"lws": LWS_NAMESPACE, "keda": KEDA_NAMESPACE}
+        namespaces = {"lws": LWS_NAMESPACE, "keda": KEDA_NAMESPACE, "keda-http": KEDA_NAMESPACE}
+        # The chart names its Services after itself; its release takes the chart's name too.
+        release_names = {"keda-http": wake.RELEASE_NAME}
         for key, (addon, build) in values.items():
             if not addon.enabled:
                 continue
             depends = [args.envoy_gateway] if key == "aibrix" and args.envoy_gateway is not None else []
+            if key == "keda-http":
+                # The chart renders a ScaledObject for its own interceptor: KEDA's CRDs come first.
+                depends = [self.releases["keda"]]
             self.releases[key] = release(
                 f"{name}-{key}",
                 chart(key, addon.version),
-                release_name=key,
+                release_name=release_names.get(key, key),
                 namespace=namespaces.get(key) or CONTROLLER_NAMESPACES[key],
                 create_namespace=True,
                 values=build(),

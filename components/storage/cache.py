@@ -150,13 +150,24 @@ def startup_budget_seconds(size_bytes: int | None, neuron: bool = False, read_mi
     return seconds
 
 
+def model_startup_seconds(model: ModelSection, neuron: bool) -> int:
+    """The cache's startup budget for this model (CacheMount.startup_seconds): its weights read at the
+    conservative rate, plus a Neuron compile on a Neuron pool (a streamed model is never compiled here)."""
+    return startup_budget_seconds(weight_bytes(model), neuron=neuron and not streamed(model))
+
+
+def probe_seconds(seconds: int, period: int = STARTUP_PERIOD_SECONDS) -> int:
+    """What a startup probe allowing `seconds` really waits: whole periods, at least one."""
+    return period * max(1, math.ceil(seconds / period))
+
+
 def startup_probe(path: str, port: int | str, seconds: int, period: int = STARTUP_PERIOD_SECONDS) -> dict[str, Any]:
     """An HTTP startup probe that tolerates `seconds` of loading; liveness starts only after it."""
     return {
         "httpGet": {"path": path, "port": port},
         "periodSeconds": period,
         "timeoutSeconds": 5,
-        "failureThreshold": max(1, math.ceil(seconds / period)),
+        "failureThreshold": probe_seconds(seconds, period) // period,
     }
 
 
@@ -224,7 +235,7 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection, i
         compiled_dir=compiled,
         ephemeral_storage=ephemeral,
         service_account=ctx.reader_service_account,
-        startup_seconds=startup_budget_seconds(weight_bytes(model), neuron=neuron),
+        startup_seconds=model_startup_seconds(model, neuron),
         writes_as_root=writes_as_root(storage),
     )
 
@@ -252,7 +263,7 @@ def stream_mount(ctx: CacheContext, model: ModelSection, images: ImageTable) -> 
         service_account=ctx.reader_service_account,
         stream_uri=f"s3://$(MODEL_BUCKET)/{prefix}/",
         # Streaming reads at S3's rate, which the conservative floor already underestimates.
-        startup_seconds=startup_budget_seconds(weight_bytes(model)),
+        startup_seconds=model_startup_seconds(model, neuron=False),
     )
 
 
