@@ -26,7 +26,7 @@ from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER
 from stacks.versions import chart
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
 from tests.conftest import rendered_stack, sections_of
-from tests.serving_support import SCHEMAS
+from tests.serving_support import SCHEMAS, SERVING
 from tests.test_gateway_picker import FRONTDOOR
 
 IDLE = "qwen3-8b-idle"
@@ -239,3 +239,18 @@ def test_zero_in_a_stack_without_a_gateway_is_refused_at_min_replicas():
 def test_a_route_timeout_stays_a_valid_gateway_duration_however_long_the_budget():
     assert route_duration(4800) == "4800s"
     assert route_duration(100_000) == "1667m", "five digits per unit at most: whole minutes, rounded up"
+
+
+def test_zero_behind_aibrixs_gateway_is_refused():
+    """AIBrix's gateway plugin handles every request on its listener and cannot scale from zero: the
+    interceptor path behind it is not verified, so it is refused rather than rendered."""
+    sections = sections_of(SERVING)
+    i = next(i for i, m in enumerate(sections["models"]) if m["name"] == "qwen3-8b-lora")
+    sections["models"][i]["autoscaling"] = {"owner": "keda", "minReplicas": 0, "maxReplicas": 2}
+    with pytest.raises(ConfigError) as err:
+        parse_sections(sections, "us-west-2")
+    found = [f"{p.path}: {p.message}" for p in err.value.problems]
+    assert any(
+        p.startswith(f"inference-platform:models[{i}].autoscaling.minReplicas:") and "AIBrix's Gateway" in p
+        for p in found
+    ), found

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from ..checks import Lookup, platform_rule, rule
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from ..resolved import AIBRIX_GATEWAY
 from .context import platform_of
 
 # Engines KEDA cannot scale, with the reason (their owner is the engine's own controller).
@@ -107,6 +108,15 @@ def keda_runs_on_the_platform(config: StackConfig, lookup: Lookup) -> Iterable[P
             )
             yield Problem(
                 where, f"KEDA's trigger sums {model.engine}'s queue in Prometheus, and there is none to query: {fix}"
+            )
+        parent = platform.parent
+        if scaling.to_zero and parent is not None and (parent.namespace, parent.name) == AIBRIX_GATEWAY[:2]:
+            yield Problem(
+                key_path(["models", i, "autoscaling", "minReplicas"]),
+                f"{model.name}'s route attaches to AIBrix's Gateway, whose gateway plugin processes every request "
+                f"on its listener and cannot scale from zero (AIBrix 0.7.0); the interceptor path behind it is not "
+                f"verified, so a model that scales to zero needs the platform's own gateway (addons.aibrix off) "
+                f"or minReplicas: 1",
             )
         if platform.own:
             continue
