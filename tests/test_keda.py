@@ -18,7 +18,7 @@ from stacks.load import ROOT, parse_sections
 from stacks.resolve import export_platform
 from stacks.resolved import KEDA_NAMESPACE
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
-from tests.conftest import render_sections, sections_of, supply_platform
+from tests.conftest import rendered_stack, sections_of, supply_platform
 from tests.serving_support import SCHEMAS
 from tests.test_multinode_example import MULTINODE
 from tests.test_stack_roles import platform_exports
@@ -105,7 +105,8 @@ def test_a_chosen_gauge_is_summed_instead_of_the_queue(dev):
 
 
 def test_keda_is_installed_beside_prometheus_adapter_with_narrowed_scale_rights(dev):
-    render = render_sections(keda(dev))
+    # The engines example's vLLM model is KEDA-scaled: its one render, shared by the session.
+    render = rendered_stack(EXAMPLES_DIR / "Pulumi.engines.yaml")
     releases = {r["name"]: r for r in render.releases()}
     release = releases["keda"]
     assert release["namespace"] == KEDA_NAMESPACE and release["version"] == "2.20.2"

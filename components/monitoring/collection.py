@@ -432,13 +432,18 @@ def slo_rules(model: ModelSection, served: Endpoint) -> list[dict[str, Any]]:
     return rules
 
 
-def prometheus_rule(model: ModelSection, served: Endpoint) -> dict[str, Any] | None:
-    rules = slo_rules(model, served)
+def rule_group(served: Endpoint, suffix: str, rules: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A model's PrometheusRule `<model>-<suffix>` in its namespace, one group `<model>.<suffix>`; None
+    without rules."""
     if not rules:
         return None
     return {
         "apiVersion": MONITORING_API,
         "kind": "PrometheusRule",
-        "metadata": _meta(f"{served.name}-slo", served.namespace, **{MODEL_LABEL: served.name}),
-        "spec": {"groups": [{"name": f"{served.name}.slo", "rules": rules}]},
+        "metadata": _meta(f"{served.name}-{suffix}", served.namespace, **{MODEL_LABEL: served.name}),
+        "spec": {"groups": [{"name": f"{served.name}.{suffix}", "rules": rules}]},
     }
+
+
+def prometheus_rule(model: ModelSection, served: Endpoint) -> dict[str, Any] | None:
+    return rule_group(served, "slo", slo_rules(model, served))

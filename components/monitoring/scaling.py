@@ -31,11 +31,11 @@ import hashlib
 from typing import Any
 
 from stacks.metrics import GRAFANA_UNITS, KUBE_METRICS, metric, seconds_in
-from stacks.resolved import MODEL_LABEL, ImageTable, ResolvedModel
+from stacks.resolved import ImageTable, ResolvedModel
 
 from ..benchmark import job_name, objectives, results_prefix
 from ..scaling.keda import hpa_name, queue_query, queue_series
-from .collection import MONITORING_API, _meta, _quantile, model_filter
+from .collection import _quantile, model_filter, rule_group
 
 K = KUBE_METRICS
 # How long a signal must hold before its alert fires.
@@ -431,12 +431,4 @@ def scaling_rules(served: ResolvedModel, images: ImageTable) -> list[dict[str, A
 
 
 def scaling_prometheus_rule(served: ResolvedModel, images: ImageTable) -> dict[str, Any] | None:
-    rules = scaling_rules(served, images)
-    if not rules:
-        return None
-    return {
-        "apiVersion": MONITORING_API,
-        "kind": "PrometheusRule",
-        "metadata": _meta(f"{served.name}-scaling", served.namespace, **{MODEL_LABEL: served.name}),
-        "spec": {"groups": [{"name": f"{served.name}.scaling", "rules": rules}]},
-    }
+    return rule_group(served, "scaling", scaling_rules(served, images))
