@@ -186,15 +186,34 @@ def test_a_dynamo_graph_scales_through_its_scaling_adapter(dev, mode, component)
     valid_custom(graph)
 
 
-@pytest.mark.parametrize(("example", "engine"), [("Pulumi.serving.yaml", "ray-serve"), ("Pulumi.engines.yaml", "nim")])
-def test_keda_on_an_engine_without_a_scale_subresource_is_refused(example, engine):
+@pytest.mark.parametrize(
+    ("example", "engine", "operator"),
+    [("Pulumi.serving.yaml", "ray-serve", False), ("Pulumi.engines.yaml", "nim", True)],
+)
+def test_keda_on_an_engine_without_a_scale_subresource_is_refused(example, engine, operator):
     sections = sections_of(EXAMPLES_DIR / example)
     i = next(i for i, m in enumerate(sections["models"]) if m["engine"] == engine)
     sections["models"][i]["autoscaling"] = {"owner": "keda"}
+    if operator:  # NIM is a NIMService only with the NIM Operator
+        sections["addons"]["nimOperator"] = {"enabled": True}
+        sections["models"][i].setdefault("secrets", {})["ngcApiKey"] = "ngc-api-key"
     problems = [p for p in refusals(sections) if "autoscaling.owner" in p]
     assert any(p.startswith(f"{P}models[{i}].autoscaling.owner:") and "no scale subresource" in p for p in problems), (
         problems
     )
+
+
+def test_nim_without_its_operator_is_a_deployment_keda_scales_on_vllms_queue():
+    sections = sections_of(EXAMPLES_DIR / "Pulumi.engines.yaml")
+    assert not sections["addons"].get("nimOperator", {}).get("enabled"), "the example runs NIM as a Deployment"
+    model = next(m for m in sections["models"] if m["engine"] == "nim")
+    model["autoscaling"] = {"owner": "keda", "minReplicas": 1, "maxReplicas": 2}
+    stack = resolved_stack(sections)
+    obj = only_scaled_object(stack, model["name"])
+    assert obj["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": model["name"]}
+    assert obj["spec"]["triggers"][0]["metadata"]["query"].startswith("sum(vllm:num_requests_waiting{")
+    (deployment,) = by_kind(engine_objects(stack, model["name"]), "Deployment")
+    assert "replicas" not in deployment["spec"]
 
 
 @pytest.mark.parametrize("owner", ["hpa", "aibrix", "none"])

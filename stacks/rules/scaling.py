@@ -1,9 +1,10 @@
 """Scaling rules: what KEDA (`autoscaling.owner: keda`) can scale, and which models can scale to zero
 (`autoscaling.minReplicas: 0`) and come back.
 
-KEDA scales through a scale subresource: a Deployment, a LeaderWorkerSet, or a Dynamo graph's
-DynamoGraphDeploymentScalingAdapter. A RayService and a NIMService have none (KubeRay 1.7.0 and NIM
-Operator 3.1.2 CRDs declare only `status`), and their own controllers own the count. A model at zero has
+KEDA scales through a scale subresource: a Deployment (NIM's too, without the NIM Operator), a
+LeaderWorkerSet, or a Dynamo graph's DynamoGraphDeploymentScalingAdapter. A RayService and a NIMService
+have none (KubeRay 1.7.0 and NIM Operator 3.1.2 CRDs declare only `status`), and their own controllers
+own the count. A model at zero has
 no pod exporting the engine's gauge, so its query is empty and KEDA never activates: the way back is the
 KEDA HTTP add-on's interceptor, which holds the first request while KEDA starts a replica. So zero needs
 the model's route through the front door (or LiteLLM), and nothing that picks a pod before the
@@ -24,9 +25,13 @@ from .context import platform_of
 KEDA_REFUSED = {
     "ray-serve": "a RayService has no scale subresource; Ray Serve scales its replicas itself (rayServe."
     "minWorkers/maxWorkers/targetOngoingRequests) and the KubeRay autoscaler adds the workers",
-    "nim": "a NIMService has no scale subresource and the NIM Operator reconciles its Deployment; use owner: "
-    "hpa (the NIMService's own spec.scale.hpa) or none",
 }
+# With the NIM Operator a NIM model is a NIMService (without it, the platform's own Deployment, which KEDA
+# scales like any other).
+NIM_SERVICE_REFUSED = (
+    "a NIMService has no scale subresource and the NIM Operator reconciles its Deployment; use owner: hpa "
+    "(the NIMService's own spec.scale.hpa) or none, or run NIM without addons.nimOperator"
+)
 # Why a model of these engines cannot come back from zero.
 ZERO_REFUSED = {
     "dynamo": "a Dynamo graph whose workers are all at zero drops the model from its frontend's /v1/models, "
@@ -100,6 +105,8 @@ def keda_runs_on_the_platform(config: StackConfig, lookup: Lookup) -> Iterable[P
         if scaling.owner != "keda":
             continue
         where = key_path(["models", i, "autoscaling", "owner"])
+        if model.engine == "nim" and platform.addons.nim_operator.enabled:
+            yield Problem(where, f"KEDA cannot scale {model.name} (engine nim): {NIM_SERVICE_REFUSED}")
         if platform.prometheus is None:
             fix = (
                 "set addons.monitoring.enabled: true (or, with existingPrometheus, its prometheusUrl)"
