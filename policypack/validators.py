@@ -40,6 +40,7 @@ from stacks.guards import (
 )
 from stacks.hardware import catalog
 from stacks.quantity import QuantityError, mebibytes, millicores
+from stacks.resolved import scaling_adapter_name
 
 Report = Callable[[str, str | None], None]
 
@@ -347,7 +348,7 @@ def image_digests_in_prod(args: StackValidationArgs, report: Report) -> None:
 
 def planner_owned(props: Mapping[str, Any]) -> list[str]:
     """The scaling adapters a DynamoGraphDeployment's own planner scales: with a `planner` component, the
-    planner patches the DGDSA of every component that has one (`<graph>-<lower-case component>`), which
+    planner patches the DGDSA of every component that has one (stacks/resolved.py scaling_adapter_name), which
     KEDA's and the HPA's admission checks never see."""
     spec = _spec(props)
     components = spec.get("components") or []
@@ -357,7 +358,7 @@ def planner_owned(props: Mapping[str, Any]) -> list[str]:
         return []
     graph = _meta(props).get("name")
     return [
-        f"{graph}-{str(c.get('name', '')).lower()}"
+        scaling_adapter_name(str(graph), str(c.get("name", "")))
         for c in components
         if isinstance(c, dict) and "scalingAdapter" in c and c.get("type") != "planner"
     ]

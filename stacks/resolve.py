@@ -294,9 +294,14 @@ def images_rendered_by(config: StackConfig) -> tuple[str, ...]:
         addons=config.addons,
         accelerators=frozenset(p.accelerator for p in config.node_pools),
         models=config.models,
-        # Model routes exist on the front door's Gateway or AIBrix's; a team's on its platform's.
-        routed=config.stack.role == "workloads" or config.gateway.enabled or config.addons.aibrix.enabled,
+        routed=has_routes(config),
     )
+
+
+def has_routes(config: StackConfig) -> bool:
+    """The stack's exposed models get routes: on the front door's Gateway or AIBrix's; a team's on its
+    platform's."""
+    return config.stack.role == "workloads" or config.gateway.enabled or config.addons.aibrix.enabled
 
 
 def pinned_image(base: Image, pin: ImagePin | None) -> Image:

@@ -151,6 +151,14 @@ LWS_NAMESPACE = "lws-system"
 # KEDA and its HTTP add-on run here (the add-on's docs address its scaler and interceptor in `keda`).
 KEDA_NAMESPACE = "keda"
 
+
+def scaling_adapter_name(graph: str, component: str) -> str:
+    """The DynamoGraphDeploymentScalingAdapter the Dynamo operator creates for a component with
+    `scalingAdapter` (deploy/operator/internal/controller/dgd_scaling_adapters_reconciler.go at the 1.4.0
+    cut): `<graph>-<lower-case component name>`."""
+    return f"{graph}-{component.lower()}"
+
+
 # The label every pod (and the Service) of a model carries, so the gateway's network policies, the
 # scrapers and the model's own peers can select exactly that model's pods.
 MODEL_LABEL = "inference-platform.io/model"

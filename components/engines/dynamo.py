@@ -57,6 +57,7 @@ from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.models import Dynamo
 from stacks.groups import dynamo_multinode
+from stacks.resolved import scaling_adapter_name
 from stacks.sizing import replica_requests
 from stacks.versions import Image, image
 
@@ -164,13 +165,12 @@ def scaled_role(model: ModelSection) -> str | None:
 
 
 def scaling_adapters(model: ModelSection) -> tuple[tuple[str, str, str], ...]:
-    """The DGDSAs the operator creates for the components with `scalingAdapter: {}` (named
-    `<graph>-<lower-case component name>`: deploy/operator/internal/controller/
-    dgd_scaling_adapters_reconciler.go at the 1.4.0 cut), as (apiVersion, kind, name)."""
+    """The DGDSAs the operator creates for the components with `scalingAdapter: {}`, as (apiVersion, kind,
+    name)."""
     role = scaled_role(model)
     if role is None:
         return ()
-    return ((API_VERSION, ADAPTER_KIND, f"{graph_name(model)}-{ROLE_NAMES[role].lower()}"),)
+    return ((API_VERSION, ADAPTER_KIND, scaling_adapter_name(graph_name(model), ROLE_NAMES[role])),)
 
 
 def service(model: ModelSection) -> tuple[str, int]:

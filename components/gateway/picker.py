@@ -24,7 +24,7 @@ from stacks.resolved import Endpoint, GatewayParent
 from stacks.versions import Image
 
 from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
-from .routing import EG_API, REQUEST_TIMEOUT
+from .routing import EG_API, REQUEST_TIMEOUT, service_grant
 
 # The picker's gRPC ext_proc port: routerlib values `epp.extProcPort` and the Service's
 # `grpc-ext-proc` port (appProtocol kubernetes.io/h2c).
@@ -180,19 +180,12 @@ def extension_policy(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
 def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     """Lets the policy in the Gateway's namespace call this one picker Service (Envoy Gateway checks
     an ext_proc backendRef across namespaces like a route's)."""
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1beta1",
-        "kind": "ReferenceGrant",
-        "metadata": {
-            "name": f"{served.name}-picker-from-gateway",
-            "namespace": served.namespace,
-            "labels": {**MANAGED_BY, "app.kubernetes.io/component": "gateway"},
-        },
-        "spec": {
-            "from": [{"group": "gateway.envoyproxy.io", "kind": "EnvoyExtensionPolicy", "namespace": parent.namespace}],
-            "to": [{"group": "", "kind": "Service", "name": service_name(served)}],
-        },
-    }
+    return service_grant(
+        f"{served.name}-picker-from-gateway",
+        served.namespace,
+        ("gateway.envoyproxy.io", "EnvoyExtensionPolicy", parent.namespace),
+        [service_name(served)],
+    )
 
 
 def picker_objects(served: Endpoint, parent: GatewayParent) -> list[dict[str, Any]]:

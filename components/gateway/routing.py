@@ -14,6 +14,7 @@ reach the model's Service across namespaces through a ReferenceGrant the model n
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from stacks.config.gateway import GatewaySection
@@ -22,6 +23,7 @@ from stacks.resolved import (
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
     KEDA_NAMESPACE,
+    MODEL_LABEL,
     WAKE_HEADER,
     Endpoint,
     GatewayParent,
@@ -196,7 +198,7 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
     return {
         "apiVersion": GATEWAY_API,
         "kind": "HTTPRoute",
-        "metadata": _meta(served.name, parent.namespace, **{"inference-platform.io/model": served.name}),
+        "metadata": _meta(served.name, parent.namespace, **{MODEL_LABEL: served.name}),
         "spec": {
             "parentRefs": [{"name": parent.name, "namespace": parent.namespace, "sectionName": parent.listener}],
             "hostnames": [gw.hostname],
@@ -289,32 +291,41 @@ def backend_traffic_policy(gw: GatewaySection, served: Endpoint, parent: Gateway
     }
 
 
-def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
-    """Lets the route in the Gateway's namespace send traffic to this model's Services (a canary's too)."""
+def service_grant(name: str, namespace: str, source: tuple[str, str, str], services: Iterable[str]) -> dict[str, Any]:
+    """A ReferenceGrant in `namespace` letting objects of `source` (group, kind, namespace) reference these
+    Services there (Envoy Gateway checks a cross-namespace backendRef, a route's or an ext_proc's)."""
+    group, kind, from_namespace = source
     return {
         "apiVersion": "gateway.networking.k8s.io/v1beta1",
         "kind": "ReferenceGrant",
-        "metadata": _meta(f"{served.name}-from-gateway", served.namespace),
+        "metadata": _meta(name, namespace),
         "spec": {
-            "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": parent.namespace}],
-            "to": [{"group": "", "kind": "Service", "name": service} for service, _ in served.backends],
+            "from": [{"group": group, "kind": kind, "namespace": from_namespace}],
+            "to": [{"group": "", "kind": "Service", "name": service} for service in services],
         },
     }
+
+
+def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
+    """Lets the route in the Gateway's namespace send traffic to this model's Services (a canary's too)."""
+    return service_grant(
+        f"{served.name}-from-gateway",
+        served.namespace,
+        ("gateway.networking.k8s.io", "HTTPRoute", parent.namespace),
+        [service for service, _ in served.backends],
+    )
 
 
 def interceptor_grant(parent: GatewayParent) -> dict[str, Any]:
     """Lets the routes in the Gateway's namespace send traffic to the KEDA HTTP add-on's interceptor, the
     one Service every scale-to-zero model's route points at (issued once, by the stack that installs the
     add-on: a team's routes live in the same Gateway namespace)."""
-    return {
-        "apiVersion": "gateway.networking.k8s.io/v1beta1",
-        "kind": "ReferenceGrant",
-        "metadata": _meta("interceptor-from-gateway", KEDA_NAMESPACE),
-        "spec": {
-            "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": parent.namespace}],
-            "to": [{"group": "", "kind": "Service", "name": wake.PROXY_SERVICE}],
-        },
-    }
+    return service_grant(
+        "interceptor-from-gateway",
+        KEDA_NAMESPACE,
+        ("gateway.networking.k8s.io", "HTTPRoute", parent.namespace),
+        [wake.PROXY_SERVICE],
+    )
 
 
 def model_routing(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> list[dict[str, Any]]:

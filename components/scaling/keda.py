@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.metrics import Metric, scaling_series
-from stacks.resolved import KEDA_NAMESPACE, ResolvedModel
+from stacks.resolved import KEDA_NAMESPACE, MODEL_LABEL, ResolvedModel
 
 from ..monitoring.collection import REVISION_TARGET_LABEL, model_filter
 from ..naming import MANAGED_BY
@@ -119,7 +119,7 @@ def scaled_object(
         "metadata": {
             "name": name,
             "namespace": served.namespace,
-            "labels": {"inference-platform.io/model": served.name, **MANAGED_BY},
+            "labels": {MODEL_LABEL: served.name, **MANAGED_BY},
             "annotations": {TRANSFER_ANNOTATION: "true"},
         },
         "spec": spec,

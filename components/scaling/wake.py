@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER, Endpoint, ResolvedModel
+from stacks.resolved import KEDA_NAMESPACE, MODEL_LABEL, WAKE_HEADER, Endpoint, ResolvedModel
 
 from ..naming import MANAGED_BY
 
@@ -118,7 +118,7 @@ def interceptor_route(served: ResolvedModel) -> dict[str, Any]:
         "metadata": {
             "name": served.wake.route,
             "namespace": served.namespace,
-            "labels": {"inference-platform.io/model": served.name, **MANAGED_BY},
+            "labels": {MODEL_LABEL: served.name, **MANAGED_BY},
         },
         "spec": {
             "target": {"service": served.service, "port": served.port},

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from ..checks import Lookup, platform_rule, rule
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from ..resolve import has_routes
 from ..resolved import AIBRIX_GATEWAY
 from .context import platform_of
 
@@ -52,7 +53,7 @@ def keda_has_a_scale_target(config: StackConfig) -> Iterable[Problem]:
 
 @rule
 def zero_needs_keda_and_a_way_back(config: StackConfig) -> Iterable[Problem]:
-    routed = config.stack.role == "workloads" or config.gateway.enabled or config.addons.aibrix.enabled
+    routed = has_routes(config)
     for i, model in enumerate(config.models):
         scaling = model.autoscaling
         if scaling.min_replicas != 0:
