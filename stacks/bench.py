@@ -250,7 +250,9 @@ def replay_serve(path: str) -> None:
     from pulumi.runtime.mocks import MockMonitor
 
     from .config import PROJECT
+    from .mocks import without_source_positions
 
+    without_source_positions()  # as the render runs (stacks/mocks.py install)
     spec = json.loads(Path(path).read_text())
     urns = {e["urn"] for e in spec}
     monitor = MockMonitor(TrivialMocks())  # type: ignore[arg-type]

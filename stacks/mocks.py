@@ -417,8 +417,22 @@ class RecordingMonitor(MockMonitor):
         return super().RegisterResource(request)
 
 
+def without_source_positions() -> None:
+    """Stop the SDK walking the whole Python stack on every registration: it does so to send the
+    engine each resource's source position (which `pulumi up` shows in its diagnostics), and no mock
+    reads it. Under pytest the walk is a fifth of a render. The offline render and the benchmark's
+    SDK floor both run this way; a live `pulumi up` never calls it."""
+    from pulumi.runtime import resource
+    from pulumi.runtime.proto import source_pb2
+
+    if not callable(getattr(resource, "_get_stack_trace", None)):  # tests/test_render_files.py holds it
+        raise RuntimeError("pulumi.runtime.resource._get_stack_trace is gone: see stacks/mocks.py")
+    resource._get_stack_trace = source_pb2.StackTrace  # type: ignore[attr-defined]  # an empty trace
+
+
 def install(project: str, stack: str) -> RecordingMocks:
     """Install recording mocks for `project`/`stack` and return them."""
+    without_source_positions()
     mocks = RecordingMocks()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)

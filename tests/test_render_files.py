@@ -44,3 +44,17 @@ def test_resources_json_is_what_json_dumps_writes(dev_render):
     edge |= {"t": True, "f": False, "text": 'é\n"', "empty": [[], {}], "secret": {**SECRET_ENVELOPE, "value": "x"}}
     for value in (resources, edge, {"nested": [edge, [edge]]}, {1: "int key"}, (1, 2), datetime.date(2026, 1, 2)):
         assert plain_json(value) == json.dumps(plain(value), indent=2, default=str)
+
+
+def test_the_offline_render_skips_the_sdks_source_positions_and_still_records_every_resource(dev_render):
+    """Under the mocks no registration sends a stack trace (the SDK would walk the whole Python stack
+    for each); the hook it replaces must still exist in the pinned SDK, or the skip would be silent."""
+    from pulumi.runtime import resource
+    from pulumi.runtime.proto import source_pb2
+
+    from stacks.render import mocks
+
+    mocks()  # the render's mocks, installed once per process
+    assert resource._get_stack_trace is source_pb2.StackTrace
+    assert resource._get_stack_trace().frames == []
+    assert len(dev_render.resources) > 100
