@@ -4,8 +4,11 @@ reset before every test, plus helpers that render a stack from a dict of section
 from __future__ import annotations
 
 import compileall
+import contextlib
 import copy
+import gc
 import hashlib
+import importlib
 import os
 import pickle
 import sys
@@ -113,6 +116,41 @@ def supply_platform(live: dict[str, Any]) -> None:
 sys.dont_write_bytecode = False
 
 
+def _worker() -> tuple[int, int]:
+    """This test process's index among the pytest-xdist workers of the run, and their count (0, 1
+    without workers)."""
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")), count
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """Under pytest-xdist every worker collects (imports) every test module, and pytest rewrites each
+    one's asserts before the import (a second and a half of a worker's collection when no rewritten
+    copy is cached yet). Worker i of n imports every n-th module first, which leaves its rewritten
+    copy in __pycache__ for the others: each rewrite is done once, not n times. A module that fails
+    to import is left for the collection to report."""
+    index, count = _worker()
+    if count < 2:
+        return
+    tests = Path(__file__).resolve().parent
+    roots = [Path(str(arg).split("::")[0]).resolve() for arg in session.config.args]
+    modules = [p for p in sorted(tests.glob("test_*.py")) if any(p == r or r in p.parents for r in roots)]
+    for path in modules[index::count]:
+        with contextlib.suppress(Exception):
+            importlib.import_module(f"{tests.name}.{path.stem}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Hand the end of the run a heap with nothing to collect: the full garbage collections pytest
+    runs at its end and the interpreter runs at its exit would walk every object the renders left
+    (a second of each test process's exit, which the controller waits for). Frozen, they are
+    skipped; the OS takes the memory back. (A cycle left from the last test is not collected, so an
+    exception its finalizer raises goes unreported.)"""
+    gc.freeze()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the project's modules to bytecode once, before any test process starts: every worker
     and every command-line test's fresh interpreter would otherwise compile them again from source
@@ -130,10 +168,9 @@ def _split_the_shared_work() -> None:
     wait for or repeat: worker i of n renders every n-th shipped stack (the others read it from
     RENDER_CACHE instead of waiting on its lock), then parses every n-th CRD file those renders
     need (into conformance's JSON cache, read back by the rest in a hundredth of the time)."""
-    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index, count = _worker()
     if count < 2:
         return
-    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     for path in ALL_STACKS[index::count]:
         rendered_stack(path)
     root = conformance.schema_dir()
