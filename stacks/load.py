@@ -28,6 +28,7 @@ from . import rules
 from .config import PROJECT, SECTIONS, StackConfig
 from .errors import ConfigError, Problem, did_you_mean, key_path, member, problems_from, short
 from .exports import PlatformSource, supplied
+from .paths import ROOT
 from .regions import region as aws_region
 from .regions import regions as aws_regions
 from .resolve import export_platform, own_platform
@@ -44,7 +45,6 @@ __all__ = [
     "stack_warnings",
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
 
 # The top-level keys of a Pulumi.<stack>.yaml (pulumi/pulumi sdk/go/common/workspace/project.go
 # `ProjectStack`); Pulumi ignores any other, so a misplaced or misspelt one would be dropped silently.

@@ -25,8 +25,8 @@ from pydantic.fields import FieldInfo
 
 from .config import PROJECT, StackConfig
 from .config.base import Cidr
+from .paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_PATH = ROOT / "docs" / "reference" / "stack-file.md"
 
 # Type aliases whose validator says more than their base type.

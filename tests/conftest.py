@@ -1,5 +1,9 @@
 """One recording-mocks object for the whole session (several set_mocks calls break each other),
-reset before every test, plus helpers that render a stack from a dict of sections."""
+reset before every test, plus helpers that render a stack from a dict of sections.
+
+The project's modules are imported where they are used, not here: pytest-xdist's controller
+imports this file too, before it starts the workers, and needs none of them (the Pulumi SDK and the
+config models are most of a second of start-up that every worker would wait for)."""
 
 from __future__ import annotations
 
@@ -15,15 +19,15 @@ import sys
 import time
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from stacks import conformance, exports
-from stacks.load import ROOT, parse_sections, read_stack_file, sections_to_pulumi_config
-from stacks.mocks import RecordingMocks
-from stacks.render import Rendered, render_file, run_program
-from stacks.render import mocks as shared_mocks
+from stacks.paths import ROOT
+
+if TYPE_CHECKING:
+    from stacks.mocks import RecordingMocks
+    from stacks.render import Rendered
 
 DEV = ROOT / "Pulumi.dev.yaml"
 EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("Pulumi.*.yaml"))
@@ -32,6 +36,8 @@ ALL_STACKS = [DEV, *EXAMPLES]
 
 @cache
 def _sections(path: Path) -> dict[str, Any]:
+    from stacks.load import read_stack_file
+
     sections, _ = read_stack_file(path)
     return sections
 
@@ -43,6 +49,9 @@ def sections_of(path: Path) -> dict[str, Any]:
 
 def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rendered:
     """Validate like `pulumi up` would, then run __main__.py under the mocks."""
+    from stacks.load import parse_sections, sections_to_pulumi_config
+    from stacks.render import run_program
+
     parse_sections(sections, region)
     return run_program(sections_to_pulumi_config(sections, region))
 
@@ -63,11 +72,23 @@ def _program_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def _cache_file(path: Path) -> Path:
+    return RENDER_CACHE / f"{_program_digest()}-{path.name}.pickle"
+
+
+def _unclaimed(path: Path) -> bool:
+    """Whether no process has rendered this stack file or is rendering it now."""
+    cached = _cache_file(path)
+    return not cached.exists() and not cached.with_suffix(".lock").exists()
+
+
 @cache
 def rendered_stack(path: Path) -> Rendered:
     """A shipped stack file rendered once per test run (a frozen copy: later tests reset the shared
     mocks). The first process to ask renders it and leaves the result for the others."""
-    cached = RENDER_CACHE / f"{_program_digest()}-{path.name}.pickle"
+    from stacks.render import render_file
+
+    cached = _cache_file(path)
     lock = cached.with_suffix(".lock")
     RENDER_CACHE.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + 120
@@ -80,6 +101,8 @@ def rendered_stack(path: Path) -> Rendered:
             time.sleep(0.05)
             continue
         try:
+            if cached.exists():  # finished between the check and the lock
+                break
             rendered = render_file(path)  # with the file's own aws:region
             frozen = frozen_render(rendered.resources, rendered.outputs)
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")
@@ -107,6 +130,8 @@ PLATFORM_REF = "acme/inference-platform/platform"
 def supply_platform(live: dict[str, Any]) -> None:
     """Answer the example team stacks' StackReference with these exports, as `pulumi up` would after
     reading the live platform stack (forgotten again after the test, below)."""
+    from stacks import exports
+
     exports.supply(PLATFORM_REF, live, f"stack {PLATFORM_REF}")
 
 
@@ -165,14 +190,18 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _split_the_shared_work() -> None:
     """Under pytest-xdist, the workers first share out the work every one of them would otherwise
-    wait for or repeat: worker i of n renders every n-th shipped stack (the others read it from
-    RENDER_CACHE instead of waiting on its lock), then parses every n-th CRD file those renders
-    need (into conformance's JSON cache, read back by the rest in a hundredth of the time)."""
+    wait for or repeat: each renders the next shipped stack no other has taken, the biggest first,
+    until none is left (the others read it from RENDER_CACHE instead of waiting on its lock); then
+    worker i of n parses every n-th CRD file those renders need (into conformance's JSON cache, read
+    back by the rest in a hundredth of the time)."""
+    from stacks import conformance
+
     index, count = _worker()
     if count < 2:
         return
-    for path in ALL_STACKS[index::count]:
-        rendered_stack(path)
+    for path in sorted(ALL_STACKS, key=lambda p: -p.stat().st_size):  # the biggest (slowest) first
+        if _unclaimed(path):
+            rendered_stack(path)
     root = conformance.schema_dir()
     if root is None:
         return
@@ -192,6 +221,8 @@ def _no_supplied_platform_exports():
     """A render supplies the platform's exports it read from the StackReference (stacks/exports.py
     `supply`), and a test may answer that reference differently: forget them around every test so
     no test validates against another test's platform."""
+    from stacks import exports
+
     exports.forget()
     yield
     exports.forget()
@@ -199,6 +230,8 @@ def _no_supplied_platform_exports():
 
 @pytest.fixture
 def mocks() -> RecordingMocks:
+    from stacks.render import mocks as shared_mocks
+
     recording = shared_mocks()
     recording.reset()
     return recording
@@ -217,6 +250,9 @@ def dev_render() -> Rendered:
 def frozen_render(resources: list[Any], outputs: dict[str, Any]) -> Rendered:
     """A render of these records and outputs on mocks of its own (the shared mocks are reset by the
     next test), for a test that keeps a render or hands the pack a changed copy of one."""
+    from stacks.mocks import RecordingMocks
+    from stacks.render import Rendered
+
     frozen = RecordingMocks()
     frozen.records = list(resources)
     frozen.outputs = dict(outputs)
