@@ -153,8 +153,7 @@ def pytest_collection(session: pytest.Session) -> None:
     """Under pytest-xdist every worker collects (imports) every test module, and pytest rewrites each
     one's asserts before the import (a second and a half of a worker's collection when no rewritten
     copy is cached yet). Worker i of n imports every n-th module first, which leaves its rewritten
-    copy in __pycache__ for the others: each rewrite is done once, not n times. A module that fails
-    to import is left for the collection to report."""
+    copy in __pycache__ for the others: each rewrite is done once, not n times."""
     index, count = _worker()
     if count < 2:
         return
@@ -162,7 +161,8 @@ def pytest_collection(session: pytest.Session) -> None:
     roots = [Path(str(arg).split("::")[0]).resolve() for arg in session.config.args]
     modules = [p for p in sorted(tests.glob("test_*.py")) if any(p == r or r in p.parents for r in roots)]
     for path in modules[index::count]:
-        with contextlib.suppress(Exception):
+        # A module that fails or skips at import is left for the collection to report.
+        with contextlib.suppress(Exception, pytest.skip.Exception, pytest.fail.Exception):
             importlib.import_module(f"{tests.name}.{path.stem}")
 
 
