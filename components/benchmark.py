@@ -30,7 +30,6 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.benchmark import Benchmark
 from stacks.config.slo import Slo
-from stacks.hub import hub_repo
 from stacks.resolved import READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel
 
 from . import bench_verdict, secretfiles
@@ -186,7 +185,7 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
     """The benchmark Job for one model (`bucket`: the model bucket's name, a plain or Pulumi value)."""
     bench = model.config.benchmark
     assert bench is not None, "only for a model with benchmark"
-    repo = hub_repo(model.config)
+    repo = model.hub_repo
     slo = model.config.slo
     key = secretfiles.SecretFile(env=KEY_ENV, secret=bench.api_key_secret, key=KEY, volume="api-key", directory=KEY_DIR)
     name = job_name(model, images)

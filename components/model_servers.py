@@ -59,10 +59,9 @@ def workload_spec(
     pool = model.pool.config
     return WorkloadSpec(
         served=model,
-        facts=ENGINES[model.engine].FACTS,
         storage=storage,
         placement=placement(pool, neuron_scheduler),
-        cache=cache_mount(ctx, model.config, pool, images),
+        cache=cache_mount(ctx, model, images),
         labels=labels(model.service, model.name, **{"inference-platform.io/engine": model.engine}),
         images=images,
     )
@@ -81,7 +80,7 @@ class Models(pulumi.ComponentResource):
             if ns := args.namespaces.get(model.namespace):
                 deps.append(ns)
             # A group across nodes is a LeaderWorkerSet, whose CRD the LWS release installs.
-            installer = "lws" if leader_worker_set(model.config) else ENGINES[model.engine].FACTS.controller
+            installer = "lws" if leader_worker_set(model.config, model.facts.groups) else model.facts.controller
             for obj in objs:
                 obj_deps = list(deps)
                 if not _is_core(obj) and installer:

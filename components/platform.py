@@ -397,6 +397,7 @@ class Platform(pulumi.ComponentResource):
                 provider=wiring.cluster.provider,
                 models=list(stack.models),
                 accelerators=stack.platform.accelerators,
+                engines=stack.engines,
                 dashboard_engines=stack.dashboard_engines,
                 litellm_addon=addons.litellm if addons.litellm.enabled else None,
                 namespaces=dict(wiring.namespaces),

@@ -14,11 +14,11 @@ Three allowances, each an upper bound rather than a measurement:
 
 from __future__ import annotations
 
-from components.engines.facts import EngineFacts
 from components.engines.workload import startup_allowance
 from components.storage.cache import model_startup_seconds, probe_seconds
 
 from .config import ModelSection
+from .engine_facts import EngineFacts
 from .resolved import ColdStart
 
 # Karpenter launching an accelerator node: EC2 capacity, boot, kubelet join and the device plugin

@@ -14,22 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config.models import ModelSection
-
-# Engines whose tensor-parallel group spans the replica's nodes by default (Dynamo: always).
-WHOLE_REPLICA_TENSOR = frozenset({"sglang", "dynamo"})
-# Engines whose groups the platform builds as LeaderWorkerSets (components/engines/group.py).
-LWS_ENGINES = frozenset({"vllm", "sglang"})
-# Engines the platform runs across nodes, and why the others do not. Dynamo's operator and Ray's
-# placement groups and the NIM Operator's NIMService multiNode form their own groups:
-# components/engines/dynamo.py, ray_serve.py and nim.py.
-MULTI_NODE_ENGINES = LWS_ENGINES | {"dynamo", "ray-serve", "nim"}
-SINGLE_NODE_ONLY = {
-    "tgi": "TGI's launcher shards a model over the GPUs of one machine only (`--num-shard` starts local "
-    "processes); it has no multi-node mode",
-    "ollama": "Ollama runs a model on the accelerators of one machine; it has no multi-node mode",
-    "neuron-vllm": "the NxD Inference vLLM image (vLLM 0.16 with vllm-neuron) is built and documented for one "
-    "Inferentia/Trainium instance per replica here; multi-node Neuron serving is not supported by the platform",
-}
+from .engine_facts import Groups
 
 
 @dataclass(frozen=True)
@@ -57,14 +42,9 @@ class ReplicaGroup:
         return f"{self.nodes} nodes x {self.per_node} {unit} ({split})"
 
 
-def leader_worker_set(model: ModelSection) -> bool:
+def leader_worker_set(model: ModelSection, groups: Groups) -> bool:
     """Whether the model's replicas are LeaderWorkerSet groups (and need the LWS controller)."""
-    return model.nodes_per_replica > 1 and model.engine in LWS_ENGINES
-
-
-def dynamo_multinode(model: ModelSection) -> bool:
-    """Whether the model is a multi-node Dynamo graph (and needs the operator's Grove orchestrator)."""
-    return model.nodes_per_replica > 1 and model.engine == "dynamo"
+    return model.nodes_per_replica > 1 and groups.builder == "lws"
 
 
 def per_node(model: ModelSection) -> int:
@@ -73,7 +53,7 @@ def per_node(model: ModelSection) -> int:
     return model.accelerators_per_replica // model.nodes_per_replica
 
 
-def parallel_sizes(model: ModelSection) -> tuple[int, int]:
+def parallel_sizes(model: ModelSection, groups: Groups) -> tuple[int, int]:
     """(tensor, pipeline): the stack's where given, else the engine's recipe (module docstring)."""
     total = max(1, model.accelerators_per_replica)
     given = model.parallelism
@@ -83,11 +63,11 @@ def parallel_sizes(model: ModelSection) -> tuple[int, int]:
         return given.tensor, max(1, total // given.tensor)
     if given.pipeline is not None:
         return max(1, total // given.pipeline), given.pipeline
-    if model.engine in WHOLE_REPLICA_TENSOR or model.nodes_per_replica == 1:
+    if groups.tensor_spans_nodes or model.nodes_per_replica == 1:
         return total, 1
     return max(1, per_node(model)), model.nodes_per_replica
 
 
-def replica_group(model: ModelSection) -> ReplicaGroup:
-    tensor, pipeline = parallel_sizes(model)
+def replica_group(model: ModelSection, groups: Groups) -> ReplicaGroup:
+    tensor, pipeline = parallel_sizes(model, groups)
     return ReplicaGroup(nodes=model.nodes_per_replica, per_node=per_node(model), tensor=tensor, pipeline=pipeline)

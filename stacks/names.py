@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from components.capacity.karpenter_iam import INTERRUPTION_EVENTS, queue_name, rule_name
 from components.capacity.plugins import KARPENTER_NAMESPACE
 from components.engines import ENGINES
-from components.engines.dynamo import FRONTEND, ROLE_NAMES
 from components.gateway.routing import EG_NAMESPACE
 from components.loadbalancer_iam import NAMESPACE as LOAD_BALANCER_NAMESPACE
 from components.monitoring.collection import MONITORING_NAMESPACE
@@ -36,6 +35,7 @@ from components.naming import iam_role_name, physical
 from components.serving.litellm import NAMESPACE as LITELLM_NAMESPACE
 
 from .config import ModelSection
+from .config.addons import AddonsSection
 from .resolve import picked
 from .resolved import (
     AIBRIX_GATEWAY,
@@ -49,7 +49,6 @@ from .resolved import (
 
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
-RAY_SERVICE_MAX = 53 - 6  # KubeRay MaxRayServiceNameLength
 HELM_RELEASE_MAX = 53  # helm's release-name limit
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
@@ -122,18 +121,13 @@ PLATFORM_SUFFIXES = {
     # components/storage/cache.py fill_job_name: a streamed model's (`loadFormat`) bucket fill.
     "-to-bucket": "Job",
 }
-# Services the operators derive from the workload's name (DNS-1035 labels, also label values):
-# KubeRay GenerateServeServiceName/GenerateHeadServiceName; Dynamo `<graph>-<component, lower case>`.
-OPERATOR_SUFFIXES = {
-    "ray-serve": ("-serve-svc", "-head-svc"),
-    "dynamo": tuple(f"-{c.lower()}" for c in (FRONTEND, *ROLE_NAMES.values())),
-}
 
 
 def model_names(model: ModelSection) -> list[Derived]:
     """Every name derived from `model`'s name, with its limit."""
     name = model.name
-    service, _ = ENGINES[model.engine].service(model)
+    made = ENGINES[model.engine].model_facts(model, AddonsSection())
+    service = made.service
     out = [
         Derived(name, "label value (app.kubernetes.io/instance)", LABEL_MAX),
         Derived(service, "Service", LABEL_MAX, dns_1035=True),
@@ -142,15 +136,11 @@ def model_names(model: ModelSection) -> list[Derived]:
     out += [
         Derived(f"{name}{suffix}", f"{kind} ({suffix})", SUBDOMAIN_MAX) for suffix, kind in PLATFORM_SUFFIXES.items()
     ]
-    out += [
-        Derived(f"{name}{suffix}", f"Service the {model.engine} operator creates ({suffix})", LABEL_MAX, dns_1035=True)
-        for suffix in OPERATOR_SUFFIXES.get(model.engine, ())
-    ]
+    # What the engine's operator derives (KubeRay's Services and its RayService limit, Dynamo's Services).
+    out += [Derived(n.name, n.what, n.limit, n.dns_1035) for n in made.names]
     if model.canary is not None:
         # The canary's Deployment, Service and PDB (stacks/resolve.py canary_of); also a label value.
         out.append(Derived(f"{name}{CANARY_SUFFIX}", f"canary Service ({CANARY_SUFFIX})", LABEL_MAX, dns_1035=True))
-    if model.engine == "ray-serve":
-        out.append(Derived(name, "RayService (KubeRay's MaxRayServiceNameLength)", RAY_SERVICE_MAX, dns_1035=True))
     if picked(model, routed=True):  # routed or not: the name is checked wherever a picker could run
         # components/gateway/picker.py: the release `<model>-picker`; the chart cuts it to 40 for its
         # `-epp` objects, whose name is also its pods' label value.

@@ -8,6 +8,8 @@ accelerators of each, and one pod's requests). Pure text from a validated StackC
 
 from __future__ import annotations
 
+from components.engines import ENGINES
+
 from .config import StackConfig
 from .fit import (
     allocatable,
@@ -67,7 +69,7 @@ def plan(config: StackConfig) -> str:
             where = "unchecked (no instance type of the pool is in the catalog)"
         else:
             where = ", ".join(report.fits) if report.ok else "NOTHING (see `stacks validate`)"
-        group = replica_group(model)
+        group = replica_group(model, ENGINES[model.engine].facts.groups)
         if group.multi_node:
             unit = {"nvidia": "GPUs", "neuron": "Neuron devices"}.get(target.accelerator, "accelerators")
             lines.append(

@@ -15,12 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from components.engines import ENGINES, EngineModule
-from components.engines.dynamo import dynamo_block, scaling_adapters
-from components.engines.facts import EngineFacts
+from components.engines import ENGINES, EngineSpec
+from components.engines.spec import overridden
 from components.monitoring.collection import adapter_prometheus
 from components.serving.litellm import litellm_image
-from components.storage.cache import self_fetching
 
 from .coldstart import cold_start
 from .config import StackConfig
@@ -30,7 +28,8 @@ from .config.images import ImagePin
 from .config.models import Autoscaling, ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
-from .groups import dynamo_multinode, leader_worker_set, replica_group
+from .engine_facts import EngineFacts, ModelFacts
+from .groups import leader_worker_set, replica_group
 from .hardware import expand
 from .resolved import (
     AIBRIX_GATEWAY,
@@ -89,21 +88,25 @@ def gateway_parent(addons: AddonsSection, gateway: GatewaySection) -> GatewayPar
     return None
 
 
-def with_lws(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
-    """The add-ons with LeaderWorkerSet on when some model spans nodes (its groups are LWS objects),
-    as if `addons.lws.enabled` said so: the platform installs it and exports it on."""
-    if addons.lws.enabled or not any(leader_worker_set(m) for m in models):
-        return addons
-    return addons.model_copy(update={"lws": addons.lws.model_copy(update={"enabled": True})})
+def model_addons(model: ModelSection, addons: AddonsSection) -> tuple[str, ...]:
+    """The add-on settings a model needs on: LeaderWorkerSet for a group the platform builds as one,
+    and what its engine asks for (a Dynamo graph across nodes runs through Grove)."""
+    spec = engine(model.engine)
+    lws = ("lws",) if leader_worker_set(model, spec.facts.groups) else ()
+    return (*lws, *spec.model_facts(model, addons).addons)
 
 
-def with_grove(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
-    """The add-ons with Dynamo's Grove orchestrator on when some Dynamo model spans nodes (a
-    multinode graph with no orchestrator fails: "no multinode orchestrator available"), as if
-    `addons.dynamo.grove` said so."""
-    if addons.dynamo.grove or not any(dynamo_multinode(m) for m in models):
-        return addons
-    return addons.model_copy(update={"dynamo": addons.dynamo.model_copy(update={"grove": True})})
+def with_model_addons(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
+    """The add-ons with every setting some model needs turned on (`lws` is `addons.lws.enabled`,
+    `dynamo.grove` is `addons.dynamo.grove`), as if the stack file said so: the platform installs them
+    and exports them on."""
+    for setting in sorted({s for m in models for s in model_addons(m, addons)}):
+        name, _, flag = setting.partition(".")
+        addon = getattr(addons, name)
+        field = flag or "enabled"
+        if not getattr(addon, field):
+            addons = addons.model_copy(update={name: addon.model_copy(update={field: True})})
+    return addons
 
 
 def with_keda(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
@@ -136,7 +139,7 @@ def own_platform(config: StackConfig) -> PlatformView:
     if config.cluster is None:
         raise ValueError("only a stack with a cluster section (platform or all-in-one) has a platform of its own")
     pools = tuple(resolve_pool(p) for p in config.node_pools)
-    addons = with_keda(with_grove(with_lws(config.addons, config.models), config.models), config.models)
+    addons = with_keda(with_model_addons(config.addons, config.models), config.models)
     return PlatformView(
         exports_version=EXPORTS_VERSION,
         cluster_name=config.cluster.name,
@@ -262,16 +265,17 @@ def rendered_images(
 ) -> tuple[str, ...]:
     """The catalog names of the platform's own images a stack renders, under the conditions the
     builders render them: the preparation steps for every model whose artifacts the platform
-    prepares (components/storage/cache.py `self_fetching`), Dynamo's planner for a profiling request, the
+    prepares (its engine's `ModelFacts.prepared`), the images an engine renders beside the model's own
+    (Dynamo's planner for a profiling request), the
     endpoint picker for every model routed through one,
     and, in a stack that owns the platform, LiteLLM (and its Redis), AIBrix's Envoy pair and init
     image, and neuron-monitor on Neuron pools under monitoring. Builders look their images up in the
     table built from this list, so one left out here fails the render instead of going unpinned."""
     names: list[str] = []
-    if any(not self_fetching(m) for m in models):
+    facts = [engine(m.engine).model_facts(m, addons) for m in models]
+    if any(f.prepared for f in facts):
         names += ["model-prep-s3", "model-prep-hub"]
-    if any(m.engine == "dynamo" and dynamo_block(m).request_profiling for m in models):
-        names.append("dynamo-planner")
+    names += sorted({image for f in facts for image in f.platform_images})
     if any(picked(m, routed) for m in models):
         names.append("endpoint-picker")
     if any(m.benchmark is not None for m in models):
@@ -304,15 +308,6 @@ def has_routes(config: StackConfig) -> bool:
     return config.stack.role == "workloads" or config.gateway.enabled or config.addons.aibrix.enabled
 
 
-def pinned_image(base: Image, pin: ImagePin | None) -> Image:
-    """A catalog image with the stack's pin applied: a digest belongs to one repository and tag, so
-    the catalog's is kept only while neither changed."""
-    if pin is None:
-        return base
-    keep = pin.repository is None and pin.tag is None
-    return Image(pin.repository or base.repository, pin.tag or base.tag, pin.digest or (base.digest if keep else None))
-
-
 def catalog_image(name: str, addons: AddonsSection) -> Image:
     """The catalog's image before the stack's pin: LiteLLM's is the release `addons.litellm.version`
     names, when it names one."""
@@ -320,58 +315,53 @@ def catalog_image(name: str, addons: AddonsSection) -> Image:
 
 
 def image_table(names: Sequence[str], addons: AddonsSection, pins: Mapping[str, ImagePin]) -> ImageTable:
-    return ImageTable({name: pinned_image(catalog_image(name, addons), pins.get(name)) for name in names})
+    return ImageTable({name: overridden(catalog_image(name, addons), pins.get(name)) for name in names})
 
 
 # ---- the models -------------------------------------------------------------------------------------
 
 
-def model_image(model: ModelSection) -> Image:
-    """The catalog image for the engine, overridden per model by repository, tag and digest."""
-    base = IMAGES.get(model.engine, Image("", ""))
-    override = model.image
-    repository = override.repository or base.repository
-    tag = override.tag or base.tag
-    # A digest belongs to one repository and tag; keep the catalog's only if neither changed.
-    keep = override.repository is None and override.tag is None
-    digest = override.digest or (base.digest if keep else None)
-    return Image(repository, tag, digest)
-
-
-def engine(name: str) -> EngineModule:
+def engine(name: str) -> EngineSpec:
     return ENGINES[name]
 
 
-def resolve_model(model: ModelSection, view: PlatformView, team: str | None) -> ResolvedModel | None:
+def resolve_model(index: int, model: ModelSection, view: PlatformView, team: str | None) -> ResolvedModel | None:
     """One model on its platform; None when its pool is unknown (validation refuses that first)."""
     pool = view.pool(model.pool)
     if pool is None:
         return None
-    module = engine(model.engine)
-    facts = module.FACTS
-    service, port = module.service(model)
+    spec = engine(model.engine)
+    facts = spec.facts
+    made: ModelFacts = spec.model_facts(model, view.addons)
     served = ResolvedModel(
         name=model.name,
         engine=model.engine,
         expose=model.expose,
         config=model,
+        index=index,
+        facts=facts,
+        dialect=made.dialect,
+        hub_repo=made.hub_repo,
+        prepared=made.prepared,
+        operator_names=made.names,
         pool=pool,
         namespace=model.namespace or team or DEFAULT_NAMESPACE,
         served_model_name=model.name,
-        image=model_image(model),
-        service=service,
-        port=port,
+        image=made.image,
+        service=made.service,
+        port=made.port,
         metrics_path=facts.metrics_path,
         metrics_port=facts.metrics_port or (facts.port if facts.metrics_path else None),
         route_paths=facts.route_paths,
         management_paths=facts.management_paths,
-        workload=module.workload(model, view.addons),
+        workload=made.workload,
         service_account=READER_SERVICE_ACCOUNT,
         scaler=model.autoscaling.owner,
         aibrix=view.addons.aibrix.enabled,
-        group=replica_group(model),
+        group=replica_group(model, facts.groups),
         routing=route_picking(model, view.gateway_parent is not None),
-        keda_targets=keda_targets(model, module.workload(model, view.addons)),
+        # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
+        keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
         wake=wake_of(model, facts, pool.accelerator == "neuron"),
     )
     return served if model.canary is None else replace(served, canary=canary_of(served))
@@ -383,17 +373,6 @@ def wake_of(model: ModelSection, facts: EngineFacts, neuron: bool) -> Wake | Non
     if not model.autoscaling.to_zero:
         return None
     return Wake(route=model.name, cold_start=cold_start(model, facts, neuron))
-
-
-def keda_targets(model: ModelSection, workload: tuple[str, str, str]) -> tuple[tuple[str, str, str], ...]:
-    """What a KEDA-scaled model's ScaledObjects target, one each: a Dynamo graph's scaling adapters
-    (DynamoGraphDeploymentScalingAdapter, one per component the stack scales: its graph CRD has no scale
-    subresource), else the workload itself (a Deployment, or a LeaderWorkerSet's scale subresource)."""
-    if model.autoscaling.owner != "keda":
-        return ()
-    if model.engine == "dynamo":
-        return scaling_adapters(model)
-    return (workload,)
 
 
 def canary_of(stable: ResolvedModel) -> ResolvedModel:
@@ -429,7 +408,7 @@ def routing_strategy(model: ModelSection, routed: bool) -> str | None:
     if model.autoscaling.to_zero:
         # The picker would send requests past the interceptor that wakes the model (stacks/rules/scaling.py).
         return None
-    return "prefix-cache" if engine(model.engine).FACTS.picker_engine is not None else None
+    return "prefix-cache" if engine(model.engine).facts.picker_engine is not None else None
 
 
 def route_picking(model: ModelSection, routed: bool) -> RoutePicking | None:
@@ -440,7 +419,7 @@ def route_picking(model: ModelSection, routed: bool) -> RoutePicking | None:
         return None
     if strategy == "round-robin":
         return RoutePicking(strategy=strategy, engine_type=None)
-    engine_type = engine(model.engine).FACTS.picker_engine
+    engine_type = engine(model.engine).facts.picker_engine
     if engine_type is None:
         raise ValueError(f"routing.strategy {strategy} on engine {model.engine}, which the picker cannot read")
     return RoutePicking(strategy=strategy, engine_type=engine_type)
@@ -458,7 +437,7 @@ def controller_namespaces(addons: AddonsSection, engines: set[str]) -> dict[str,
     out: dict[str, tuple[str, ...]] = {}
     for name in sorted(engines):
         namespaces = []
-        addon = ENGINES[name].FACTS.controller
+        addon = ENGINES[name].facts.controller
         if addon and getattr(addons, addon.replace("-", "_")).enabled:
             namespaces.append(CONTROLLER_NAMESPACES[addon])
         if addons.aibrix.enabled:
@@ -496,13 +475,15 @@ def resolve(config: StackConfig, platform_exports: dict[str, Any] | None = None)
     else:
         view = own_platform(config)
     models = tuple(
-        m for m in (resolve_model(m, view, team.name if team else None) for m in config.models) if m is not None
+        m
+        for m in (resolve_model(i, m, view, team.name if team else None) for i, m in enumerate(config.models))
+        if m is not None
     )
     images = image_table(images_rendered_by(config), config.addons, config.images.pins())
     dashboards = {m.engine for m in models}
     if stack.role == "platform":
         # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
-        dashboards |= {name for name, e in ENGINES.items() if view.accelerators & set(e.FACTS.accelerators)}
+        dashboards |= {name for name, e in ENGINES.items() if view.accelerators & set(e.facts.accelerators)}
     return ResolvedStack(
         environment=stack.environment,
         region=config.aws_region,
@@ -513,6 +494,7 @@ def resolve(config: StackConfig, platform_exports: dict[str, Any] | None = None)
         platform_stack=stack.platform_stack,
         controller_namespaces=controller_namespaces(view.addons, {m.engine for m in config.models}),
         route_parent=route_parent(view, stack.role != "workloads"),
+        engines={name: e.facts for name, e in ENGINES.items()},
         dashboard_engines=frozenset(dashboards),
         images=images,
     )

@@ -21,6 +21,7 @@ from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.stack import Quota
 from .config.storage import StorageSection
+from .engine_facts import DerivedName, Dialect, EngineFacts
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
 from .versions import Image
@@ -259,6 +260,17 @@ class ResolvedModel(Endpoint):
     workload its engine builds for it (`workload`, the object a scaler targets)."""
 
     config: ModelSection
+    # Its position in `models[]`, for the key paths a rule names.
+    index: int
+    # Its engine's facts (components/engines/<engine>.py), and what the engine makes of this entry.
+    facts: EngineFacts
+    dialect: Dialect
+    # The Hugging Face repository its weights come from; None: not the Hub.
+    hub_repo: str | None
+    # The platform fills its cache before the engine starts (False: the engine fetches its own weights).
+    prepared: bool
+    # Names the engine's operator derives from the model's (Services KubeRay or Dynamo creates).
+    operator_names: tuple[DerivedName, ...]
     pool: ResolvedPool
     image: Image
     # (apiVersion, kind, name) of the workload the engine builds; what a scaler targets.
@@ -294,7 +306,7 @@ class ResolvedModel(Endpoint):
     @property
     def metrics_selector(self) -> dict[str, str]:
         """A LeaderWorkerSet group's leaders only: its workers serve no API and export no metrics."""
-        if leader_worker_set(self.config):
+        if leader_worker_set(self.config, self.facts.groups):
             return {**self.selector, LWS_WORKER_INDEX: "0"}
         return self.selector
 
@@ -352,6 +364,9 @@ class ResolvedStack:
     # The listener this stack's model routes attach to: the platform's exported parent, AIBrix's, or
     # the front door's own (`own` only when this stack creates it).
     route_parent: GatewayParent
+    # Every engine the platform knows, by name: what its teams may deploy (prometheus-adapter serves the
+    # gauges of all of them) and what the dashboards are built from.
+    engines: Mapping[str, EngineFacts]
     # Engines a dashboard is provisioned for (a platform stack: every engine its pools can run).
     dashboard_engines: frozenset[str] = frozenset()
     # The platform's own images this stack renders (preparation, monitoring, LiteLLM, AIBrix ...), pinned

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
+from .engine_facts import Groups
 from .fit import GIB, Requests, daemonset_overhead, pool_types
 from .groups import per_node, replica_group
 from .hardware import InstanceType
@@ -178,9 +179,9 @@ def neuron_cores_per_device(pool: NodePoolSection) -> int:
     return min(per) if per else 2
 
 
-def tensor_parallel(model: ModelSection, pool: NodePoolSection) -> int:
+def tensor_parallel(model: ModelSection, pool: NodePoolSection, groups: Groups) -> int:
     """Tensor-parallel degree: on NVIDIA the group's tensor size (stacks/groups.py; the replica's GPUs
     on one node); the NeuronCores of the requested devices on Neuron."""
     if pool.accelerator == "neuron":
         return model.accelerators_per_replica * neuron_cores_per_device(pool)
-    return replica_group(model).tensor
+    return replica_group(model, groups).tensor

@@ -82,18 +82,19 @@ CHARTS: dict[str, Chart] = {
 }
 
 IMAGES: dict[str, Image] = {
-    # --- inference engines (shared/seed/inference-frameworks.md inspected versions) -------------
-    "vllm": Image("vllm/vllm-openai", "v0.29.0"),
+    # --- inference engines (the source document's inspected versions): each engine module names its
+    # image here (components/engines/<engine>.py) ----------------------------------------------
+    "vllm-openai": Image("vllm/vllm-openai", "v0.29.0"),
     "sglang": Image("lmsysorg/sglang", "v0.5.19"),
-    "tgi": Image("ghcr.io/huggingface/text-generation-inference", "3.3.7"),
+    "text-generation-inference": Image("ghcr.io/huggingface/text-generation-inference", "3.3.7"),
     "ollama": Image("ollama/ollama", "0.34.0"),
-    "nim": Image("nvcr.io/nim/nvidia/model-free-nim", "2.0.12"),
+    "model-free-nim": Image("nvcr.io/nim/nvidia/model-free-nim", "2.0.12"),
     # NxD Inference path (vLLM 0.16 with the vllm-neuron 0.5.3 plugin) for Inf2/Trn1/Trn2. This DLC line
     # ends at SDK 2.31.1: from 2.32.0 the pytorch-inference-vllm-neuronx 0.16 DLC is no longer published
     # (aws-neuron-sdk release-notes/components/containers.rst, 2.32.0) and 2.32's only vLLM DLC is the
     # 0.24 vllm-neuron beta, Trn2/Trn3 only. aws-neuron/deep-learning-containers README lists this tag
     # for trn1, trn2, trn3 and inf2.
-    "neuron-vllm": Image(
+    "vllm-neuronx": Image(
         "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
     ),
     # --- serving platforms ---------------------------------------------------------------------
@@ -106,11 +107,7 @@ IMAGES: dict[str, Image] = {
     # Ray 2.58 publishes ray-llm for Python 3.12 and CUDA 13.0 only (docker/ray-llm/cuda.wanda.yaml;
     # the cu128/py311 images were retired, ray-project/ray#62458). CUDA 13 needs driver R580+: the EKS
     # AL2023 NVIDIA AMIs ship 580 (amazon-eks-ami templates/al2023/variables-default.json).
-    "ray": Image("rayproject/ray-llm", "2.58.0-py312-cu130"),
-    # Keyed by engine name too, for code that looks images up by models[].engine; the engine
-    # modules themselves pick dynamo-<models[].dynamo.backend> and ray.
-    "dynamo": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
-    "ray-serve": Image("rayproject/ray-llm", "2.58.0-py312-cu130"),
+    "ray-llm": Image("rayproject/ray-llm", "2.58.0-py312-cu130"),
     # Since 1.84 LiteLLM tags release images v<version> (and <version>); the main-<tag> form is gone
     # (docs.litellm.ai/blog/cleaner-release-versions). Plain manifests, no database image needed.
     "litellm": Image("ghcr.io/berriai/litellm", "v1.100.1"),
@@ -144,8 +141,8 @@ IMAGES: dict[str, Image] = {
 # The images a model runs (its engine's, or its serving platform's runtime): `models[].image` pins them,
 # per model. Every other image is the platform's own, pinned by the stack's `images` section.
 MODEL_IMAGES = frozenset(
-    {"vllm", "sglang", "tgi", "ollama", "nim", "neuron-vllm", "dynamo", "dynamo-vllm", "dynamo-sglang"}
-    | {"dynamo-trtllm", "ray", "ray-serve"}
+    {"vllm-openai", "sglang", "text-generation-inference", "ollama", "model-free-nim", "vllm-neuronx"}
+    | {"dynamo-vllm", "dynamo-sglang", "dynamo-trtllm", "ray-llm"}
 )
 PLATFORM_IMAGES = tuple(name for name in IMAGES if name not in MODEL_IMAGES)
 
@@ -157,7 +154,3 @@ EKS_ADDONS: dict[str, dict[str, str]] = {}
 
 def chart(name: str, override: str | None = None) -> Chart:
     return CHARTS[name].with_version(override)
-
-
-def image(name: str) -> Image:
-    return IMAGES[name]

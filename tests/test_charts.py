@@ -13,7 +13,7 @@ from components.serving.values import aibrix_values
 from stacks import charts
 from stacks.config.addons import Aibrix
 from stacks.config.gateway import GatewaySection
-from stacks.versions import image
+from stacks.versions import IMAGES
 from tests.builders import CATALOG
 
 
@@ -99,8 +99,8 @@ def test_a_floating_tag_is_one_that_moves(ref, floats):
 
 
 def test_an_older_tag_of_a_catalog_image_is_superseded():
-    assert charts.superseded("envoyproxy/envoy:v1.33.2") == image("envoy-proxy").ref
-    assert charts.superseded("envoyproxy/gateway:v1.2.8") == image("envoy-gateway").ref
+    assert charts.superseded("envoyproxy/envoy:v1.33.2") == IMAGES["envoy-proxy"].ref
+    assert charts.superseded("envoyproxy/gateway:v1.2.8") == IMAGES["envoy-gateway"].ref
     assert charts.superseded("docker.io/envoyproxy/envoy:distroless-v1.39.0") is None
     assert charts.superseded("quay.io/unknown/thing:v1") is None
 

@@ -4,20 +4,20 @@
   import graph read from the source (every `import` and `from ... import`, those inside functions
   included) has no cycle: with an acyclic graph no module depends on the order others were imported
   in, so importing them one after another in one interpreter stands for importing each on its own.
-- Adding an engine is one module in `components.engines.ENGINES` plus its image pin in
-  `stacks.versions.IMAGES`: a throwaway engine registered that way is resolved and built end to end.
-- Every registered engine declares what the registry requires, and every engine a stack file may
-  name (`models[].engine`) has a module and an image pin.
+- Adding an engine is its module (one `EngineSpec`), its line in `components.engines.ENGINES` and its
+  image pin: a throwaway engine registered that way is resolved and built end to end; a spec that
+  leaves out any fact fails when it is built.
+- Every registered engine is one typed spec running a pinned image, and every engine a stack file may
+  name (`models[].engine`) has one.
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
+import dataclasses
 import json
 import subprocess
 import sys
-import types
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,13 +27,13 @@ import pytest
 from pydantic import ValidationError
 
 from components.engines import ENGINES
-from components.engines.facts import OPENAI_PATHS, EngineFacts
-from components.engines.spec import WorkloadSpec
+from components.engines.spec import EngineSpec, WorkloadSpec, overridden
 from components.engines.workload import EngineContainer
 from components.engines.workload import manifests as workload_manifests
 from components.model_servers import model_objects, workload_spec
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
+from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
 from stacks.load import ROOT, parse_sections
 from stacks.resolve import resolve
 from stacks.resolved import MODEL_LABEL
@@ -200,29 +200,59 @@ def test_the_cycle_finder_finds_a_cycle_and_the_parser_sees_imports_inside_funct
 TOY = "toy"
 TOY_IMAGE = Image("registry.example.com/toy-server", "1.2.3")
 TOY_PORT = 9000
+TOY_FACTS = EngineFacts(
+    title="Toy 1.2",
+    port=TOY_PORT,
+    health_path="/livez",
+    ready_path="/readyz",
+    metrics_path="/stats",
+    metrics_port=None,
+    route_paths=OPENAI_PATHS,
+    management_paths=(),
+    accelerators=("nvidia",),
+    controller=None,
+    platform_workload=True,
+    picker_engine=None,
+    startup_seconds=1800,
+    metrics={},
+    groups=Groups(builder=None, refused="the toy server runs on one node", tensor_spans_nodes=False, head_rule=None),
+    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    streams=False,
+    lora=False,
+    canary=False,
+    revisions=True,
+)
+TOY_DIALECT = Dialect(engine="Toy 1.2", owned={"--port": "sets the port"}, streamed={}, refused=None)
 
 
-def toy_engine() -> types.ModuleType:
-    """An engine module as components/engines/<engine>.py would be: FACTS, service, workload, manifests."""
-    module = types.ModuleType("components.engines.toy")
-    module.FACTS = EngineFacts(port=TOY_PORT, health_path="/livez", ready_path="/readyz", metrics_path="/stats")
+def toy_engine() -> EngineSpec:
+    """An engine as components/engines/<engine>.py declares one: its facts, what it makes of a model
+    (a Service not named after the model, to show the registry's names are the ones used) and its
+    objects."""
 
-    def service(model: ModelSection) -> tuple[str, int]:
-        return f"{model.name}-toy", TOY_PORT
-
-    def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
-        # The shared workload builder names the Deployment after the Service (workload.name_of), so an
-        # engine whose Service is not named after the model names its scale target the same way:
-        # workload.deployment(model) would say model.name and miss it.
+    def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
         del addons
-        return "apps/v1", "Deployment", service(model)[0]
+        # The shared workload builder names the Deployment after the Service (workload.name_of).
+        workload = ("apps/v1", "Deployment", f"{model.name}-toy")
+        return ModelFacts(
+            image=overridden(TOY_IMAGE, model.image),
+            service=f"{model.name}-toy",
+            port=TOY_PORT,
+            workload=workload,
+            keda_targets=(workload,),
+            dialect=TOY_DIALECT,
+            hub_repo=model.model,
+            prepared=True,
+            platform_images=(),
+            names=(),
+            addons=(),
+        )
 
     def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
         container = EngineContainer(command=["toy-serve"], args=[spec.cache.model_dir, "--port", str(TOY_PORT)])
         return workload_manifests(spec, container)
 
-    module.service, module.workload, module.manifests = service, workload, manifests
-    return module
+    return EngineSpec(facts=TOY_FACTS, model_facts=model_facts, manifests=manifests)
 
 
 def test_a_model_whose_engine_the_config_does_not_list_is_refused_by_validation():
@@ -233,13 +263,11 @@ def test_a_model_whose_engine_the_config_does_not_list_is_refused_by_validation(
 
 def test_a_registered_engine_is_resolved_and_built_end_to_end_with_no_other_change(monkeypatch):
     monkeypatch.setitem(ENGINES, TOY, toy_engine())
-    monkeypatch.setitem(IMAGES, TOY, TOY_IMAGE)
     config = parse_sections(example(), "us-west-2")
     base = next(m for m in config.models if m.name == "qwen3-8b")
     # models[].engine is a Literal of the shipped engines: the one gate besides the registry and the
     # image pin, so the entry is constructed past validation (its other fields are the validated ones).
-    # Scaled by the stack, not an HPA: an HPA scales on the engine's gauges, which stacks/metrics.py
-    # ENGINE_METRICS would have to list for it.
+    # Scaled by the stack, not an HPA: an HPA scales on the engine's gauges, and the toy exports none.
     fields = {
         **dict(base),
         "name": "toy-8b",
@@ -251,14 +279,15 @@ def test_a_registered_engine_is_resolved_and_built_end_to_end_with_no_other_chan
 
     (model,) = stack.models
     assert model.engine == TOY and model.config is toy
+    assert model.facts is TOY_FACTS and model.dialect is TOY_DIALECT, "the facts its spec declares"
     assert (model.service, model.port) == ("toy-8b-toy", TOY_PORT), "the Service the engine module names"
-    assert model.image == TOY_IMAGE, "the image pin keyed by the engine's name"
+    assert model.image == TOY_IMAGE, "the image its spec pins"
     assert (model.metrics_path, model.metrics_port) == ("/stats", TOY_PORT), "scraped where its facts say"
-    assert model.route_paths == OPENAI_PATHS, "routed on the OpenAI paths by default"
+    assert model.route_paths == OPENAI_PATHS, "routed on the OpenAI paths"
     assert model.workload == ("apps/v1", "Deployment", "toy-8b-toy"), "the workload the engine module names"
     assert model.pool.name == "gpu" and model.namespace == "inference"
     assert TOY not in stack.controller_namespaces, "no operator runs it"
-    assert TOY in stack.dashboard_engines, "its dashboard is provisioned like any engine's"
+    assert TOY in stack.dashboard_engines and stack.engines[TOY] is TOY_FACTS, "its dashboard is provisioned"
 
     objs = model_objects(
         workload_spec(model, stack.platform.storage, None, stack.platform.neuron_scheduler, images=stack.images)
@@ -281,11 +310,45 @@ def test_a_registered_engine_is_resolved_and_built_end_to_end_with_no_other_chan
     assert svc["spec"]["selector"] == work["spec"]["selector"]["matchLabels"]
 
 
+@pytest.mark.parametrize("fact", [f.name for f in dataclasses.fields(EngineFacts)])
+def test_an_engine_spec_missing_any_fact_fails_when_its_module_is_imported(fact):
+    """Every fact is required: left out, the engine module fails at import (TypeError), never reads as
+    "does not apply" (the type checker refuses it too)."""
+    given = {f.name: getattr(TOY_FACTS, f.name) for f in dataclasses.fields(EngineFacts) if f.name != fact}
+    with pytest.raises(TypeError, match=fact):
+        EngineFacts(**given)
+
+
+@pytest.mark.parametrize("part", [f.name for f in dataclasses.fields(EngineSpec)])
+def test_an_engine_spec_missing_its_facts_model_facts_or_builder_fails(part):
+    spec = toy_engine()
+    given = {f.name: getattr(spec, f.name) for f in dataclasses.fields(EngineSpec) if f.name != part}
+    with pytest.raises(TypeError, match=part):
+        EngineSpec(**given)
+
+
+@pytest.mark.parametrize("fact", [f.name for f in dataclasses.fields(ModelFacts)])
+def test_what_an_engine_makes_of_a_model_is_complete_or_it_fails(fact):
+    made = toy_engine().model_facts(ModelSection.model_validate(MODEL), AddonsSection())
+    given = {f.name: getattr(made, f.name) for f in dataclasses.fields(ModelFacts) if f.name != fact}
+    with pytest.raises(TypeError, match=fact):
+        ModelFacts(**given)
+
+
+def test_an_engine_that_neither_builds_groups_nor_says_why_not_fails():
+    with pytest.raises(ValueError, match="why it refuses"):
+        Groups(builder=None, refused=None, tensor_spans_nodes=False, head_rule=None)
+
+
 # --- (c) the registry is complete -----------------------------------------------------------------
 
 CONFIG_ENGINES = typing.get_args(ModelSection.model_fields["engine"].annotation)
-# The functions every engine module must define, with the parameters components.engines.EngineModule names.
-REQUIRED = {"service": ["model"], "workload": ["model", "addons"], "manifests": ["spec"]}
+MODEL = {"name": "m", "engine": "vllm", "model": "Qwen/Qwen3-8B", "revision": "a" * 40, "pool": "gpu"}
+# What the config requires of an entry of these engines besides the common keys.
+ENGINE_BLOCKS: dict[str, dict[str, Any]] = {
+    "nim": {"nim": {"profile": "a" * 64, "imagePullSecret": "ngc-pull"}},
+    "tgi": {"tgi": {"acceptMaintenanceMode": True}},
+}
 
 
 def test_the_config_names_the_engines_it_accepts():
@@ -293,20 +356,19 @@ def test_the_config_names_the_engines_it_accepts():
 
 
 @pytest.mark.parametrize("name", sorted(ENGINES))
-def test_every_registered_engine_declares_facts_service_workload_and_manifests(name):
-    module = ENGINES[name]
-    assert isinstance(getattr(module, "FACTS", None), EngineFacts), f"{name}: FACTS is its EngineFacts"
-    for function, params in REQUIRED.items():
-        fn = getattr(module, function, None)
-        assert callable(fn), f"{name} has no {function}()"
-        assert list(inspect.signature(fn).parameters) == params, f"{name}.{function} takes {params}"
+def test_every_registered_engine_is_one_typed_spec_whose_image_is_pinned(name):
+    spec = ENGINES[name]
+    assert isinstance(spec, EngineSpec) and isinstance(spec.facts, EngineFacts), f"{name}: one EngineSpec"
+    model = ModelSection.model_validate({**MODEL, "engine": name, **ENGINE_BLOCKS.get(name, {})})
+    made = spec.model_facts(model, AddonsSection())
+    assert isinstance(made, ModelFacts)
+    assert made.image.repository and made.image.tag, f"{name}'s image is pinned in stacks/versions.py IMAGES"
+    assert any(made.image == image for image in IMAGES.values()), f"{name} runs a catalog image"
 
 
 @pytest.mark.parametrize("name", CONFIG_ENGINES)
-def test_every_engine_a_stack_file_may_name_has_a_module_and_an_image_pin(name):
-    assert name in ENGINES, f"models[].engine accepts {name} but components.engines.ENGINES has no module for it"
-    assert name in IMAGES, f"models[].engine accepts {name} but stacks/versions.py IMAGES pins no image for it"
-    assert IMAGES[name].repository and IMAGES[name].tag, f"{name}'s pin names a repository and a tag"
+def test_every_engine_a_stack_file_may_name_has_a_spec(name):
+    assert name in ENGINES, f"models[].engine accepts {name} but components.engines.ENGINES has no spec for it"
 
 
 def test_every_registered_engine_is_one_a_stack_file_may_name():

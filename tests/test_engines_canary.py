@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from components.engines import ENGINES
 from components.gateway.routing import http_route, reference_grant
 from components.model_servers import model_objects, workload_spec
 from components.monitoring.collection import pod_monitor
@@ -117,7 +118,7 @@ def test_the_pod_monitor_keeps_the_revision_and_the_dashboard_compares_revisions
     _, model = vllm
     monitor = pod_monitor(model)
     assert monitor is not None and REVISION_LABEL in monitor["spec"]["podTargetLabels"]
-    board = engine_dashboard("vllm")
+    board = engine_dashboard("vllm", ENGINES["vllm"].facts)
     assert board is not None
     titles = [p["title"] for p in board["panels"]]
     assert "Canary: stable and canary revisions" in titles

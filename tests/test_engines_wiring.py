@@ -109,7 +109,7 @@ def test_a_large_model_gets_the_caches_startup_budget_and_a_small_one_the_engine
     model = small.model.model_copy(update={"parameters": "400B", "dtype": "fp8"})
     ctx = CacheContext(storage=stack.platform.storage, claim_name="model-cache")
     served = dataclasses.replace(small.served, config=model)
-    big = dataclasses.replace(small, served=served, cache=cache_mount(ctx, model, small.pool, stack.images))
+    big = dataclasses.replace(small, served=served, cache=cache_mount(ctx, served, stack.images))
     probe = engine_container(by_kind(model_objects(big), "Deployment")[0])["startupProbe"]
     allowed = probe["failureThreshold"] * probe["periodSeconds"]
     assert big.cache.startup_seconds > 1800, "400 GB of weights take longer than the default to read"

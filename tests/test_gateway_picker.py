@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.engines import ENGINES
 from components.gateway import isolation, picker
 from components.gateway.routing import EG_NAMESPACE, PICKER_HEADER, PROXY_POD_LABELS, REQUEST_TIMEOUT, model_routing
 from components.monitoring.collection import picker_pod_monitor
@@ -202,11 +203,19 @@ def test_the_pickers_own_metrics_are_scraped_per_model_and_only_the_scraper_reac
 
 
 def test_a_dashboard_shows_the_pickers_metrics_where_an_engine_it_reads_is_served():
-    (board,) = [b for b in dashboards({"vllm"}, set()) if b["metadata"]["name"] == "dashboard-endpoint-picker"]
+    (board,) = [
+        b
+        for b in dashboards({"vllm": ENGINES["vllm"].facts}, set())
+        if b["metadata"]["name"] == "dashboard-endpoint-picker"
+    ]
     exprs = " ".join(t["expr"] for p in json.loads(next(iter(board["data"].values())))["panels"] for t in p["targets"])
     for m in PICKER_METRICS.values():
         assert m.name in exprs, f"{m.name} is on the dashboard"
-    assert not [b for b in dashboards({"tgi", "ollama"}, set()) if b["metadata"]["name"] == "dashboard-endpoint-picker"]
+    assert not [
+        b
+        for b in dashboards({e: ENGINES[e].facts for e in ("tgi", "ollama")}, set())
+        if b["metadata"]["name"] == "dashboard-endpoint-picker"
+    ]
 
 
 def test_an_exposed_vllm_or_sglang_model_is_routed_by_its_picker_unless_it_opts_out():

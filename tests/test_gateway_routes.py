@@ -80,7 +80,7 @@ def test_no_exposed_route_lacks_a_security_policy(path):
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_no_management_path_is_routed(path):
-    management = {p for e in ENGINES.values() for p in e.FACTS.management_paths}
+    management = {p for e in ENGINES.values() for p in e.facts.management_paths}
     for route in model_routes(manifests_of(path)):
         for rule in route["spec"]["rules"]:
             for match in rule["matches"]:
@@ -95,7 +95,7 @@ def test_no_management_path_is_routed(path):
 
 
 def test_ollamas_management_api_is_never_routed_even_if_its_paths_were_offered():
-    f = ENGINES["ollama"].FACTS
+    f = ENGINES["ollama"].facts
     crafted = Endpoint(
         name="m",
         served_model_name="m",

@@ -230,17 +230,19 @@ def test_the_longest_name_derived_from_a_model_fits_its_kubernetes_limit():
 def test_every_object_name_the_render_derives_from_a_model_is_in_the_derivation_table(path):
     """A builder that starts naming an object `<model>-<something>` must add that suffix to
     stacks/names.py, so the rule checks what the name really becomes."""
-    from stacks.names import OPERATOR_SUFFIXES, PLATFORM_SUFFIXES
+    from stacks.names import PLATFORM_SUFFIXES, model_names
     from stacks.resolved import CANARY_SUFFIX
 
     config = parse_sections(sections_of(path), "us-west-2")
     models = {m.name for m in config.models}
-    # A canary's names are checked only for models with a canary (stacks/names.py model_names).
-    known = set(PLATFORM_SUFFIXES) | {s for v in OPERATOR_SUFFIXES.values() for s in v} | {CANARY_SUFFIX}
+    # Every suffix a model may get (a canary's too), and the names the engines' operators derive.
+    suffixes = set(PLATFORM_SUFFIXES) | {CANARY_SUFFIX}
+    known = {m.name: {d.name for d in model_names(m)} for m in config.models}
     for obj in rendered_stack(path).manifests():
         name = (obj.get("metadata") or {}).get("name") or ""
         for m in models:
-            derived = name.startswith(f"{m}-") and name[len(m) :] not in known and name[len(m) + 1 :] not in models
+            listed = name[len(m) :] in suffixes or name in known[m]
+            derived = name.startswith(f"{m}-") and not listed and name[len(m) + 1 :] not in models
             if derived and not any(other != m and name.startswith(other) for other in models):
                 pytest.fail(f"{obj['kind']} {name} is derived from model {m} with an unlisted suffix")
 

@@ -102,11 +102,11 @@ def test_an_engine_image_is_refused_with_where_it_is_pinned_instead(dev):
 
 def test_every_platform_image_of_the_catalog_has_a_key_and_no_engine_image_has_one():
     from components.engines import ENGINES
-    from stacks.config.images import ImagesSection
+    from stacks.config.images import MODEL_IMAGE_KEYS, ImagesSection
     from stacks.versions import MODEL_IMAGES
 
     assert set(ImagesSection.names()) == set(PLATFORM_IMAGES) == set(IMAGES) - MODEL_IMAGES
-    assert set(ENGINES) <= MODEL_IMAGES, "every engine's image is pinned per model"
+    assert set(ENGINES) <= MODEL_IMAGE_KEYS, "an engine's name is refused here and pointed at models[].image"
 
 
 def test_a_pin_changes_the_rendered_prep_litellm_and_neuron_monitor_images(prod_render):

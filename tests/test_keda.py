@@ -278,13 +278,14 @@ def test_a_team_model_runs_on_its_platforms_keda_and_prometheus():
 
 
 def test_the_catalog_uses_dynamo_1_4s_queue_and_not_the_deprecated_gauges():
-    from stacks.metrics import ENGINE_METRICS
+    from components.engines import ENGINES
 
-    names = {m.name for m in ENGINE_METRICS["dynamo"].values()}
+    dynamo = ENGINES["dynamo"].facts.metrics
+    names = {m.name for m in dynamo.values()}
     assert not names & {"dynamo_frontend_queued_requests", "dynamo_frontend_inflight_requests"}
-    queue = ENGINE_METRICS["dynamo"]["queue"]
+    queue = dynamo["queue"]
     assert queue.series() == 'dynamo_frontend_stage_requests{stage=~"preprocess|route|dispatch"}'
-    assert ENGINE_METRICS["dynamo"]["running"].name == "dynamo_frontend_active_requests"
+    assert dynamo["running"].name == "dynamo_frontend_active_requests"
 
 
 def test_every_scaled_object_and_its_hpa_name_fit_keda_s_63_character_limit():

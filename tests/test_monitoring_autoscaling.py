@@ -13,7 +13,7 @@ from components.engines import ENGINES
 from components.monitoring.collection import PROMETHEUS_SERVICE, prometheus_adapter_values
 from stacks.errors import ConfigError
 from stacks.load import ROOT, parse_sections
-from stacks.metrics import ENGINE_METRICS, custom_metric
+from stacks.metrics import custom_metric
 from stacks.resolve import export_platform
 from tests.builders import engine_objects, resolved_stack
 from tests.conftest import ALL_STACKS, rendered_stack, sections_of, stack_manifests
@@ -22,7 +22,8 @@ P = "inference-platform:"
 FRONTDOOR = ROOT / "stacks" / "examples" / "Pulumi.frontdoor.yaml"
 # The engines the Monitoring component has prometheus-adapter serve: every engine with a workload
 # of the platform's own (team stacks' HPAs read the same adapter).
-WORKLOAD_ENGINES = [name for name, e in ENGINES.items() if e.FACTS.platform_workload]
+WORKLOAD_ENGINES = [e.facts for e in ENGINES.values() if e.facts.platform_workload]
+ENGINE_METRICS = {name: e.facts.metrics for name, e in ENGINES.items()}
 
 
 def adapter_rules(values: dict[str, Any]) -> dict[str, dict[str, Any]]:

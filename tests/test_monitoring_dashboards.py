@@ -11,7 +11,7 @@ import pytest
 
 from components.engines import ENGINES
 from components.monitoring.dashboards import accelerator_dashboard, engine_dashboard
-from stacks.metrics import ENGINE_METRICS, KUBE_METRICS, NODE_METRICS, PICKER_METRICS, Metric
+from stacks.metrics import KUBE_METRICS, NODE_METRICS, PICKER_METRICS, Metric
 from tests.conftest import ALL_STACKS, sections_of, stack_manifests
 
 # Expected Grafana unit, written out here independently of the builders: (how the query uses the
@@ -30,6 +30,9 @@ EXPECTED_UNIT = {
     ("value", "bool"): "bool",
 }
 NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+
+# Each engine's series, from its module (components/engines/<engine>.py).
+ENGINE_METRICS = {name: e.facts.metrics for name, e in ENGINES.items()}
 
 
 def catalog_for(board: dict[str, Any]) -> dict[str, Metric]:
@@ -94,7 +97,7 @@ def test_every_rendered_dashboard_queries_real_metrics_in_their_units(path):
     expected = {m["engine"] for m in sections.get("models", [])}
     if role == "platform":  # teams deploy later: every engine the pools can run gets its dashboard
         accelerators = {p.get("accelerator", "none") for p in sections.get("nodePools", [])}
-        expected |= {name for name, e in ENGINES.items() if accelerators & set(e.FACTS.accelerators)}
+        expected |= {name for name, e in ENGINES.items() if accelerators & set(e.facts.accelerators)}
     monitoring = ((sections.get("addons") or {}).get("monitoring") or {}).get("enabled", True)
     if role == "workloads" or not monitoring:
         expected = set()  # the platform stack owns the dashboards; none without monitoring
@@ -107,7 +110,7 @@ def test_every_rendered_dashboard_queries_real_metrics_in_their_units(path):
 
 @pytest.mark.parametrize("engine", sorted(ENGINE_METRICS))
 def test_each_engines_dashboard_queries_real_metrics_in_their_units(engine):
-    board = engine_dashboard(engine)
+    board = engine_dashboard(engine, ENGINES[engine].facts)
     if not ENGINE_METRICS[engine]:
         assert board is None, f"{engine} exports no metrics, so it gets no dashboard"
         return
@@ -125,7 +128,7 @@ def test_the_accelerator_dashboard_shows_gpu_and_neuroncore_utilisation_in_their
 
 
 def test_the_vllm_dashboard_has_every_serving_panel():
-    board = engine_dashboard("vllm")
+    board = engine_dashboard("vllm", ENGINES["vllm"].facts)
     assert board is not None
     titles = " | ".join(p["title"] for p in board["panels"])
     for part in (
@@ -143,14 +146,14 @@ def test_the_vllm_dashboard_has_every_serving_panel():
 
 
 def test_ray_serve_latency_stays_in_milliseconds():
-    board = engine_dashboard("ray-serve")
+    board = engine_dashboard("ray-serve", ENGINES["ray-serve"].facts)
     assert board is not None
     e2e = next(p for p in board["panels"] if "ray_serve_http_request_latency_ms" in p["targets"][0]["expr"])
     assert e2e["fieldConfig"]["defaults"]["unit"] == "ms"
 
 
 def test_a_panel_in_the_wrong_unit_is_caught():
-    board = engine_dashboard("vllm")
+    board = engine_dashboard("vllm", ENGINES["vllm"].facts)
     assert board is not None
     board["panels"][0]["fieldConfig"]["defaults"]["unit"] = "ms"
     with pytest.raises(AssertionError):
@@ -158,7 +161,7 @@ def test_a_panel_in_the_wrong_unit_is_caught():
 
 
 def test_a_made_up_metric_is_caught():
-    board = engine_dashboard("vllm")
+    board = engine_dashboard("vllm", ENGINES["vllm"].facts)
     assert board is not None
     board["panels"][0]["targets"][0]["expr"] = "histogram_quantile(0.95, rate(nim_ttft_ms_bucket[5m]))"
     with pytest.raises(AssertionError):

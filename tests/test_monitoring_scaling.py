@@ -12,17 +12,19 @@ from typing import Any
 import pytest
 
 from components.benchmark import job_name
+from components.engines import ENGINES
 from components.monitoring import scaling
 from components.monitoring.dashboards import dashboard_configmap
 from components.scaling.keda import queue_query, scaled_objects
 from stacks.load import ROOT
-from stacks.metrics import ENGINE_METRICS, GRAFANA_UNITS, KUBE_METRICS
+from stacks.metrics import GRAFANA_UNITS, KUBE_METRICS
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
 from tests.conftest import sections_of
 from tests.engines_helpers import example, stack_of
 from tests.test_keda import dynamo_sections, keda
 
 K = KUBE_METRICS
+ENGINE_METRICS = {name: e.facts.metrics for name, e in ENGINES.items()}
 # The labels kube-state-metrics v2.18.0 (kube-prometheus-stack 81.6.2's kube-state-metrics 7.1.0)
 # puts on each series: docs/metrics/workload/{horizontalpodautoscaler,deployment,job}-metrics.md.
 KSM_LABELS = {

@@ -153,7 +153,7 @@ def test_the_cold_start_budget_reuses_the_startup_probe_and_every_timeout_covers
     assert (budget.node_launch, budget.image_pull, budget.startup) == (NODE_LAUNCH_SECONDS, IMAGE_PULL_SECONDS, allowed)
     # Big weights: the cache's read budget exceeds the engine's own allowance, and the timeouts follow.
     big = idle.config.model_copy(update={"parameters": "400B", "dtype": "fp8"})
-    heavy = cold_start(big, engine("vllm").FACTS, neuron=False)
+    heavy = cold_start(big, engine("vllm").facts, neuron=False)
     assert heavy.startup > budget.startup, "400 GB of weights take longer to load"
     served = idle.__class__(
         **{**idle.__dict__, "config": big, "wake": idle.wake.__class__(route=IDLE, cold_start=heavy)}

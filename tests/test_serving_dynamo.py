@@ -108,9 +108,9 @@ def test_every_dynamo_object_passes_the_upstream_crd(name):
 def test_clients_reach_the_operator_generated_frontend_service():
     served = resolved_model(serving_stack(), "qwen3-8b-dynamo")
     assert (served.service, served.port) == ("qwen3-8b-dynamo-frontend", 8000), "<dgd name>-frontend on 8000"
-    assert dynamo.service(served.config) == (served.service, served.port)
+    assert (dynamo.service(served.config), dynamo.FRONTEND_PORT) == (served.service, served.port)
     assert served.scale_target == ("nvidia.com/v1beta1", "DynamoGraphDeployment", "qwen3-8b-dynamo")
-    assert ENGINES["dynamo"].FACTS.controller == "dynamo", "DGDs wait for the dynamo-platform release"
+    assert ENGINES["dynamo"].facts.controller == "dynamo", "DGDs wait for the dynamo-platform release"
 
 
 def test_a_prefill_revision_that_differs_from_the_decode_revision_is_refused():

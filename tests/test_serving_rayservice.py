@@ -76,7 +76,7 @@ def test_the_rayservice_passes_the_upstream_crd():
 def test_clients_reach_the_kuberay_serve_service():
     served = resolved_model(serving_stack(), NAME)
     assert (served.service, served.port) == (f"{NAME}-serve-svc", 8000)
-    assert ENGINES["ray-serve"].FACTS.controller == "kuberay", "RayServices wait for the KubeRay operator release"
+    assert ENGINES["ray-serve"].facts.controller == "kuberay", "RayServices wait for the KubeRay operator release"
 
 
 def test_more_min_workers_than_max_workers_is_refused():

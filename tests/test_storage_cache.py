@@ -19,6 +19,8 @@ from components.storage.cache import (
 from stacks.config import ModelSection, StackConfig
 from stacks.config.storage import StorageSection
 from stacks.load import ROOT, parse_sections
+from stacks.resolve import own_platform, resolve_model
+from stacks.resolved import ResolvedModel
 from tests.builders import CATALOG
 from tests.conftest import sections_of
 
@@ -28,13 +30,18 @@ def config(name: str = "dev") -> StackConfig:
     return parse_sections(sections_of(path), "us-west-2")
 
 
+def served(cfg: StackConfig, model: ModelSection) -> ResolvedModel:
+    """The model resolved on the stack's own platform (its pool, its engine's facts)."""
+    resolved = resolve_model(0, model, own_platform(cfg), None)
+    assert resolved is not None
+    return resolved
+
+
 def mount_for(name: str, model_index: int = 0, **ctx):
     cfg = config(name)
     model = cfg.models[model_index]
-    pool = cfg.pool(model.pool)
-    assert pool is not None
     context = CacheContext(storage=cfg.storage, bucket="acme-models", reader_service_account="model-reader", **ctx)
-    return cache_mount(context, model, pool, CATALOG), model
+    return cache_mount(context, served(cfg, model), CATALOG), model
 
 
 def test_a_shared_cache_mounts_the_namespace_claim_and_prepares_into_it():
@@ -70,14 +77,14 @@ def test_no_cache_uses_an_existing_claim_when_one_is_named():
         {"modelCache": "none", "existingClaim": {"name": "weights", "accessMode": "ReadWriteMany"}}
     )
     model = cfg.models[0]
-    mount = cache_mount(CacheContext(storage=storage), model, cfg.pool(model.pool), CATALOG)  # type: ignore[arg-type]
+    mount = cache_mount(CacheContext(storage=storage), served(cfg, model), CATALOG)
     assert mount.volumes[0]["persistentVolumeClaim"]["claimName"] == "weights"
 
 
 def test_without_a_bucket_only_the_hub_step_runs():
     cfg = config()
     model = cfg.models[0]
-    mount = cache_mount(CacheContext(storage=StorageSection()), model, cfg.pool(model.pool), CATALOG)  # type: ignore[arg-type]
+    mount = cache_mount(CacheContext(storage=StorageSection()), served(cfg, model), CATALOG)
     assert [c["name"] for c in mount.init_containers] == ["model-from-hub"]
 
 
@@ -111,9 +118,9 @@ def test_neuron_compiled_artifacts_live_apart_from_the_weights():
 def test_engines_that_fetch_their_own_artifacts_get_the_volume_without_preparation():
     cfg = config()
     raw = cfg.models[0].model_dump(by_alias=True)
-    raw.update(engine="ollama", secrets={})
+    raw.update(engine="ollama", secrets={}, routing=None)
     model = ModelSection.model_validate(raw)
-    mount = cache_mount(CacheContext(storage=cfg.storage, claim_name="model-cache"), model, cfg.node_pools[0], CATALOG)
+    mount = cache_mount(CacheContext(storage=cfg.storage, claim_name="model-cache"), served(cfg, model), CATALOG)
     assert mount.volumes and not mount.init_containers
 
 

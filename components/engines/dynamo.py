@@ -53,35 +53,126 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.models import Dynamo
-from stacks.groups import dynamo_multinode
+from stacks.engine_facts import OPENAI_PATHS, DerivedName, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.metrics import Metric, Signal
 from stacks.resolved import scaling_adapter_name
 from stacks.sizing import replica_requests
-from stacks.versions import Image, image
+from stacks.versions import IMAGES, Image
 
 from .. import secretfiles
 from ..naming import scanner_waivers
 from ..secretfiles import SecretFile
 from ..storage.prepare import TOKEN_VOLUME
-from .facts import EngineFacts
+from . import sglang, vllm
 from .group import EFA_ENV, add_efa
-from .spec import WorkloadSpec
+from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
 
 FRONTEND = "Frontend"
 FRONTEND_PORT = 8000
+
+# The Frontend's series (lib/runtime/src/metrics/prometheus_names.rs at 1.4), in seconds. 1.4 deprecates
+# dynamo_frontend_queued_requests and _inflight_requests: the queue is the requests in the stages before a
+# worker takes them (docs/autoscaling.md).
+METRICS: dict[Signal, Metric] = {
+    "ttft": Metric("dynamo_frontend_time_to_first_token_seconds", "histogram", "s", "time to first token"),
+    "itl": Metric("dynamo_frontend_inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
+    "e2e": Metric("dynamo_frontend_request_duration_seconds", "histogram", "s", "request duration"),
+    "tokens": Metric("dynamo_frontend_output_sequence_tokens", "histogram", "tokens", "output tokens per request"),
+    "queue": Metric(
+        "dynamo_frontend_stage_requests",
+        "gauge",
+        "requests",
+        "requests not yet at a worker",
+        matchers='stage=~"preprocess|route|dispatch"',
+    ),
+    "running": Metric("dynamo_frontend_active_requests", "gauge", "requests", "requests in flight"),
+}
+
+# What Dynamo's workers add to their backend's flags for the graph roles (_worker_args below). Each
+# worker's own parser (allow_abbrev=False) hands the flags it does not know to its backend's parser,
+# which abbreviates.
+FLAGS: dict[str, str] = {
+    "--disaggregation-mode": flags.DISAGG,
+    "--disaggregation-transfer-backend": flags.DISAGG,
+    "--kv-transfer-config": flags.DISAGG,
+    "--kv-events-config": flags.KV_EVENTS,
+    "--publish-kv-events": flags.KV_EVENTS,
+    "--no-publish-kv-events": flags.KV_EVENTS,
+    "--publish-events-and-metrics": flags.KV_EVENTS,
+    "--no-publish-events-and-metrics": flags.KV_EVENTS,
+    "--no-enable-prefix-caching": flags.KV_CACHE,
+    "--disable-radix-cache": flags.KV_CACHE,
+    "--router-mode": flags.ROUTER,
+    "--engine-config-json": flags.CONFIG,
+    "--model-path": flags.MODEL,
+    "--max-seq-len": flags.MAXLEN,
+    "--context-length": flags.MAXLEN,
+}
+DIALECTS = {
+    "vllm": Dialect(
+        engine="Dynamo's vLLM worker",
+        owned={**vllm.FLAGS, **FLAGS},
+        streamed={},
+        refused=None,
+        exact=vllm.EXACT,
+        underscores=True,
+    ),
+    "trtllm": Dialect(
+        engine="Dynamo's TensorRT-LLM worker",
+        owned={**vllm.FLAGS, **FLAGS},
+        streamed={},
+        refused=None,
+        exact=vllm.EXACT,
+        underscores=True,
+    ),
+    "sglang": Dialect(
+        engine="Dynamo's SGLang worker",
+        owned={**sglang.FLAGS, **FLAGS},
+        streamed={},
+        refused=None,
+        exact=sglang.EXACT,
+        not_secrets=sglang.NOT_SECRETS,
+    ),
+}
+
 FACTS = EngineFacts(
-    port=8000,
+    title="Dynamo 1.4",
+    port=FRONTEND_PORT,
     health_path="/health",
     ready_path="/health",
     metrics_path="/metrics",
+    metrics_port=None,
+    route_paths=OPENAI_PATHS,
+    management_paths=(),
+    accelerators=("nvidia",),
     controller="dynamo",
     platform_workload=False,
     # No picker_engine: the Frontend already routes (its --router-mode), and a picker in front of it
     # would score the Frontend pods, not the workers.
+    picker_engine=None,
+    startup_seconds=1800,
+    metrics=METRICS,
+    # The worker component's multinode.nodeCount; its tensor size is the whole group's, which the
+    # operator's injected --nnodes/--node-rank wiring expects.
+    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=True, head_rule=None),
+    scaling=Scaling(
+        built_in="the Dynamo operator (it sets each DynamoGraphDeployment component's replicas)",
+        # KEDA scales a graph through its scaling adapters (keda_targets).
+        keda=None,
+        to_zero="a Dynamo graph whose workers are all at zero drops the model from its frontend's /v1/models, "
+        "so requests get 404 and nothing asks for a worker again (Dynamo 1.4 docs/autoscaling.md, "
+        "Scale-to-Zero Limitation); keep minReplicas: 1",
+    ),
+    streams=False,
+    lora=False,
+    canary=False,
+    revisions=True,
 )
 API_VERSION = "nvidia.com/v1beta1"
 
@@ -134,16 +225,20 @@ def dynamo_block(model: ModelSection) -> Dynamo:
     return model.dynamo or Dynamo()
 
 
+def roles(block: Dynamo) -> tuple[str, ...]:
+    """The graph's worker roles: one that does prefill and decode, or the two of a disaggregated graph."""
+    return ("prefill", "decode") if block.mode == "disaggregated" else ("worker",)
+
+
+def dynamo_multinode(model: ModelSection) -> bool:
+    """A graph whose workers span nodes (it needs the operator's Grove orchestrator)."""
+    return model.nodes_per_replica > 1
+
+
 def runtime_image(model: ModelSection) -> Image:
     """The pinned runtime image of the model's backend (catalog `dynamo-<backend>`), with the
     model's own image override applied field by field."""
-    base = image(f"dynamo-{dynamo_block(model).backend}")
-    override = model.image
-    return Image(
-        repository=override.repository or base.repository,
-        tag=override.tag or base.tag,
-        digest=override.digest if (override.digest or override.repository or override.tag) else base.digest,
-    )
+    return overridden(IMAGES[f"dynamo-{dynamo_block(model).backend}"], model.image)
 
 
 def graph_name(model: ModelSection) -> str:
@@ -173,10 +268,15 @@ def scaling_adapters(model: ModelSection) -> tuple[tuple[str, str, str], ...]:
     return ((API_VERSION, ADAPTER_KIND, scaling_adapter_name(graph_name(model), ROLE_NAMES[role])),)
 
 
-def service(model: ModelSection) -> tuple[str, int]:
+def service(model: ModelSection) -> str:
     """The Service the operator creates for the Frontend: `<dgd name>-frontend`, port 8000
     (Dynamo docs, "Expose the Frontend")."""
-    return f"{graph_name(model)}-{FRONTEND.lower()}", FRONTEND_PORT
+    return component_service(model, FRONTEND)
+
+
+def component_service(model: ModelSection, component: str) -> str:
+    """The operator names each component's Service `<graph>-<component, lower case>`."""
+    return f"{graph_name(model)}-{component.lower()}"
 
 
 def over_efa(spec: WorkloadSpec) -> bool:
@@ -394,7 +494,34 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return objects
 
 
-def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
-    """The DynamoGraphDeployment its operator reconciles (and generates the Services from)."""
+def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
+    """A DynamoGraphDeployment its operator reconciles (and generates the Services from). The workers
+    download the repository themselves (upstream's `fetch_model`, into HF_HOME on the cache volume), so
+    the platform prepares nothing: a prepared copy beside theirs would only double the disk."""
     del addons
-    return API_VERSION, "DynamoGraphDeployment", graph_name(model)
+    block = dynamo_block(model)
+    return ModelFacts(
+        image=runtime_image(model),
+        service=service(model),
+        port=FRONTEND_PORT,
+        workload=(API_VERSION, "DynamoGraphDeployment", graph_name(model)),
+        keda_targets=scaling_adapters(model),
+        dialect=DIALECTS[block.backend],
+        hub_repo=repo_id(model),
+        prepared=False,
+        platform_images=("dynamo-planner",) if block.request_profiling else (),
+        names=tuple(
+            DerivedName(
+                name=component_service(model, c),
+                what=f"Service the dynamo operator creates (-{c.lower()})",
+                limit=63,
+                dns_1035=True,
+            )
+            for c in (FRONTEND, *(ROLE_NAMES[role] for role in roles(block)))
+        ),
+        # A graph across nodes runs through Grove ("no multinode orchestrator available" without it).
+        addons=("dynamo.grove",) if dynamo_multinode(model) else (),
+    )
+
+
+SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)

@@ -18,25 +18,57 @@ from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
+from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
 from stacks.sizing import tensor_parallel
+from stacks.versions import IMAGES
 
 from ..storage.cache import compiled_dir
-from .facts import EngineFacts
-from .spec import WorkloadSpec
+from . import vllm
+from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
 from .vllm import served_args
-from .workload import EngineContainer, deployment
+from .workload import EngineContainer, platform_model
 from .workload import manifests as workload_manifests
 
-# No picker_engine: that vLLM 0.16 with the vllm-neuron plugin exports the gauges the llm-d router's
-# vllm config reads (vllm:kv_cache_usage_perc, vllm:num_requests_waiting) is not verified.
-# First start compiles the model for the Neuron devices before serving.
+# vLLM 0.16's parser, of the same design as 0.29's and reading the same flags.
+DIALECT = Dialect(
+    engine="vLLM 0.16 (vllm-neuron)",
+    owned=vllm.FLAGS,
+    streamed={},
+    refused=None,
+    exact=vllm.EXACT,
+    underscores=True,
+)
+
 FACTS = EngineFacts(
+    title="vLLM 0.16 on Neuron (NxD Inference)",
     port=8000,
     health_path="/health",
     ready_path="/health",
     metrics_path="/metrics",
+    metrics_port=None,
+    route_paths=OPENAI_PATHS,
+    management_paths=(),
     accelerators=("neuron",),
+    controller=None,
+    platform_workload=True,
+    # No picker_engine: that vLLM 0.16 with the vllm-neuron plugin exports the gauges the llm-d
+    # router's vllm config reads (vllm:kv_cache_usage_perc, vllm:num_requests_waiting) is not verified.
+    picker_engine=None,
+    # First start compiles the model for the Neuron devices before serving.
     startup_seconds=3600,
+    metrics=vllm.METRICS,
+    groups=Groups(
+        builder=None,
+        refused="the NxD Inference vLLM image (vLLM 0.16 with vllm-neuron) is built and documented for one "
+        "Inferentia/Trainium instance per replica here; multi-node Neuron serving is not supported by the platform",
+        tensor_spans_nodes=False,
+        head_rule=None,
+    ),
+    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    streams=False,
+    lora=False,
+    canary=False,
+    revisions=True,
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours
@@ -51,7 +83,7 @@ def compiled_root(spec: WorkloadSpec) -> str:
 
 
 def artifacts_dir(spec: WorkloadSpec) -> str:
-    return f"{compiled_root(spec)}/tp{tensor_parallel(spec.model, spec.pool)}"
+    return f"{compiled_root(spec)}/tp{tensor_parallel(spec.model, spec.pool, FACTS.groups)}"
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
@@ -74,10 +106,10 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
 
 
-def service(model: ModelSection) -> tuple[str, int]:
-    return model.name, FACTS.port
-
-
-def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     del addons
-    return deployment(model)
+    image = overridden(IMAGES["vllm-neuronx"], model.image)
+    return platform_model(model, FACTS, image=image, dialect=DIALECT, hub_repo=repo_id(model))
+
+
+SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)

@@ -23,32 +23,56 @@ from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
+from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
 from stacks.sizing import container_resources
+from stacks.versions import IMAGES
 
-from .facts import EngineFacts
+from ..storage.cache import HF_SCHEME
+from . import vllm
 from .group import add_efa, leader_zone_affinity
-from .spec import WorkloadSpec
+from .spec import EngineSpec, WorkloadSpec, overridden
 from .workload import (
     HOME,
     EngineContainer,
     deployment,
     hpa_scaling,
     metadata,
+    platform_model,
     pod_labels,
     probes,
     requests,
 )
 from .workload import manifests as workload_manifests
 
+# NIM 2.0 forwards vLLM's flags after `nim-serve`.
+DIALECT = Dialect(engine="NIM's vLLM", owned=vllm.FLAGS, streamed={}, refused=None, exact=vllm.EXACT, underscores=True)
+
 FACTS = EngineFacts(
+    title="NIM 2.0.12",
     port=8000,
     health_path="/v1/health/live",
     ready_path="/v1/health/ready",
     metrics_path="/v1/metrics",
+    metrics_port=None,
+    route_paths=OPENAI_PATHS,
+    management_paths=(),
+    accelerators=("nvidia",),
     controller="nim-operator",
+    platform_workload=True,
     # No picker_engine: NIM serves its metrics at /v1/metrics without the `vllm:` prefix
     # (num_requests_waiting, gpu_cache_usage_perc; docs.nvidia.com/nim/large-language-models
     # observability), which none of the llm-d router's built-in engine configs reads.
+    picker_engine=None,
+    startup_seconds=1800,
+    metrics=vllm.METRICS,
+    # The NIM Operator's NIMService multiNode forms the group.
+    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None),
+    # Who owns the count depends on the operator (addons.nimOperator): its checks say.
+    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    streams=False,
+    lora=False,
+    canary=True,
+    revisions=True,
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000
@@ -146,7 +170,7 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
         "livenessProbe": {"enabled": True, "probe": _numeric_port(pr["livenessProbe"], f.port)},
     }
     if m.autoscaling.owner == "hpa":
-        body["scale"] = {"enabled": True, "hpa": hpa_scaling(m)}
+        body["scale"] = {"enabled": True, "hpa": hpa_scaling(m, spec.facts)}
     else:
         body["replicas"] = m.replicas
     group = spec.served.group
@@ -195,13 +219,29 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
 
 
-def service(model: ModelSection) -> tuple[str, int]:
-    return model.name, FACTS.port
-
-
 def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
     """A NIMService when the NIM Operator runs NIM (it reconciles the Deployment and Service), else
     the platform's own Deployment."""
     if addons.nim_operator.enabled:
         return NIM_API_VERSION, "NIMService", model.name
     return deployment(model)
+
+
+def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
+    """An `hf://` model is prepared by the platform from its repository; `nim.modelPath` names weights
+    prepared some other way, and an NGC model is NIM's to fetch."""
+    image = overridden(IMAGES["model-free-nim"], model.image)
+    elsewhere = model.nim is not None and bool(model.nim.model_path)
+    hub = model.model.startswith(HF_SCHEME) and not elsewhere
+    return platform_model(
+        model,
+        FACTS,
+        image=image,
+        dialect=DIALECT,
+        workload=workload(model, addons),
+        hub_repo=model.model.removeprefix(HF_SCHEME) if hub else None,
+        prepared=not elsewhere,
+    )
+
+
+SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)

@@ -16,17 +16,31 @@ from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
+from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.versions import IMAGES
 
-from .facts import EngineFacts
-from .spec import WorkloadSpec
-from .workload import EngineContainer, deployment, helper_container
+from .spec import EngineSpec, WorkloadSpec, overridden
+from .workload import EngineContainer, helper_container, platform_model
 from .workload import manifests as workload_manifests
 
+# `ollama serve` takes no arguments at all (cmd/cmd.go: cobra.ExactArgs(0)); it is configured by
+# environment, which the platform sets.
+DIALECT = Dialect(
+    engine="Ollama 0.34",
+    owned={},
+    streamed={},
+    refused="`ollama serve` takes no arguments (cobra.ExactArgs(0)) and is configured by environment, which the "
+    "platform sets; remove engineArgs",
+)
+
 FACTS = EngineFacts(
+    title="Ollama 0.34",
     port=11434,
     health_path="/",
     ready_path="/api/version",
     metrics_path=None,  # Ollama exports no Prometheus metrics
+    metrics_port=None,
+    route_paths=OPENAI_PATHS,
     # Model management and ollama.com account paths (server/routes.go at 0.34): never routed.
     management_paths=(
         "/api/pull",
@@ -41,8 +55,24 @@ FACTS = EngineFacts(
         "/api/experimental",
     ),
     accelerators=("nvidia", "none"),
+    controller=None,
+    platform_workload=True,
+    picker_engine=None,
     # Models are on disk before the server starts; loading into memory is quick.
     startup_seconds=600,
+    metrics={},
+    groups=Groups(
+        builder=None,
+        refused="Ollama runs a model on the accelerators of one machine; it has no multi-node mode",
+        tensor_spans_nodes=False,
+        head_rule=None,
+    ),
+    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    streams=False,
+    lora=False,
+    canary=False,
+    # Ollama pulls its models by name and tag (`ollama.pull`), not a repository at a git revision.
+    revisions=False,
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60
@@ -103,10 +133,11 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
 
 
-def service(model: ModelSection) -> tuple[str, int]:
-    return model.name, FACTS.port
-
-
-def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
+    """Ollama pulls its own models into the cache volume (its init container), from its library."""
     del addons
-    return deployment(model)
+    image = overridden(IMAGES["ollama"], model.image)
+    return platform_model(model, FACTS, image=image, dialect=DIALECT, hub_repo=None, prepared=False)
+
+
+SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)

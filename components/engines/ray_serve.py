@@ -48,27 +48,67 @@ import yaml
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.models import RayServe
+from stacks.engine_facts import OPENAI_PATHS, DerivedName, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.metrics import Metric, Signal
 from stacks.sizing import replica_requests
-from stacks.versions import Image, image
+from stacks.versions import IMAGES, Image
 
-from .facts import EngineFacts
 from .group import add_efa
-from .spec import WorkloadSpec
+from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, ZONE, hf_token, unique_volumes
 
+API_VERSION = "ray.io/v1"
+SERVE_PORT = 8000
+RAY_VERSION = "2.58.0"
+# KubeRay v1.7.0's longest RayService name (ray-operator/controllers/ray/utils/constant.go,
+# validation.go): MaxRayServiceNameLength = MaxRayClusterNameLength (53, so `<cluster>-serve-svc` fits
+# 63) - 6 (the suffix GenerateRayClusterName appends) = 47.
+RAY_SERVICE_MAX = 53 - 6
+
+# Ray Serve's own series: the proxy's latency is in MILLISECONDS.
+METRICS: dict[Signal, Metric] = {
+    "e2e": Metric("ray_serve_http_request_latency_ms", "histogram", "ms", "HTTP request latency at the proxy"),
+    "requests": Metric("ray_serve_num_http_requests_total", "counter", "requests", "HTTP requests"),
+    "queue": Metric("ray_serve_deployment_queued_queries", "gauge", "requests", "queries waiting"),
+}
+
+DIALECT = Dialect(
+    engine="Ray Serve 2.58",
+    owned={},
+    streamed={},
+    refused="Ray Serve takes no engineArgs: the platform builds its LLM config and would drop them; remove engineArgs",
+)
+
 FACTS = EngineFacts(
-    port=8000,
+    title="Ray Serve 2.58",
+    port=SERVE_PORT,
     health_path="/-/healthz",
     ready_path="/-/healthz",
     metrics_path="/metrics",
     metrics_port=8080,
+    route_paths=OPENAI_PATHS,
+    management_paths=(),
+    accelerators=("nvidia",),
     controller="kuberay",
     platform_workload=False,
+    picker_engine=None,
+    startup_seconds=1800,
+    metrics=METRICS,
+    # N worker pods per replica in a PACK placement group: tensor within a node, pipeline across nodes.
+    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None),
+    scaling=Scaling(
+        built_in="Ray Serve's replica autoscaling with the KubeRay autoscaler (rayServe.minWorkers/maxWorkers/"
+        "targetOngoingRequests; a RayService has no scale subresource for another scaler)",
+        keda="a RayService has no scale subresource; Ray Serve scales its replicas itself (rayServe."
+        "minWorkers/maxWorkers/targetOngoingRequests) and the KubeRay autoscaler adds the workers",
+        to_zero=None,
+    ),
+    streams=False,
+    lora=False,
+    canary=False,
+    revisions=True,
 )
-API_VERSION = "ray.io/v1"
-SERVE_PORT = 8000
-RAY_VERSION = "2.58.0"
 
 
 def ray_block(model: ModelSection) -> RayServe:
@@ -76,17 +116,12 @@ def ray_block(model: ModelSection) -> RayServe:
 
 
 def ray_image(model: ModelSection) -> Image:
-    base = image("ray")
-    override = model.image
-    return Image(
-        repository=override.repository or base.repository,
-        tag=override.tag or base.tag,
-        digest=override.digest if (override.digest or override.repository or override.tag) else base.digest,
-    )
+    return overridden(IMAGES["ray-llm"], model.image)
 
 
-def service(model: ModelSection) -> tuple[str, int]:
-    return f"{model.name}-serve-svc", SERVE_PORT
+def service(model: ModelSection) -> str:
+    """KubeRay's Serve Service (GenerateServeServiceName)."""
+    return f"{model.name}-serve-svc"
 
 
 def autoscaling_config(block: RayServe) -> dict[str, Any]:
@@ -266,7 +301,40 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return [ray_service(spec)]
 
 
-def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
-    """The RayService its operator reconciles (and generates the Services from)."""
+def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
+    """The RayService its operator reconciles (and generates the Services from); Ray Serve loads the
+    directory the platform prepared."""
     del addons
-    return API_VERSION, "RayService", model.name
+    services = (service(model), f"{model.name}-head-svc")
+    return ModelFacts(
+        image=ray_image(model),
+        service=service(model),
+        port=SERVE_PORT,
+        workload=(API_VERSION, "RayService", model.name),
+        keda_targets=(),
+        dialect=DIALECT,
+        hub_repo=repo_id(model),
+        prepared=True,
+        platform_images=(),
+        names=(
+            *(
+                DerivedName(
+                    name=name,
+                    what=f"Service the ray-serve operator creates ({name.removeprefix(model.name)})",
+                    limit=63,
+                    dns_1035=True,
+                )
+                for name in services
+            ),
+            DerivedName(
+                name=model.name,
+                what="RayService (KubeRay's MaxRayServiceNameLength)",
+                limit=RAY_SERVICE_MAX,
+                dns_1035=True,
+            ),
+        ),
+        addons=(),
+    )
+
+
+SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)

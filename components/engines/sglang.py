@@ -18,18 +18,96 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
+from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.metrics import Metric, Signal
 from stacks.sizing import tensor_parallel
+from stacks.versions import IMAGES
 
 from . import group, streamer
-from .facts import EngineFacts
-from .spec import WorkloadSpec
-from .workload import ENGINE_UID, HOME, EngineContainer
+from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
+from .workload import ENGINE_UID, HOME, EngineContainer, platform_model
 from .workload import manifests as workload_manifests
 
+# python/sglang/srt/observability/metrics_collector.py at 0.5.19, exported only with --enable-metrics
+# (always set here); `sglang:token_usage` is a 0-1 fraction of the KV pool.
+METRICS: dict[Signal, Metric] = {
+    "ttft": Metric("sglang:time_to_first_token_seconds", "histogram", "s", "time to first token"),
+    "itl": Metric("sglang:inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
+    "e2e": Metric("sglang:e2e_request_latency_seconds", "histogram", "s", "end-to-end request latency"),
+    "tokens": Metric("sglang:generation_tokens_total", "counter", "tokens", "generated tokens"),
+    "queue": Metric("sglang:num_queue_reqs", "gauge", "requests", "requests in the waiting queue"),
+    "running": Metric("sglang:num_running_reqs", "gauge", "requests", "requests running"),
+    "kv_cache": Metric("sglang:token_usage", "gauge", "ratio", "KV pool token usage (0-1)"),
+}
+
+# The flags SGLang 0.5.19 reads for what the platform sets (sglang/srt/server_args.py
+# prepare_server_args: a plain argparse.ArgumentParser, so prefixes are accepted too; `--config`
+# merges a YAML file).
+FLAGS: dict[str, str] = {
+    "--host": flags.ADDRESS,
+    "--port": flags.ADDRESS,
+    "--model-path": flags.MODEL,
+    "--model": flags.MODEL,
+    "--tokenizer-path": flags.MODEL,
+    "--revision": flags.MODEL,
+    "--served-model-name": flags.NAME,
+    "--config": flags.CONFIG,
+    "--tp-size": flags.PARALLEL,
+    "--tensor-parallel-size": flags.PARALLEL,
+    "--pp-size": flags.PARALLEL,
+    "--pipeline-parallel-size": flags.PARALLEL,
+    "--dp-size": flags.PARALLEL,
+    "--data-parallel-size": flags.PARALLEL,
+    "--nnodes": flags.PARALLEL,
+    "--node-rank": flags.PARALLEL,
+    "--dist-init-addr": flags.GROUP,
+    "--nccl-init-addr": flags.GROUP,
+    "--trust-remote-code": flags.TRUST,
+    "--context-length": flags.MAXLEN,
+    "--grammar-backend": flags.GRAMMAR,
+    "--api-key": flags.API_KEY,
+    "--admin-api-key": flags.API_KEY,
+    "--ssl-keyfile-password": flags.CREDENTIAL,
+}
+EXACT = frozenset({"--model", "--ssl-keyfile"})
+# SGLang flags whose names end like a credential's but are not one.
+NOT_SECRETS = frozenset({"--bucket-time-to-first-token", "--kt-max-deferred-experts-per-token"})
+# A streamed model's loader (SGLang 0.5.19 srt/model_loader/loader.py reads only safetensors through
+# the Run:ai streamer): its load format, settings and quantization.
+STREAMED: dict[str, str] = {
+    "--load-format": flags.LOADER,
+    "--model-loader-extra-config": flags.LOADER,
+    "--quantization": flags.GGUF,
+}
+DIALECT = Dialect(
+    engine="SGLang 0.5.19", owned=FLAGS, streamed=STREAMED, refused=None, exact=EXACT, not_secrets=NOT_SECRETS
+)
+
 FACTS = EngineFacts(
-    port=30000, health_path="/health", ready_path="/health", metrics_path="/metrics", picker_engine="sglang"
+    title="SGLang 0.5.19",
+    port=30000,
+    health_path="/health",
+    ready_path="/health",
+    metrics_path="/metrics",
+    metrics_port=None,
+    route_paths=OPENAI_PATHS,
+    management_paths=(),
+    accelerators=("nvidia",),
+    controller=None,
+    platform_workload=True,
+    picker_engine="sglang",
+    startup_seconds=1800,
+    metrics=METRICS,
+    # One tensor-parallel group over the whole replica (`--tp 16 --nnodes 2`, SGLang docs multi_node.md).
+    groups=Groups(builder="lws", refused=None, tensor_spans_nodes=True, head_rule="SGLang 0.5.19"),
+    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    streams=True,
+    lora=False,
+    canary=True,
+    revisions=True,
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000
@@ -54,7 +132,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         "--served-model-name",
         spec.served.served_model_name,
         "--tp-size",
-        str(tensor_parallel(m, spec.pool)),
+        str(tensor_parallel(m, spec.pool, FACTS.groups)),
         "--enable-metrics",
         "--grammar-backend",
         grammar,
@@ -94,10 +172,12 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
 
 
-def service(model: ModelSection) -> tuple[str, int]:
-    return model.name, FACTS.port
-
-
-def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     del addons
-    return group.workload_ref(model)
+    image = overridden(IMAGES["sglang"], model.image)
+    return platform_model(
+        model, FACTS, image=image, dialect=DIALECT, hub_repo=repo_id(model), workload=group.workload_ref(model)
+    )
+
+
+SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)

@@ -1,19 +1,60 @@
-"""What every engine module's builder receives for one model: the resolved model (stacks/resolved.py)
-and the pieces other concerns decided for it (placement on its pool, the model cache)."""
+"""The one typed spec every engine module declares (`SPEC`), what its builder receives for one model
+(`WorkloadSpec`), and the per-model facts most engines share.
+
+An `EngineSpec` holds everything the program knows about an engine: its facts (stacks/engine_facts.py:
+server, metrics, argument dialect, what it supports), what it makes of one model entry
+(`model_facts`: image, Service, workload, weights source, the names its operator derives) and the
+Kubernetes objects it builds (`manifests`).
+Every field is required, so a module that forgets one fails at import, never silently.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from stacks.config import ModelSection
+from stacks.config.addons import AddonsSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
+from stacks.engine_facts import EngineFacts, ModelFacts
 from stacks.resolved import ImageTable, ResolvedModel
 from stacks.versions import Image
 
 from ..scheduling import Placement
 from ..storage.cache import CacheMount
-from .facts import EngineFacts
+
+
+class ImageOverride(Protocol):
+    """What may override a catalog image: `models[].image` and `images.<name>` alike."""
+
+    @property
+    def repository(self) -> str | None: ...
+
+    @property
+    def tag(self) -> str | None: ...
+
+    @property
+    def digest(self) -> str | None: ...
+
+
+def overridden(base: Image, override: ImageOverride | None) -> Image:
+    """A catalog image with an override applied field by field: a digest belongs to one repository and
+    tag, so the catalog's is kept only while neither changed."""
+    if override is None:
+        return base
+    keep = override.repository is None and override.tag is None
+    return Image(
+        override.repository or base.repository,
+        override.tag or base.tag,
+        override.digest or (base.digest if keep else None),
+    )
+
+
+def repo_id(model: ModelSection) -> str | None:
+    """The Hugging Face repository a model id names, or None for a URL or a local path."""
+    return None if "://" in model.model or model.model.startswith("/") else model.model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,7 +62,6 @@ class WorkloadSpec:
     """Everything an engine module needs to build one model's objects."""
 
     served: ResolvedModel
-    facts: EngineFacts
     # The platform's cache settings (a team's stack follows its platform's).
     storage: StorageSection
     placement: Placement
@@ -36,6 +76,10 @@ class WorkloadSpec:
         return self.served.config
 
     @property
+    def facts(self) -> EngineFacts:
+        return self.served.facts
+
+    @property
     def pool(self) -> NodePoolSection:
         return self.served.pool.config
 
@@ -47,3 +91,14 @@ class WorkloadSpec:
     def pod_service_account(self) -> str | None:
         """The pods' serviceAccountName: read-only bucket access through Pod Identity (`model-reader`)."""
         return self.cache.service_account
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSpec:
+    """One engine, whole."""
+
+    facts: EngineFacts
+    # What the engine makes of one model entry on a platform with these add-ons.
+    model_facts: Callable[[ModelSection, AddonsSection], ModelFacts]
+    # The model's Kubernetes objects.
+    manifests: Callable[[WorkloadSpec], list[dict[str, Any]]]

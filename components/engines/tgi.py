@@ -15,17 +15,87 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
+from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.metrics import Metric, Signal
+from stacks.versions import IMAGES
 
-from .facts import EngineFacts
-from .spec import WorkloadSpec
-from .workload import HF_TOKEN_KEY, HOME, EngineContainer, deployment
+from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
+from .workload import HF_TOKEN_KEY, HOME, EngineContainer, platform_model
 from .workload import manifests as workload_manifests
 
-# Weights download, shard start-up and warm-up all precede /health.
+# The TGI 3.x router's series: seconds without a `_seconds` suffix; no time to first token and no
+# KV-cache metric.
+METRICS: dict[Signal, Metric] = {
+    "itl": Metric("tgi_request_mean_time_per_token_duration", "histogram", "s", "mean time per generated token"),
+    "e2e": Metric("tgi_request_duration", "histogram", "s", "end-to-end request duration"),
+    "tokens": Metric("tgi_request_generated_tokens", "histogram", "tokens", "generated tokens per request"),
+    "queue": Metric("tgi_queue_size", "gauge", "requests", "requests in the queue"),
+    "running": Metric("tgi_batch_current_size", "gauge", "requests", "current batch size"),
+}
+
+# The launcher's flags for what the platform sets (launcher/src/main.rs at 3.3.7): clap without
+# infer_long_args, so only exact long flags and `--flag=value`, and short flags alone, clustered (`-ep`)
+# or with the value attached (`-p9000`; `-p` is the port).
+FLAGS: dict[str, str] = {
+    "--hostname": flags.ADDRESS,
+    "--port": flags.ADDRESS,
+    "-p": flags.ADDRESS,
+    "--model-id": flags.MODEL,
+    "--revision": flags.MODEL,
+    "--num-shard": flags.PARALLEL,
+    "--sharded": flags.PARALLEL,
+    "--trust-remote-code": flags.TRUST,
+    "--max-total-tokens": flags.MAXLEN,
+    "--max-input-tokens": flags.MAXLEN,
+    "--max-input-length": flags.MAXLEN,
+    "--quantize": flags.QUANT,
+    "--api-key": flags.API_KEY,
+    "--ngrok": flags.TUNNEL,
+    "--ngrok-authtoken": flags.TUNNEL,
+    "--ngrok-edge": flags.TUNNEL,
+}
+DIALECT = Dialect(
+    engine="TGI 3.3.7 (clap)",
+    owned=FLAGS,
+    streamed={},
+    refused=None,
+    abbreviates=False,
+    # Short options taking no value, and those taking one (what follows is the value).
+    short_flags=frozenset("ehV"),
+    short_values={"p": "-p", "g": "-g"},
+)
+
 FACTS = EngineFacts(
-    port=8080, health_path="/health", ready_path="/health", metrics_path="/metrics", startup_seconds=3600
+    title="TGI 3.3.7",
+    port=8080,
+    health_path="/health",
+    ready_path="/health",
+    metrics_path="/metrics",
+    metrics_port=None,
+    route_paths=OPENAI_PATHS,
+    management_paths=(),
+    accelerators=("nvidia",),
+    controller=None,
+    platform_workload=True,
+    picker_engine=None,
+    # Weights download, shard start-up and warm-up all precede /health.
+    startup_seconds=3600,
+    metrics=METRICS,
+    groups=Groups(
+        builder=None,
+        refused="TGI's launcher shards a model over the GPUs of one machine only (`--num-shard` starts local "
+        "processes); it has no multi-node mode",
+        tensor_spans_nodes=False,
+        head_rule=None,
+    ),
+    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    streams=False,
+    lora=False,
+    canary=False,
+    revisions=True,
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"
@@ -70,10 +140,10 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
 
 
-def service(model: ModelSection) -> tuple[str, int]:
-    return model.name, FACTS.port
-
-
-def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     del addons
-    return deployment(model)
+    image = overridden(IMAGES["text-generation-inference"], model.image)
+    return platform_model(model, FACTS, image=image, dialect=DIALECT, hub_repo=repo_id(model))
+
+
+SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)

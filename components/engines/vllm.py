@@ -23,19 +23,106 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
+from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.metrics import Metric, Signal
 from stacks.sizing import tensor_parallel
+from stacks.versions import IMAGES
 
 from ..serving import aibrix
 from . import group, streamer
-from .facts import EngineFacts
-from .spec import WorkloadSpec
-from .workload import ENGINE_UID, HOME, EngineContainer
+from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
+from .workload import ENGINE_UID, HOME, EngineContainer, platform_model
 from .workload import manifests as workload_manifests
 
+# The v1 engine's series (vllm/v1/metrics/loggers.py at 0.29; NIM 2.0.12 passes them through at
+# /v1/metrics, and the NxD-backed vLLM on Neuron exports the same). Latency histograms in seconds;
+# `vllm:kv_cache_usage_perc` is a 0-1 fraction despite its name.
+METRICS: dict[Signal, Metric] = {
+    "ttft": Metric("vllm:time_to_first_token_seconds", "histogram", "s", "time to first token"),
+    "itl": Metric("vllm:inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
+    "e2e": Metric("vllm:e2e_request_latency_seconds", "histogram", "s", "end-to-end request latency"),
+    "tokens": Metric("vllm:generation_tokens_total", "counter", "tokens", "generated tokens"),
+    "queue": Metric("vllm:num_requests_waiting", "gauge", "requests", "requests waiting"),
+    "running": Metric("vllm:num_requests_running", "gauge", "requests", "requests running"),
+    "kv_cache": Metric("vllm:kv_cache_usage_perc", "gauge", "ratio", "KV-cache blocks in use (0-1)"),
+}
+
+# The flags `vllm serve` reads for what the platform sets (vllm/engine/arg_utils.py and
+# vllm/entrypoints/launchers/cli_args.py at 0.29.0). Its subparser is a FlexibleArgumentParser built
+# without allow_abbrev=False, so argparse takes any unambiguous prefix of a long flag (`--po` for
+# `--port`); `_` in a flag name reads as `-` (`--api_key`), and `--flag.key value` is a JSON field of
+# `--flag`. vLLM 0.16 (vllm-neuron), NIM 2.0's `nim-serve` and Dynamo's vLLM worker parse alike.
+FLAGS: dict[str, str] = {
+    "--host": flags.ADDRESS,
+    "--port": flags.ADDRESS,
+    "--uds": flags.ADDRESS,
+    "--model": flags.MODEL,
+    "--revision": flags.MODEL,
+    "--tokenizer": flags.MODEL,
+    "--tokenizer-revision": flags.MODEL,
+    "--code-revision": flags.MODEL,
+    "--served-model-name": flags.NAME,
+    "--config": flags.CONFIG,
+    "--tensor-parallel-size": flags.PARALLEL,
+    "-tp": flags.PARALLEL,
+    "--pipeline-parallel-size": flags.PARALLEL,
+    "-pp": flags.PARALLEL,
+    "--data-parallel-size": flags.PARALLEL,
+    "-dp": flags.PARALLEL,
+    "--data-parallel-size-local": flags.PARALLEL,
+    "-dpl": flags.PARALLEL,
+    "--nnodes": flags.PARALLEL,
+    "-n": flags.PARALLEL,
+    "--node-rank": flags.PARALLEL,
+    "-r": flags.PARALLEL,
+    "--master-addr": flags.GROUP,
+    "--master-port": flags.GROUP,
+    "--headless": flags.GROUP,
+    "--distributed-executor-backend": flags.GROUP,
+    "--trust-remote-code": flags.TRUST,
+    "--no-trust-remote-code": flags.TRUST,
+    "--max-model-len": flags.MAXLEN,
+    "--api-key": flags.API_KEY,
+    "--hf-token": flags.HF_TOKEN,
+}
+# Exact vLLM flags that are prefixes of an owned one (so they are not abbreviations of it).
+EXACT = frozenset({"--model", "--tokenizer", "--data-parallel-size", "-dp"})
+# What a streamed model's loader owns: the load format, the streamer's settings, and GGUF quantization
+# (the Run:ai streamer reads only safetensors: vLLM 0.29 fails with "Cannot find any safetensors model
+# weights" otherwise).
+STREAMED: dict[str, str] = {
+    "--load-format": flags.LOADER,
+    "--model-loader-extra-config": flags.LOADER,
+    "--quantization": flags.GGUF,
+    "-q": flags.GGUF,
+}
+DIALECT = Dialect(engine="vLLM 0.29", owned=FLAGS, streamed=STREAMED, refused=None, exact=EXACT, underscores=True)
+
 FACTS = EngineFacts(
-    port=8000, health_path="/health", ready_path="/health", metrics_path="/metrics", picker_engine="vllm"
+    title="vLLM 0.29",
+    port=8000,
+    health_path="/health",
+    ready_path="/health",
+    metrics_path="/metrics",
+    metrics_port=None,
+    route_paths=OPENAI_PATHS,
+    management_paths=(),
+    accelerators=("nvidia",),
+    controller=None,
+    platform_workload=True,
+    picker_engine="vllm",
+    startup_seconds=1800,
+    metrics=METRICS,
+    # Tensor parallel within a node, one pipeline stage per node (docs/serving/parallelism_scaling.md).
+    groups=Groups(builder="lws", refused=None, tensor_spans_nodes=False, head_rule="vLLM 0.29"),
+    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    streams=True,
+    lora=True,
+    canary=True,
+    revisions=True,
 )
 
 
@@ -58,7 +145,7 @@ def served_args(spec: WorkloadSpec) -> list[str]:
         "--served-model-name",
         spec.served.served_model_name,
         "--tensor-parallel-size",
-        str(tensor_parallel(m, spec.pool)),
+        str(tensor_parallel(m, spec.pool, spec.facts.groups)),
     ]
     if spec.served.group.pipeline > 1:
         args += ["--pipeline-parallel-size", str(spec.served.group.pipeline)]
@@ -122,10 +209,12 @@ def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
     return workload_manifests(spec, container(spec))
 
 
-def service(model: ModelSection) -> tuple[str, int]:
-    return model.name, FACTS.port
-
-
-def workload(model: ModelSection, addons: AddonsSection) -> tuple[str, str, str]:
+def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     del addons
-    return group.workload_ref(model)
+    image = overridden(IMAGES["vllm-openai"], model.image)
+    return platform_model(
+        model, FACTS, image=image, dialect=DIALECT, hub_repo=repo_id(model), workload=group.workload_ref(model)
+    )
+
+
+SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)

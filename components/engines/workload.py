@@ -21,16 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacks.config import ModelSection
+from stacks.engine_facts import Dialect, EngineFacts, ModelFacts
 from stacks.fit import Requests
-from stacks.metrics import custom_metric, scaling_metric
+from stacks.metrics import custom_metric
 from stacks.resolved import PICKER_ENGINE_LABEL, REVISION_LABEL
 from stacks.sizing import container_resources, replica_requests
+from stacks.versions import Image
 
 from ..naming import scanner_waivers
 from ..serving import aibrix
 from ..storage.cache import STARTUP_PERIOD_SECONDS, startup_probe
 from ..storage.prepare import AS_ROOT, TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
-from .facts import EngineFacts
 from .spec import WorkloadSpec
 
 HOME = "/home/engine"
@@ -389,12 +390,12 @@ def disruption_budget(spec: WorkloadSpec) -> dict[str, Any]:
     }
 
 
-def hpa_scaling(model: ModelSection) -> dict[str, Any]:
+def hpa_scaling(model: ModelSection, facts: EngineFacts) -> dict[str, Any]:
     """The scaling part of an autoscaling/v2 HPA spec (the HPA below, and the NIMService's
     spec.scale.hpa): the engine's own gauge per pod, served by prometheus-adapter under its
     custom-metrics name (components/monitoring prometheus_adapter_values)."""
     a = model.autoscaling
-    name = scaling_metric(model.engine, a.metric)
+    name = facts.scaling_metric(a.metric)
     if name is None:  # refused by stacks/rules/engines.py before anything is built
         raise ValueError(f"engine {model.engine} exports no metric to scale on")
     return {
@@ -425,7 +426,7 @@ def autoscaler(spec: WorkloadSpec) -> dict[str, Any]:
         "metadata": metadata(spec),
         "spec": {
             "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": name},
-            **hpa_scaling(spec.model),
+            **hpa_scaling(spec.model, spec.facts),
         },
     }
 
@@ -433,6 +434,36 @@ def autoscaler(spec: WorkloadSpec) -> dict[str, Any]:
 def deployment(model: ModelSection) -> tuple[str, str, str]:
     """The workload every engine the platform runs itself becomes: a Deployment named after the model."""
     return "apps/v1", "Deployment", model.name
+
+
+def platform_model(
+    model: ModelSection,
+    facts: EngineFacts,
+    *,
+    image: Image,
+    dialect: Dialect,
+    hub_repo: str | None,
+    workload: tuple[str, str, str] | None = None,
+    prepared: bool = True,
+) -> ModelFacts:
+    """What an engine the platform runs as its own workload makes of a model: a Deployment (or the given
+    workload) and a Service both named after the model, on the engine's port, which KEDA scales
+    directly; the weights come from `hub_repo` (None: not the Hugging Face Hub), prepared by the
+    platform unless `prepared` says they come some other way."""
+    work = workload or deployment(model)
+    return ModelFacts(
+        image=image,
+        service=model.name,
+        port=facts.port,
+        workload=work,
+        keda_targets=(work,),
+        dialect=dialect,
+        hub_repo=hub_repo,
+        prepared=prepared,
+        platform_images=(),
+        names=(),
+        addons=(),
+    )
 
 
 def manifests(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any]]:

@@ -11,12 +11,13 @@ from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import LiteLLM, Monitoring
+from stacks.engine_facts import EngineFacts
 
 # What each node exporter asks for on every accelerator node: defined with the fit check's DaemonSet
 # overhead (stacks/fit.py), so Karpenter's packing and the fit rule count the same figures.
 from stacks.fit import EXPORTER_REQUESTS
-from stacks.metrics import Metric, custom_metric, metric, scaling_metrics, seconds_in
-from stacks.resolved import MODEL_LABEL, REVISION_LABEL, Endpoint
+from stacks.metrics import Metric, custom_metric, seconds_in
+from stacks.resolved import MODEL_LABEL, REVISION_LABEL, Endpoint, ResolvedModel
 from stacks.versions import Image
 
 from ..gateway import picker
@@ -182,13 +183,13 @@ def adapter_rule(name: str) -> dict[str, Any]:
     }
 
 
-def prometheus_adapter_values(url: str, port: int | None, engines: Iterable[str]) -> dict[str, Any]:
+def prometheus_adapter_values(url: str, port: int | None, engines: Iterable[EngineFacts]) -> dict[str, Any]:
     """prometheus-adapter serving custom.metrics.k8s.io to HorizontalPodAutoscalers: every engine
-    gauge an autoscaler may read (stacks/metrics.py scaling_metrics, the same list the rules accept),
+    gauge an autoscaler may read (`EngineFacts.gauges`, the same list the rules accept),
     per pod, so team stacks' HPAs are served too. The chart's default rules (container CPU and
     memory) are off: nothing here scales on them. Two replicas and a PDB on the system nodes: an
     unavailable APIService stalls every HPA in the cluster."""
-    names = sorted({m.name for engine in engines for m in scaling_metrics(engine)})
+    names = sorted({m.name for engine in engines for m in engine.gauges})
     return {
         "prometheus": {"url": url, "port": port if port is not None else "", "path": ""},
         "rules": {"default": False, "custom": [adapter_rule(n) for n in names]},
@@ -386,7 +387,7 @@ def _quantile(m: Metric, p: float, selector: str) -> str:
     return f"histogram_quantile({p}, sum by (le) (rate({m.name}_bucket{{{selector}}}[5m])))"
 
 
-def slo_rules(model: ModelSection, served: Endpoint) -> list[dict[str, Any]]:
+def slo_rules(model: ModelSection, served: ResolvedModel) -> list[dict[str, Any]]:
     """One alert per objective the stack states, on the engine's own metric; a threshold given in
     seconds is converted explicitly into the metric's unit (Ray Serve's latency is in ms)."""
     slo = model.slo
@@ -399,7 +400,7 @@ def slo_rules(model: ModelSection, served: Endpoint) -> list[dict[str, Any]]:
         ("itl", slo.itl_seconds, "InterTokenLatency"),
         ("e2e", slo.e2e_seconds, "EndToEndLatency"),
     ):
-        m = metric(served.engine, signal)
+        m = served.facts.metric(signal)
         if target is None or m is None:
             continue
         threshold = target * seconds_in(m.unit)
@@ -415,7 +416,7 @@ def slo_rules(model: ModelSection, served: Endpoint) -> list[dict[str, Any]]:
                 },
             }
         )
-    queue = metric(served.engine, "queue")
+    queue = served.facts.metric("queue")
     if slo.max_queue_depth is not None and queue is not None:
         rules.append(
             {
@@ -445,5 +446,5 @@ def rule_group(served: Endpoint, suffix: str, rules: list[dict[str, Any]]) -> di
     }
 
 
-def prometheus_rule(model: ModelSection, served: Endpoint) -> dict[str, Any] | None:
+def prometheus_rule(model: ModelSection, served: ResolvedModel) -> dict[str, Any] | None:
     return rule_group(served, "slo", slo_rules(model, served))

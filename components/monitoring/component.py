@@ -12,6 +12,7 @@ Builders live in `collection.py` and `dashboards.py`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
@@ -19,10 +20,10 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.addons import LiteLLM
 from stacks.config.addons import Monitoring as MonitoringAddon
+from stacks.engine_facts import EngineFacts
 from stacks.resolved import ImageTable, ResolvedModel
 from stacks.versions import chart
 
-from ..engines import ENGINES
 from ..k8s import apply
 from ..k8s import release as release_chart
 from ..naming import MANAGED_BY, TOKEN
@@ -52,6 +53,8 @@ class MonitoringArgs:
     models: list[ResolvedModel]
     # Accelerators of the platform's pools (their exporters) and the engines dashboards are for.
     accelerators: frozenset[str] = frozenset()
+    # Every engine the platform knows (prometheus-adapter serves their gauges) and those with a dashboard.
+    engines: Mapping[str, EngineFacts] = field(default_factory=dict)
     dashboard_engines: frozenset[str] = frozenset()
     # The LiteLLM proxy, when it runs in this stack: its PodMonitor.
     litellm_addon: LiteLLM | None = None
@@ -99,7 +102,7 @@ class Monitoring(pulumi.ComponentResource):
             crd_deps.append(release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns, volumes]))
         prometheus = adapter_prometheus(mon)
         if prometheus is not None:
-            workload_engines = [n for n, e in ENGINES.items() if e.FACTS.platform_workload]
+            workload_engines = [e for e in args.engines.values() if e.platform_workload]
             values = prometheus_adapter_values(*prometheus, workload_engines)
             release("prometheus-adapter", mon.adapter_version, values, [ns, *crd_deps])
         accelerators = args.accelerators
@@ -118,7 +121,7 @@ class Monitoring(pulumi.ComponentResource):
                 litellm_pod_monitor(args.litellm_addon),
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps),
             )
-        engines = set(args.dashboard_engines)
+        engines = {name: args.engines[name] for name in args.dashboard_engines}
         for obj in dashboards(engines, set(accelerators)):
             apply(obj, after_ns)
         self.register_outputs({})

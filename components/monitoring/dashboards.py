@@ -10,11 +10,11 @@ carries (seconds shown as seconds, milliseconds as milliseconds, 0-1 fractions a
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from components.engines import ENGINES
-from stacks.config.models import CANARY_ENGINES
-from stacks.metrics import ENGINE_METRICS, GRAFANA_UNITS, NODE_METRICS, PICKER_METRICS, Metric
+from stacks.engine_facts import EngineFacts
+from stacks.metrics import GRAFANA_UNITS, NODE_METRICS, PICKER_METRICS, Metric, Signal
 
 from ..naming import MANAGED_BY
 from .collection import DASHBOARD_LABEL, MODEL_TARGET_LABEL, MONITORING_NAMESPACE, REVISION_TARGET_LABEL
@@ -72,7 +72,7 @@ BY_REVISION = f"{BY_MODEL}, {REVISION_TARGET_LABEL}"
 REVISION_LEGEND = f"{LEGEND} @ {{{{{REVISION_TARGET_LABEL}}}}}"
 
 
-def canary_row(above: list[dict[str, Any]], table: dict[str, Metric]) -> list[dict[str, Any]]:
+def canary_row(above: list[dict[str, Any]], table: Mapping[Signal, Metric]) -> list[dict[str, Any]]:
     """A row comparing a model's revisions (a canary beside the stable one): p95 latency and the request
     rate per revision, from the revision label the PodMonitor keeps."""
     pid = max((p["id"] for p in above), default=0) + 1
@@ -86,7 +86,8 @@ def canary_row(above: list[dict[str, Any]], table: dict[str, Metric]) -> list[di
         "panels": [],
     }
     panels = [row]
-    for i, signal in enumerate(s for s in ("ttft", "e2e", "requests") if s in table):
+    shown: tuple[Signal, ...] = ("ttft", "e2e", "requests")
+    for i, signal in enumerate(s for s in shown if s in table):
         m = table[signal]
         if m.kind == "histogram":
             expr = f"histogram_quantile(0.95, sum by (le, {BY_REVISION}) (rate({m.name}_bucket[5m])))"
@@ -115,15 +116,16 @@ def _dashboard(uid: str, title: str, tags: list[str], panels: list[dict[str, Any
     }
 
 
-def engine_dashboard(engine: str) -> dict[str, Any] | None:
+def engine_dashboard(engine: str, facts: EngineFacts) -> dict[str, Any] | None:
     """TTFT, ITL, end-to-end latency, throughput, queue depth, running requests and KV-cache use, as
-    far as the engine exports them (TGI has no TTFT or KV-cache metric, Ollama none at all)."""
-    table = ENGINE_METRICS.get(engine, {})
+    far as the engine exports them (TGI has no TTFT or KV-cache metric, Ollama none at all), and a row
+    by revision for an engine that can run a canary."""
+    table = facts.metrics
     if not table:
         return None
-    order = ["ttft", "itl", "e2e", "tokens", "requests", "queue", "running", "kv_cache"]
+    order: tuple[Signal, ...] = ("ttft", "itl", "e2e", "tokens", "requests", "queue", "running", "kv_cache")
     panels = [signal_panel(i, s, table[s]) for i, s in enumerate((s for s in order if s in table), start=1)]
-    if engine in CANARY_ENGINES:
+    if facts.canary:
         panels += canary_row(panels, table)
     return _dashboard(f"ip-{engine}", f"Inference: {engine}", [f"engine:{engine}"], panels)
 
@@ -198,13 +200,13 @@ def dashboard_configmap(name: str, dashboard: dict[str, Any], namespace: str = M
     }
 
 
-def dashboards(engines: set[str], accelerators: set[str]) -> list[dict[str, Any]]:
+def dashboards(engines: Mapping[str, EngineFacts], accelerators: set[str]) -> list[dict[str, Any]]:
     out = []
-    for engine in sorted(engines):
-        board = engine_dashboard(engine)
+    for engine, facts in sorted(engines.items()):
+        board = engine_dashboard(engine, facts)
         if board:
             out.append(dashboard_configmap(engine, board))
-    if any(ENGINES[e].FACTS.picker_engine for e in engines if e in ENGINES):
+    if any(facts.picker_engine for facts in engines.values()):
         out.append(dashboard_configmap("endpoint-picker", picker_dashboard()))
     acc = accelerator_dashboard(accelerators)
     if acc:

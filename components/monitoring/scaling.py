@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from stacks.metrics import GRAFANA_UNITS, KUBE_METRICS, metric, seconds_in
+from stacks.metrics import GRAFANA_UNITS, KUBE_METRICS, seconds_in
 from stacks.resolved import ImageTable, ResolvedModel
 
 from ..benchmark import job_name, objectives, results_prefix
@@ -267,7 +267,7 @@ def benchmark_panels(first: int, served: ResolvedModel, images: ImageTable) -> l
     panels = [verdict, text]
     slo = served.config.slo
     for signal, target in (("ttft", slo.ttft_seconds if slo else None), ("itl", slo.itl_seconds if slo else None)):
-        m = metric(served.engine, signal)
+        m = served.facts.metric(signal)
         if slo is None or target is None or m is None:
             continue
         live = _panel(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.metrics import Metric, scaling_series
+from stacks.metrics import Metric
 from stacks.resolved import KEDA_NAMESPACE, MODEL_LABEL, ResolvedModel
 
 from ..monitoring.collection import REVISION_TARGET_LABEL, model_filter
@@ -66,7 +66,7 @@ def keda_values() -> dict[str, Any]:
 
 def queue_series(served: ResolvedModel) -> Metric:
     """The gauge a model scales on (`autoscaling.metric`, else its engine's queue depth)."""
-    found = scaling_series(served.engine, served.config.autoscaling.metric)
+    found = served.facts.scaling_series(served.config.autoscaling.metric)
     if found is None:  # refused by stacks/rules/engines.py before anything is built
         raise ValueError(f"engine {served.engine} exports no gauge to scale {served.name} on")
     return found

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.metrics import scaling_metric
 from stacks.resolved import Endpoint, ResolvedModel
 
 MODEL_LABEL = "model.aibrix.ai/name"
@@ -87,7 +86,7 @@ def pod_autoscaler(served: ResolvedModel, labels: dict[str, str]) -> dict[str, A
                     "protocolType": "http",
                     "port": str(metrics_port),
                     "path": (served.metrics_path or "/metrics").lstrip("/"),
-                    "targetMetric": scaling_metric(model.engine, scaling.metric),
+                    "targetMetric": served.facts.scaling_metric(scaling.metric),
                     "targetValue": scaling.target_value,
                 }
             ],

@@ -43,16 +43,6 @@ CACHE_VOLUME = "model-cache"
 HF_SCHEME = "hf://"
 
 
-def self_fetching(model: ModelSection) -> bool:
-    """Models whose artifacts the platform does not prepare (they get the volume only): Ollama pulls
-    its own; a Dynamo worker downloads its repo id itself (`fetch_model`, into HF_HOME on the cache),
-    so a prepared copy beside it would only double the disk; a NIM model with `nim.modelPath` was
-    prepared elsewhere."""
-    if model.engine in ("ollama", "dynamo"):
-        return True
-    return model.engine == "nim" and model.nim is not None and bool(model.nim.model_path)
-
-
 def hub_id(model: ModelSection) -> str:
     """The Hugging Face repo the preparation step downloads (`hf://org/name` for NIM, `org/name`)."""
     return model.model.removeprefix(HF_SCHEME)
@@ -189,9 +179,11 @@ def writes_as_root(storage: StorageSection) -> bool:
     return storage.model_cache == "fsx"
 
 
-def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection, images: ImageTable) -> CacheMount:
-    """The cache for this model under this stack's storage choice (its preparation steps in the
-    stack's images)."""
+def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) -> CacheMount:
+    """The cache for this model under this stack's storage choice: the volume and, for a model whose
+    weights the platform prepares (`ResolvedModel.prepared`; an engine that fetches its own gets the
+    volume only), the preparation steps in the stack's images."""
+    model, pool = served.config, served.pool.config
     storage = ctx.storage
     if streamed(model):
         return stream_mount(ctx, model, images)
@@ -205,7 +197,7 @@ def cache_mount(ctx: CacheContext, model: ModelSection, pool: NodePoolSection, i
         env.append({"name": "NEURON_COMPILED_ARTIFACTS", "value": compiled})
     volumes = [volume]
     inits: list[dict[str, Any]] = []
-    if not self_fetching(model):
+    if served.prepared:
         token = model.secrets.hugging_face_token
         if token:
             volumes.append(prepare.token_volume(token))

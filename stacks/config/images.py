@@ -12,13 +12,17 @@ and the reference list them with what each image is for.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import Field, StringConstraints, ValidationError, ValidatorFunctionWrapHandler, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ..versions import MODEL_IMAGES
 from .base import IMAGE_TAG, ImageRepository, Strict, _rebuilt
+from .models import Engine
+
+# What a user may write here meaning a model's image: an engine's name or its image's catalog name.
+MODEL_IMAGE_KEYS = frozenset(get_args(Engine)) | MODEL_IMAGES
 
 SHA256_DIGEST = r"^sha256:[0-9a-f]{64}$"
 
@@ -98,7 +102,7 @@ class ImagesSection(Strict):
     @classmethod
     def _engine_images_are_pinned_per_model(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         """An engine's name says where it is pinned instead, beside every other problem of the section."""
-        engines = [k for k in data if k in MODEL_IMAGES] if isinstance(data, dict) else []
+        engines = [k for k in data if k in MODEL_IMAGE_KEYS] if isinstance(data, dict) else []
         if not engines:
             return handler(data)
         names = ", ".join(cls.names())

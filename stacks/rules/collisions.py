@@ -23,6 +23,7 @@ from components.serving.litellm import provider_env
 
 from ..checks import Lookup, platform_rule, rule
 from ..config import ModelSection, StackConfig
+from ..config.addons import AddonsSection
 from ..errors import Problem, key_path
 from ..resolved import DEFAULT_NAMESPACE
 from .context import platform_of
@@ -52,12 +53,10 @@ def namespace(config: StackConfig, model: ModelSection) -> str:
 
 
 def services(model: ModelSection) -> list[str]:
-    """The Services that exist for the model: its engine's (`service()`) and, for Ray Serve, the
-    RayService's head Service KubeRay creates beside the Serve one."""
-    names = [ENGINES[model.engine].service(model)[0]]
-    if model.engine == "ray-serve":
-        names.append(f"{model.name}-head-svc")
-    return names
+    """The Services that exist for the model: the one clients reach it by and those its engine's
+    operator creates beside it (KubeRay's head Service, Dynamo's per-component Services)."""
+    made = ENGINES[model.engine].model_facts(model, AddonsSection())
+    return [made.service, *(n.name for n in made.names if n.what.startswith("Service") and n.name != made.service)]
 
 
 @rule

@@ -23,7 +23,6 @@ from ..checks import Lookup, platform_rule, platform_warning, rule
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
-from ..metrics import scaling_metric, scaling_metrics
 from ..sizing import WEIGHTS_FRACTION, accelerator_types, replica_requests, tensor_parallel, weights
 from ..versions import IMAGES
 from .context import placed as placed_on
@@ -39,7 +38,7 @@ def _placed(config: StackConfig, lookup: Lookup) -> Iterable[tuple[int, ModelSec
     """Each model the platform runs as its own workload, on its pool: this stack's, or for a workloads
     stack the platform's (stacks/rules/context.py)."""
     for i, model, pool in placed_on(config, platform_of(config, lookup)):
-        if not ENGINES[model.engine].FACTS.platform_workload:
+        if not ENGINES[model.engine].facts.platform_workload:
             continue
         if pool.accelerator not in ENGINE_ACCELERATORS[model.engine]:
             continue  # stacks/rules/models.py reports the engine on the wrong accelerator
@@ -115,12 +114,12 @@ def neuron_vllm_on_inferentia_or_trainium(config: StackConfig, lookup: Lookup) -
                 key_path(["models", i, "pool"]),
                 f"neuron-vllm runs on inf2 or trn instance types; pool {pool.name} allows {', '.join(wrong)}",
             )
-        tag = model.image.tag or IMAGES["neuron-vllm"].tag
+        tag = model.image.tag or IMAGES["vllm-neuronx"].tag
         if _BETA_TAG.match(tag) and any(t.family == "inf2" for t in types):
             yield Problem(
                 key_path(["models", i, "image", "tag"]),
                 f"{tag} is a vLLM Neuron beta (vllm-neuron plugin) image, which supports Trn2/Trn3 "
-                f"only; on inf2 use the NxD Inference DLC ({IMAGES['neuron-vllm'].tag}) or move the "
+                f"only; on inf2 use the NxD Inference DLC ({IMAGES['vllm-neuronx'].tag}) or move the "
                 f"model to a trn2 pool",
             )
 
@@ -174,10 +173,11 @@ def neuron_devices_in_powers_of_two(config: StackConfig, lookup: Lookup) -> Iter
     for i, model, pool in _placed(config, lookup):
         apr = model.accelerators_per_replica
         if pool.accelerator == "neuron" and apr & (apr - 1):
+            cores = tensor_parallel(model, pool, ENGINES[model.engine].facts.groups)
             yield Problem(
                 key_path(["models", i, "acceleratorsPerReplica"]),
                 f"{apr} Neuron devices: Karpenter asks for power-of-two aws.amazon.com/neuron requests, "
-                f"and the tensor parallel degree ({tensor_parallel(model, pool)} NeuronCores) must divide "
+                f"and the tensor parallel degree ({cores} NeuronCores) must divide "
                 f"the model's attention heads; 1, 2, 4 or 8 devices are the usual choices",
             )
 
@@ -192,11 +192,11 @@ def autoscalers_read_a_gauge_the_engine_exports(config: StackConfig) -> Iterable
             continue
         # A Dynamo graph scales through KEDA on its frontend's gauges; other operator-run engines refuse
         # every autoscaler before this matters.
-        if not ENGINES[model.engine].FACTS.platform_workload and not (
+        if not ENGINES[model.engine].facts.platform_workload and not (
             scaling.owner == "keda" and model.engine == "dynamo"
         ):
             continue
-        gauges = [m.name for m in scaling_metrics(model.engine)]
+        gauges = [m.name for m in ENGINES[model.engine].facts.gauges]
         if not gauges:
             yield Problem(
                 key_path(["models", i, "autoscaling", "owner"]),
@@ -208,5 +208,5 @@ def autoscalers_read_a_gauge_the_engine_exports(config: StackConfig) -> Iterable
                 key_path(["models", i, "autoscaling", "metric"]),
                 f"{scaling.metric} is not a gauge engine {model.engine} exports (an autoscaler averages a "
                 f"per-pod value); use one of {', '.join(gauges)}, or leave metric unset for its queue "
-                f"depth, {scaling_metric(model.engine, None)}",
+                f"depth, {ENGINES[model.engine].facts.scaling_metric(None)}",
             )

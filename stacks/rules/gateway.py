@@ -40,7 +40,7 @@ def no_open_engine_without_auth(config: StackConfig, lookup: Lookup) -> Iterable
     if platform is None or platform.gateway.auth != "none" or platform.parent is None:
         return
     for i, model in enumerate(config.models):
-        f = ENGINES[model.engine].FACTS
+        f = ENGINES[model.engine].facts
         if model.expose and (f.management_paths or model.engine == "ollama"):
             yield Problem(
                 key_path(["models", i, "expose"]),
@@ -116,8 +116,8 @@ def routing_reads_the_engine(config: StackConfig) -> Iterable[Problem]:
         routing = model.routing
         if routing is None or routing.strategy == "round-robin":
             continue
-        if ENGINES[model.engine].FACTS.picker_engine is None:
-            readable = sorted(name for name, module in ENGINES.items() if module.FACTS.picker_engine)
+        if ENGINES[model.engine].facts.picker_engine is None:
+            readable = sorted(name for name, module in ENGINES.items() if module.facts.picker_engine)
             yield Problem(
                 key_path(["models", i, "routing", "strategy"]),
                 f"routing.strategy {routing.strategy} needs the llm-d router's endpoint picker, which cannot read "

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from components.engines import ENGINES
+
 from ..architectures import architecture
 from ..checks import Lookup, platform_rule, platform_warning
 from ..config import ModelSection, StackConfig
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
 from ..fit import pool_limits, pool_types
-from ..groups import MULTI_NODE_ENGINES, SINGLE_NODE_ONLY, per_node, replica_group
+from ..groups import per_node, replica_group
 from ..resolve import resolve_pool
 from .context import placed, platform_of
 
@@ -41,11 +43,12 @@ def groups_split_their_accelerators(config: StackConfig, lookup: Lookup) -> Iter
     for i, model, pool in placed(config, platform_of(config, lookup)):
         nodes, total = model.nodes_per_replica, model.accelerators_per_replica
         where = f"model {model.name} on pool {pool.name}"
-        if nodes > 1 and model.engine not in MULTI_NODE_ENGINES:
+        groups = ENGINES[model.engine].facts.groups
+        if nodes > 1 and groups.builder is None:
             yield Problem(
                 key_path(["models", i, "nodesPerReplica"]),
                 f"{where}: nodesPerReplica {nodes} is refused for engine {model.engine}: "
-                f"{SINGLE_NODE_ONLY.get(model.engine, 'it has no multi-node mode here')}; use nodesPerReplica: 1",
+                f"{groups.refused}; use nodesPerReplica: 1",
             )
             continue
         if total % nodes:
@@ -57,7 +60,7 @@ def groups_split_their_accelerators(config: StackConfig, lookup: Lookup) -> Iter
             continue
         given = model.parallelism
         if given.tensor is not None or given.pipeline is not None:
-            tensor, pipeline = replica_group(model).tensor, replica_group(model).pipeline
+            tensor, pipeline = replica_group(model, groups).tensor, replica_group(model, groups).pipeline
             if tensor * pipeline != total:
                 yield Problem(
                     key_path(["models", i, "parallelism"]),
@@ -92,7 +95,7 @@ def tensor_size_divides_the_heads(config: StackConfig, lookup: Lookup) -> Iterab
         shape = architecture(model)
         if engine is None or shape is None or pool.accelerator != "nvidia" or model.accelerators_per_replica < 1:
             continue
-        tensor = replica_group(model).tensor
+        tensor = replica_group(model, ENGINES[model.engine].facts.groups).tensor
         key: list[str | int] = ["models", i, "parallelism" if model.parallelism.tensor else "acceleratorsPerReplica"]
         where = f"model {model.name} on pool {pool.name}"
         if shape.attention_heads % tensor:
@@ -115,7 +118,7 @@ def tensor_size_divides_the_heads(config: StackConfig, lookup: Lookup) -> Iterab
 @platform_rule
 def groups_cross_nodes_over_efa(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
     for i, model, pool in placed(config, platform_of(config, lookup)):
-        if model.nodes_per_replica < 2 or model.engine not in MULTI_NODE_ENGINES:
+        if model.nodes_per_replica < 2 or ENGINES[model.engine].facts.groups.builder is None:
             continue
         if resolve_pool(pool).efa_per_node == 0 and not model.allow_tcp:
             yield Problem(
@@ -280,7 +283,7 @@ def a_multi_node_nim_is_a_nimservice_the_operator_can_run(config: StackConfig, l
     for i, model, _ in placed(config, platform):
         if model.engine != "nim" or model.nodes_per_replica < 2:
             continue
-        group = replica_group(model)
+        group = replica_group(model, ENGINES[model.engine].facts.groups)
         if not platform.addons.nim_operator.enabled:
             yield Problem(
                 key_path(["models", i, "nodesPerReplica"]),

@@ -9,15 +9,14 @@ from components.engines import ENGINES
 from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
-from ..hub import hub_repo
 
 # Which accelerators each engine runs on: each engine module's FACTS (components/engines) holds them.
-ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {engine: e.FACTS.accelerators for engine, e in ENGINES.items()}
+ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {engine: e.facts.accelerators for engine, e in ENGINES.items()}
 
 # Engines that need a platform add-on installed first: those whose operator runs them (not NIM,
 # which runs as the platform's own Deployment without its operator).
 ENGINE_ADDONS = {
-    engine: e.FACTS.controller for engine, e in ENGINES.items() if e.FACTS.controller and not e.FACTS.platform_workload
+    engine: e.facts.controller for engine, e in ENGINES.items() if e.facts.controller and not e.facts.platform_workload
 }
 
 
@@ -66,7 +65,7 @@ GATED_ORGS = ("meta-llama", "mistralai", "google", "CohereLabs", "CohereForAI")
 @warning
 def gated_models_need_a_token(config: StackConfig) -> Iterable[Problem]:
     for i, model in enumerate(config.models):
-        repo = hub_repo(model)
+        repo = ENGINES[model.engine].model_facts(model, config.addons).hub_repo
         if repo is None or model.secrets.hugging_face_token is not None:
             continue
         org = repo.split("/", 1)[0]

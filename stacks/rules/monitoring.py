@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from components.engines import ENGINES
+
 from ..checks import Lookup, platform_rule
 from ..config import StackConfig
 from ..errors import Problem, key_path
-from ..metrics import metric
 from .context import platform_of
 
 _SLO_SIGNALS = {
@@ -26,7 +27,7 @@ def slo_needs_a_metric(config: StackConfig, lookup: Lookup) -> Iterable[Problem]
         if model.slo is None:
             continue
         for attr, (signal, key) in _SLO_SIGNALS.items():
-            if getattr(model.slo, attr) is not None and metric(model.engine, signal) is None:
+            if getattr(model.slo, attr) is not None and ENGINES[model.engine].facts.metric(signal) is None:
                 yield Problem(
                     key_path(["models", i, "slo", key]),
                     f"engine {model.engine} exports no metric for {signal}, so this objective could never "

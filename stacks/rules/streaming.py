@@ -9,30 +9,21 @@ streamer's settings, which the platform owns for a streamed model."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
+from components.engines import ENGINES
+
+from .. import flags
 from ..checks import rule
 from ..config import StackConfig
+from ..engine_facts import Dialect
 from ..errors import Problem, key_path
-from .engine_args import Dialect, dialect, owned_flag
-
-STREAMING_ENGINES = ("vllm", "sglang")
-
-LOADER = (
-    "sets how the weights load, which the platform owns for a streamed model (`--load-format runai_streamer` and "
-    "the streamer's concurrency and memory limit); remove it, or remove models[].loadFormat"
-)
-GGUF = (
-    "selects GGUF weights, and the Run:ai streamer loads only safetensors; remove it, or remove models[].loadFormat "
-    "to load the model from the cache"
-)
-_OWNED = {"--load-format": LOADER, "--model-loader-extra-config": LOADER}
-_QUANT = {"--quantization": GGUF, "-q": GGUF}
+from .engine_args import dialect, owned_flag
 
 
 def _streamer_dialect(base: Dialect) -> Dialect:
     """The engine's own parser (abbreviations, `_` for `-`) over the flags a streamed model owns."""
-    quant = _QUANT if base.engine.startswith("vLLM") else {"--quantization": GGUF}
-    return Dialect(base.engine, {**_OWNED, **quant}, abbreviates=base.abbreviates, underscores=base.underscores)
+    return replace(base, owned=base.streamed, exact=frozenset(), short_flags=frozenset(), short_values={})
 
 
 @rule
@@ -41,11 +32,12 @@ def streamed_models_are_safetensors_on_vllm_or_sglang(config: StackConfig) -> It
         if model.load_format is None:
             continue
         at = key_path(["models", i, "loadFormat"])
-        if model.engine not in STREAMING_ENGINES:
+        if not ENGINES[model.engine].facts.streams:
+            streaming = " and ".join(n for n, e in ENGINES.items() if e.facts.streams)
             yield Problem(
                 at,
                 f"loadFormat: {model.load_format} streams safetensors with the Run:ai streamer, which the platform "
-                f"wires for vllm and sglang only, not {model.engine}; remove loadFormat",
+                f"wires for {streaming} only, not {model.engine}; remove loadFormat",
             )
             continue
         if config.stack.role == "workloads":
@@ -61,17 +53,14 @@ def streamed_models_are_safetensors_on_vllm_or_sglang(config: StackConfig) -> It
                 f"{model.model} is a GGUF repository, and the Run:ai streamer loads only safetensors; choose the "
                 f"safetensors repository of the model, or remove loadFormat",
             )
-        base = dialect(model)
-        if base is None:
-            continue
-        d = _streamer_dialect(base)
+        d = _streamer_dialect(dialect(model))
         args = model.engine_args
         for j, token in enumerate(args):
             hit = owned_flag(token, d)
             if hit is None:
                 continue
             flag, why, how = hit
-            if why is GGUF:
+            if why is flags.GGUF:
                 if "=" in token:
                     value = token.split("=", 1)[1]
                 elif how == "attached":

@@ -1,0 +1,183 @@
+"""What the program knows about an inference engine, as data.
+
+Every engine module (components/engines/<engine>.py) declares one `EngineSpec` whose `facts` are an
+`EngineFacts` and whose `model_facts(model, addons)` says what the engine makes of one `models[]`
+entry (`ModelFacts`). The resolution step copies both onto each resolved model, so the rules, the
+builders, `stacks plan` and the policy pack read an engine's facts from the model they check and never
+look an engine up by its name.
+
+Every field is required: an engine module that leaves one out fails when it is imported (and in the
+type checker), never reads silently as "does not apply". A capability an engine lacks is spelled out,
+most with the reason a user is given when a stack file asks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .metrics import Metric, Signal
+from .versions import Image
+
+# The OpenAI-compatible paths the gateway routes to a model server.
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/embeddings")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dialect:
+    """How an engine's own parser reads `models[].engineArgs`.
+
+    `owned`: the flags the platform sets (flag -> why it owns it, stacks/flags.py, with `{port}` for the
+    serving port); `streamed`: those it also owns for a model streamed from the bucket; `refused`: the
+    engine takes no engineArgs at all, and why. The parser's behaviour: the exact flags that are prefixes
+    of owned ones, whether long flags abbreviate (argparse) and `_` reads as `-` (vLLM), clap's short
+    options (those taking no value, and those taking one, by the long flag they stand for), and flags
+    whose names end like a credential's but are not one."""
+
+    engine: str
+    owned: Mapping[str, str]
+    streamed: Mapping[str, str]
+    refused: str | None
+    exact: frozenset[str] = frozenset()
+    abbreviates: bool = True
+    underscores: bool = False
+    short_flags: frozenset[str] = frozenset()
+    short_values: Mapping[str, str] = field(default_factory=dict)
+    not_secrets: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Groups:
+    """How one replica of the engine spans nodes (`models[].nodesPerReplica` > 1).
+
+    `builder`: `lws` when the platform builds the group as a LeaderWorkerSet, `operator` when the
+    engine's own operator forms it (Dynamo's multinode, Ray's placement group, the NIM Operator's
+    multiNode), None when a replica stays on one node, for the reason in `refused`.
+    `tensor_spans_nodes`: with `parallelism` unset, one tensor-parallel group over the whole replica
+    (SGLang's `--tp 16 --nnodes 2`, Dynamo), else tensor parallel within a node and one pipeline stage
+    per node (vLLM's recipe). `head_rule`: the pinned version whose parser refuses a tensor size that
+    does not divide the attention heads, None when the engine does not check it."""
+
+    builder: Literal["lws", "operator"] | None
+    refused: str | None
+    tensor_spans_nodes: bool
+    head_rule: str | None
+
+    def __post_init__(self) -> None:
+        if (self.builder is None) == (self.refused is None):
+            raise ValueError("an engine either builds groups across nodes or says why it refuses them")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scaling:
+    """Who may set the engine's replica count. `built_in`: the controller that owns the count whatever
+    `autoscaling.owner` says (a second owner is refused); `keda`: why KEDA cannot scale it (None: it
+    can, through a scale subresource); `to_zero`: why it cannot come back from zero (None: it can)."""
+
+    built_in: str | None
+    keda: str | None
+    to_zero: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineFacts:
+    """The engine's server and what it supports."""
+
+    # How messages name the server and the version pinned (`vLLM 0.29`).
+    title: str
+    port: int
+    health_path: str  # liveness
+    ready_path: str  # readiness and startup
+    metrics_path: str | None
+    metrics_port: int | None  # None: the serving port
+    route_paths: tuple[str, ...]
+    # Paths that manage models or the server; never routed through the gateway.
+    management_paths: tuple[str, ...]
+    accelerators: tuple[str, ...]
+    # The add-on whose operator runs the engine's objects (its CRDs' installer, and the controller
+    # namespace that must reach the pods); None when the platform runs them as its own workloads.
+    controller: str | None
+    # Sized by the fit check and scaled by an HPA or AIBrix as the platform's own workload (False: run
+    # and scaled by its operator).
+    platform_workload: bool
+    # The llm-d router's name for this server (its `llm-d.ai/engine-type` pod label), whose metrics the
+    # endpoint picker reads (llm-d-router v0.10.0 extractor/metrics/factories.go defaultEngineConfigs:
+    # vllm, sglang, trtllm-serve, triton-tensorrt-llm, triton); None: it cannot read them.
+    picker_engine: str | None
+    # Seconds the startup probe allows before the kubelet restarts a still-loading server; the cache's
+    # budget for the model's size wins when it is larger.
+    startup_seconds: int
+    # The Prometheus series it exports, by signal; empty when it exports none.
+    metrics: Mapping[Signal, Metric]
+    groups: Groups
+    scaling: Scaling
+    # Loads safetensors straight from the model bucket with the Run:ai streamer (`loadFormat`).
+    streams: bool
+    # AIBrix loads LoRA adapters into it at runtime (`models[].adapters`).
+    lora: bool
+    # The platform can run a second revision beside the first (`models[].canary`).
+    canary: bool
+    # A model is a repository at a git revision (`models[].revision` pins it); False: the engine pulls
+    # models by its own names and tags (Ollama).
+    revisions: bool
+
+    def metric(self, signal: str) -> Metric | None:
+        """The engine's series for a signal, or None when it exports none for it."""
+        return next((m for s, m in self.metrics.items() if s == signal), None)
+
+    @property
+    def gauges(self) -> list[Metric]:
+        """What an autoscaler may read: the engine's gauges (a per-pod value an HPA averages). Counters
+        and histograms would need a rate() the HPA cannot ask for."""
+        return [m for m in self.metrics.values() if m.kind == "gauge"]
+
+    def scaling_metric(self, chosen: str | None) -> str | None:
+        """The metric a model's autoscaler reads: `autoscaling.metric`, else the engine's queue depth."""
+        if chosen:
+            return chosen
+        queue = self.metric("queue")
+        return queue.name if queue else None
+
+    def scaling_series(self, chosen: str | None) -> Metric | None:
+        """The gauge a KEDA trigger sums (`scaling_metric`'s choice, with the label matchers that are
+        part of the signal): `autoscaling.metric` when it is one of the engine's gauges, else the queue."""
+        name = self.scaling_metric(chosen)
+        return next((m for m in self.gauges if m.name == name), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DerivedName:
+    """A name an engine's operator derives from a model's (a Service KubeRay or Dynamo creates), with the
+    limit it must fit: checked by the naming rules like the platform's own names."""
+
+    name: str
+    what: str
+    limit: int
+    dns_1035: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFacts:
+    """What an engine makes of one `models[]` entry."""
+
+    # The engine's pinned image with `models[].image` applied.
+    image: Image
+    # The Service clients reach, and its port.
+    service: str
+    port: int
+    # (apiVersion, kind, name) of the object the engine builds: what a scaler targets.
+    workload: tuple[str, str, str]
+    # What KEDA would scale: the workload, or the operator's scaling adapters.
+    keda_targets: tuple[tuple[str, str, str], ...]
+    dialect: Dialect
+    # The Hugging Face repository the weights come from; None: not the Hub (Ollama, NGC, a prepared path).
+    hub_repo: str | None
+    # The platform fills the model cache before the engine starts (False: the engine fetches its own).
+    prepared: bool
+    # Catalog names of the platform images the engine's objects run besides the model's (Dynamo's planner).
+    platform_images: tuple[str, ...]
+    # Names the engine's operator derives from the model's name.
+    names: tuple[DerivedName, ...]
+    # Add-on settings this model needs on (`dynamo.grove` for a Dynamo graph across nodes).
+    addons: tuple[str, ...]
