@@ -1,22 +1,24 @@
-"""inference-platform: load and resolve the stack config, build the root component, export its outputs."""
+"""inference-platform: read, resolve and check the stack config, build the root component, export its outputs."""
 
 import pulumi
 
 from components.platform import Platform, PlatformArgs
-from components.platform_stack import StackRefused, read_platform_stack, workloads_platform_ref
+from components.platform_stack import PlatformStack, StackRefused, read_platform_stack, workloads_platform_ref
 from stacks.errors import ConfigError, one_line
-from stacks.load import load_pulumi_stack, pulumi_config_to_sections
-from stacks.resolve import resolve
+from stacks.load import parse_sections, pulumi_stack_config
+from stacks.pipeline import check_config, stack_warnings
 
+platform_stack: PlatformStack | None = None
 try:
-    # A workloads stack is checked against its platform's exported pools, so read them first (a
+    found = pulumi_stack_config()
+    # A workloads stack is resolved against its platform's exports, so read them first (a
     # StackReference reads the other stack's state; it creates nothing).
-    ref = workloads_platform_ref(pulumi_config_to_sections()[0])
+    ref = workloads_platform_ref(found.sections)
     platform_stack = read_platform_stack(ref) if ref else None
-    config, warnings = load_pulumi_stack()
-    for warning in warnings:
+    config = parse_sections(found.sections, found.region, source="stack config")
+    stack = check_config(config, "stack config", platforms=lambda r: platform_stack.source if platform_stack else None)
+    for warning in [*found.warnings, *stack_warnings(stack)]:
         pulumi.log.warn(f"stack config: {warning}")
-    stack = resolve(config, platform_stack.exports if platform_stack else None)
 except ConfigError as exc:
     # RunError ends the program with the message and no traceback; nothing has been created.
     raise StackRefused(exc) from None

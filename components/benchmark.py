@@ -30,12 +30,11 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.benchmark import Benchmark
 from stacks.config.slo import Slo
+from stacks.naming import MANAGED_BY, TOKEN, physical, scanner_waivers
 from stacks.resolved import READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel
 
 from . import bench_verdict, secretfiles
 from .k8s import apply
-from .naming import MANAGED_BY, TOKEN, physical, scanner_waivers
-from .storage.cache import bucket_prefix
 from .storage.prepare import TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
 
 # The bucket reader: it reads the tokenizer and may write only under `benchmarks/`
@@ -131,7 +130,7 @@ def job_name(model: ResolvedModel, images: ImageTable) -> str:
 
 def results_prefix(model: ResolvedModel) -> str:
     """`benchmarks/<model>/<revision>`: the upload adds the UTC time of the run."""
-    return f"{RESULTS_PREFIX}/{bucket_prefix(model.config)}"
+    return f"{RESULTS_PREFIX}/{model.cache.bucket_prefix}"
 
 
 UPLOAD = r"""set -eu
@@ -233,7 +232,7 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
         "name": "tokenizer",
         "image": images["model-prep-s3"].ref,
         "command": ["sh", "-c", _tokenizer_script(repo is not None)],
-        "env": [*aws_env, {"name": "MODEL_PREFIX", "value": bucket_prefix(model.config)}],
+        "env": [*aws_env, {"name": "MODEL_PREFIX", "value": model.cache.bucket_prefix}],
         "volumeMounts": [{"name": "tokenizer", "mountPath": TOKENIZER}, {"name": "tmp", "mountPath": "/tmp"}],
         "securityContext": _security(),
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},

@@ -16,10 +16,10 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from stacks.config.cluster import ClusterSection
+from stacks.naming import SYSTEM_NODE_LABEL, TOKEN, iam_role_name
 from stacks.versions import EKS_ADDONS
 
 from . import iam, podidentity
-from .naming import SYSTEM_NODE_LABEL, TOKEN, iam_role_name
 
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 EBS_CSI_POLICY = f"{iam.AWS_MANAGED}/service-role/AmazonEBSCSIDriverPolicy"

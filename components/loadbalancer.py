@@ -28,12 +28,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from stacks.naming import SYSTEM_NODE_LABEL, TOKEN, physical
+from stacks.resolved import LOAD_BALANCER_NAMESPACE
 from stacks.versions import Chart
 
 from . import podidentity
 from .k8s import release
-from .loadbalancer_iam import NAMESPACE, SERVICE_ACCOUNT, controller_policy
-from .naming import SYSTEM_NODE_LABEL, TOKEN, physical
+from .loadbalancer_iam import SERVICE_ACCOUNT, controller_policy
 
 # ---- Helm values (aws-load-balancer-controller chart 3.5.0 values.yaml) ------------------------
 
@@ -101,7 +102,7 @@ class LoadBalancerController(pulumi.ComponentResource):
         association = aws.eks.PodIdentityAssociation(
             f"{name}-identity",
             cluster_name=args.cluster,
-            namespace=NAMESPACE,
+            namespace=LOAD_BALANCER_NAMESPACE,
             service_account=SERVICE_ACCOUNT,
             role_arn=role.arn,
             tags=args.tags,
@@ -111,7 +112,7 @@ class LoadBalancerController(pulumi.ComponentResource):
             f"{name}-release",
             args.chart,
             release_name="aws-load-balancer-controller",
-            namespace=NAMESPACE,
+            namespace=LOAD_BALANCER_NAMESPACE,
             values=controller_values(cluster=args.cluster, region=args.region, vpc_id=args.vpc_id, tags=args.tags),
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -14,7 +14,6 @@ from stacks.config.gateway import GatewaySection
 
 from .iam import Scope
 
-NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 # The tag the controller puts on every load balancer, target group and security group it creates.
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"

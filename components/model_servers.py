@@ -19,11 +19,11 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.storage import StorageSection
 from stacks.groups import leader_worker_set
+from stacks.naming import TOKEN, labels
 from stacks.resolved import CACHE_CLAIM, ImageTable, ResolvedModel
 
 from .engines import ENGINES, WorkloadSpec
 from .k8s import apply
-from .naming import TOKEN, labels
 from .scheduling import placement
 from .storage.cache import CacheContext, cache_mount, stream_fill_job
 
@@ -109,9 +109,7 @@ def model_objects(spec: WorkloadSpec, cache: CacheContext | None = None) -> list
             raise ValueError(
                 f"model {spec.model.name} streams from the bucket: its fill Job needs the storage's context"
             )
-        objs.append(
-            stream_fill_job(cache, spec.model, spec.served.service, spec.served.namespace, spec.images, spec.placement)
-        )
+        objs.append(stream_fill_job(cache, spec.served, spec.images, spec.placement))
     return objs
 
 

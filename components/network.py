@@ -10,8 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from stacks.config.cluster import Vpc
-
-from .naming import TOKEN
+from stacks.naming import TOKEN
 
 
 def subnet_cidrs(block: str, zones: int) -> tuple[list[str], list[str]]:

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.naming import MANAGED_BY, TOKEN, tags
 from stacks.resolve import export_platform
-from stacks.resolved import ResolvedStack
+from stacks.resolved import MONITORING_NAMESPACE, ResolvedStack
 from stacks.versions import chart
 
 from . import k8s as k8s_objects
@@ -25,8 +26,7 @@ from .gateway.routing import load_balancer_annotations
 from .loadbalancer import LoadBalancerController, LoadBalancerControllerArgs
 from .loadbalancer_iam import needs_load_balancer_controller
 from .model_servers import Models, ModelsArgs
-from .monitoring.component import MONITORING_NAMESPACE, Monitoring, MonitoringArgs
-from .naming import MANAGED_BY, TOKEN, tags
+from .monitoring.component import Monitoring, MonitoringArgs
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack
 from .scaling.component import ModelScalers, ModelScalersArgs

@@ -1,9 +1,10 @@
 """The platform stack as a workloads stack sees it: one StackReference and its plain exports.
 
 A team's stack must be checked against the platform's pools before it registers anything of its
-own, so the exports are read as plain values here, at program start: `StackReference` outputs are
-known at preview as well as at update (it reads the other stack's last checkpoint), and the SDK's
-synchronous wait turns them into a dict. The kubeconfig stays an Output and a secret.
+own, so the exports are read as plain values here, at program start, through the engine's
+`pulumi:pulumi:readStackOutputs` invoke (what a StackReference reads: the other stack's last
+checkpoint, known at preview as well as at update), which the SDK's public `pulumi.runtime.invoke`
+answers synchronously. The kubeconfig stays an Output of the StackReference, and a secret.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi.runtime.sync_await import _sync_await  # the SDK's own sync wait (pulumi pinned)
 
 from stacks.config.stack import StackRef
 from stacks.errors import ConfigError, Problem, key_path, short
-from stacks.exports import SECRET_KEYS, supply
+from stacks.exports import SECRET_KEYS, PlatformSource
 
 
 class StackRefused(pulumi.RunError):
@@ -28,6 +28,11 @@ class StackRefused(pulumi.RunError):
         super().__init__(str(error))
 
 
+# The engine's built-in invoke a StackReference is read through (pkg/resource/deploy/builtins.go
+# readStackOutputs): {name} -> {name, outputs, secretOutputNames}.
+READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
+
+
 @dataclass(frozen=True)
 class PlatformStack:
     name: str  # org/project/stack
@@ -36,6 +41,11 @@ class PlatformStack:
 
     def output(self, key: str) -> pulumi.Output[Any]:
         return self.ref.require_output(key)
+
+    @property
+    def source(self) -> PlatformSource:
+        """The exports as the pipeline resolves a workloads stack against them."""
+        return PlatformSource(self.exports, f"stack {self.name}")
 
 
 def workloads_platform_ref(sections: dict[str, Any]) -> str | None:
@@ -53,15 +63,15 @@ def workloads_platform_ref(sections: dict[str, Any]) -> str | None:
 
 
 def read_platform_stack(stack_ref: str) -> PlatformStack:
-    """Reference the platform stack and hand its exports to the workloads rules (stacks.exports).
-    A platform stack that cannot be read (it does not exist, this identity may not read it, it has no
-    outputs, or they are not a platform's exports) is a ConfigError naming stack.platformStack."""
+    """Reference the platform stack and read its exports as plain values. A platform stack that
+    cannot be read (it does not exist, this identity may not read it, it has no outputs, or they are
+    not a platform's exports) is a ConfigError naming stack.platformStack."""
     from stacks.resolve import read_platform
 
     where = key_path(["stack", "platformStack"])
     ref = pulumi.StackReference("platform-stack", stack_name=stack_ref)
     try:
-        outputs = _sync_await(ref.outputs.future()) or {}
+        outputs = pulumi.runtime.invoke(READ_STACK_OUTPUTS, {"name": stack_ref}).value.get("outputs") or {}
     except ConfigError:
         raise  # the offline render's answer: the platform's stack file is not usable
     except Exception as exc:  # (the engine's error reading the other stack's state)
@@ -80,7 +90,7 @@ def read_platform_stack(stack_ref: str) -> PlatformStack:
         )
     exports = {k: v for k, v in outputs.items() if k not in SECRET_KEYS}
     try:
-        read_platform(exports)
+        read_platform(exports, f"stack {stack_ref}")
     except Exception as exc:  # (outputs of some other program, or of another version)
         raise ConfigError(
             [
@@ -91,5 +101,4 @@ def read_platform_stack(stack_ref: str) -> PlatformStack:
                 )
             ]
         ) from None
-    supply(stack_ref, exports, f"stack {stack_ref}")
     return PlatformStack(name=stack_ref, ref=ref, exports=exports)

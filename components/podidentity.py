@@ -8,8 +8,9 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+from stacks.naming import iam_role_name
+
 from . import iam
-from .naming import iam_role_name
 
 
 def scope(cluster: str, parent: pulumi.Resource) -> pulumi.Output[iam.Scope]:

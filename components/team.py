@@ -24,9 +24,9 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.stack import Quota
 from stacks.config.storage import StorageSection
+from stacks.naming import TOKEN, labels
 
 from .k8s import apply
-from .naming import TOKEN, labels
 from .storage.cache import CacheContext
 from .storage.claims import CACHE_CLAIM, READER_SERVICE_ACCOUNT, cache_claim, service_account
 

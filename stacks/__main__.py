@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 from pathlib import Path
 
 from .errors import ConfigError, one_line
-from .load import ROOT, load_stack, load_stack_file, resolve_stack
+from .load import ROOT, stack_path
+from .pipeline import check_file
 
 
 def all_stack_files() -> list[Path]:
@@ -26,8 +28,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for arg in files:
         path = Path(arg)
         try:
-            path = resolve_stack(str(arg)) if isinstance(arg, str) else arg
-            _, warnings = load_stack(path)
+            path = stack_path(str(arg)) if isinstance(arg, str) else arg
+            warnings = check_file(path).warnings
         except ConfigError as exc:
             failed += 1
             for problem in exc.problems:
@@ -46,8 +48,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    path = resolve_stack(args.stack)
-    load_stack_file(path)  # a refused file is refused before the Pulumi SDK is even imported
+    path = stack_path(args.stack)
+    check_file(path)  # a refused file is refused before the Pulumi SDK is even imported
     from .render import render_file, write
 
     rendered = render_file(path)
@@ -61,11 +63,11 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    path = resolve_stack(args.stack)
-    config = load_stack_file(path)
-    from .plan import plan
+    path = stack_path(args.stack)
+    stack = check_file(path).stack
+    from .plan import plan, plan_json
 
-    print(plan(config), end="")
+    print(json.dumps(plan_json(stack), indent=2) if args.json else plan(stack), end="\n" if args.json else "")
     return 0
 
 
@@ -131,14 +133,14 @@ def cmd_reference(args: argparse.Namespace) -> int:
 def cmd_golden(args: argparse.Namespace) -> int:
     from .golden import main as golden
 
-    return golden(args.check, [resolve_stack(f) for f in args.files] or None)
+    return golden(args.check, [stack_path(f) for f in args.files] or None)
 
 
 def cmd_charts(args: argparse.Namespace) -> int:
     from .charts import ChartsError
     from .charts import main as charts
 
-    files = [resolve_stack(f) for f in args.files] if args.files else all_stack_files()
+    files = [stack_path(f) for f in args.files] if args.files else all_stack_files()
     try:
         return charts(files, Path(args.out) if args.out else None)
     except ChartsError as exc:
@@ -166,6 +168,7 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_render)
     pl = sub.add_parser("plan", help="per pool: allowed instance types and allocatable; per model: where it fits")
     pl.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON (pools, and every model's pods)")
     pl.set_defaults(fn=cmd_plan)
     b = sub.add_parser("bench", help="render synthetic stacks of growing size and report wall time")
     b.add_argument("--sizes", default="2,8,32", help="comma-separated pool/model counts")

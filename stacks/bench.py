@@ -101,11 +101,12 @@ NEVER = Seconds(float("inf"), float("inf"))
 
 def render_once(sections: dict[str, Any], out: Path) -> tuple[Seconds, list[Any]]:
     """Validate, run the program under the recording mocks and write the files, as `stacks render`."""
-    from .load import parse_sections, sections_to_pulumi_config
+    from .load import sections_to_pulumi_config
+    from .pipeline import check_sections
     from .render import run_program, write
 
     clock = Clock()
-    parse_sections(sections, REGION)
+    check_sections(sections, REGION)
     rendered = run_program(sections_to_pulumi_config(sections, REGION))
     write(rendered, out)
     return clock.seconds(), rendered.resources

@@ -388,11 +388,11 @@ def filename(obj: dict[str, Any]) -> str:
 
 def stack(path: Path, out: Path | None, root: Path, binary: Path) -> tuple[list[ChartRender], list[str]]:
     """Template and check every release of one stack; write the objects under out/<stack>/charts/."""
-    from .load import load_stack_file
+    from .pipeline import check_file
     from .render import render_file
 
-    config = load_stack_file(path)
-    kube_version = config.cluster.kubernetes_version if config.cluster else "1.34"
+    checked = check_file(path).stack
+    kube_version = checked.cluster.kubernetes_version if checked.cluster else "1.34"
     rendered = render_file(path)
     api_versions = BASE_API_VERSIONS | {m["apiVersion"] for m in rendered.manifests() if not conformance.is_core(m)}
     schemas = conformance.schema_dir()

@@ -1,28 +1,24 @@
 """Cross-section rules: what each section accepts alone but the stack as a whole cannot do.
 
-Each rule is a pure function registered with a decorator; the rule modules live in `stacks/rules/`
-and `stacks/rules/__init__.py` runs them (`check_stack`, `stack_warnings`), so a user fixes a stack
-file in one pass. Most rules read only the config (`@rule`, `@warning`); the rules that check a
-workloads stack against its platform also get `lookup`, which finds a platform stack's exports by
-its `org/project/stack` reference (`@platform_rule`, `@platform_warning`; stacks/load.py supplies
-it). Warnings (dev and staging leniency) are separate from refusals.
+Every rule reads the resolved stack (stacks/resolved.py): the validated config for key paths and the
+shapes of its sections, and every derived fact (the platform's pools, add-ons and storage, each
+model's engine facts, requests, group and cache) as the builders will use them, so a rule checks
+exactly what would be deployed and never derives a fact of its own. Each rule is a pure function
+registered with a decorator; the rule modules live in `stacks/rules/` and `stacks/rules/__init__.py`
+runs them, so a user fixes a stack file in one pass. Warnings (dev and staging leniency, what only a
+preview can check) are apart from refusals.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .config import StackConfig
 from .errors import Problem
-from .exports import PlatformSource
+from .resolved import ResolvedStack
 
-Lookup = Callable[[str], PlatformSource | None]
-Rule = Callable[[StackConfig], Iterable[Problem]]
-PlatformRule = Callable[[StackConfig, Lookup], Iterable[Problem]]
+Rule = Callable[[ResolvedStack], Iterable[Problem]]
 RULES: list[Rule] = []
 WARNINGS: list[Rule] = []
-PLATFORM_RULES: list[PlatformRule] = []
-PLATFORM_WARNINGS: list[PlatformRule] = []
 
 
 def rule(fn: Rule) -> Rule:
@@ -35,21 +31,10 @@ def warning(fn: Rule) -> Rule:
     return fn
 
 
-def platform_rule(fn: PlatformRule) -> PlatformRule:
-    PLATFORM_RULES.append(fn)
-    return fn
-
-
-def platform_warning(fn: PlatformRule) -> PlatformRule:
-    PLATFORM_WARNINGS.append(fn)
-    return fn
-
-
-def run(config: StackConfig, lookup: Lookup, rules: list[Rule], platform_rules: list[PlatformRule]) -> list[Problem]:
+def run(stack: ResolvedStack, rules: list[Rule]) -> list[Problem]:
     """Every problem the rules find, each once, in rule order."""
     problems: list[Problem] = []
-    found = [p for fn in rules for p in fn(config)] + [p for fn in platform_rules for p in fn(config, lookup)]
-    for problem in found:
+    for problem in (p for fn in rules for p in fn(stack)):
         if problem not in problems:
             problems.append(problem)
     return problems

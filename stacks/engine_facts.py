@@ -81,6 +81,24 @@ class Scaling:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EfaStack:
+    """What is known of the catalog image's EFA stack (libfabric and aws-ofi-nccl), which a group across
+    nodes needs: `missing` when the image is known to lack it (refused in prod), else not verified."""
+
+    missing: bool
+    why: str
+
+
+# What the engines whose groups cross nodes say of their catalog images, and those that never do.
+EFA_UNVERIFIED = EfaStack(
+    missing=False,
+    why="is not verified to carry aws-ofi-nccl: without it NCCL runs over TCP sockets with no error (look for "
+    "`NET/OFI` in the log with NCCL_DEBUG=INFO)",
+)
+ONE_NODE = EfaStack(missing=False, why="serves a replica on one node, so it needs no EFA stack")
+
+
+@dataclass(frozen=True, kw_only=True)
 class EngineFacts:
     """The engine's server and what it supports."""
 
@@ -121,6 +139,7 @@ class EngineFacts:
     # A model is a repository at a git revision (`models[].revision` pins it); False: the engine pulls
     # models by its own names and tags (Ollama).
     revisions: bool
+    efa_stack: EfaStack
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

@@ -8,8 +8,9 @@ so a rule that interpolates a value cannot echo it whole either.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -220,3 +221,25 @@ def problems_from(exc: ValidationError, model: type) -> list[Problem]:
                 msg = f"{msg} (got {short(shown)})"
         add(Problem(_path(loc), msg))
     return problems
+
+
+def duplicates(
+    items: Sequence[Any],
+    base: list[str | int],
+    what: str,
+    key: Callable[[Any], Any] = lambda x: x,
+    field: str | None = None,
+) -> Iterable[Problem]:
+    """A problem at each later occurrence of a name already listed in `items`."""
+    seen: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        k = key(item)
+        if k in seen:
+            path = [*base, i, field] if field else [*base, i]
+            shown = k if isinstance(k, str) and len(k) <= 60 else f"{str(k)[:60]}…"
+            yield Problem(
+                key_path(path),
+                f"{shown!r} is already listed at {key_path([*base, seen[k]])}; each {what} is listed once",
+            )
+        else:
+            seen[k] = i

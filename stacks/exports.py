@@ -1,12 +1,13 @@
-"""Where a workloads stack finds its platform's exports, and which export keys only the cloud knows.
+"""A platform's exports as a workloads stack reads them, and which export keys only the cloud knows.
 
-The exports themselves are the platform's resolved view (stacks/resolve.py `export_platform`, read
-back with `read_platform`). They come from one of three places, so offline and live cannot disagree:
-- `pulumi up` / preview: `__main__.py` reads them from the StackReference and `supply` records them
-  before anything is registered;
+The exports themselves are the platform's resolved view (stacks/resolve `export_platform`, read back
+with `read_platform`). They come from one of three places, each passed explicitly to the pipeline
+(stacks/pipeline.py), so offline and live cannot disagree:
+- `pulumi up` / preview: `__main__.py` reads them from the platform's StackReference
+  (components/platform_stack.py);
 - `stacks validate` / `render` of a workloads stack: the platform's own stack file in this repository
-  (stacks/load.py `platform_stack_file`), resolved offline;
-- the mocks, which answer the workloads stack's StackReference with the same file's exports.
+  (stacks/pipeline.py `repo_platform`), checked and resolved offline;
+- the mocks, which answer the StackReference's read with the same file's exports (or a test's).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from .resolved import EXPORTS_VERSION
 
-__all__ = ["EXPORTS_VERSION", "OUTPUT_KEYS", "SECRET_KEYS", "PlatformSource", "supply"]
+__all__ = ["EXPORTS_VERSION", "OUTPUT_KEYS", "SECRET_KEYS", "PlatformSource"]
 
 # Keys whose values only exist once the platform is deployed (added by the Platform component).
 OUTPUT_KEYS = (
@@ -32,27 +33,10 @@ OUTPUT_KEYS = (
 SECRET_KEYS = ("kubeconfig",)
 
 
-# ---- where a workloads stack finds its platform's exports -------------------------------------------
-
-
 @dataclass(frozen=True)
 class PlatformSource:
+    """A platform's exports (plain JSON values) and where they were read, for messages: `stack
+    org/project/stack` or the platform's stack file."""
+
     exports: dict[str, Any]
-    where: str  # for messages: "stack reference acme/x/y" or a file path
-
-
-_SUPPLIED: dict[str, PlatformSource] = {}
-
-
-def supply(stack_ref: str, exports: dict[str, Any], where: str) -> None:
-    """Record the exports read from the platform's StackReference (under `pulumi up`/preview)."""
-    _SUPPLIED[stack_ref] = PlatformSource(exports, where)
-
-
-def forget() -> None:
-    _SUPPLIED.clear()
-
-
-def supplied(stack_ref: str) -> PlatformSource | None:
-    """The exports `supply` recorded for this reference, if any."""
-    return _SUPPLIED.get(stack_ref)
+    where: str

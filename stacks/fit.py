@@ -13,8 +13,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .config import StackConfig
+from .config.addons import AddonsSection
 from .config.pools import NodePoolSection
+from .config.storage import StorageSection
 from .hardware import InstanceType, expand
 from .quantity import mebibytes, millicores
 
@@ -143,31 +144,39 @@ def memory_mib(quantity: str) -> int:
 class NodeDaemonSet:
     """A DaemonSet of the platform that runs on every node of the pools `runs_on` accepts.
 
-    `runs_on(pool, config)` gets config=None when the caller has only the pool: answer True when the
-    DaemonSet may be there (overstating overhead refuses a borderline fit; understating it lets
+    `runs_on(pool, platform)` gets platform=None when the caller has only the pool: answer True when
+    the DaemonSet may be there (overstating overhead refuses a borderline fit; understating it lets
     Karpenter launch a node the pod then does not fit on).
     """
 
     name: str
     requests: Requests
     source: str
-    runs_on: Callable[[NodePoolSection, StackConfig | None], bool] = lambda pool, config: True
+    runs_on: Callable[[NodePoolSection, Platform | None], bool] = lambda pool, platform: True
 
 
-def _neuron_npd(pool: NodePoolSection, config: StackConfig | None) -> bool:
-    return pool.accelerator == "neuron" and (config is None or config.addons.neuron.node_problem_detector)
+@dataclass(frozen=True)
+class Platform:
+    """What decides which of the platform's DaemonSets run: its add-ons and its storage."""
+
+    addons: AddonsSection
+    storage: StorageSection
 
 
-def _model_cache(kind: str) -> Callable[[NodePoolSection, StackConfig | None], bool]:
+def _neuron_npd(pool: NodePoolSection, platform: Platform | None) -> bool:
+    return pool.accelerator == "neuron" and (platform is None or platform.addons.neuron.node_problem_detector)
+
+
+def _model_cache(kind: str) -> Callable[[NodePoolSection, Platform | None], bool]:
     """The CSI node driver of a shared model cache runs on every node (it tolerates every taint)."""
-    return lambda pool, config: config is None or config.storage.model_cache == kind
+    return lambda pool, platform: platform is None or platform.storage.model_cache == kind
 
 
-def _exporter(accelerator: str) -> Callable[[NodePoolSection, StackConfig | None], bool]:
+def _exporter(accelerator: str) -> Callable[[NodePoolSection, Platform | None], bool]:
     """The accelerator exporter runs on every node of that accelerator when monitoring is on."""
 
-    def runs_on(pool: NodePoolSection, config: StackConfig | None) -> bool:
-        return pool.accelerator == accelerator and (config is None or config.addons.monitoring.enabled)
+    def runs_on(pool: NodePoolSection, platform: Platform | None) -> bool:
+        return pool.accelerator == accelerator and (platform is None or platform.addons.monitoring.enabled)
 
     return runs_on
 
@@ -218,20 +227,20 @@ NODE_DAEMONSETS: list[NodeDaemonSet] = [
         "the platform's values (components/capacity/plugins.py nvidia_values: the chart's resources {} "
         "set from this entry)",
         # Only on AL2023: Bottlerocket's NVIDIA variant runs its plugin outside Kubernetes.
-        lambda pool, config: pool.accelerator == "nvidia" and pool.ami_family == "al2023",
+        lambda pool, platform: pool.accelerator == "nvidia" and pool.ami_family == "al2023",
     ),
     NodeDaemonSet(
         "aws-efa-k8s-device-plugin",
         Requests(cpu_m=10, memory_mib=20),
         "aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.30 values.yaml: resources.requests 10m/20Mi "
         "(components/capacity/plugins.py efa_values sets them from this entry)",
-        lambda pool, config: pool.efa,
+        lambda pool, platform: pool.efa,
     ),
     NodeDaemonSet(
         "neuron-device-plugin",
         Requests(),
         "aws-neuron/neuron-helm-charts 1.9.0 values.yaml: devicePlugin.resources {}",
-        lambda pool, config: pool.accelerator == "neuron",
+        lambda pool, platform: pool.accelerator == "neuron",
     ),
     NodeDaemonSet(
         "neuron-node-problem-detector",
@@ -268,18 +277,36 @@ NODE_DAEMONSETS: list[NodeDaemonSet] = [
 ]
 
 
-def daemonsets_on(pool: NodePoolSection, config: StackConfig | None = None) -> list[NodeDaemonSet]:
-    return [d for d in NODE_DAEMONSETS if d.runs_on(pool, config)]
+def daemonsets_on(pool: NodePoolSection, platform: Platform | None = None) -> list[NodeDaemonSet]:
+    return [d for d in NODE_DAEMONSETS if d.runs_on(pool, platform)]
 
 
-def daemonset_overhead(pool: NodePoolSection, config: StackConfig | None = None) -> Requests:
+def daemonset_overhead(pool: NodePoolSection, platform: Platform | None = None) -> Requests:
     """Requests of the platform's own DaemonSets on every node of this pool (CNI, kube-proxy, Pod
     Identity agent, EBS CSI node, the pool's device plugin and node agents, whatever else is in
     NODE_DAEMONSETS), which Karpenter adds when it packs pods."""
     total = Requests()
-    for daemonset in daemonsets_on(pool, config):
+    for daemonset in daemonsets_on(pool, platform):
         total = total + daemonset.requests
     return total
+
+
+def container_resources(requests: Requests) -> dict[str, dict[str, str]]:
+    """Kubernetes container resources: accelerators and memory with limits equal to requests
+    (no overcommit of what a model cannot live without); no CPU limit, so a busy tokenizer is never
+    throttled."""
+    req = {
+        "cpu": f"{requests.cpu_m}m",
+        "memory": f"{requests.memory_mib}Mi",
+        "ephemeral-storage": f"{requests.ephemeral_mib}Mi",
+    }
+    # No ephemeral-storage limit: an emptyDir model cache counts against it and would get the pod
+    # evicted mid-download; the request still reserves the space on the node.
+    lim = {"memory": req["memory"]}
+    for name, value in (("nvidia.com/gpu", requests.gpu), ("aws.amazon.com/neuron", requests.neuron)):
+        if value:
+            req[name] = lim[name] = str(value)
+    return {"requests": req, "limits": lim}
 
 
 def pool_types(pool: NodePoolSection) -> list[InstanceType]:

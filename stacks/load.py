@@ -1,8 +1,9 @@
-"""The one load step: stack file or Pulumi config -> validated StackConfig, before any resource.
+"""Reading a stack file: its keys as Pulumi reads them, and its values validated into a StackConfig.
 
 Both entry points (the CLI reading a Pulumi.<stack>.yaml, and `__main__.py` reading Pulumi config
 under `pulumi up` or the mocks) funnel into `sort_config` (keys read as Pulumi reads them) and
-`parse_sections` (values), so they accept and refuse exactly the same stack files.
+`parse_sections` (values: the config models and what the Region bounds), so they accept and refuse
+exactly the same stack files; stacks/pipeline.py then resolves and checks the result.
 
 Keys are read as the Pulumi CLI reads them (pulumi/pulumi sdk/go/common/workspace/loaders.go
 `stackConfigNamespacedWithProject` and resource/config/key.go `ParseKey`): a key without a colon
@@ -12,9 +13,6 @@ spelling of `<ns>:<name>`, and any other key with two or more colons is not a co
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import functools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -24,26 +22,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import rules
 from .config import PROJECT, SECTIONS, StackConfig
 from .errors import ConfigError, Problem, did_you_mean, key_path, member, problems_from, short
-from .exports import PlatformSource, supplied
 from .paths import ROOT
 from .regions import region as aws_region
 from .regions import regions as aws_regions
-from .resolve import export_platform, own_platform
 from .yamlread import MAX_DEPTH, MAX_NODES, YamlProblem, YamlReadError
 from .yamlread import read as read_yaml
 
-__all__ = [
-    "ROOT",
-    "StackFile",
-    "load_stack_file",
-    "parse_sections",
-    "platform_for",
-    "read_stack",
-    "stack_warnings",
-]
+__all__ = ["ROOT", "StackFile", "parse_sections", "read_stack", "stack_path"]
 
 
 # The top-level keys of a Pulumi.<stack>.yaml (pulumi/pulumi sdk/go/common/workspace/project.go
@@ -347,7 +334,8 @@ def _under(path: str, parents: set[str]) -> bool:
 
 def parse_sections(raw: dict[str, Any], region: Any, source: str = "") -> StackConfig:
     """Validate the `inference-platform:*` sections (keys without the prefix) and `aws:region` (as
-    written; None when absent), and cross-check them."""
+    written; None when absent): the config models and what the Region bounds. The cross-section rules
+    run over the resolved stack (stacks/pipeline.py `check_config`)."""
     if not isinstance(raw, dict):
         raise ConfigError([Problem("config", f"the sections must be a map, not {short(raw)}")], source)
     problems: list[Problem] = []
@@ -377,9 +365,6 @@ def parse_sections(raw: dict[str, Any], region: Any, source: str = "") -> StackC
         problems += [p for p in problems_from(exc, StackConfig) if not _under(p.path, seen)]
         raise ConfigError(problems, source) from None
     problems += region_rules(config)
-    if problems:
-        raise ConfigError(problems, source)
-    problems = rules.check_stack(config, platform_for)
     if problems:
         raise ConfigError(problems, source)
     return config
@@ -454,30 +439,7 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], Any]:
     return found.sections, found.region
 
 
-def stack_warnings(config: StackConfig) -> list[Problem]:
-    """The stack's warnings, a workloads stack's checked against its platform as validation does."""
-    return rules.stack_warnings(config, platform_for)
-
-
-def load_stack_file(path: Path) -> StackConfig:
-    found = read_stack(path)
-    with _loading(path):
-        return parse_sections(found.sections, found.region, source=str(path))
-
-
-def load_stack(path: Path) -> tuple[StackConfig, list[Problem]]:
-    """The validated stack and every warning: about its keys, and the rules' own."""
-    found = read_stack(path)
-    with _loading(path):
-        try:
-            config = parse_sections(found.sections, found.region, source=str(path))
-        except ConfigError as exc:
-            exc.warnings = found.warnings + exc.warnings
-            raise
-        return config, found.warnings + stack_warnings(config)
-
-
-def resolve_stack(arg: str) -> Path:
+def stack_path(arg: str) -> Path:
     """A stack name (`dev`) or a path to a Pulumi.<stack>.yaml -> the file's path."""
     path = Path(arg)
     if path.suffix in (".yaml", ".yml"):
@@ -530,113 +492,9 @@ def pulumi_config_to_sections() -> tuple[dict[str, Any], Any]:
     return found.sections, found.region
 
 
-def load_from_pulumi() -> StackConfig:
-    sections, region = pulumi_config_to_sections()
-    return parse_sections(sections, region, source="stack config")
-
-
-def load_pulumi_stack() -> tuple[StackConfig, list[Problem]]:
-    """The validated stack from the engine's config, and the warnings about keys it does not read."""
-    found = pulumi_stack_config()
-    return parse_sections(found.sections, found.region, source="stack config"), found.warnings
-
-
 def sections_to_pulumi_config(sections: dict[str, Any], region: Any) -> dict[str, str]:
     """The inverse of `pulumi_config_to_sections`: what `pulumi up` would hand the program."""
     out = {f"{PROJECT}:{k}": json.dumps(v) for k, v in sections.items()}
     if region is not None:
         out["aws:region"] = region if isinstance(region, str) else json.dumps(region)
     return out
-
-
-# ---- where a workloads stack finds its platform's exports -------------------------------------------
-
-
-def platform_stack_file(stack_ref: str, root: Path | None = None) -> Path | None:
-    """`org/project/<stack>` -> Pulumi.<stack>.yaml at the project root or in stacks/examples."""
-    base = root or ROOT
-    parts = stack_ref.split("/")
-    if len(parts) != 3 or parts[1] != PROJECT or not re.fullmatch(r"[A-Za-z0-9_.-]+", parts[2]):
-        return None
-    stack = parts[2]
-    for candidate in (base / f"Pulumi.{stack}.yaml", base / "stacks" / "examples" / f"Pulumi.{stack}.yaml"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-_LOADING: list[str] = []  # the stack files being read, outermost first (a reference cycle would never end)
-
-
-@contextlib.contextmanager
-def _loading(path: Path) -> Iterator[None]:
-    _LOADING.append(_file_key(path))
-    try:
-        yield
-    finally:
-        _LOADING.pop()
-
-
-def _file_key(path: Path) -> str:
-    try:
-        return str(path.resolve())
-    except OSError:
-        return str(path)
-
-
-def exports_from_file(path: Path) -> dict[str, Any]:
-    """The config-derived exports of a platform stack file (ConfigError if that file is invalid).
-    Cached per file version: every rule and model of a workloads stack asks for them."""
-    try:
-        mtime = path.stat().st_mtime_ns
-    except OSError as exc:
-        raise ConfigError([Problem(str(path), f"cannot be read: {exc.strerror or exc}")], str(path)) from None
-    if _file_key(path) in _LOADING:
-        raise ConfigError(
-            [
-                Problem(
-                    key_path(["stack", "platformStack"]),
-                    f"refers back to {path.name}, which is being read: the platform stacks form a cycle; a "
-                    f"workloads stack's platformStack must be a platform or all-in-one stack",
-                )
-            ],
-            str(path),
-        )
-    with _loading(path):
-        return copy.deepcopy(_exports_cached(str(path), mtime))
-
-
-@functools.lru_cache(maxsize=32)
-def _exports_cached(path: str, mtime_ns: int) -> dict[str, Any]:
-    config = load_stack_file(Path(path))
-    if config.cluster is None:
-        raise ConfigError(
-            [
-                Problem(
-                    key_path(["stack", "role"]),
-                    f"is {config.stack.role}: only a platform or all-in-one stack exports a cluster",
-                )
-            ],
-            path,
-        )
-    return export_platform(own_platform(config))
-
-
-def platform_for(stack_ref: str) -> PlatformSource | None:
-    """The platform's exports: from the StackReference when the program supplied them, else from the
-    platform's stack file when it is in this repository, else None (cannot be checked offline)."""
-    found = supplied(stack_ref)
-    if found is not None:
-        return found
-    path = platform_stack_file(stack_ref)
-    if path is None:
-        return None
-    try:
-        return PlatformSource(exports_from_file(path), str(path))
-    except ConfigError:
-        raise
-    except Exception as exc:  # (any failure to read it is the platform stack's problem)
-        raise ConfigError(
-            [Problem(key_path(["stack", "platformStack"]), f"cannot be read: {type(exc).__name__}: {short(str(exc))}")],
-            str(path),
-        ) from None

@@ -25,26 +25,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from components.capacity.karpenter_iam import INTERRUPTION_EVENTS, queue_name, rule_name
-from components.capacity.plugins import KARPENTER_NAMESPACE
-from components.engines import ENGINES
-from components.gateway.routing import EG_NAMESPACE
-from components.loadbalancer_iam import NAMESPACE as LOAD_BALANCER_NAMESPACE
-from components.monitoring.collection import MONITORING_NAMESPACE
-from components.naming import iam_role_name, physical
-from components.serving.litellm import NAMESPACE as LITELLM_NAMESPACE
-
-from .config import ModelSection
-from .config.addons import AddonsSection
-from .resolve import picked
+from .naming import INTERRUPTION_EVENTS, iam_role_name, physical, queue_name, rule_name
+from .resolve.models import routing_strategy
 from .resolved import (
     AIBRIX_GATEWAY,
     CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
     DEFAULT_NAMESPACE,
+    EG_NAMESPACE,
     GATEWAY_NAMESPACE,
+    KARPENTER_NAMESPACE,
     KEDA_NAMESPACE,
+    LITELLM_NAMESPACE,
+    LOAD_BALANCER_NAMESPACE,
     LWS_NAMESPACE,
+    MONITORING_NAMESPACE,
+    ModelEntry,
 )
 
 LABEL_MAX = 63
@@ -123,10 +119,10 @@ PLATFORM_SUFFIXES = {
 }
 
 
-def model_names(model: ModelSection) -> list[Derived]:
-    """Every name derived from `model`'s name, with its limit."""
+def model_names(entry: ModelEntry) -> list[Derived]:
+    """Every name derived from a model's name, with its limit."""
+    model, made = entry.config, entry.made
     name = model.name
-    made = ENGINES[model.engine].model_facts(model, AddonsSection())
     service = made.service
     out = [
         Derived(name, "label value (app.kubernetes.io/instance)", LABEL_MAX),
@@ -141,7 +137,8 @@ def model_names(model: ModelSection) -> list[Derived]:
     if model.canary is not None:
         # The canary's Deployment, Service and PDB (stacks/resolve.py canary_of); also a label value.
         out.append(Derived(f"{name}{CANARY_SUFFIX}", f"canary Service ({CANARY_SUFFIX})", LABEL_MAX, dns_1035=True))
-    if picked(model, routed=True):  # routed or not: the name is checked wherever a picker could run
+    # Routed or not: the name is checked wherever a picker could run.
+    if routing_strategy(model, entry.facts, routed=True) not in (None, "round-robin"):
         # components/gateway/picker.py: the release `<model>-picker`; the chart cuts it to 40 for its
         # `-epp` objects, whose name is also its pods' label value.
         out.append(Derived(f"{name}-picker", "Helm release of the endpoint picker", HELM_RELEASE_MAX))

@@ -18,11 +18,12 @@ from typing import Any
 
 import yaml
 
-from .config import PROJECT, ModelSection
+from .config import PROJECT, StackConfig
 from .errors import ConfigError, Problem
-from .load import parse_sections, platform_for
-from .resolve import images_rendered_by, read_pools, read_storage
-from .sizing import replica_requests
+from .exports import PlatformSource
+from .load import parse_sections
+from .pipeline import PlatformLookup, check_config, repo_platform
+from .resolve import read_platform, resolve
 
 SCHEMA_MODELINE = "# yaml-language-server: $schema={schema}\n"
 
@@ -130,12 +131,12 @@ config:
 {model}"""
 
 
-def _team_model(platform: str) -> tuple[str, str, str]:
+def _team_model(platform: str, platforms: PlatformLookup) -> tuple[str, str, str]:
     """(accelerator, pool, note) for the starter model, from the platform's exports when known."""
-    source = platform_for(platform)
+    source = platforms(platform)
     if source is None:
         return "nvidia", "gpu", f"# {platform} is not in this repository: check that it exports a pool named gpu.\n"
-    pools = [p.config for p in read_pools(source.exports)]
+    pools = [p.config for p in read_platform(source.exports, source.where).pools]
     for accelerator in ("nvidia", "neuron"):
         match = next((p for p in pools if p.accelerator == accelerator), None)
         if match is not None:
@@ -143,26 +144,29 @@ def _team_model(platform: str) -> tuple[str, str, str]:
     raise ConfigError([Problem(platform, "the platform exports no accelerator pool a model could run on")])
 
 
-def _quota_size(platform: str, models_text: str) -> tuple[str, str]:
-    """(cpu, memory) of the starter quota: room for two replicas of the starter model as the engine
-    sizes them (stacks/sizing.py) on the platform's pool, and at least 32 cpu / 128Gi."""
+def _quota_size(platform: str, team: str, models_text: str, platforms: PlatformLookup) -> tuple[str, str]:
+    """(cpu, memory) of the starter quota: room for two replicas of the starter model as the stack
+    resolves it on the platform's pool (the requests its pods will render), and at least 32 cpu / 128Gi."""
     cpu, memory = 32, 128
-    source = platform_for(platform)
+    source = platforms(platform)
     if source is not None:
-        model = ModelSection.model_validate(yaml.safe_load(models_text)[0])
-        pool = next((p.config for p in read_pools(source.exports) if p.name == model.pool), None)
-        if pool is not None:
-            need = replica_requests(model, pool, read_storage(source.exports))
-            cpu = max(cpu, math.ceil(2 * need.cpu_m / 1000))
-            memory = max(memory, math.ceil(2 * need.memory_mib / 1024))
+        stack = {"role": "workloads", "platformStack": platform, "team": team, "quota": {"cpu": "1", "memory": "1Gi"}}
+        sections = {"stack": stack, "models": yaml.safe_load(models_text)}
+        resolved = resolve(parse_sections(sections, "us-west-2"), source)
+        for model in resolved.models:
+            cpu = max(cpu, math.ceil(2 * model.requests.cpu_m / 1000))
+            memory = max(memory, math.ceil(2 * model.requests.memory_mib / 1024))
     return f'"{cpu}"', f"{memory}Gi"
 
 
-def workloads_text(name: str, platform: str, team: str, environment: str, digest: str | None) -> str:
-    accelerator, pool, note = _team_model(platform)
+def workloads_text(
+    name: str, platform: str, team: str, environment: str, digest: str | None, platforms: PlatformLookup = repo_platform
+) -> str:
+    """A team's stack on `platform`, whose exports `platforms` finds (its stack file in this repository)."""
+    accelerator, pool, note = _team_model(platform, platforms)
     gpus, neuron = (2, 0) if accelerator == "nvidia" else (0, 2)
     models = MODELS[accelerator].format(pool=pool, image=image_line(digest))
-    cpu, memory = _quota_size(platform, models)
+    cpu, memory = _quota_size(platform, team, models, platforms)
     return f"""\
 # {name}: the {team} team's models on the platform stack {platform}.
 # A workloads stack sets only `stack` and `models`: cluster, pools, add-ons, storage and gateway
@@ -189,19 +193,24 @@ def _sections(text: str) -> tuple[dict[str, Any], Any]:
     return sections, doc["config"].get("aws:region")
 
 
-def check(text: str, source: str) -> None:
+def check(text: str, source: str, platforms: PlatformLookup | None = None) -> None:
     sections, region = _sections(text)
-    parse_sections(sections, region, source=source)
+    check_config(parse_sections(sections, region, source=source), source, platforms)
+
+
+def _platform_of(config: StackConfig) -> PlatformSource | None:
+    ref = config.stack.platform_stack
+    return repo_platform(ref) if ref else None
 
 
 def with_image_pins(text: str, environment: str, pins: dict[str, str]) -> str:
     """The stack with an `images` section pinning what it renders: in prod every image the stack will
     render needs its digest (`--image-pin NAME=sha256:...`), elsewhere the given ones are written."""
-    from components.serving.values import TAG_ONLY_IMAGES
+    from stacks.versions import TAG_ONLY_IMAGES
 
     sections, _ = _sections(text)
     config = parse_sections({**sections, "stack": {**sections["stack"], "environment": "dev"}}, "us-west-2")
-    needed = [n for n in images_rendered_by(config) if n not in TAG_ONLY_IMAGES]
+    needed = [n for n in resolve(config, _platform_of(config)).images if n not in TAG_ONLY_IMAGES]
     missing = [n for n in needed if n not in pins] if environment == "prod" else []
     if missing:
         raise ConfigError(

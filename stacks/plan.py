@@ -1,28 +1,22 @@
-"""`python -m stacks plan <stack>`: what each pool can launch and where each model fits.
+"""`python -m stacks plan <stack> [--json]`: what each pool can launch and where each model fits.
 
 For each pool, the instance types it allows with what a pod can request on a fresh node of each
-(Karpenter's allocatable less the platform's DaemonSets, stacks/fit.py); for each model, one
-replica's requests and the types it fits on (for a replica across nodes, its group: N nodes x the
-accelerators of each, and one pod's requests). Pure text from a validated StackConfig.
+(Karpenter's allocatable less the platform's DaemonSets, stacks/fit.py); for each model, every kind of
+pod it runs with exactly the requests the render gives its serving container (`ResolvedModel.pods`:
+the builders render these, and tests/test_capacity_plan.py compares the two for every shipped stack)
+and the types its pods on the pool fit. Reads the resolved stack only: for a workloads stack, its
+platform's pools.
 """
 
 from __future__ import annotations
 
-from components.engines import ENGINES
+from typing import Any
 
-from .config import StackConfig
-from .fit import (
-    allocatable,
-    daemonset_overhead,
-    daemonsets_on,
-    fit,
-    pool_limits,
-    pool_types,
-)
-from .groups import replica_group
-from .sizing import replica_requests
+from .fit import Requests, allocatable, fit
+from .resolved import PodShape, ResolvedModel, ResolvedPool, ResolvedStack
 
 COLUMNS = ("type", "cpu", "memory", "ephemeral", "gpu", "neuron", "neuroncore", "pods")
+UNITS = {"nvidia": "GPUs", "neuron": "Neuron devices"}
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -30,52 +24,118 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["    " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-def plan(config: StackConfig) -> str:
-    lines: list[str] = []
-    for pool in config.node_pools:
-        overhead = daemonset_overhead(pool, config)
-        limits = pool_limits(pool).manifest(pool.accelerator)
-        lines.append(
-            f"pool {pool.name}: accelerator {pool.accelerator}, {'/'.join(pool.capacity_types)}, "
-            f"{pool.ami_alias}, limits {limits or 'none'}"
+def _pool_lines(pool: ResolvedPool) -> list[str]:
+    p = pool.config
+    limits = pool.limits.manifest(p.accelerator)
+    lines = [
+        f"pool {p.name}: accelerator {p.accelerator}, {'/'.join(p.capacity_types)}, {p.ami_alias}, "
+        f"limits {limits or 'none'}",
+        f"  after DaemonSets ({', '.join(pool.daemonsets)}: cpu {pool.overhead.cpu_m}m, "
+        f"memory {pool.overhead.memory_mib}Mi):",
+    ]
+    rows: list[tuple[str, ...]] = [COLUMNS]
+    for itype in pool.instance_types:
+        a = allocatable(p, itype, pool.overhead)
+        rows.append(
+            (
+                a.instance_type,
+                f"{a.cpu_m}m",
+                f"{a.memory_mib}Mi",
+                f"{a.ephemeral_mib}Mi",
+                str(a.gpu),
+                str(a.neuron),
+                str(a.neuroncore),
+                str(a.pods),
+            )
         )
-        names = ", ".join(d.name for d in daemonsets_on(pool, config))
-        lines.append(f"  after DaemonSets ({names}: cpu {overhead.cpu_m}m, memory {overhead.memory_mib}Mi):")
-        rows: list[tuple[str, ...]] = [COLUMNS]
-        for itype in pool_types(pool):
-            a = allocatable(pool, itype, overhead)
-            rows.append(
-                (
-                    a.instance_type,
-                    f"{a.cpu_m}m",
-                    f"{a.memory_mib}Mi",
-                    f"{a.ephemeral_mib}Mi",
-                    str(a.gpu),
-                    str(a.neuron),
-                    str(a.neuroncore),
-                    str(a.pods),
-                )
-            )
-        lines += _table(rows) if len(rows) > 1 else ["    (no instance type the catalog knows)"]
-    for model in config.models:
-        target = config.pool(model.pool)
-        if target is None:
-            lines.append(f"model {model.name}: pool {model.pool} is not in this stack")
+    return lines + (_table(rows) if len(rows) > 1 else ["    (no instance type the catalog knows)"])
+
+
+def _asked(requests: Requests) -> str:
+    return f"cpu {requests.cpu_m}m, memory {requests.memory_mib}Mi, gpu {requests.gpu}, neuron {requests.neuron}"
+
+
+def fits(model: ResolvedModel, pod: PodShape) -> list[str]:
+    """The pool's instance types one such pod fits on (after the platform's DaemonSets)."""
+    return fit(pod.requests, model.pool.config, model.pool.overhead).fits
+
+
+def _model_lines(model: ResolvedModel) -> list[str]:
+    where = f"model {model.name} on pool {model.pool.name}"
+    if not model.pool.instance_types:
+        verdict = "unchecked (no instance type of the pool is in the catalog)"
+    else:
+        found = [fits(model, p) for p in model.pods if p.pool]
+        every = [t for t in found[0] if all(t in f for f in found)] if found else []
+        verdict = ", ".join(every) if every else "NOTHING (see `stacks validate`)"
+    group = model.group
+    if group.multi_node:
+        unit = UNITS.get(model.pool.accelerator, "accelerators")
+        head = f"{where}: one replica is a group of {group.describe(unit)}: fits {verdict}"
+    else:
+        head = f"{where}: fits {verdict}"
+    pods = [
+        f"  {p.role}: {p.count} {'per replica' if p.per_replica else 'per model'}"
+        f"{'' if p.pool else ' (on the CPU nodes)'}, each {_asked(p.requests)}"
+        for p in model.pods
+    ]
+    return [head, *pods]
+
+
+def plan(stack: ResolvedStack) -> str:
+    lines = [line for pool in stack.platform.pools for line in _pool_lines(pool)]
+    for entry in stack.entries:
+        model = stack.placed(entry)
+        if model is None:
+            lines.append(f"model {entry.name}: pool {entry.config.pool} is not one of {stack.platform.where}'s pools")
             continue
-        req = replica_requests(model, target, config.storage)
-        report = fit(req, target, daemonset_overhead(target, config))
-        asked = f"cpu {req.cpu_m}m, memory {req.memory_mib}Mi, gpu {req.gpu}, neuron {req.neuron}"
-        if not pool_types(target):
-            where = "unchecked (no instance type of the pool is in the catalog)"
-        else:
-            where = ", ".join(report.fits) if report.ok else "NOTHING (see `stacks validate`)"
-        group = replica_group(model, ENGINES[model.engine].facts.groups)
-        if group.multi_node:
-            unit = {"nvidia": "GPUs", "neuron": "Neuron devices"}.get(target.accelerator, "accelerators")
-            lines.append(
-                f"model {model.name} on pool {target.name}: one replica is a group of {group.describe(unit)}, "
-                f"each pod {asked}: fits {where}"
-            )
-            continue
-        lines.append(f"model {model.name} on pool {target.name} ({asked} per replica): fits {where}")
+        lines += _model_lines(model)
     return "\n".join(lines) + "\n"
+
+
+def _requests_json(requests: Requests) -> dict[str, int]:
+    return {
+        "cpuMillicores": requests.cpu_m,
+        "memoryMiB": requests.memory_mib,
+        "ephemeralMiB": requests.ephemeral_mib,
+        "gpu": requests.gpu,
+        "neuron": requests.neuron,
+    }
+
+
+def plan_json(stack: ResolvedStack) -> dict[str, Any]:
+    """The plan as data: each pool's DaemonSet overhead and allocatable per type, each model's pods
+    (role, count, requests as numbers and the container resources as rendered) and where they fit."""
+    pools = [
+        {
+            "name": pool.name,
+            "accelerator": pool.accelerator,
+            "daemonsets": list(pool.daemonsets),
+            "overhead": _requests_json(pool.overhead),
+            "limits": pool.limits.manifest(pool.accelerator),
+            "instanceTypes": [t.name for t in pool.instance_types],
+        }
+        for pool in stack.platform.pools
+    ]
+    models = []
+    for model in stack.models:
+        models.append(
+            {
+                "name": model.name,
+                "pool": model.pool.name,
+                "group": {"nodes": model.group.nodes, "tensor": model.group.tensor, "pipeline": model.group.pipeline},
+                "pods": [
+                    {
+                        "role": p.role,
+                        "count": p.count,
+                        "perReplica": p.per_replica,
+                        "onPool": p.pool,
+                        "requests": _requests_json(p.requests),
+                        "resources": {k: dict(v) for k, v in p.resources.items()},
+                        "fits": fits(model, p) if p.pool else [],
+                    }
+                    for p in model.pods
+                ],
+            }
+        )
+    return {"stack": stack.platform.where, "pools": pools, "models": models}

@@ -31,7 +31,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .config import PROJECT
 from .errors import ConfigError, Problem
-from .load import ROOT, parse_sections, read_stack, sections_to_pulumi_config
+from .load import ROOT, read_stack, sections_to_pulumi_config
 from .mocks import Record, RecordingMocks, install
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -68,19 +68,20 @@ def mocks() -> RecordingMocks:
     return _MOCKS
 
 
-def run_program(pulumi_config: dict[str, str], source: str = "") -> Rendered:
-    """Run __main__.py under the mocks with this Pulumi config; return what it registered.
+def run_program(
+    pulumi_config: dict[str, str], source: str = "", platform_exports: dict[str, dict[str, Any]] | None = None
+) -> Rendered:
+    """Run __main__.py under the mocks with this Pulumi config; return what it registered. A workloads
+    stack's platform outputs are its platform stack file's exports, or those `platform_exports` gives.
 
     Fails (ConfigError) where `pulumi up` would: the program refusing the stack config, or the
     engine refusing what it registered (two resources with one URN, two Kubernetes objects with one
     identity), which the mocks alone would accept."""
     from components.platform_stack import StackRefused
 
-    from .exports import forget
-
     recording = mocks()
     recording.reset()
-    forget()  # platform exports a previous run read from a StackReference
+    recording.platform_exports.update(platform_exports or {})
     pulumi.runtime.set_all_config(pulumi_config)
     root = pulumi.runtime.get_root_resource()
     if root is not None and hasattr(root, "outputs"):
@@ -239,9 +240,9 @@ def _young_generation(objects: int) -> Iterator[None]:
 
 
 def render_file(path: Path) -> Rendered:
-    """Validate the stack file (raising ConfigError), then run the program against it."""
+    """Run the program against the stack file, as `pulumi up` would: it reads, resolves and checks the
+    config first (a ConfigError names every problem)."""
     found = read_stack(path)
-    parse_sections(found.sections, found.region, source=str(path))
     return run_program(sections_to_pulumi_config(found.sections, found.region), source=str(path))
 
 

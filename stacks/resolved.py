@@ -19,9 +19,12 @@ from .config.cluster import ClusterSection
 from .config.gateway import GatewaySection
 from .config.models import ModelSection
 from .config.pools import NodePoolSection
+from .config.root import StackConfig
 from .config.stack import Quota
 from .config.storage import StorageSection
-from .engine_facts import DerivedName, Dialect, EngineFacts
+from .engine_facts import DerivedName, Dialect, EngineFacts, ModelFacts
+from .errors import key_path
+from .fit import PoolLimits, Requests
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
 from .versions import Image
@@ -55,6 +58,23 @@ WRITER_SERVICE_ACCOUNT = "model-writer"
 # Models without a namespace of their own (all-in-one stacks); a team's models run in the team's.
 DEFAULT_NAMESPACE = "inference"
 
+# Where the platform's own controllers run. Envoy Gateway's controller namespace: in its default
+# ControllerNamespace mode the Envoy proxies run here too, which is where model pods receive gateway
+# traffic from. Karpenter and the load balancer controller run in kube-system beside the EKS add-ons.
+EG_NAMESPACE = "envoy-gateway-system"
+KARPENTER_NAMESPACE = "kube-system"
+LOAD_BALANCER_NAMESPACE = "kube-system"
+MONITORING_NAMESPACE = "monitoring"
+# kube-prometheus-stack's Prometheus Service for release "kube-prometheus-stack" (its fullname is the
+# release name when that contains the chart name: templates/_helpers.tpl, prometheus/service.yaml).
+PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
+LITELLM_NAMESPACE = "litellm"
+
+# Where every serving pod mounts the model cache (each model's weights under <name>/<revision>).
+CACHE_ROOT = "/models"
+# How often a serving pod's startup probe asks: its allowance is whole periods of this.
+STARTUP_PERIOD_SECONDS = 10
+
 # Serving-platform controllers, their namespaces, and the engines whose pods each manages.
 CONTROLLER_NAMESPACES = {
     "dynamo": "dynamo-system",
@@ -70,6 +90,12 @@ class ResolvedPool:
 
     config: NodePoolSection
     instance_types: tuple[InstanceType, ...]
+    # What the platform's own DaemonSets request on every node of the pool (stacks/fit.py), and the
+    # names of those DaemonSets: what a pod can request on a node is the type's allocatable less this.
+    overhead: Requests
+    daemonsets: tuple[str, ...]
+    # spec.limits as rendered (derived cpu and memory where only accelerators are limited).
+    limits: PoolLimits
 
     @property
     def name(self) -> str:
@@ -116,8 +142,12 @@ class GatewayParent:
 @dataclass(frozen=True, kw_only=True)
 class PlatformView:
     """The platform a stack's models run on: its own (platform, all-in-one) or the platform stack's
-    (workloads), exactly as exported."""
+    (workloads), exactly as exported. `known` is False for a workloads stack whose platform cannot be
+    read here (checked at preview): it then has no pools, and the default add-ons and storage."""
 
+    # How messages name it: "this stack", or the platform stack and where its exports were read.
+    where: str
+    known: bool
     exports_version: int
     cluster_name: str
     kubernetes_version: str
@@ -255,6 +285,63 @@ class Endpoint:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelEntry:
+    """One `models[]` entry with what its engine makes of it, whether or not its pool is known: what
+    the rules that need no capacity read, for every entry (a model on an unknown pool is refused, and
+    a workloads stack's platform may be unknown offline)."""
+
+    index: int
+    config: ModelSection
+    facts: EngineFacts
+    made: ModelFacts
+    namespace: str
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def key(self, *path: str | int) -> str:
+        """The key path of this entry or of one of its keys: `models[2].autoscaling.owner`."""
+        return key_path(["models", self.index, *path])
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodShape:
+    """One kind of pod a model runs, as the builders render it: its role, how many of it (per replica,
+    or per model for a Dynamo Frontend or a Ray head), and its serving container's resources (requests,
+    and limits as rendered). `pool`: it runs on the model's pool (its accelerators); else on the CPU
+    nodes."""
+
+    role: str
+    count: int
+    per_replica: bool
+    requests: Requests
+    resources: Mapping[str, Mapping[str, str]]
+    pool: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCache:
+    """Where a model's weights are, resolved from the storage choice: the directory per model and
+    revision, compiled Neuron artifacts apart from it, the bucket prefix, whether the engine streams
+    from the bucket instead, the claim or the node-local size of the volume, and how long reading the
+    weights (and a first Neuron compile) may take."""
+
+    model_dir: str
+    compiled_dir: str | None
+    bucket_prefix: str
+    streamed: bool
+    # The ReadWriteMany claim every replica shares (efs, fsx) or the stack's existing claim; None: an
+    # emptyDir on the node, of `local_gib` when the weights' size is known.
+    claim: str | None
+    local_gib: int | None
+    startup_seconds: int
+    # Writers of the cache run as root: the FSx for Lustre root directory is root's (fsGroup does not
+    # apply to it).
+    writes_as_root: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResolvedModel(Endpoint):
     """One `models[]` entry with everything derived from it: where it runs, its image, and the
     workload its engine builds for it (`workload`, the object a scaler targets)."""
@@ -273,6 +360,15 @@ class ResolvedModel(Endpoint):
     operator_names: tuple[DerivedName, ...]
     pool: ResolvedPool
     image: Image
+    # What one pod of the serving container requests (stacks/sizing.py): the figures the fit rule checks
+    # and the builders render; `pods` is every kind of pod a replica runs, this one included.
+    requests: Requests
+    pods: tuple[PodShape, ...]
+    # The tensor-parallel size the engine is given (on Neuron: the NeuronCores of its devices).
+    tensor_parallel: int
+    cache: ModelCache
+    # Seconds the startup probe allows: the engine's own allowance, or the cache's budget when larger.
+    startup_seconds: int
     # (apiVersion, kind, name) of the workload the engine builds; what a scaler targets.
     workload: tuple[str, str, str]
     # The pods' service account: read-only bucket access through Pod Identity.
@@ -293,6 +389,19 @@ class ResolvedModel(Endpoint):
     @property
     def scale_target(self) -> tuple[str, str, str]:
         return self.workload
+
+    def key(self, *path: str | int) -> str:
+        """The key path of this model's entry or of one of its keys: `models[2].autoscaling.owner`."""
+        return key_path(["models", self.index, *path])
+
+    def pod(self, role: str) -> PodShape:
+        """The pods of this role the model runs (`frontend`, `worker`, `decode` ...)."""
+        return next(p for p in self.pods if p.role == role)
+
+    @property
+    def serving_resources(self) -> Mapping[str, Mapping[str, str]]:
+        """The resources of the pods on the model's pool (every such pod of a replica asks the same)."""
+        return next(p.resources for p in self.pods if p.pool)
 
     @property
     def backends(self) -> tuple[tuple[str, int], ...]:
@@ -349,9 +458,14 @@ class Team:
 class ResolvedStack:
     """Everything one stack file asks for, resolved."""
 
+    # The validated stack file this was resolved from: what the rules read key paths and the shapes of
+    # the sections from.
+    config: StackConfig
     environment: str
     region: str
     platform: PlatformView
+    # Every models[] entry with its engine's facts, and the models placed on a pool of the platform.
+    entries: tuple[ModelEntry, ...]
     models: tuple[ResolvedModel, ...]
     # The cluster this stack creates; None when it runs on a platform stack's cluster.
     cluster: ClusterSection | None
@@ -372,6 +486,8 @@ class ResolvedStack:
     # The platform's own images this stack renders (preparation, monitoring, LiteLLM, AIBrix ...), pinned
     # by the stack's `images` section; the models' engine images are on each model.
     images: ImageTable
+    # (URL, port) of the Prometheus the platform's prometheus-adapter reads; None: no adapter here.
+    prometheus_adapter: tuple[str, int | None] | None = None
 
     @property
     def prod(self) -> bool:
@@ -381,6 +497,16 @@ class ResolvedStack:
     def owns_platform(self) -> bool:
         """True when this stack creates the cluster and its add-ons (platform, all-in-one)."""
         return self.cluster is not None
+
+    def ask_for(self, addon: str) -> str:
+        """How a message asks for an add-on: in this stack, or of the platform team."""
+        if self.owns_platform:
+            return f"set addons.{addon}.enabled: true"
+        return f"ask the platform team ({self.platform.where}) to enable addons.{addon}"
+
+    def placed(self, entry: ModelEntry) -> ResolvedModel | None:
+        """The entry placed on its pool; None when the platform has no such pool (or is unknown)."""
+        return next((m for m in self.models if m.index == entry.index), None)
 
     @property
     def namespaces(self) -> tuple[str, ...]:

@@ -155,24 +155,6 @@ def replica_requests(model: ModelSection, pool: NodePoolSection, storage: Storag
     )
 
 
-def container_resources(requests: Requests) -> dict[str, dict[str, str]]:
-    """Kubernetes container resources: accelerators and memory with limits equal to requests
-    (no overcommit of what a model cannot live without); no CPU limit, so a busy tokenizer is never
-    throttled."""
-    req = {
-        "cpu": f"{requests.cpu_m}m",
-        "memory": f"{requests.memory_mib}Mi",
-        "ephemeral-storage": f"{requests.ephemeral_mib}Mi",
-    }
-    # No ephemeral-storage limit: an emptyDir model cache counts against it and would get the pod
-    # evicted mid-download; the request still reserves the space on the node.
-    lim = {"memory": req["memory"]}
-    for name, value in (("nvidia.com/gpu", requests.gpu), ("aws.amazon.com/neuron", requests.neuron)):
-        if value:
-            req[name] = lim[name] = str(value)
-    return {"requests": req, "limits": lim}
-
-
 def neuron_cores_per_device(pool: NodePoolSection) -> int:
     """NeuronCores on one `aws.amazon.com/neuron` device of this pool (2 on Inferentia2)."""
     per = {t.neuron_cores // t.neuron_devices for t in pool_types(pool) if t.neuron_devices}

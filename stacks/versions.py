@@ -81,9 +81,10 @@ CHARTS: dict[str, Chart] = {
     "dcgm-exporter": Chart("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
 }
 
-IMAGES: dict[str, Image] = {
-    # --- inference engines (the source document's inspected versions): each engine module names its
-    # image here (components/engines/<engine>.py) ----------------------------------------------
+# The images a model runs (its engine's, or its serving platform's runtime), each named by its engine
+# module (components/engines/<engine>.py): `models[].image` overrides them, per model.
+MODEL_IMAGES: dict[str, Image] = {
+    # --- inference engines (the source document's inspected versions) ----------------------------
     "vllm-openai": Image("vllm/vllm-openai", "v0.29.0"),
     "sglang": Image("lmsysorg/sglang", "v0.5.19"),
     "text-generation-inference": Image("ghcr.io/huggingface/text-generation-inference", "3.3.7"),
@@ -97,24 +98,28 @@ IMAGES: dict[str, Image] = {
     "vllm-neuronx": Image(
         "public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
     ),
-    # --- serving platforms ---------------------------------------------------------------------
+    # --- serving platforms' runtimes ------------------------------------------------------------
     "dynamo-vllm": Image("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"),
     "dynamo-sglang": Image("nvcr.io/nvidia/ai-dynamo/sglang-runtime", "1.4.2"),
     "dynamo-trtllm": Image("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"),
-    # The profiling job of a DynamoGraphDeploymentRequest (the 1.4.2 CRD: "the planner image";
-    # before 1.1 it was the frontend image).
-    "dynamo-planner": Image("nvcr.io/nvidia/ai-dynamo/dynamo-planner", "1.4.2"),
     # Ray 2.58 publishes ray-llm for Python 3.12 and CUDA 13.0 only (docker/ray-llm/cuda.wanda.yaml;
     # the cu128/py311 images were retired, ray-project/ray#62458). CUDA 13 needs driver R580+: the EKS
     # AL2023 NVIDIA AMIs ship 580 (amazon-eks-ami templates/al2023/variables-default.json).
     "ray-llm": Image("rayproject/ray-llm", "2.58.0-py312-cu130"),
+}
+
+# The platform's own images, each pinned per stack by the `images` section (stacks/config/images.py).
+PLATFORM_IMAGES: dict[str, Image] = {
+    # The profiling job of a DynamoGraphDeploymentRequest (the 1.4.2 CRD: "the planner image";
+    # before 1.1 it was the frontend image).
+    "dynamo-planner": Image("nvcr.io/nvidia/ai-dynamo/dynamo-planner", "1.4.2"),
     # Since 1.84 LiteLLM tags release images v<version> (and <version>); the main-<tag> form is gone
     # (docs.litellm.ai/blog/cleaner-release-versions). Plain manifests, no database image needed.
     "litellm": Image("ghcr.io/berriai/litellm", "v1.100.1"),
     "redis": Image("redis", "7.4"),
     # AIBrix 0.7.0's EnvoyProxy pins Envoy v1.33.2 and shutdown manager gateway v1.2.8, under our
     # Envoy Gateway 1.9.0, whose release matrix pairs it with Envoy distroless-v1.39.0 and runs its
-    # own image (the chart version) as the shutdown manager (shared/schemas/FINDINGS-routing.md).
+    # own image (the chart version) as the shutdown manager (its release notes' compatibility matrix).
     "envoy-proxy": Image("docker.io/envoyproxy/envoy", "distroless-v1.39.0"),
     "envoy-gateway": Image("docker.io/envoyproxy/gateway", "v1.9.0"),
     # The llm-d router's endpoint picker (models[].routing). The chart's source values say `main` with
@@ -138,13 +143,17 @@ IMAGES: dict[str, Image] = {
     "neuron-monitor": Image("public.ecr.aws/neuron/neuron-monitor", "1.3.0"),
 }
 
-# The images a model runs (its engine's, or its serving platform's runtime): `models[].image` pins them,
-# per model. Every other image is the platform's own, pinned by the stack's `images` section.
-MODEL_IMAGES = frozenset(
-    {"vllm-openai", "sglang", "text-generation-inference", "ollama", "model-free-nim", "vllm-neuronx"}
-    | {"dynamo-vllm", "dynamo-sglang", "dynamo-trtllm", "ray-llm"}
-)
-PLATFORM_IMAGES = tuple(name for name in IMAGES if name not in MODEL_IMAGES)
+IMAGES: dict[str, Image] = {**MODEL_IMAGES, **PLATFORM_IMAGES}
+
+# AIBrix 0.7.0's values schema (values.schema.json) takes these as `repository:tag` (Envoy's pair) or
+# as repository and tag (the init image), with patterns that admit no `@sha256:` digest: they are
+# pinned by tag, or by a mirror repository whose tags are immutable.
+TAG_ONLY_IMAGES = {
+    "envoy-proxy": "AIBrix 0.7.0's values schema admits `repository:tag` only for its Envoy image",
+    "envoy-gateway": "AIBrix 0.7.0's values schema admits `repository:tag` only for its shutdown-manager image",
+    "busybox": "AIBrix 0.7.0's values schema admits a repository and a tag only for its init image",
+}
+
 
 # EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions
 # --kubernetes-version 1.34 --addon-name <name>). A minor without pins resolves, at deploy time,

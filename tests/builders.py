@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from components.model_servers import model_objects, workload_spec
-from components.storage.cache import CacheContext, streamed
-from stacks.load import parse_sections, platform_for
-from stacks.resolve import resolve
+from components.storage.cache import CacheContext
+from stacks.exports import PlatformSource
+from stacks.pipeline import check_sections
 from stacks.resolved import CACHE_CLAIM, READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel, ResolvedStack
 from stacks.versions import IMAGES
 
@@ -19,14 +19,10 @@ CATALOG = ImageTable(dict(IMAGES))
 def resolved_stack(
     sections: dict[str, Any], region: str = "us-west-2", exports: dict[str, Any] | None = None
 ) -> ResolvedStack:
-    """Validate like `pulumi up` would, then resolve (a workloads stack against its platform's
-    exports: given, or read from the platform's stack file in this repository)."""
-    config = parse_sections(sections, region)
-    if config.stack.role == "workloads" and exports is None:
-        source = platform_for(config.stack.platform_stack or "")
-        assert source is not None, "the platform stack file must be in this repository"
-        exports = source.exports
-    return resolve(config, exports)
+    """Check and resolve like `pulumi up` would (a workloads stack against its platform's exports: given,
+    or read from the platform's stack file in this repository)."""
+    given = PlatformSource(exports, "stack exports given by the test") if exports is not None else None
+    return check_sections(sections, region, platforms=(lambda ref: given) if given is not None else None)
 
 
 def resolved_model(stack: ResolvedStack, name: str) -> ResolvedModel:
@@ -41,7 +37,7 @@ TEST_BUCKET = "acme-models"
 
 def streaming_context(stack: ResolvedStack, model: ResolvedModel) -> CacheContext | None:
     """The storage component's context for a streamed model (bucket, region, reader), else None."""
-    if not streamed(model.config):
+    if not model.cache.streamed:
         return None
     shared = stack.platform.storage.model_cache in ("efs", "fsx")
     return CacheContext(

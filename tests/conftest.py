@@ -27,6 +27,7 @@ from stacks.paths import ROOT
 
 if TYPE_CHECKING:
     from stacks.mocks import RecordingMocks
+    from stacks.pipeline import PlatformLookup
     from stacks.render import Rendered
 
 DEV = ROOT / "Pulumi.dev.yaml"
@@ -47,13 +48,16 @@ def sections_of(path: Path) -> dict[str, Any]:
     return copy.deepcopy(_sections(path))
 
 
-def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rendered:
-    """Validate like `pulumi up` would, then run __main__.py under the mocks."""
-    from stacks.load import parse_sections, sections_to_pulumi_config
+def render_sections(
+    sections: dict[str, Any], region: str = "us-west-2", platform_exports: dict[str, Any] | None = None
+) -> Rendered:
+    """Run __main__.py under the mocks, as `pulumi up` would (it checks the config first); a workloads
+    stack's platform answers with `platform_exports` when given, else its stack file's exports."""
+    from stacks.load import sections_to_pulumi_config
     from stacks.render import run_program
 
-    parse_sections(sections, region)
-    return run_program(sections_to_pulumi_config(sections, region))
+    live = {PLATFORM_REF: platform_exports} if platform_exports is not None else None
+    return run_program(sections_to_pulumi_config(sections, region), platform_exports=live)
 
 
 # Renders of the shipped stacks are shared between the test processes (pytest-xdist workers) of
@@ -127,12 +131,13 @@ def stack_manifests(path: Path) -> list[dict[str, Any]]:
 PLATFORM_REF = "acme/inference-platform/platform"
 
 
-def supply_platform(live: dict[str, Any]) -> None:
-    """Answer the example team stacks' StackReference with these exports, as `pulumi up` would after
-    reading the live platform stack (forgotten again after the test, below)."""
-    from stacks import exports
+def live_platform(live: dict[str, Any]) -> PlatformLookup:
+    """A platform lookup answering the example team stacks' platform with these exports, as `pulumi up`
+    does after reading the live platform stack (any other reference from its stack file)."""
+    from stacks.exports import PlatformSource
+    from stacks.pipeline import repo_platform
 
-    exports.supply(PLATFORM_REF, live, f"stack {PLATFORM_REF}")
+    return lambda ref: PlatformSource(live, f"stack {ref}") if ref == PLATFORM_REF else repo_platform(ref)
 
 
 # The test processes keep their bytecode, PYTHONDONTWRITEBYTECODE or not (it is set on CI's machines):
@@ -232,18 +237,6 @@ def _share_the_renders_and_crds() -> None:
     files = sorted({f for g, k in kinds for f in conformance.crd_files_of(root, g, k)})
     for file in files[index::count]:
         conformance.crd_documents(file)
-
-
-@pytest.fixture(autouse=True)
-def _no_supplied_platform_exports():
-    """A render supplies the platform's exports it read from the StackReference (stacks/exports.py
-    `supply`), and a test may answer that reference differently: forget them around every test so
-    no test validates against another test's platform."""
-    from stacks import exports
-
-    exports.forget()
-    yield
-    exports.forget()
 
 
 @pytest.fixture

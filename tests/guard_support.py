@@ -13,19 +13,21 @@ import yaml
 
 from stacks.__main__ import main
 from stacks.errors import ConfigError
-from stacks.load import parse_sections, stack_warnings
+from stacks.pipeline import PlatformLookup, check_sections, stack_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def problems(sections: dict[str, Any]) -> list[str]:
+def problems(sections: dict[str, Any], platforms: PlatformLookup | None = None) -> list[str]:
+    """Every refusal of the sections (which must be refused), a workloads stack's against the platform
+    `platforms` finds (default: its stack file in this repository)."""
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2", platforms=platforms)
     return [str(p) for p in info.value.problems]
 
 
-def warnings_of(sections: dict[str, Any]) -> list[str]:
-    return [str(p) for p in stack_warnings(parse_sections(sections, "us-west-2"))]
+def warnings_of(sections: dict[str, Any], platforms: PlatformLookup | None = None) -> list[str]:
+    return [str(p) for p in stack_warnings(check_sections(sections, "us-west-2", platforms=platforms))]
 
 
 def has(found: list[str], path: str, *words: str) -> bool:
@@ -40,7 +42,7 @@ def sections(name: str) -> dict[str, Any]:
 def problems_of(sections: dict[str, Any]) -> list[str]:
     """Every problem of the sections, or none when they validate."""
     try:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     except ConfigError as exc:
         return [str(p) for p in exc.problems]
     return []

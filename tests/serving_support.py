@@ -13,7 +13,8 @@ from components.engines import WorkloadSpec
 from components.model_servers import workload_spec
 from stacks import conformance
 from stacks.config import StackConfig
-from stacks.load import ROOT, parse_sections
+from stacks.load import ROOT
+from stacks.pipeline import check_sections
 from stacks.resolved import ResolvedStack
 from tests.builders import engine_objects, resolved_model, resolved_stack
 from tests.conftest import sections_of
@@ -28,7 +29,7 @@ def serving_sections() -> dict[str, Any]:
 
 def config_of(sections: dict[str, Any]) -> StackConfig:
     """Validate like `pulumi up` would (ConfigError on a refusal)."""
-    return parse_sections(sections, "us-west-2")
+    return check_sections(sections, "us-west-2").config
 
 
 def model_entry(sections: dict[str, Any], name: str) -> dict[str, Any]:

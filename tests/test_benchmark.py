@@ -200,8 +200,7 @@ def test_a_key_header_guidellm_cannot_send_is_refused():
 def test_a_team_benchmark_is_held_to_its_platforms_front_door_not_its_own_gateway_section():
     """A workloads stack's gateway section is not its front door: without a platform hostname the
     refusal names the key before any resource (never the wiring's backstop)."""
-    from stacks import exports
-    from tests.conftest import EXAMPLES, PLATFORM_REF, rendered_stack, sections_of
+    from tests.conftest import EXAMPLES, live_platform, rendered_stack, sections_of
     from tests.guard_support import has, problems
 
     team = next(p for p in EXAMPLES if p.name == "Pulumi.team-search.yaml")
@@ -209,10 +208,10 @@ def test_a_team_benchmark_is_held_to_its_platforms_front_door_not_its_own_gatewa
     live = dict(rendered_stack(platform).outputs)
     parent = dict(live["gatewayParent"])
     parent["hostname"] = None
-    exports.supply(PLATFORM_REF, {**live, "gatewayParent": parent}, f"stack {PLATFORM_REF}")
     sections = sections_of(team)
     sections["models"][0]["benchmark"] = {"apiKeySecret": "bench-key"}
-    assert has(problems(sections), "models[0].benchmark", "no front door with a hostname", "ask the platform team")
+    found = problems(sections, live_platform({**live, "gatewayParent": parent}))
+    assert has(found, "models[0].benchmark", "no front door with a hostname", "ask the platform team")
 
 
 def test_a_hub_model_without_tokenizer_files_in_the_bucket_takes_them_from_the_hub_at_its_revision(bench):

@@ -14,10 +14,10 @@ from components.capacity.component import Capacity, CapacityArgs
 from components.capacity.plugins import NEURON_SCHEDULER, karpenter_values, neuron_values, nvidia_values
 from components.iam import Scope
 from components.model_servers import ModelsArgs
-from components.naming import SYSTEM_NODE_LABEL
 from components.platform import Platform, PlatformArgs
 from stacks.config.addons import Neuron
 from stacks.mocks import Record, RecordingMocks
+from stacks.naming import SYSTEM_NODE_LABEL
 from stacks.resolved import ResolvedStack
 from tests.builders import by_kind, engine_objects, resolved_stack
 
@@ -249,10 +249,10 @@ def test_the_stack_exports_its_pools(dev_render):
 
 
 def test_queue_and_rule_names_are_per_cluster_and_within_aws_limits():
-    from components.capacity.karpenter_iam import queue_name, rule_name
+    from stacks.naming import INTERRUPTION_EVENTS, queue_name, rule_name
 
     long = "a-very-long-cluster-name-for-a-team-that-likes-long-names-xyz"
-    names = [rule_name(c, e) for c in ("one", "two", long) for e in karpenter_iam.INTERRUPTION_EVENTS]
+    names = [rule_name(c, e) for c in ("one", "two", long) for e in INTERRUPTION_EVENTS]
     assert len(set(names)) == len(names), "two clusters in one account never share a rule"
     assert all(len(n) <= 64 for n in names) and len(queue_name(long)) <= 80
 

@@ -16,8 +16,8 @@ from stacks import conformance
 from stacks.config.pools import NodePoolSection
 from stacks.fit import allocatable
 from stacks.hardware import catalog
-from stacks.load import parse_sections
-from stacks.resolve import resolve_pool
+from stacks.pipeline import check_sections
+from stacks.resolve.platform import resolve_pool
 from stacks.resolved import ResolvedPool
 from tests.test_capacity_karpenter import capacity_records
 from tests.test_capacity_rules import one, problems
@@ -37,7 +37,7 @@ H100 = {
 
 
 def resolved(**kw: Any) -> ResolvedPool:
-    return resolve_pool(NodePoolSection.model_validate({**H100, **kw}))
+    return resolve_pool(NodePoolSection.model_validate({**H100, **kw}), None)
 
 
 def node_class(p: ResolvedPool) -> dict[str, Any]:
@@ -242,8 +242,8 @@ def test_a_node_limit_on_a_dynamic_pool_is_refused(dev):
 
 
 def test_a_reserved_p5_efa_static_pool_passes_every_rule_and_validates_against_karpenters_crds(dev):
-    config = parse_sections(with_pool(dev, replicas=2, limits={"nodes": 2}), "us-west-2")
-    p = resolve_pool(config.node_pools[2])
+    config = check_sections(with_pool(dev, replicas=2, limits={"nodes": 2}), "us-west-2").config
+    p = resolve_pool(config.node_pools[2], None)
     objects = [node_class(p), node_pool(p.config)]
     assert objects[0]["spec"]["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
     if SCHEMAS is not None:

@@ -9,7 +9,7 @@ from components.capacity.nodepools import BUSINESS_HOURS, ec2_node_class, node_p
 from components.scheduling import placement, pool_labels, pool_taints
 from stacks import conformance
 from stacks.config.pools import NodePoolSection
-from stacks.resolve import resolve_pool
+from stacks.resolve.platform import resolve_pool
 
 SCHEMAS = conformance.schema_dir()
 
@@ -22,7 +22,7 @@ def pool(**kw) -> NodePoolSection:
 
 def node_class(p: NodePoolSection) -> dict:
     return ec2_node_class(
-        resolve_pool(p), cluster="inference-dev", node_role="inference-dev-karpenter-node", tags={"a": "b"}
+        resolve_pool(p, None), cluster="inference-dev", node_role="inference-dev-karpenter-node", tags={"a": "b"}
     )
 
 

@@ -14,13 +14,13 @@ from stacks import hardware
 from stacks.config import StackConfig
 from stacks.errors import ConfigError
 from stacks.fit import EXPORTER_REQUESTS, Requests, allocatable, daemonset_overhead, fit
-from stacks.load import parse_sections
+from stacks.pipeline import check_sections
 from stacks.versions import IMAGES
 from tests.conftest import EXAMPLES, sections_of
 
 
 def config(sections: dict[str, Any]) -> StackConfig:
-    return parse_sections(sections, "us-west-2")
+    return check_sections(sections, "us-west-2").config
 
 
 def monitoring(sections: dict[str, Any], on: bool) -> dict[str, Any]:

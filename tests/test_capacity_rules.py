@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from stacks.errors import ConfigError
-from stacks.load import parse_sections, stack_warnings
+from stacks.pipeline import check_sections, stack_warnings
 
 
 def problems(sections) -> list[str]:
     with pytest.raises(ConfigError) as exc:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     return [str(p) for p in exc.value.problems]
 
 
@@ -21,7 +21,7 @@ def one(sections, key: str) -> str:
 
 
 def test_the_dev_stack_passes_every_capacity_rule(dev):
-    parse_sections(dev, "us-west-2")
+    check_sections(dev, "us-west-2")
 
 
 def test_a_model_that_fits_no_type_names_model_pool_largest_type_and_resources(dev):
@@ -42,7 +42,7 @@ def test_a_replica_larger_than_the_pools_accelerator_limit_is_refused(dev):
     dev["nodePools"][0]["instanceTypes"] = ["g6.48xlarge"]
     dev["nodePools"][0]["limits"] = {"accelerators": 8}
     dev["models"][0]["acceleratorsPerReplica"] = 8
-    parse_sections(dev, "us-west-2")
+    check_sections(dev, "us-west-2")
     dev["nodePools"][0]["limits"] = {"accelerators": 4}
     assert any("limits" in p for p in problems(dev))
 
@@ -75,7 +75,7 @@ def test_raid0_on_inferentia_is_refused_because_inf2_has_no_instance_store(dev):
 
 def test_raid0_on_gpu_types_with_nvme_is_accepted(dev):
     dev["nodePools"][0]["localNvme"] = "raid0"
-    parse_sections(dev, "us-west-2")
+    check_sections(dev, "us-west-2")
 
 
 def test_arm64_with_x86_types_is_refused(dev):
@@ -91,7 +91,7 @@ def test_an_al2023_gpu_pool_without_the_nvidia_device_plugin_is_refused(dev):
 def test_a_bottlerocket_gpu_pool_needs_no_nvidia_device_plugin(dev):
     dev["addons"]["nvidiaDevicePlugin"] = {"enabled": False}
     dev["nodePools"][0]["amiAlias"] = "bottlerocket@v1.40.0"
-    parse_sections(dev, "us-west-2")
+    check_sections(dev, "us-west-2")
 
 
 def test_a_neuron_pool_without_the_neuron_chart_is_refused(dev):
@@ -111,14 +111,14 @@ def test_an_unknown_ami_family_is_refused_by_the_alias_pattern(dev):
 
 def test_a_neuron_request_that_is_not_a_power_of_two_warns(dev):
     dev["models"][1]["acceleratorsPerReplica"] = 6
-    config = parse_sections(dev, "us-west-2")
+    config = check_sections(dev, "us-west-2")
     warnings = [str(w) for w in stack_warnings(config)]
     assert any("models[1].acceleratorsPerReplica" in w and "power-of-two" in w for w in warnings), warnings
 
 
 def test_a_cpu_type_outside_the_catalog_warns_that_its_fit_is_unchecked(dev):
     dev["nodePools"].append({"name": "cpu", "accelerator": "none", "instanceTypes": ["m6i.large"]})
-    warnings = [str(w) for w in stack_warnings(parse_sections(dev, "us-west-2"))]
+    warnings = [str(w) for w in stack_warnings(check_sections(dev, "us-west-2"))]
     assert any(w.startswith("inference-platform:nodePools[2].instanceTypes[0]: m6i.large") for w in warnings)
 
 
@@ -131,5 +131,5 @@ def test_cpu_limits_that_stop_the_only_type_a_replica_fits_are_refused(dev):
 
 def test_a_cpu_family_outside_the_catalog_warns_too(dev):
     dev["nodePools"].append({"name": "cpu", "accelerator": "none", "instanceFamilies": ["r7i"]})
-    warnings = [str(w) for w in stack_warnings(parse_sections(dev, "us-west-2"))]
+    warnings = [str(w) for w in stack_warnings(check_sections(dev, "us-west-2"))]
     assert any(w.startswith("inference-platform:nodePools[2].instanceFamilies[0]: family r7i") for w in warnings)

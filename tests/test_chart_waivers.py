@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from stacks import chart_waivers, charts, conformance
-from stacks.load import load_stack_file
+from stacks.pipeline import check_file
 from tests.conftest import ALL_STACKS, ROOT, rendered_stack
 
 WAIVERS = chart_waivers.WAIVERS
@@ -46,7 +46,7 @@ def chart_objects() -> tuple[tuple[str, dict[str, Any]], ...]:
     found: dict[str, tuple[str, dict[str, Any]]] = {}
     for path in ALL_STACKS:
         rendered = rendered_stack(path)
-        config = load_stack_file(path)
+        config = check_file(path).stack
         kube = config.cluster.kubernetes_version if config.cluster else "1.34"
         apis = charts.BASE_API_VERSIONS | {m["apiVersion"] for m in rendered.manifests() if not conformance.is_core(m)}
         for release in rendered.releases():

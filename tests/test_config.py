@@ -7,17 +7,17 @@ from typing import Any
 import pytest
 
 from stacks.errors import ConfigError
-from stacks.load import parse_sections
+from stacks.pipeline import check_sections
 
 
 def problems(sections: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     return [str(p) for p in info.value.problems]
 
 
 def test_the_dev_stack_is_valid(dev):
-    config = parse_sections(dev, "us-west-2")
+    config = check_sections(dev, "us-west-2").config
     assert config.cluster is not None and config.cluster.name == "inference-dev"
 
 
@@ -70,7 +70,7 @@ def test_adopting_a_vpc_with_two_private_subnets_is_accepted(dev):
         # the internet-facing gateway's load balancer needs public subnets
         "publicSubnetIds": ["subnet-0abc1234567a"],
     }
-    assert parse_sections(dev, "us-west-2").cluster.vpc.adopted
+    assert check_sections(dev, "us-west-2").cluster.vpc.adopted
 
 
 def test_a_workloads_stack_without_platform_stack_is_refused():

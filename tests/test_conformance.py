@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from stacks import conformance
-from stacks.load import load_stack_file
+from stacks.pipeline import check_file
 from tests.conftest import ALL_STACKS, rendered_stack
 
 SCHEMAS = conformance.schema_dir()
@@ -27,7 +27,7 @@ needs_schemas = pytest.mark.skipif(
 @cache
 def rendered(path: Path) -> tuple[str, list[dict], list[dict]]:
     """The stack's Kubernetes version, objects and releases, from the session's one render of it."""
-    config = load_stack_file(path)
+    config = check_file(path).stack
     result = rendered_stack(path)
     version = config.cluster.kubernetes_version if config.cluster else "1.34"
     return version, result.manifests(), result.releases()

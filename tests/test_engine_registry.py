@@ -27,14 +27,15 @@ import pytest
 from pydantic import ValidationError
 
 from components.engines import ENGINES
-from components.engines.spec import EngineSpec, WorkloadSpec, overridden
-from components.engines.workload import EngineContainer
+from components.engines.spec import EngineSpec, WorkloadSpec, no_problems, overridden
+from components.engines.workload import EngineContainer, server_pods
 from components.engines.workload import manifests as workload_manifests
 from components.model_servers import model_objects, workload_spec
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
-from stacks.load import ROOT, parse_sections
+from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.load import ROOT
+from stacks.pipeline import check_sections
 from stacks.resolve import resolve
 from stacks.resolved import MODEL_LABEL
 from stacks.versions import IMAGES, Image
@@ -221,6 +222,7 @@ TOY_FACTS = EngineFacts(
     lora=False,
     canary=False,
     revisions=True,
+    efa_stack=ONE_NODE,
 )
 TOY_DIALECT = Dialect(engine="Toy 1.2", owned={"--port": "sets the port"}, streamed={}, refused=None)
 
@@ -252,7 +254,14 @@ def toy_engine() -> EngineSpec:
         container = EngineContainer(command=["toy-serve"], args=[spec.cache.model_dir, "--port", str(TOY_PORT)])
         return workload_manifests(spec, container)
 
-    return EngineSpec(facts=TOY_FACTS, model_facts=model_facts, manifests=manifests)
+    return EngineSpec(
+        facts=TOY_FACTS,
+        model_facts=model_facts,
+        pods=server_pods,
+        manifests=manifests,
+        checks=no_problems,
+        warnings=no_problems,
+    )
 
 
 def test_a_model_whose_engine_the_config_does_not_list_is_refused_by_validation():
@@ -263,7 +272,7 @@ def test_a_model_whose_engine_the_config_does_not_list_is_refused_by_validation(
 
 def test_a_registered_engine_is_resolved_and_built_end_to_end_with_no_other_change(monkeypatch):
     monkeypatch.setitem(ENGINES, TOY, toy_engine())
-    config = parse_sections(example(), "us-west-2")
+    config = check_sections(example(), "us-west-2").config
     base = next(m for m in config.models if m.name == "qwen3-8b")
     # models[].engine is a Literal of the shipped engines: the one gate besides the registry and the
     # image pin, so the entry is constructed past validation (its other fields are the validated ones).

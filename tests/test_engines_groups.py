@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from stacks.conformance import schema_dir, validate_custom
-from stacks.load import parse_sections
-from stacks.resolve import resolve_pool
+from stacks.pipeline import check_sections
+from stacks.resolve.platform import resolve_pool
 from stacks.resolved import LWS_WORKER_INDEX
 from tests.conftest import DEV, sections_of
 from tests.engines_helpers import flag, objects, stack_of
@@ -172,7 +172,7 @@ def test_a_group_on_a_pool_without_efa_is_refused_unless_tcp_is_accepted():
 def resolve_pool_efa(pool: dict[str, Any]) -> int:
     from stacks.config.pools import NodePoolSection
 
-    return resolve_pool(NodePoolSection.model_validate(pool)).efa_per_node
+    return resolve_pool(NodePoolSection.model_validate(pool), None).efa_per_node
 
 
 def test_pool_limits_must_admit_one_whole_group():
@@ -181,10 +181,10 @@ def test_pool_limits_must_admit_one_whole_group():
 
 
 def test_plan_shows_the_group_as_nodes_times_gpus_per_node():
-    from stacks.load import parse_sections
+    from stacks.pipeline import check_sections
     from stacks.plan import plan
 
-    text = plan(parse_sections(with_group(), "us-west-2"))
+    text = plan(check_sections(with_group(), "us-west-2"))
     assert "group of 2 nodes x 8 GPUs (tensor 8 x pipeline 2)" in text, text
 
 
@@ -200,6 +200,6 @@ def test_a_group_rollout_replaces_whole_groups_one_at_a_time_unless_the_stack_al
 
 def test_a_surge_the_pools_limits_cannot_hold_is_refused_at_its_key():
     # 32 accelerators hold one 16-GPU group plus one surge group, not two surge groups.
-    parse_sections(with_group({**LLAMA_405B, "rollout": {"maxSurge": 1}}), "us-west-2")  # accepted
+    check_sections(with_group({**LLAMA_405B, "rollout": {"maxSurge": 1}}), "us-west-2")  # accepted
     found = problems(with_group({**LLAMA_405B, "rollout": {"maxSurge": 2}}))
     assert has(found, "models[2].rollout.maxSurge", "llama-405b", "1 + 2 replicas", "48 accelerators", "32"), found

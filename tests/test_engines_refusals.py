@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from stacks.errors import ConfigError
-from stacks.load import parse_sections
+from stacks.pipeline import check_sections
 from tests.engines_helpers import example
 
 P = "inference-platform:"
@@ -16,7 +16,7 @@ P = "inference-platform:"
 
 def problems(sections: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     return [str(p) for p in info.value.problems]
 
 
@@ -25,7 +25,7 @@ def model(sections: dict[str, Any], name: str) -> tuple[int, dict[str, Any]]:
 
 
 def test_the_engines_example_is_valid():
-    parse_sections(example(), "us-west-2")
+    check_sections(example(), "us-west-2")
 
 
 def test_nim_on_inferentia_is_refused():
@@ -110,14 +110,16 @@ def test_the_vllm_neuron_beta_image_is_refused_on_inferentia2():
 
 
 def test_neuron_vllm_on_an_inf2_only_pool_is_the_supported_nxd_inference_path():
-    from stacks.config import StackConfig
-    from stacks.load import platform_for
-    from stacks.rules.engines import neuron_vllm_on_inferentia_or_trainium
+    from components.engines import neuron_vllm
+    from stacks.load import parse_sections
+    from stacks.resolve import resolve
 
     s = example()
     s["nodePools"][1]["instanceTypes"] = ["inf2.xlarge"]
-    config = StackConfig.model_validate({**s, "awsRegion": "us-west-2"})
-    assert not list(neuron_vllm_on_inferentia_or_trainium(config, platform_for)), "inf2 is the NxD Inference target"
+    stack = resolve(parse_sections(s, "us-west-2"))
+    on_inf2 = [e for e in stack.entries if e.config.engine == "neuron-vllm"]
+    refused = [p for e in on_inf2 for p in neuron_vllm.checks(e, stack)]
+    assert on_inf2 and not refused, "inf2 is the NxD Inference target"
 
 
 def test_pool_limits_smaller_than_one_replica_are_refused():
@@ -187,7 +189,7 @@ def test_an_hpa_without_a_metric_scales_on_the_engines_queue_depth():
     s = example()
     i, m = model(s, "qwen3-8b-sglang")
     m["autoscaling"] = {"owner": "hpa", "maxReplicas": 2}
-    config = parse_sections(s, "us-west-2")  # accepted
+    config = check_sections(s, "us-west-2").config  # accepted
     assert config.models[i].autoscaling.metric is None
 
 
@@ -200,21 +202,21 @@ def test_an_hpa_on_ollama_is_refused_because_it_exports_no_metrics():
 
 
 def test_a_non_power_of_two_neuron_request_is_warned_about():
-    from stacks.load import stack_warnings
+    from stacks.pipeline import stack_warnings
 
     s = example()
     i, m = model(s, "llama-inf2")
     s["nodePools"][1]["instanceTypes"] = ["inf2.24xlarge"]
     s["nodePools"][1]["limits"] = {"accelerators": 12}
     m["acceleratorsPerReplica"] = 6
-    found = [str(w) for w in stack_warnings(parse_sections(s, "us-west-2"))]
+    found = [str(w) for w in stack_warnings(check_sections(s, "us-west-2"))]
     assert any(w.startswith(f"{P}models[{i}].acceleratorsPerReplica:") and "12 NeuronCores" in w for w in found)
 
 
 def test_a_neuron_replica_holds_its_weights_in_host_memory():
     from stacks.sizing import replica_requests
 
-    config = parse_sections(example(), "us-west-2")
+    config = check_sections(example(), "us-west-2").config
     llama = next(m for m in config.models if m.name == "llama-inf2")
     pool = config.pool("inferentia")
     assert pool is not None
@@ -227,7 +229,7 @@ def test_nim_serving_a_public_hugging_face_model_needs_no_ngc_key():
     s = example()
     _, m = model(s, "llama-nim")
     m["secrets"] = {"huggingFaceToken": "hf-token"}
-    parse_sections(s, "us-west-2")
+    check_sections(s, "us-west-2")
 
 
 def test_a_replica_asking_for_accelerators_on_a_cpu_pool_is_refused():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.gateway import isolation, picker
-from components.gateway.routing import EG_NAMESPACE
+from stacks.resolved import EG_NAMESPACE
 from tests.builders import resolved_stack
 
 

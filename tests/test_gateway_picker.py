@@ -11,14 +11,15 @@ import yaml
 
 from components.engines import ENGINES
 from components.gateway import isolation, picker
-from components.gateway.routing import EG_NAMESPACE, PICKER_HEADER, PROXY_POD_LABELS, REQUEST_TIMEOUT, model_routing
+from components.gateway.routing import PICKER_HEADER, PROXY_POD_LABELS, REQUEST_TIMEOUT, model_routing
 from components.monitoring.collection import picker_pod_monitor
 from components.monitoring.dashboards import dashboards
 from stacks import conformance
 from stacks.errors import ConfigError
-from stacks.load import ROOT, parse_sections
+from stacks.load import ROOT
 from stacks.metrics import PICKER_METRICS
-from stacks.resolved import PICKER_ENGINE_LABEL, ResolvedStack
+from stacks.pipeline import check_sections
+from stacks.resolved import EG_NAMESPACE, PICKER_ENGINE_LABEL, ResolvedStack
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
 from tests.conftest import DEV, rendered_stack, sections_of
 
@@ -36,7 +37,7 @@ def _stack(path=DEV, **routing: Any) -> ResolvedStack:
 
 def _problems(sections: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     return [str(p) for p in info.value.problems]
 
 

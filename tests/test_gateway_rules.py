@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from stacks.errors import ConfigError
-from stacks.load import parse_sections, stack_warnings
+from stacks.pipeline import check_sections, stack_warnings
 
 
 def problems(sections: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     return [str(p) for p in info.value.problems]
 
 
@@ -46,7 +46,7 @@ def test_ollama_cannot_be_exposed_without_gateway_authentication(dev):
 def test_an_internal_ollama_is_fine_without_gateway_authentication(dev):
     dev["gateway"] |= {"auth": "none", "allowUnauthenticated": True}
     dev["models"].append(ollama(expose=False))
-    parse_sections(dev, "us-west-2")
+    check_sections(dev, "us-west-2")
 
 
 def test_an_exposed_model_without_any_gateway_is_refused(dev):
@@ -73,7 +73,7 @@ def test_a_gateway_on_a_disabled_envoy_gateway_is_refused(dev):
 
 def test_prod_must_name_its_tls_while_dev_is_warned(dev):
     del dev["gateway"]["tls"]
-    config = parse_sections(dev, "us-west-2")
+    config = check_sections(dev, "us-west-2")
     assert any(w.path == "inference-platform:gateway.tls" for w in stack_warnings(config)), "dev warns"
     dev["stack"]["environment"] = "prod"
     assert any(p.startswith("inference-platform:gateway.tls: no TLS configured") for p in problems(dev))

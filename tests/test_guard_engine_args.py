@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from stacks.errors import ConfigError
-from stacks.load import parse_sections
+from stacks.pipeline import check_sections
 
 from .guard_support import has, problems
 from .serving_support import config_of, serving_sections
@@ -55,7 +55,7 @@ def test_vllm_reads_underscores_and_abbreviations_so_they_are_refused_too(dev):
 
 def test_ordinary_engine_args_still_pass(dev):
     for args in (["--gpu-memory-utilization", "0.85"], ["--enable-prefix-caching"], ["--tokenizer-mode", "auto"]):
-        parse_sections(with_args(copy.deepcopy(dev), args), "us-west-2")
+        check_sections(with_args(copy.deepcopy(dev), args), "us-west-2")
 
 
 def sglang_stack(dev: dict[str, Any], args: list[str]) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def test_sglang_flags_the_platform_sets_are_refused(dev):
         assert has(found, "models[0].engineArgs[0]", word), (token, found)
     # SGLang's own flags that merely end like a credential's, or prefix an owned one, pass.
     ok = sglang_stack(copy.deepcopy(dev), ["--ssl-keyfile", "/x", "--bucket-time-to-first-token", "1"])
-    parse_sections(ok, "us-west-2")
+    check_sections(ok, "us-west-2")
 
 
 def tgi_stack(dev: dict[str, Any], args: list[str]) -> dict[str, Any]:

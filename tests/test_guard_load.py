@@ -17,10 +17,11 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from stacks import load
+from stacks import load, pipeline
 from stacks.__main__ import main
 from stacks.errors import ConfigError, Problem, short
-from stacks.load import AWS_PROVIDER_KEYS, ROOT, parse_sections, read_stack, sections_to_pulumi_config
+from stacks.load import AWS_PROVIDER_KEYS, ROOT, read_stack, sections_to_pulumi_config
+from stacks.pipeline import check_file, check_sections
 from stacks.regions import regions
 from stacks.render import mocks, refuse_what_the_engine_would, render_file, run_program
 from tests.conftest import DEV, sections_of
@@ -99,10 +100,10 @@ def _corpus(tmp_path: Path) -> dict[str, Path]:
 @pytest.fixture
 def hostile_root(monkeypatch):
     """Platform stacks are looked up beside the hostile files (as if they were the project root)."""
-    monkeypatch.setattr(load, "ROOT", HOSTILE)
-    load._exports_cached.cache_clear()
+    monkeypatch.setattr(pipeline, "ROOT", HOSTILE)
+    pipeline._exports_cached.cache_clear()
     yield HOSTILE
-    load._exports_cached.cache_clear()
+    pipeline._exports_cached.cache_clear()
 
 
 def _lines(text: str) -> list[str]:
@@ -174,7 +175,7 @@ def _write(tmp_path: Path, text: str, name: str = "probe") -> Path:
 def test_an_unqualified_key_is_read_as_the_projects_and_validated(tmp_path):
     path = _write(tmp_path, MINIMAL + "  gateway:\n    bogus: 1\n")
     with pytest.raises(ConfigError) as exc:
-        load.load_stack_file(path)
+        check_file(path)
     assert str(exc.value.problems[0]).startswith("inference-platform:gateway.bogus: unknown key")
 
 
@@ -190,7 +191,7 @@ def test_the_legacy_config_spelling_of_a_key_is_read_as_the_key(tmp_path):
 
 def test_a_key_differing_only_by_case_or_separators_is_refused_naming_the_known_key():
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"cluster": {"name": "x"}, "Gateway": {}, "node_pools": []}, "us-west-2")
+        check_sections({"cluster": {"name": "x"}, "Gateway": {}, "node_pools": []}, "us-west-2")
     text = "\n".join(map(str, exc.value.problems))
     assert "inference-platform:Gateway: unknown section; did you mean inference-platform:gateway?" in text
     assert "inference-platform:node_pools: unknown section; did you mean inference-platform:nodePools?" in text
@@ -199,7 +200,7 @@ def test_a_key_differing_only_by_case_or_separators_is_refused_naming_the_known_
 def test_a_nested_key_differing_only_by_case_is_refused_naming_the_known_key(tmp_path):
     path = _write(tmp_path, MINIMAL + "  inference-platform:gateway:\n    HostName: x.example.com\n")
     with pytest.raises(ConfigError) as exc:
-        load.load_stack_file(path)
+        check_file(path)
     assert "inference-platform:gateway.HostName: unknown key; did you mean hostname?" in str(exc.value.problems[0])
 
 
@@ -222,12 +223,12 @@ def test_yaml_scalars_are_read_as_pulumi_reads_them_not_as_yaml_1_1(tmp_path):
 def test_a_byte_order_mark_is_dropped_as_pulumi_drops_it(tmp_path):
     path = tmp_path / "Pulumi.bom.yaml"
     path.write_bytes(b"\xef\xbb\xbf" + MINIMAL.encode())
-    assert load.load_stack_file(path).cluster is not None
+    assert check_file(path).stack.cluster is not None
 
 
 def test_an_unknown_aws_key_is_a_warning_naming_the_likely_key(tmp_path):
     path = _write(tmp_path, MINIMAL + "  aws:profle: ops\n")
-    _, warnings = load.load_stack(path)
+    warnings = check_file(path).warnings
     assert "aws:profle: is not a config key of the AWS provider, which ignores it; did you mean aws:profile?" in [
         str(w) for w in warnings
     ]
@@ -245,7 +246,7 @@ def test_the_aws_provider_keys_are_the_installed_providers():
 def test_a_5_mb_value_is_echoed_as_a_short_prefix_with_its_length():
     huge = "x" * 5_000_000
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"cluster": {"name": "hostile"}, "stack": {"environment": huge}}, "us-west-2")
+        check_sections({"cluster": {"name": "hostile"}, "stack": {"environment": huge}}, "us-west-2")
     line = str(exc.value.problems[0])
     assert "(5000000 characters)" in line and len(line) < 300, line[:400]
 
@@ -258,22 +259,22 @@ def test_a_long_value_interpolated_into_any_message_is_cut():
 
 def test_a_root_model_refusal_names_its_section_never_the_bare_namespace():
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"stack": {"role": "platform"}, "cluster": {"name": "x"}, "models": [{}]}, "us-west-2")
+        check_sections({"stack": {"role": "platform"}, "cluster": {"name": "x"}, "models": [{}]}, "us-west-2")
     assert all(p.path != "inference-platform" for p in exc.value.problems)
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"stack": {"role": "platform"}}, "us-west-2")
+        check_sections({"stack": {"role": "platform"}}, "us-west-2")
     assert [p.path for p in exc.value.problems] == ["inference-platform:cluster"]
 
 
 def test_a_pulumi_secret_anywhere_in_a_section_is_refused():
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"cluster": {"name": "x"}, "gateway": {"hostname": {"secure": "AAAB"}}}, "us-west-2")
+        check_sections({"cluster": {"name": "x"}, "gateway": {"hostname": {"secure": "AAAB"}}}, "us-west-2")
     assert [p.path for p in exc.value.problems] == ["inference-platform:gateway.hostname"]
 
 
 def test_an_interpolation_is_refused_in_any_string():
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"cluster": {"name": "x", "admins": ["arn:aws:iam::${ACCOUNT}:role/a"]}}, "us-west-2")
+        check_sections({"cluster": {"name": "x", "admins": ["arn:aws:iam::${ACCOUNT}:role/a"]}}, "us-west-2")
     assert "inference-platform:cluster.admins[0]" in [p.path for p in exc.value.problems]
 
 
@@ -294,7 +295,7 @@ def test_an_interpolation_is_refused_in_any_string():
 )
 def test_aws_region_must_be_a_string_naming_a_real_region_never_a_default(region, part):
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"cluster": {"name": "x"}}, region)
+        check_sections({"cluster": {"name": "x"}}, region)
     assert any(p.path == "aws:region" and part in p.message for p in exc.value.problems), exc.value.problems
 
 
@@ -312,9 +313,9 @@ def test_an_acm_certificate_in_another_region_is_refused():
         "tls": {"certificateArn": "arn:aws:acm:us-east-1:111122223333:certificate/ab-12"},
     }
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"cluster": {"name": "x"}, "gateway": gateway}, "us-west-2")
+        check_sections({"cluster": {"name": "x"}, "gateway": gateway}, "us-west-2")
     assert [p.path for p in exc.value.problems] == ["inference-platform:gateway.tls.certificateArn"]
-    parse_sections({"cluster": {"name": "x"}, "gateway": gateway}, "us-east-1")
+    check_sections({"cluster": {"name": "x"}, "gateway": gateway}, "us-east-1")
 
 
 def test_the_capacity_example_certificate_is_in_its_stacks_region():
@@ -325,11 +326,11 @@ def test_the_capacity_example_certificate_is_in_its_stacks_region():
 
 def test_availability_zones_are_refused_above_the_regions_real_count():
     with pytest.raises(ConfigError) as exc:
-        parse_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 5}}}, "us-west-2")
+        check_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 5}}}, "us-west-2")
     assert "has 4 availability zones" in str(exc.value.problems[0])
     with pytest.raises(ConfigError):
-        parse_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 3}}}, "us-west-1")
-    parse_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 6}}}, "us-east-1")
+        check_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 3}}}, "us-west-1")
+    check_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 6}}}, "us-east-1")
 
 
 def test_the_render_spans_the_regions_real_zones():
@@ -341,7 +342,7 @@ def test_the_render_spans_the_regions_real_zones():
 
 def test_every_region_of_the_table_validates_up_to_its_zone_count():
     for code, found in regions().items():
-        parse_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": len(found.zones)}}}, code)
+        check_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": len(found.zones)}}}, code)
 
 
 def test_the_region_table_holds_exactly_the_commercial_regions_the_aws_provider_knows():
@@ -360,20 +361,20 @@ def test_the_region_table_holds_exactly_the_commercial_regions_the_aws_provider_
 
 def test_an_unreadable_platform_stack_is_a_clean_error_naming_platform_stack(hostile_root):
     with pytest.raises(ConfigError) as exc:
-        load.load_stack_file(HOSTILE / "Pulumi.platform-unreadable.yaml")
+        check_file(HOSTILE / "Pulumi.platform-unreadable.yaml")
     assert [p.path for p in exc.value.problems] == ["inference-platform:stack.platformStack"]
 
 
 def test_a_platform_stack_that_refers_to_itself_is_a_clean_error(hostile_root):
     with pytest.raises(ConfigError) as exc:
-        load.load_stack_file(HOSTILE / "Pulumi.platform-is-a-team-stack.yaml")
+        check_file(HOSTILE / "Pulumi.platform-is-a-team-stack.yaml")
     assert [p.path for p in exc.value.problems] == ["inference-platform:stack.platformStack"]
 
 
 def test_a_platform_stack_outside_the_repository_is_a_clean_render_error():
     team = sections_of(ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml")
     team["stack"]["platformStack"] = "acme/other-project/platform"
-    parse_sections(team, "us-west-2")  # validate accepts it with a warning: checked at preview
+    check_sections(team, "us-west-2")  # validate accepts it with a warning: checked at preview
     with pytest.raises(ConfigError) as exc:
         run_program(sections_to_pulumi_config(team, "us-west-2"))
     assert [p.path for p in exc.value.problems] == ["inference-platform:stack.platformStack"]
@@ -471,14 +472,14 @@ def test_two_adapters_with_one_name_fail_the_render_as_pulumi_up_would(tmp_path)
 
 
 def test_an_unexpected_error_is_one_line_naming_the_file_and_the_next_file_is_still_checked(monkeypatch, capsys):
-    real = load.load_stack
+    real = check_file
 
     def broken(path):
         if path.name == "Pulumi.dev.yaml":
             raise RuntimeError("boom\nsecond line")
         return real(path)
 
-    monkeypatch.setattr("stacks.__main__.load_stack", broken)
+    monkeypatch.setattr("stacks.__main__.check_file", broken)
     capsys.readouterr()
     assert main(["validate", str(DEV), str(ROOT / "stacks" / "examples" / "Pulumi.platform.yaml")]) == 1
     captured = capsys.readouterr()
@@ -491,7 +492,7 @@ def test_the_program_turns_an_unexpected_error_into_one_run_error(monkeypatch):
     def broken():
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(load, "load_pulumi_stack", broken)
+    monkeypatch.setattr(load, "pulumi_stack_config", broken)
     with pytest.raises(pulumi.RunError) as exc:
         run_program(sections_to_pulumi_config({"cluster": {"name": "x"}}, "us-west-2"))
     assert "\n" not in str(exc.value) and "RuntimeError: boom" in str(exc.value)
@@ -506,7 +507,7 @@ def test_validate_reports_every_file_even_after_one_that_does_not_exist(tmp_path
 
 
 def test_a_section_without_a_value_is_a_warning_not_silence(tmp_path):
-    _, warnings = load.load_stack(_write(tmp_path, MINIMAL + "  inference-platform:gateway:\n"))
+    warnings = check_file(_write(tmp_path, MINIMAL + "  inference-platform:gateway:\n")).warnings
     assert "inference-platform:gateway: has no value (Pulumi warns too); the section's defaults apply" in [
         str(w) for w in warnings
     ]
@@ -524,12 +525,12 @@ def test_a_key_that_cannot_be_written_bare_is_shown_quoted_in_its_key_path():
 def test_an_empty_key_is_refused_by_its_place_never_as_the_bare_namespace(tmp_path):
     top = _write(tmp_path, '"": x\n' + MINIMAL, "top")
     with pytest.raises(ConfigError) as exc:
-        load.load_stack_file(top)
+        check_file(top)
     assert [p.path for p in exc.value.problems] == ["['']"]
     for key in ('""', '"aws:"', '"inference-platform:"'):
         nested = _write(tmp_path, MINIMAL + f"  {key}: 1\n", "nested")
         with pytest.raises(ConfigError) as exc:
-            load.load_stack_file(nested)
+            check_file(nested)
         paths = [p.path for p in exc.value.problems]
         assert paths and all(p.startswith("config") for p in paths), (key, paths)
         assert "empty name" in str(exc.value)

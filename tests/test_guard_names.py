@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from stacks.config import StackConfig
-from stacks.load import parse_sections
+from stacks.pipeline import check_sections
 from tests.conftest import ALL_STACKS, DEV, EXAMPLES, rendered_stack, sections_of
 from tests.guard_support import problems_of, refused
 
@@ -212,18 +212,22 @@ def test_a_model_name_starting_with_a_digit_is_refused_since_it_names_a_service(
 
 
 def test_the_longest_name_derived_from_a_model_fits_its_kubernetes_limit():
-    from stacks.names import model_names, name_problem
+    from stacks.names import Derived, model_names, name_problem
+    from stacks.resolve.models import model_entry
 
     s = sections_of(SERVING)
-    config = parse_sections(s, "us-west-2")
-    for m in config.models:
-        longest = max(model_names(m), key=lambda d: len(d.name) - d.limit)
+    stack = check_sections(s, "us-west-2")
+    for entry in stack.entries:
+        longest = max(model_names(entry), key=lambda d: len(d.name) - d.limit)
         assert name_problem(longest) is None, longest
     # Beyond the model-name cap the rule names what the name would become.
-    ray = next(m for m in config.models if m.engine == "ray-serve")
-    long = ray.model_copy(update={"name": "r" * 48})
-    assert any("RayService" in (name_problem(d) or "") for d in model_names(long))
-    assert any("-serve-svc" in (name_problem(d) or "") for d in model_names(ray.model_copy(update={"name": "r" * 54})))
+    ray = next(e.config for e in stack.entries if e.config.engine == "ray-serve")
+
+    def renamed(length: int) -> list[Derived]:
+        return model_names(model_entry(0, ray.model_copy(update={"name": "r" * length}), stack.platform.addons, None))
+
+    assert any("RayService" in (name_problem(d) or "") for d in renamed(48))
+    assert any("-serve-svc" in (name_problem(d) or "") for d in renamed(54))
 
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
@@ -233,11 +237,11 @@ def test_every_object_name_the_render_derives_from_a_model_is_in_the_derivation_
     from stacks.names import PLATFORM_SUFFIXES, model_names
     from stacks.resolved import CANARY_SUFFIX
 
-    config = parse_sections(sections_of(path), "us-west-2")
-    models = {m.name for m in config.models}
+    stack = check_sections(sections_of(path), "us-west-2")
+    models = {e.name for e in stack.entries}
     # Every suffix a model may get (a canary's too), and the names the engines' operators derive.
     suffixes = set(PLATFORM_SUFFIXES) | {CANARY_SUFFIX}
-    known = {m.name: {d.name for d in model_names(m)} for m in config.models}
+    known = {e.name: {d.name for d in model_names(e)} for e in stack.entries}
     for obj in rendered_stack(path).manifests():
         name = (obj.get("metadata") or {}).get("name") or ""
         for m in models:
@@ -308,7 +312,7 @@ def test_the_reserved_namespaces_include_every_namespace_the_render_creates_or_i
     reserved = set(platform_namespaces()) | set(KUBERNETES_NAMESPACES)
     for path in ALL_STACKS:
         rendered = rendered_stack(path)
-        config = parse_sections(sections_of(path), "us-west-2")
+        config = check_sections(sections_of(path), "us-west-2").config
         own = {m.namespace or DEFAULT_NAMESPACE for m in config.models} | {config.stack.team}
         spaces = {r["namespace"] for r in rendered.releases()} | {
             o["metadata"]["name"] for o in rendered.manifests() if o["kind"] == "Namespace"
@@ -406,7 +410,7 @@ def test_jwt_issuer_and_audiences_reach_the_security_policy_exactly_as_written()
         },
         "tls": s["gateway"]["tls"],
     }
-    config = parse_sections(s, "us-west-2")
+    config = check_sections(s, "us-west-2").config
     assert config.gateway.jwt is not None
     assert config.gateway.jwt.issuer == "https://Login.Example.com", "no trailing slash added, nothing lower-cased"
     from components.gateway.routing import security_policy
@@ -434,7 +438,7 @@ def test_jwt_urls_and_audiences_are_bounded_as_the_security_policy_schema_bounds
 def test_an_image_repository_with_a_registry_port_has_no_tag():
     s = dev()
     s["models"][0]["image"] = {"repository": "registry:5000/vllm/vllm-openai"}
-    config = parse_sections(s, "us-west-2")
+    config = check_sections(s, "us-west-2").config
     assert config.models[0].image.repository == "registry:5000/vllm/vllm-openai"
     assert config.models[0].image.tag is None, "the :5000 is the registry's port"
     s["models"][0]["image"] = {"repository": "vllm/vllm-openai:v0.9.1"}
@@ -533,17 +537,17 @@ def test_fsx_capacity_stays_within_what_persistent_2_accepts():
 
 
 def test_fsx_capacity_above_the_default_account_quota_is_warned_about():
-    from stacks.load import stack_warnings
+    from stacks.pipeline import stack_warnings
 
     s = sections_of(next(p for p in EXAMPLES if p.name == "Pulumi.storage-fsx.yaml"))
     s["storage"]["fsx"]["storageCapacityGiB"] = 2400 * 50
-    config = parse_sections(s, "us-west-2")
+    config = check_sections(s, "us-west-2")
     assert any("L-8F1B9C74" in str(w) for w in stack_warnings(config))
 
 
 def test_the_shipped_stacks_still_validate():
     for path in ALL_STACKS:
-        assert isinstance(parse_sections(sections_of(path), "us-west-2"), StackConfig)
+        assert isinstance(check_sections(sections_of(path), "us-west-2").config, StackConfig)
 
 
 def test_an_ipv6_block_for_the_ipv4_clusters_public_endpoint_is_refused():

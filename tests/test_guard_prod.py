@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
-from stacks.load import parse_sections
+from stacks.pipeline import check_sections
 
 from .guard_support import has, problems, warnings_of
 
@@ -76,25 +77,26 @@ def test_internet_facing_gateway_on_an_adopted_vpc_needs_public_subnets(dev):
     dev["cluster"]["vpc"] = {"id": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0aaaaaaa", "subnet-0bbbbbbb"]}
     assert has(problems(dev), "cluster.vpc.publicSubnetIds", "internet-facing")
     dev["gateway"]["scheme"] = "internal"
-    parse_sections(dev, "us-west-2")
+    check_sections(dev, "us-west-2")
 
 
 def test_an_ollama_model_without_a_tag_is_refused_in_prod_and_warned_elsewhere():
-    from stacks.load import parse_sections
-    from stacks.rules.prod import ollama_models_without_a_tag, prod_ollama_models_name_a_tag
+    from components.engines import ollama
+    from stacks.pipeline import check_sections, stack_warnings
     from tests.conftest import EXAMPLES, sections_of
 
     engines = sections_of(next(p for p in EXAMPLES if p.name == "Pulumi.engines.yaml"))
     i = next(i for i, m in enumerate(engines["models"]) if m["engine"] == "ollama")
     engines["models"][i]["ollama"] = {"pull": ["qwen3:8b", "qwen3", "llama3.1:latest"]}
-    dev = parse_sections(engines, "us-west-2")
-    warned = [p.path for p in ollama_models_without_a_tag(dev)]
+    dev = check_sections(engines, "us-west-2")
+    warned = [p.path for p in stack_warnings(dev) if ".ollama." in p.path]
     assert warned == [
         f"inference-platform:models[{i}].ollama.pull[1]",
         f"inference-platform:models[{i}].ollama.pull[2]",
     ]
-    prod = dev.model_copy(update={"stack": dev.stack.model_copy(update={"environment": "prod"})})
-    assert prod.stack.prod
-    refused = list(prod_ollama_models_name_a_tag(prod))
+    prod = dataclasses.replace(dev, environment="prod")
+    assert prod.prod
+    entry = prod.entries[i]
+    refused = list(ollama.checks(entry, prod))
     assert [p.path for p in refused] == warned and "in prod name a tag" in refused[0].message
-    assert not list(ollama_models_without_a_tag(prod)), "prod refuses instead of warning"
+    assert not list(ollama.warnings(entry, prod)), "prod refuses instead of warning"

@@ -64,7 +64,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from stacks import conformance, exports
+from stacks import conformance
 from stacks.__main__ import main
 from stacks.load import ROOT
 
@@ -148,7 +148,6 @@ class Run:
 
 def run_cli(*argv: str) -> Run:
     """`python -m stacks ARGV` in this process, with stdout and stderr captured."""
-    exports.forget()  # platform exports a previous render supplied must not answer this validate
     out, err = io.StringIO(), io.StringIO()
     code: int | None = None
     escaped = trace = ""
@@ -199,11 +198,10 @@ def bare_refusals(path: Path) -> list[str]:
     the ConfigError the validate step raises (a printed line cannot tell `inference-platform: x` the
     key from `inference-platform` the namespace)."""
     from stacks.errors import ConfigError
-    from stacks.load import load_stack_file
+    from stacks.pipeline import check_file
 
-    exports.forget()
     try:
-        load_stack_file(path)
+        check_file(path)
     except ConfigError as exc:
         return [
             f"a problem naming no key below the namespace: {str(p)[:160]!r}"
@@ -249,10 +247,9 @@ def refusal_names(run: Run, path: Path, key: str) -> bool:
 
 def render_problems(path: Path) -> list[str]:
     """Render an accepted file; what the render or its objects got wrong."""
-    from stacks.load import load_stack_file
+    from stacks.pipeline import check_file
     from stacks.render import render_file
 
-    exports.forget()
     try:
         with interrupt_after(HANG_SECONDS * 3):
             rendered = render_file(path)
@@ -260,7 +257,7 @@ def render_problems(path: Path) -> list[str]:
         settle_the_event_loop()
         return [f"validate accepted it but the render raised {where(exc)}"]
     try:
-        config = load_stack_file(path)
+        config = check_file(path).stack
         version = config.cluster.kubernetes_version if config.cluster else "1.34"
     except Exception as exc:
         return [f"validate accepted it but loading it again raised {where(exc)}"]
@@ -1295,10 +1292,9 @@ def test_no_traceback_escapes_the_interpreter_entry_point(command: str, tmp_path
 
 
 def load_config_or_none(path: Path) -> Any:
-    from stacks.load import load_stack_file
+    from stacks.pipeline import check_file
 
-    exports.forget()
     try:
-        return load_stack_file(path).model_dump()
+        return check_file(path).stack.model_dump()
     except Exception:
         return None

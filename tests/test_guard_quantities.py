@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from stacks import quantity
-from stacks.load import parse_sections
-from stacks.sizing import container_resources, replica_requests
+from stacks.fit import container_resources
+from stacks.pipeline import check_sections
+from stacks.sizing import replica_requests
 from tests.conftest import DEV, EXAMPLES, sections_of
 from tests.guard_support import cli, problems_of, refused
 
@@ -82,7 +83,7 @@ def test_the_cli_refuses_1_5m_cpu_cleanly(tmp_path: Path):
 def test_explicit_resources_in_any_kubernetes_form_size_the_replica_exactly(cpu, memory, cpu_m, memory_mib):
     s = sections_of(DEV)
     s["models"][0]["resources"] = {"cpu": cpu, "memory": memory}
-    config = parse_sections(s, "us-west-2")
+    config = check_sections(s, "us-west-2").config
     model = config.models[0]
     pool = config.pool(model.pool)
     assert pool is not None
@@ -129,11 +130,11 @@ def test_pool_limits_take_kubernetes_quantities_and_render_a_given_memory_limit_
     s = sections_of(CAPACITY)
     i = next(i for i, p in enumerate(s["nodePools"]) if (p.get("limits") or {}).get("memory"))
     s["nodePools"][i]["limits"] = {"cpu": "2.56e2", "memory": "1.5Ti"}
-    config = parse_sections(s, "us-west-2")
+    config = check_sections(s, "us-west-2").config
     limits = pool_limits(config.node_pools[i])
     assert limits.cpu_m == 256_000 and limits.manifest("none")["memory"] == "1536Gi"
     s["nodePools"][i]["limits"] = {"cpu": "256", "memory": "1048577Mi"}
-    config = parse_sections(s, "us-west-2")
+    config = check_sections(s, "us-west-2").config
     assert pool_limits(config.node_pools[i]).manifest("none")["memory"] == "1048577Mi", "never rounded up to Gi"
     s["nodePools"][i]["limits"] = {"cpu": "256", "memory": "1500m"}
     refused(s, f"nodePools[{i}].limits.memory", "not a whole number of bytes")

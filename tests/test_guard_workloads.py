@@ -33,10 +33,10 @@ def test_a_team_stack_in_another_region_than_its_platform_is_refused_at_aws_regi
     import pytest
 
     from stacks.errors import ConfigError
-    from stacks.load import parse_sections
+    from stacks.pipeline import check_sections
 
     with pytest.raises(ConfigError) as info:
-        parse_sections(team(), "us-east-1")
+        check_sections(team(), "us-east-1")
     found = [str(p) for p in info.value.problems]
     assert any(p.startswith("aws:region: is us-east-1") and "set aws:region: us-west-2" in p for p in found), found
-    parse_sections(team(), "us-west-2")  # the platform's own region is accepted
+    check_sections(team(), "us-west-2")  # the platform's own region is accepted

@@ -12,9 +12,7 @@ from typing import Any
 import pytest
 
 from stacks.errors import ConfigError
-from stacks.load import parse_sections
-from stacks.resolve import images_rendered_by
-from stacks.rules import stack_warnings
+from stacks.pipeline import check_sections, stack_warnings
 from stacks.versions import IMAGES, PLATFORM_IMAGES
 from tests.builders import resolved_stack
 from tests.conftest import DEV, EXAMPLES, frozen_render, render_sections, sections_of
@@ -56,7 +54,7 @@ def prod_stack() -> dict[str, Any]:
 
 def problems(sections: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     return [str(p) for p in info.value.problems]
 
 
@@ -105,7 +103,7 @@ def test_every_platform_image_of_the_catalog_has_a_key_and_no_engine_image_has_o
     from stacks.config.images import MODEL_IMAGE_KEYS, ImagesSection
     from stacks.versions import MODEL_IMAGES
 
-    assert set(ImagesSection.names()) == set(PLATFORM_IMAGES) == set(IMAGES) - MODEL_IMAGES
+    assert set(ImagesSection.names()) == set(PLATFORM_IMAGES) == set(IMAGES) - set(MODEL_IMAGES)
     assert set(ENGINES) <= MODEL_IMAGE_KEYS, "an engine's name is refused here and pointed at models[].image"
 
 
@@ -158,7 +156,7 @@ def test_prod_refuses_each_rendered_image_without_a_digest_at_its_key(name):
     found = problems(s)
     assert any(p.startswith(f"inference-platform:images.{name}.digest:") and "sha256:" in p for p in found), found
     s["stack"]["environment"] = "staging"
-    warned = [str(p) for p in stack_warnings(parse_sections(s, "us-west-2"), lambda ref: None)]
+    warned = [str(p) for p in stack_warnings(check_sections(s, "us-west-2"))]
     assert any(p.startswith(f"images.{name}.digest") or f"images.{name}.digest:" in p for p in warned), warned
 
 
@@ -169,8 +167,8 @@ def test_prod_asks_only_for_images_the_stack_renders():
     s["addons"]["litellm"]["redis"] = False
     for unused in ("neuron-monitor", "redis", "dynamo-planner"):
         del s["images"][unused]
-    config = parse_sections(s, "us-west-2")  # no Neuron pool, no Redis, no profiling: nothing to pin
-    assert "neuron-monitor" not in images_rendered_by(config)
+    stack = check_sections(s, "us-west-2")  # no Neuron pool, no Redis, no profiling: nothing to pin
+    assert "neuron-monitor" not in stack.images
 
 
 def test_a_digest_aibrixs_chart_cannot_take_is_refused(dev):

@@ -14,11 +14,12 @@ import pytest
 from components.scaling.keda import SCALED_REF_KINDS, keda_values, scaled_objects
 from stacks import conformance
 from stacks.errors import ConfigError
-from stacks.load import ROOT, parse_sections
+from stacks.load import ROOT
+from stacks.pipeline import PlatformLookup, check_sections
 from stacks.resolve import export_platform
 from stacks.resolved import KEDA_NAMESPACE
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
-from tests.conftest import rendered_stack, sections_of, supply_platform
+from tests.conftest import live_platform, rendered_stack, sections_of
 from tests.serving_support import SCHEMAS
 from tests.test_multinode_example import MULTINODE
 from tests.test_stack_roles import platform_exports
@@ -38,9 +39,9 @@ def keda(dev: dict[str, Any], index: int = 0, **scaling: Any) -> dict[str, Any]:
     return sections
 
 
-def refusals(sections: dict[str, Any]) -> list[str]:
+def refusals(sections: dict[str, Any], platforms: PlatformLookup | None = None) -> list[str]:
     with pytest.raises(ConfigError) as err:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2", platforms=platforms)
     return [f"{p.path}: {p.message}" for p in err.value.problems]
 
 
@@ -267,13 +268,11 @@ def test_a_team_model_runs_on_its_platforms_keda_and_prometheus():
     for key, missing in (("keda", "addons.keda"), ("kedaHttp", "addons.kedaHttp")):
         off = copy.deepcopy(live)
         off["addons"][key] = False
-        supply_platform(off)
-        found = refusals(sections)
+        found = refusals(sections, live_platform(off))
         assert any(missing in p and "platform team" in p for p in found), found
     off = copy.deepcopy(live)
     off.pop("prometheus")
-    supply_platform(off)
-    found = refusals(sections)
+    found = refusals(sections, live_platform(off))
     assert any("models[0].autoscaling.owner" in p and "no Prometheus" not in p and "Prometheus" in p for p in found)
 
 
@@ -302,11 +301,11 @@ def test_every_scaled_object_and_its_hpa_name_fit_keda_s_63_character_limit():
 
 
 def test_a_teams_quota_is_held_to_the_autoscalers_maximum_not_the_unused_replicas():
-    from stacks.load import stack_warnings
+    from stacks.pipeline import stack_warnings
 
     sections = sections_of(TEAM)
     gpu_model = next(m for m in sections["models"] if m["pool"] == "gpu")
     gpu_model["replicas"] = 1
     gpu_model["autoscaling"] = {"owner": "keda", "minReplicas": 1, "maxReplicas": 8}
-    warned = [f"{p.path}: {p.message}" for p in stack_warnings(parse_sections(sections, "us-west-2"))]
+    warned = [f"{p.path}: {p.message}" for p in stack_warnings(check_sections(sections, "us-west-2"))]
     assert any("stack.quota.gpus" in w and "all replicas together" in w for w in warned), warned

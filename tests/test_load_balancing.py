@@ -12,8 +12,8 @@ import pytest
 from components.iam import Scope
 from components.loadbalancer import controller_values
 from components.loadbalancer_iam import CLUSTER_TAG, controller_policy, needs_load_balancer_controller
-from components.naming import SYSTEM_NODE_LABEL
 from stacks.mocks import ACCOUNT
+from stacks.naming import SYSTEM_NODE_LABEL
 from stacks.resolved import PlatformView
 from stacks.versions import chart
 from tests.builders import resolved_stack

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 
 from components.engines import ENGINES
-from components.monitoring.collection import PROMETHEUS_SERVICE, prometheus_adapter_values
+from components.monitoring.collection import prometheus_adapter_values
 from stacks.errors import ConfigError
-from stacks.load import ROOT, parse_sections
+from stacks.load import ROOT
 from stacks.metrics import custom_metric
+from stacks.pipeline import check_sections
 from stacks.resolve import export_platform
+from stacks.resolved import PROMETHEUS_SERVICE
 from tests.builders import engine_objects, resolved_stack
 from tests.conftest import ALL_STACKS, rendered_stack, sections_of, stack_manifests
 
@@ -95,7 +97,7 @@ def test_an_existing_prometheus_with_a_url_gets_the_adapter_pointed_at_it():
 
 def refusals(sections: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as err:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     return [f"{p.path}: {p.message}" for p in err.value.problems]
 
 

@@ -20,7 +20,8 @@ from components.monitoring.collection import (
     prometheus_stack_values,
 )
 from stacks.config.addons import Monitoring
-from stacks.load import ROOT, parse_sections, stack_warnings
+from stacks.load import ROOT
+from stacks.pipeline import check_sections, stack_warnings
 from stacks.versions import chart
 from tests.conftest import DEV, EXAMPLES, rendered_stack
 
@@ -129,10 +130,10 @@ def test_a_prod_platform_without_an_alertmanager_config_is_warned():
         "gateway": {"enabled": False},
     }
     found = [
-        w for w in stack_warnings(parse_sections(base, "us-west-2")) if w.path.endswith("alertmanagerConfigSecret")
+        w for w in stack_warnings(check_sections(base, "us-west-2")) if w.path.endswith("alertmanagerConfigSecret")
     ]
     assert found and "sends nothing" in found[0].message
     named = {**base, "addons": {"monitoring": {"alertmanagerConfigSecret": "am"}}}
-    assert not [w for w in stack_warnings(parse_sections(named, "us-west-2")) if "alertmanager" in w.path]
+    assert not [w for w in stack_warnings(check_sections(named, "us-west-2")) if "alertmanager" in w.path]
     dev = {**base, "stack": {"environment": "dev"}}
-    assert not [w for w in stack_warnings(parse_sections(dev, "us-west-2")) if "alertmanager" in w.path]
+    assert not [w for w in stack_warnings(check_sections(dev, "us-west-2")) if "alertmanager" in w.path]

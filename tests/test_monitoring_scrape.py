@@ -16,7 +16,8 @@ from components.monitoring.collection import (
     prometheus_stack_values,
 )
 from stacks.errors import ConfigError
-from stacks.load import ROOT, parse_sections
+from stacks.load import ROOT
+from stacks.pipeline import check_sections
 from stacks.versions import IMAGES, chart
 from tests.builders import resolved_stack
 from tests.conftest import rendered_stack
@@ -151,7 +152,7 @@ def test_no_slo_no_rule(dev):
 def test_an_objective_the_engine_cannot_measure_is_refused(dev):
     dev["models"] = [model("tgi", slo={"ttftSeconds": 1.0})]
     with pytest.raises(ConfigError) as info:
-        parse_sections(dev, "us-west-2")
+        check_sections(dev, "us-west-2")
     assert any(
         str(p).startswith("inference-platform:models[0].slo.ttftSeconds: engine tgi exports no metric")
         for p in info.value.problems
@@ -162,7 +163,7 @@ def test_an_slo_without_monitoring_is_refused(dev):
     dev["addons"]["monitoring"] = {"enabled": False}
     dev["models"][0]["slo"] = {"ttftSeconds": 1.0}
     with pytest.raises(ConfigError) as info:
-        parse_sections(dev, "us-west-2")
+        check_sections(dev, "us-west-2")
     assert any(
         str(p).startswith("inference-platform:models[0].slo: an slo is alerted on by Prometheus")
         for p in info.value.problems
@@ -172,7 +173,7 @@ def test_an_slo_without_monitoring_is_refused(dev):
 def test_an_empty_slo_is_refused(dev):
     dev["models"][0]["slo"] = {"p": 0.9}
     with pytest.raises(ConfigError) as info:
-        parse_sections(dev, "us-west-2")
+        check_sections(dev, "us-west-2")
     assert any("at least one of ttftSeconds" in str(p) for p in info.value.problems)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from stacks.load import load_stack_file
+from stacks.pipeline import check_file
 from stacks.plan import plan
 from tests.conftest import EXAMPLES, rendered_stack
 
@@ -50,7 +50,7 @@ def test_the_efa_device_plugin_lws_and_grove_are_installed_and_the_graphs_worker
 
 
 def test_stacks_plan_shows_each_group():
-    text = plan(load_stack_file(MULTINODE))
+    text = plan(check_file(MULTINODE).stack)
     assert "model llama-405b on pool h100: one replica is a group of 2 nodes x 8 GPUs (tensor 8 x pipeline 2)" in text
     assert "model llama-405b-disagg on pool h100: one replica is a group of 2 nodes x 8 GPUs" in text
     assert re.search(r"^\s+p5\.48xlarge\s.*\s51$", text, re.M), "the 51 pods the EFA layout leaves a p5.48xlarge"

@@ -10,8 +10,8 @@ import yaml
 
 from stacks.config import SECTIONS
 from stacks.errors import ConfigError
-from stacks.load import load_stack_file
 from stacks.newstack import new_stack
+from stacks.pipeline import check_file
 from stacks.schema import SCHEMA_PATH, render, stack_file_schema
 from tests.conftest import ALL_STACKS
 from tests.guard_support import cli
@@ -54,7 +54,7 @@ from tests.guard_support import cli
 )
 def test_a_new_stack_validates_as_written_and_carries_comments(tmp_path, role, kwargs):
     path = new_stack("fresh", role, out_dir=tmp_path, **kwargs)
-    config = load_stack_file(path)
+    config = check_file(path).stack.config
     assert config.stack.role == role
     text = path.read_text()
     assert text.startswith("# yaml-language-server: $schema="), "editors find the schema from the modeline"
@@ -71,12 +71,12 @@ def test_a_new_prod_stack_asks_for_the_digest_of_every_image_it_renders(tmp_path
 
 def test_a_new_workloads_stack_lands_on_a_pool_the_platform_exports(tmp_path):
     path = new_stack("fresh", "workloads", out_dir=tmp_path, platform="acme/inference-platform/platform", team="t")
-    config = load_stack_file(path)
+    config = check_file(path).stack.config
     assert config.models[0].pool == "gpu" and config.stack.quota is not None and config.stack.quota.gpus >= 1
 
 
 def test_a_preset_puts_the_right_accelerator_pools_in_the_platform(tmp_path):
-    config = load_stack_file(new_stack("fresh", "platform", out_dir=tmp_path, preset="mixed"))
+    config = check_file(new_stack("fresh", "platform", out_dir=tmp_path, preset="mixed")).stack.config
     assert {p.accelerator for p in config.node_pools} == {"nvidia", "neuron"}
     assert config.addons.neuron.enabled and config.addons.nvidia_device_plugin.enabled
 

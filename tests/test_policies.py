@@ -313,13 +313,13 @@ def test_validate_uses_the_same_checks_for_addon_versions_and_prod_storage(dev):
     import pytest
 
     from stacks.errors import ConfigError
-    from stacks.load import parse_sections
+    from stacks.pipeline import check_sections
 
     dev["addons"]["neuron"]["version"] = "1.x"
     dev["stack"]["environment"] = "prod"
     dev["storage"]["protect"] = False
     with pytest.raises(ConfigError) as info:
-        parse_sections(dev, "us-west-2")
+        check_sections(dev, "us-west-2")
     found = [str(p) for p in info.value.problems]
     assert any(p.startswith("inference-platform:addons.neuron.version:") and "exact" in p for p in found), found
     assert any(p.startswith("inference-platform:storage.protect:") for p in found), found

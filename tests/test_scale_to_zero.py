@@ -17,11 +17,16 @@ from components.scaling import wake
 from components.scaling.keda import scaled_objects
 from components.serving import litellm
 from stacks import conformance
-from stacks.coldstart import IMAGE_PULL_SECONDS, NODE_LAUNCH_SECONDS, cold_start
+from stacks.coldstart import (
+    IMAGE_PULL_SECONDS,
+    NODE_LAUNCH_SECONDS,
+    cold_start,
+    model_startup_seconds,
+    startup_allowance,
+)
 from stacks.config.addons import LiteLLM
 from stacks.errors import ConfigError
-from stacks.load import parse_sections
-from stacks.resolve import engine
+from stacks.pipeline import check_sections
 from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER
 from stacks.versions import chart
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
@@ -153,7 +158,7 @@ def test_the_cold_start_budget_reuses_the_startup_probe_and_every_timeout_covers
     assert (budget.node_launch, budget.image_pull, budget.startup) == (NODE_LAUNCH_SECONDS, IMAGE_PULL_SECONDS, allowed)
     # Big weights: the cache's read budget exceeds the engine's own allowance, and the timeouts follow.
     big = idle.config.model_copy(update={"parameters": "400B", "dtype": "fp8"})
-    heavy = cold_start(big, engine("vllm").facts, neuron=False)
+    heavy = cold_start(startup_allowance(idle.facts, model_startup_seconds(big, neuron=False)))
     assert heavy.startup > budget.startup, "400 GB of weights take longer to load"
     served = idle.__class__(
         **{**idle.__dict__, "config": big, "wake": idle.wake.__class__(route=IDLE, cold_start=heavy)}
@@ -210,7 +215,7 @@ def test_a_model_that_keeps_a_replica_keeps_its_direct_route(stack):
 
 def refusals(sections: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as err:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     return [f"{p.path}: {p.message}" for p in err.value.problems]
 
 
@@ -248,7 +253,7 @@ def test_zero_behind_aibrixs_gateway_is_refused():
     i = next(i for i, m in enumerate(sections["models"]) if m["name"] == "qwen3-8b-lora")
     sections["models"][i]["autoscaling"] = {"owner": "keda", "minReplicas": 0, "maxReplicas": 2}
     with pytest.raises(ConfigError) as err:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     found = [f"{p.path}: {p.message}" for p in err.value.problems]
     assert any(
         p.startswith(f"inference-platform:models[{i}].autoscaling.minReplicas:") and "AIBrix's Gateway" in p

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.naming import labels
 from components.serving import aibrix
 from stacks import conformance
 from stacks.errors import ConfigError
+from stacks.naming import labels
 from tests.builders import resolved_model
 from tests.serving_support import SCHEMAS, config_of, model_entry, serving_sections, serving_stack
 

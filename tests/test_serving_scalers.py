@@ -53,14 +53,14 @@ def test_a_single_owner_per_model_passes():
 
 def test_a_model_named_litellm_cannot_take_the_litellm_route():
     from stacks.errors import ConfigError
-    from stacks.load import parse_sections
+    from stacks.pipeline import check_sections
     from tests.conftest import DEV, sections_of
 
     sections = sections_of(DEV)
     sections.setdefault("addons", {})["litellm"] = {"enabled": True}
     sections["models"][0]["name"] = "litellm"
     try:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     except ConfigError as exc:
         assert any("models[0].name" in str(p) and "/litellm" in str(p) for p in exc.problems), exc.problems
     else:

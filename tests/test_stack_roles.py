@@ -11,30 +11,31 @@ from pulumi.runtime import rpc
 
 from stacks import exports
 from stacks.errors import ConfigError
-from stacks.load import ROOT, parse_sections, stack_warnings
-from stacks.resolve import export_platform, own_platform, read_pools
+from stacks.load import ROOT
+from stacks.pipeline import PlatformLookup, check_sections, stack_warnings
+from stacks.resolve import export_platform, own_platform
+from stacks.resolve.platform import read_pools
 from stacks.resolved import NEURON_SCHEDULER
-from tests.conftest import PLATFORM_REF, rendered_stack, sections_of, supply_platform
+from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
 TEAM = ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml"
 
 
-def problems(sections: dict[str, Any]) -> list[str]:
+def problems(sections: dict[str, Any], platforms: PlatformLookup | None = None) -> list[str]:
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2", platforms=platforms)
     return [str(p) for p in info.value.problems]
 
 
 @pytest.fixture
 def team() -> dict[str, Any]:
-    exports.forget()
     return sections_of(TEAM)
 
 
 def platform_exports(sections: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the platform stack exports (its resolved view), from its stack file or these sections."""
-    config = parse_sections(sections or sections_of(PLATFORM), "us-west-2")
+    config = check_sections(sections or sections_of(PLATFORM), "us-west-2").config
     return export_platform(own_platform(config))
 
 
@@ -143,7 +144,7 @@ def test_a_quota_too_small_for_stated_memory_is_refused(team):
 
 def test_a_quota_that_holds_one_replica_but_not_all_warns(team):
     team["models"][0]["replicas"] = 5
-    config = parse_sections(team, "us-west-2")
+    config = check_sections(team, "us-west-2")
     assert any("stack.quota.gpus" in str(w) and "Pending" in str(w) for w in stack_warnings(config))
 
 
@@ -156,14 +157,13 @@ def test_an_engine_whose_add_on_the_platform_lacks_is_refused(team):
 def test_the_exports_read_from_the_stack_reference_win_over_the_repository_file(team):
     live = platform_exports()
     live["nodePools"] = [p for p in live["nodePools"] if p["name"] != "inferentia"]
-    supply_platform(live)
-    found = problems(team)
+    found = problems(team, live_platform(live))
     assert any("models[1].pool" in p and "stack acme/inference-platform/platform" in p for p in found), found
 
 
 def test_a_platform_stack_outside_the_repository_is_checked_at_preview_with_a_warning(team):
     team["stack"]["platformStack"] = "acme/inference-platform/platform-prod"
-    config = parse_sections(team, "us-west-2")
+    config = check_sections(team, "us-west-2")
     assert any("only at preview" in str(w) for w in stack_warnings(config))
 
 
@@ -230,8 +230,7 @@ def test_a_team_hpa_on_a_platform_without_prometheus_adapter_is_refused(team):
     team["models"][0]["autoscaling"] = {"owner": "hpa", "maxReplicas": 2}
     live = platform_exports()
     assert live["customMetrics"] is True
-    parse_sections(team, "us-west-2")  # accepted: the platform serves custom metrics
+    check_sections(team, "us-west-2")  # accepted: the platform serves custom metrics
     live["customMetrics"] = False
-    supply_platform(live)
-    found = problems(team)
+    found = problems(team, live_platform(live))
     assert any("models[0].autoscaling.owner" in p and "prometheus-adapter" in p for p in found), found

@@ -8,18 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from components.engines.workload import startup_probe
 from components.storage import prepare
-from components.storage.cache import (
-    CacheContext,
-    cache_mount,
-    compiled_dir,
-    startup_budget_seconds,
-    startup_probe,
-)
+from components.storage.cache import CacheContext, cache_mount
+from stacks.coldstart import probe_seconds, startup_budget_seconds
 from stacks.config import ModelSection, StackConfig
 from stacks.config.storage import StorageSection
-from stacks.load import ROOT, parse_sections
-from stacks.resolve import own_platform, resolve_model
+from stacks.load import ROOT
+from stacks.pipeline import check_sections
+from stacks.resolve import own_platform
+from stacks.resolve.models import model_entry, place
 from stacks.resolved import ResolvedModel
 from tests.builders import CATALOG
 from tests.conftest import sections_of
@@ -27,12 +25,13 @@ from tests.conftest import sections_of
 
 def config(name: str = "dev") -> StackConfig:
     path = ROOT / "Pulumi.dev.yaml" if name == "dev" else ROOT / "stacks" / "examples" / f"Pulumi.{name}.yaml"
-    return parse_sections(sections_of(path), "us-west-2")
+    return check_sections(sections_of(path), "us-west-2").config
 
 
 def served(cfg: StackConfig, model: ModelSection) -> ResolvedModel:
     """The model resolved on the stack's own platform (its pool, its engine's facts)."""
-    resolved = resolve_model(0, model, own_platform(cfg), None)
+    view = own_platform(cfg)
+    resolved = place(model_entry(0, model, view.addons, None), view, routed=True)
     assert resolved is not None
     return resolved
 
@@ -72,10 +71,10 @@ def test_a_local_cache_is_an_emptydir_sized_to_the_model_with_a_matching_request
 
 
 def test_no_cache_uses_an_existing_claim_when_one_is_named():
-    cfg = config()
     storage = StorageSection.model_validate(
         {"modelCache": "none", "existingClaim": {"name": "weights", "accessMode": "ReadWriteMany"}}
     )
+    cfg = config().model_copy(update={"storage": storage})
     model = cfg.models[0]
     mount = cache_mount(CacheContext(storage=storage), served(cfg, model), CATALOG)
     assert mount.volumes[0]["persistentVolumeClaim"]["claimName"] == "weights"
@@ -110,7 +109,7 @@ def test_preparation_pins_the_revision_and_bounds_its_attempts():
 
 def test_neuron_compiled_artifacts_live_apart_from_the_weights():
     mount, model = mount_for("dev", model_index=1, claim_name="model-cache")
-    assert mount.compiled_dir == compiled_dir(model) == f"/models/_neuron/{model.name}/{model.revision}"
+    assert mount.compiled_dir == f"/models/_neuron/{model.name}/{model.revision}"
     assert not mount.compiled_dir.startswith(mount.model_dir)
     assert {"name": "NEURON_COMPILED_ARTIFACTS", "value": mount.compiled_dir} in mount.env
 
@@ -128,7 +127,7 @@ def test_the_startup_budget_grows_with_the_model_and_with_a_neuron_compile():
     small, large = startup_budget_seconds(2 * 10**9), startup_budget_seconds(140 * 10**9)
     assert large > small > startup_budget_seconds(None)
     assert startup_budget_seconds(16 * 10**9, neuron=True) > startup_budget_seconds(16 * 10**9) + 1800
-    probe = startup_probe("/health", 8000, 605)
+    probe = startup_probe("/health", 8000, probe_seconds(605))
     assert probe["periodSeconds"] * probe["failureThreshold"] >= 605, "a probe, not a sleep, covers the load"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from stacks.errors import ConfigError
-from stacks.load import ROOT, parse_sections
+from stacks.load import ROOT
+from stacks.pipeline import check_sections
 from tests.conftest import sections_of
 
 EXAMPLES = ROOT / "stacks" / "examples"
@@ -13,7 +14,7 @@ EXAMPLES = ROOT / "stacks" / "examples"
 
 def refused(sections: dict, key: str, *words: str) -> str:
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     text = str(info.value)
     assert f"inference-platform:{key}" in text, text
     for word in words:
@@ -27,7 +28,7 @@ def local() -> dict:
 
 def test_the_storage_examples_are_accepted():
     for name in ("storage-efs", "storage-fsx", "storage-local"):
-        parse_sections(sections_of(EXAMPLES / f"Pulumi.{name}.yaml"), "us-west-2")
+        check_sections(sections_of(EXAMPLES / f"Pulumi.{name}.yaml"), "us-west-2")
 
 
 def test_a_local_cache_on_a_pool_without_instance_store_is_refused(dev):
@@ -66,7 +67,7 @@ def test_a_local_cache_larger_than_any_instance_store_is_refused():
     sections["models"][0]["dtype"] = "fp8"
     sections["nodePools"][0]["limits"] = {"accelerators": 64}
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2")
     assert "the local cache for qwen3-8b needs" in str(info.value)
 
 
@@ -80,12 +81,12 @@ def test_one_replica_on_a_readwriteonce_claim_is_accepted(dev):
     for model in dev["models"]:
         model["replicas"] = 1
         model.pop("autoscaling", None)
-    parse_sections(dev, "us-west-2")
+    check_sections(dev, "us-west-2")
 
 
 def test_a_readwritemany_claim_may_be_shared_by_many_replicas(dev):
     dev["storage"] = {"modelCache": "none", "existingClaim": {"name": "weights", "accessMode": "ReadWriteMany"}}
-    parse_sections(dev, "us-west-2")
+    check_sections(dev, "us-west-2")
 
 
 def test_an_existing_claim_beside_a_managed_cache_is_refused(dev):
@@ -112,16 +113,16 @@ def test_production_refuses_unprotected_storage(dev):
     dev["stack"]["environment"] = "prod"
     dev["storage"]["protect"] = False
     with pytest.raises(ConfigError) as info:
-        parse_sections(dev, "us-west-2")
+        check_sections(dev, "us-west-2")
     assert "inference-platform:storage.protect" in str(info.value)
 
 
 def test_one_replica_on_a_readwriteonce_claim_warns_about_rollouts(dev):
-    from stacks.load import stack_warnings
+    from stacks.pipeline import stack_warnings
 
     dev["storage"] = {"modelCache": "none", "existingClaim": {"name": "weights", "accessMode": "ReadWriteOnce"}}
     for model in dev["models"]:
         model["replicas"] = 1
         model.pop("autoscaling", None)
-    warnings = [str(w) for w in stack_warnings(parse_sections(dev, "us-west-2"))]
+    warnings = [str(w) for w in stack_warnings(check_sections(dev, "us-west-2"))]
     assert any("models[0].replicas" in w and "rollout" in w for w in warnings), warnings

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from policypack import validators as v
-from stacks import exports
 from stacks.errors import ConfigError
-from stacks.load import ROOT, parse_sections, sections_to_pulumi_config
+from stacks.load import ROOT, sections_to_pulumi_config
+from stacks.pipeline import PlatformLookup, check_sections
 from stacks.render import Rendered, run_program
 from stacks.resolve import export_platform, own_platform
 from stacks.resolved import CACHE_CLAIM, GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER
 from stacks.sizing import replica_requests
 from tests.builders import resolved_stack
-from tests.conftest import PLATFORM_REF, rendered_stack, sections_of, supply_platform
+from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of
 from tests.test_policies import res, stack, violations
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
@@ -26,19 +26,18 @@ TEAM = ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml"
 
 @pytest.fixture
 def team() -> dict[str, Any]:
-    exports.forget()
     return sections_of(TEAM)
 
 
-def problems(sections: dict[str, Any]) -> list[str]:
+def problems(sections: dict[str, Any], platforms: PlatformLookup | None = None) -> list[str]:
     with pytest.raises(ConfigError) as info:
-        parse_sections(sections, "us-west-2")
+        check_sections(sections, "us-west-2", platforms=platforms)
     return [str(p) for p in info.value.problems]
 
 
 def platform_exports() -> dict[str, Any]:
     """What the platform stack exports (its resolved view, exactly as `pulumi up` would export it)."""
-    return export_platform(own_platform(parse_sections(sections_of(PLATFORM), "us-west-2")))
+    return export_platform(own_platform(check_sections(sections_of(PLATFORM), "us-west-2").config))
 
 
 def team_render() -> Rendered:
@@ -71,7 +70,7 @@ def test_the_quota_check_counts_exactly_what_the_engine_deploys(team):
         f"the refusal quotes the sizing's {need.cpu_m}m: {found}"
     )
     team["stack"]["quota"]["cpu"] = f"{need.cpu_m}m"
-    parse_sections(team, "us-west-2")  # exactly one replica's worth is enough
+    check_sections(team, "us-west-2")  # exactly one replica's worth is enough
 
 
 def test_the_rendered_pods_request_what_the_quota_check_assumed(team):
@@ -145,8 +144,7 @@ def test_a_team_stack_on_an_fsx_platform_is_refused_with_the_alternative(team):
     live = platform_exports()
     live["storage"] = {"modelCache": "fsx"}
     live["storageClasses"] = {}
-    supply_platform(live)
-    found = problems(team)
+    found = problems(team, live_platform(live))
     assert any(
         p.startswith("inference-platform:stack.platformStack:") and "modelCache: fsx" in p and "efs" in p for p in found
     ), found
@@ -155,16 +153,14 @@ def test_a_team_stack_on_an_fsx_platform_is_refused_with_the_alternative(team):
 def test_an_efs_platform_that_exports_no_storage_class_is_refused(team):
     live = platform_exports()
     live["storageClasses"] = {}
-    supply_platform(live)
-    found = problems(team)
+    found = problems(team, live_platform(live))
     assert any("stack.platformStack" in p and "storageClasses.modelCache" in p for p in found), found
 
 
 def test_exports_of_the_previous_contract_version_are_refused(team):
     live = platform_exports()
     live["exportsVersion"] = 1
-    supply_platform(live)
-    found = problems(team)
+    found = problems(team, live_platform(live))
     assert any("stack.platformStack" in p and "contract version 1" in p for p in found), found
 
 
@@ -284,18 +280,16 @@ def test_stacks_new_sizes_the_starter_quota_with_the_engines_sizing():
     for pool in live["nodePools"]:
         if pool["name"] == "gpu":
             pool["instanceTypes"] = ["g6e.48xlarge"]  # a 1-GPU share of this node is ~21 cpu
-    supply_platform(live)
-    text = workloads_text("search-dev", PLATFORM_REF, "search", "dev", None)
-    check(text, "search-dev")  # validates as written, quota included
+    text = workloads_text("search-dev", PLATFORM_REF, "search", "dev", None, live_platform(live))
+    check(text, "search-dev", live_platform(live))  # validates as written, quota included
     assert 'cpu: "32"' not in text, "two default-sized replicas need more than the 32-cpu floor"
 
 
 def test_an_exposed_team_model_on_a_platform_without_a_gateway_is_refused(team):
     live = platform_exports()
     live["gatewayParent"] = None
-    supply_platform(live)
-    found = problems(team)
+    found = problems(team, live_platform(live))
     for model in team["models"]:
         model["expose"] = False
-    parse_sections(team, "us-west-2")  # unexposed models need no gateway
+    check_sections(team, "us-west-2")  # unexposed models need no gateway
     assert any(p.startswith("inference-platform:models[0].expose:") and "gatewayParent" in p for p in found), found

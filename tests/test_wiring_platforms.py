@@ -10,9 +10,10 @@ from typing import Any
 import yaml
 
 from components.gateway import isolation
-from components.gateway.routing import EG_NAMESPACE, envoy_gateway_values, load_balancer_annotations
+from components.gateway.routing import envoy_gateway_values, load_balancer_annotations
 from components.serving import litellm
 from components.serving.values import aibrix_values
+from stacks.resolved import EG_NAMESPACE, LITELLM_NAMESPACE
 from tests.builders import resolved_stack
 from tests.conftest import DEV, rendered_stack, sections_of, stack_manifests
 from tests.serving_support import SERVING, serving_sections, serving_stack
@@ -162,14 +163,14 @@ def test_litellm_is_routed_through_the_front_door_with_authentication():
     prefixes = {m["path"]["value"] for rule in route["spec"]["rules"] for m in rule["matches"]}
     assert prefixes == {f"/litellm{p}" for p in litellm.ROUTE_PATHS}, "only the OpenAI paths, never the admin API"
     backends = {(b["namespace"], b["name"], b["port"]) for rule in route["spec"]["rules"] for b in rule["backendRefs"]}
-    assert backends == {(litellm.NAMESPACE, litellm.NAME, litellm.PORT)}
+    assert backends == {(LITELLM_NAMESPACE, litellm.NAME, litellm.PORT)}
     auth = [
         p
         for p in of_kind(objs, "SecurityPolicy")
         if {"kind": "HTTPRoute", "name": litellm.NAME, "group": "gateway.networking.k8s.io"} in p["spec"]["targetRefs"]
     ]
     assert len(auth) == 1 and auth[0]["metadata"]["namespace"] == parent.namespace, "no route without a policy"
-    grants = [g for g in of_kind(objs, "ReferenceGrant") if g["metadata"]["namespace"] == litellm.NAMESPACE]
+    grants = [g for g in of_kind(objs, "ReferenceGrant") if g["metadata"]["namespace"] == LITELLM_NAMESPACE]
     assert [t["name"] for g in grants for t in g["spec"]["to"]] == [litellm.NAME], (
         "the route may reach that one Service"
     )
@@ -183,7 +184,7 @@ def test_litellm_has_no_route_when_it_is_off():
 def test_litellm_is_scraped_with_its_master_key_when_monitoring_is_on():
     objs, _ = _serving()
     addon = serving_stack().platform.addons.litellm
-    (monitor,) = [m for m in of_kind(objs, "PodMonitor") if m["metadata"]["namespace"] == litellm.NAMESPACE]
+    (monitor,) = [m for m in of_kind(objs, "PodMonitor") if m["metadata"]["namespace"] == LITELLM_NAMESPACE]
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
     assert endpoint["path"] == "/metrics" and endpoint["port"] == "http"
     assert endpoint["authorization"] == {
@@ -211,6 +212,6 @@ def _router_text(objs: list[dict[str, Any]]) -> str:
     (cm,) = [
         o
         for o in of_kind(objs, "ConfigMap")
-        if o["metadata"]["namespace"] == litellm.NAMESPACE and o["metadata"]["name"] == f"{litellm.NAME}-config"
+        if o["metadata"]["namespace"] == LITELLM_NAMESPACE and o["metadata"]["name"] == f"{litellm.NAME}-config"
     ]
     return str(cm["data"]["config.yaml"])

@@ -22,11 +22,11 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
+from stacks.naming import TOKEN
 from stacks.resolved import ResolvedPool
 from stacks.versions import chart
 
 from ..k8s import apply, release
-from ..naming import TOKEN
 from .karpenter import Karpenter, KarpenterArgs
 from .nodepools import EFA_SECURITY_GROUP_TAG, ec2_node_class, node_pool
 from .plugins import (

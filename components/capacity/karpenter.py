@@ -19,13 +19,14 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from stacks.naming import INTERRUPTION_EVENTS, TOKEN, iam_role_name, physical, queue_name, rule_name
+from stacks.resolved import KARPENTER_NAMESPACE
 from stacks.versions import Chart
 
 from .. import iam, podidentity
 from ..k8s import release
-from ..naming import TOKEN, iam_role_name, physical
 from . import karpenter_iam
-from .plugins import KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT, karpenter_values
+from .plugins import KARPENTER_SERVICE_ACCOUNT, karpenter_values
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +90,7 @@ class Karpenter(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         queue = aws.sqs.Queue(
             f"{name}-interruption",
-            name=karpenter_iam.queue_name(args.cluster_name),
+            name=queue_name(args.cluster_name),
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
             tags=args.tags,
@@ -101,10 +102,10 @@ class Karpenter(pulumi.ComponentResource):
             policy=queue.arn.apply(lambda arn: json.dumps(karpenter_iam.queue_policy(arn))),
             opts=child,
         )
-        for event, pattern in karpenter_iam.INTERRUPTION_EVENTS.items():
+        for event, pattern in INTERRUPTION_EVENTS.items():
             rule = aws.cloudwatch.EventRule(
                 f"{name}-{event}",
-                name=karpenter_iam.rule_name(args.cluster_name, event),
+                name=rule_name(args.cluster_name, event),
                 event_pattern=json.dumps(pattern),
                 tags=args.tags,
                 opts=child,

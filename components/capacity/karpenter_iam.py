@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from components.iam import AWS_MANAGED, Scope
-from components.naming import physical
 
 # The node role: worker, CNI, ECR pull and SSM, as upstream's KarpenterNodeRole.
 NODE_POLICIES = (
@@ -23,18 +22,6 @@ NODE_POLICIES = (
     f"{AWS_MANAGED}/AmazonEC2ContainerRegistryPullOnly",
     f"{AWS_MANAGED}/AmazonSSMManagedInstanceCore",
 )
-
-# EventBridge events Karpenter handles through its interruption queue (upstream template rules).
-INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
-    "scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
-    "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
-    "rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
-    "instance-state-change": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
-    "capacity-reservation-interruption": {
-        "source": ["aws.ec2"],
-        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
-    },
-}
 
 
 def _doc(*statements: dict[str, Any]) -> dict[str, Any]:
@@ -272,16 +259,3 @@ def queue_policy(queue_arn: str) -> dict[str, Any]:
             },
         ],
     }
-
-
-# ---- AWS names (unique per account and region: the cluster name keeps them apart) ----------------
-
-
-def queue_name(cluster: str) -> str:
-    """SQS names: at most 80 characters of letters, digits, - and _."""
-    return physical(cluster, "karpenter", limit=80)
-
-
-def rule_name(cluster: str, event: str) -> str:
-    """EventBridge rule names are unique per account and region: the cluster name keeps them apart."""
-    return physical(cluster, "karpenter", event, limit=64)

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from components.naming import SYSTEM_NODE_LABEL
 from stacks.config.addons import AddonsSection, Neuron
 from stacks.fit import daemonset_requests
+from stacks.naming import SYSTEM_NODE_LABEL
 from stacks.resolved import NEURON_SCHEDULER, ResolvedPool
 
 from ..scheduling import ACCELERATOR_LABEL, EFA_LABEL, TAINT_KEYS, needs_nvidia_device_plugin, pool_taints
@@ -31,7 +31,6 @@ from ..scheduling import ACCELERATOR_LABEL, EFA_LABEL, TAINT_KEYS, needs_nvidia_
 if TYPE_CHECKING:  # annotations only: this module stays importable without the Pulumi SDK
     import pulumi
 
-KARPENTER_NAMESPACE = "kube-system"
 KARPENTER_SERVICE_ACCOUNT = "karpenter"
 
 

@@ -51,25 +51,39 @@ recommended graph is there to review, and applying it is a deliberate change to 
 
 from __future__ import annotations
 
+import copy
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.models import Dynamo
-from stacks.engine_facts import OPENAI_PATHS, DerivedName, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import (
+    OPENAI_PATHS,
+    DerivedName,
+    Dialect,
+    EfaStack,
+    EngineFacts,
+    Groups,
+    ModelFacts,
+    Scaling,
+)
+from stacks.errors import Problem
+from stacks.fit import Requests
+from stacks.groups import ReplicaGroup
 from stacks.metrics import Metric, Signal
-from stacks.resolved import scaling_adapter_name
-from stacks.sizing import replica_requests
+from stacks.naming import scanner_waivers
+from stacks.resolved import ModelEntry, PodShape, ResolvedStack, scaling_adapter_name
 from stacks.versions import IMAGES, Image
 
 from .. import secretfiles
-from ..naming import scanner_waivers
 from ..secretfiles import SecretFile
 from ..storage.prepare import TOKEN_VOLUME
-from . import sglang, vllm
+from . import sglang, vllm, workers
 from .group import EFA_ENV, add_efa
-from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
+from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
 
@@ -173,6 +187,11 @@ FACTS = EngineFacts(
     lora=False,
     canary=False,
     revisions=True,
+    efa_stack=EfaStack(
+        missing=True,
+        why="ships without libfabric and aws-ofi-nccl (Dynamo's EFA guide: build the `aws` target with "
+        "container/render.py --make-efa), so NIXL over LIBFABRIC cannot start and NCCL runs over TCP",
+    ),
 )
 API_VERSION = "nvidia.com/v1beta1"
 
@@ -357,7 +376,7 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     block = dynamo_block(model)
     module, workdir = BACKENDS[block.backend]
     secret_volumes, secret_mounts = _secret_volume(spec)
-    resources = worker_resources(model, replica_requests(model, spec.pool, spec.storage).ephemeral_mib)
+    resources = copy.deepcopy(dict(spec.served.pod(role).resources))
     command = ["python3", "-m", module]
     token = model.secrets.hugging_face_token
     if token:
@@ -406,6 +425,25 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     return {**component, "podTemplate": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec}}
 
 
+# The Frontend is CPU-only: no GPU toleration, so it stays off the accelerator nodes.
+FRONTEND_RESOURCES: dict[str, Any] = {
+    "requests": {"cpu": "250m", "memory": "512Mi"},
+    "limits": {"cpu": "1", "memory": "2Gi"},
+}
+
+
+def pods(model: ModelSection, requests: Requests, group: ReplicaGroup) -> tuple[PodShape, ...]:
+    """The graph's Frontend pods (per graph, on the CPU nodes) and each worker role's pods (one group of
+    `nodes` pods per replica of the role), each worker its node's share of the GPUs with 2 CPUs and 8Gi
+    per GPU unless `resources` says otherwise, and the node disk the sizing gives the replica."""
+    block = dynamo_block(model)
+    worker = worker_resources(model, requests.ephemeral_mib)
+    return (
+        workers.shape("frontend", block.frontend_replicas, FRONTEND_RESOURCES, per_replica=False, pool=False),
+        *(workers.shape(role, group.nodes, worker, per_replica=True, pool=True) for role in roles(block)),
+    )
+
+
 def _frontend(spec: WorkloadSpec) -> dict[str, Any]:
     block = dynamo_block(spec.model)
     # The frontend is CPU-only: no GPU toleration, so it stays off the accelerator nodes.
@@ -421,10 +459,7 @@ def _frontend(spec: WorkloadSpec) -> dict[str, Any]:
                         "name": "main",
                         "image": runtime_image(spec.model).ref,
                         "env": [dict(ROUTER_MODE_ENV)],
-                        "resources": {
-                            "requests": {"cpu": "250m", "memory": "512Mi"},
-                            "limits": {"cpu": "1", "memory": "2Gi"},
-                        },
+                        "resources": copy.deepcopy(dict(spec.served.pod("frontend").resources)),
                     }
                 ]
             },
@@ -524,4 +559,102 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     )
 
 
-SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)
+# ---- the refusals only Dynamo has ----------------------------------------------------------------------
+
+# Dynamo 1.4's admission webhook reads the runtime version from the image tag (X.Y.Z, optionally v);
+# another tag is refused unless the component sets runtimeVersionOverride, which the platform does not.
+RUNTIME_TAG = re.compile(r"^v?[0-9]+\.[0-9]+\.[0-9]+$")
+
+
+def _disaggregation(entry: ModelEntry) -> Iterable[Problem]:
+    """A disaggregated graph's roles load the same weights (KV blocks move between them); an aggregated
+    graph has none of the roles' settings; TensorRT-LLM takes no revision and no disaggregation here."""
+    model, block = entry.config, dynamo_block(entry.config)
+    if block.backend == "trtllm" and model.revision:
+        yield Problem(
+            entry.key("revision"),
+            "the TensorRT-LLM worker (dynamo.trtllm) takes no revision argument, so the pinned revision would be "
+            "ignored; use backend vllm or sglang, or point model at a prepared local copy of that revision and drop "
+            "revision",
+        )
+    if block.mode == "aggregated":
+        for attr, key in (
+            ("prefill_workers", "prefillWorkers"),
+            ("decode_workers", "decodeWorkers"),
+            ("prefill_revision", "prefillRevision"),
+        ):
+            if attr in block.model_fields_set:
+                yield Problem(
+                    entry.key("dynamo", key),
+                    f"{key} only applies to dynamo.mode: disaggregated; an aggregated graph runs `replicas` workers "
+                    f"that do prefill and decode",
+                )
+        return
+    if block.backend == "trtllm":
+        yield Problem(
+            entry.key("dynamo", "backend"),
+            "disaggregated TensorRT-LLM needs a cache-transceiver engine configuration per role, which the platform "
+            "does not generate; use backend vllm or sglang for a disaggregated graph, or mode: aggregated",
+        )
+    if not model.revision:
+        yield Problem(
+            entry.key("revision"),
+            "disaggregated serving moves KV blocks from prefill to decode workers, which must load the same "
+            "weights: pin the model revision (the Hugging Face commit)",
+        )
+    if block.prefill_revision is not None and block.prefill_revision != model.revision:
+        yield Problem(
+            entry.key("dynamo", "prefillRevision"),
+            f"prefill workers would load revision {block.prefill_revision} and decode workers {model.revision}; KV "
+            f"cache transfer needs the same model revision on both roles: remove prefillRevision or make it equal "
+            f"to revision",
+        )
+
+
+def _planner(entry: ModelEntry) -> Iterable[Problem]:
+    if entry.config.autoscaling.owner != "dynamo-planner":
+        return
+    yield Problem(
+        entry.key("autoscaling", "owner"),
+        "the platform does not deploy the Dynamo planner: the SLA planner scales only disaggregated graphs (this "
+        f"one is {dynamo_block(entry.config).mode}), needs Prometheus and the profiling data of a run you review "
+        "(dynamo.requestProfiling: true renders a DynamoGraphDeploymentRequest with autoApply: false); use "
+        "autoscaling.owner: none with fixed dynamo.prefillWorkers/decodeWorkers (or replicas) meanwhile",
+    )
+
+
+def _parallelism(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """A Dynamo worker runs one tensor-parallel group over the replica's accelerators and takes no
+    pipeline size (the generic rule checks tensor x pipeline is the replica's accelerators)."""
+    model, served = entry.config, stack.placed(entry)
+    given, total, nodes = model.parallelism, model.accelerators_per_replica, model.nodes_per_replica
+    if served is None or (given.tensor is None and given.pipeline is None) or total % nodes:
+        return
+    tensor, pipeline = served.group.tensor, served.group.pipeline
+    if tensor * pipeline == total and (tensor, pipeline) != (total, 1):
+        yield Problem(
+            entry.key("parallelism"),
+            f"model {model.name} on pool {served.pool.name}: tensor {tensor} x pipeline {pipeline} is refused for "
+            f"engine dynamo: a Dynamo worker runs one tensor-parallel group over the replica's {total} accelerators "
+            f"(tensor = multinode.nodeCount {nodes} x {total // nodes} per pod) and takes no pipeline size; use "
+            f"parallelism: {{tensor: {total}, pipeline: 1}}, or leave parallelism unset",
+        )
+
+
+def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    yield from _disaggregation(entry)
+    yield from _planner(entry)
+    yield from _parallelism(entry, stack)
+    tag = entry.config.image.tag
+    if tag is not None and not RUNTIME_TAG.match(tag):
+        yield Problem(
+            entry.key("image", "tag"),
+            f"{tag!r}: Dynamo's admission webhook takes the runtime version from the image tag and refuses a tag "
+            f"that is not X.Y.Z; tag the runtime image with its Dynamo version (e.g. 1.4.2) and pin the build with "
+            f"image.digest",
+        )
+
+
+SPEC = EngineSpec(
+    facts=FACTS, model_facts=model_facts, pods=pods, manifests=manifests, checks=checks, warnings=no_problems
+)

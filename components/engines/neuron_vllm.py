@@ -14,19 +14,21 @@ as root (Neuron runtime and device access); privilege escalation and capabilitie
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
-from stacks.sizing import tensor_parallel
+from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.errors import Problem
+from stacks.resolved import ModelEntry, ResolvedStack
 from stacks.versions import IMAGES
 
-from ..storage.cache import compiled_dir
 from . import vllm
-from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
+from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
 from .vllm import served_args
-from .workload import EngineContainer, platform_model
+from .workload import EngineContainer, platform_model, server_pods
 from .workload import manifests as workload_manifests
 
 # vLLM 0.16's parser, of the same design as 0.29's and reading the same flags.
@@ -69,6 +71,7 @@ FACTS = EngineFacts(
     lora=False,
     canary=False,
     revisions=True,
+    efa_stack=ONE_NODE,
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours
@@ -79,11 +82,13 @@ MAX_NUM_SEQS = 8
 def compiled_root(spec: WorkloadSpec) -> str:
     """The cache's compiled-artifact directory for this model and revision (a Neuron pool always
     has one; the engine x accelerator rule refuses neuron-vllm elsewhere)."""
-    return spec.cache.compiled_dir or compiled_dir(spec.model)
+    compiled = spec.served.cache.compiled_dir
+    assert compiled is not None, "a Neuron pool's model has a compiled-artifact directory"
+    return compiled
 
 
 def artifacts_dir(spec: WorkloadSpec) -> str:
-    return f"{compiled_root(spec)}/tp{tensor_parallel(spec.model, spec.pool, FACTS.groups)}"
+    return f"{compiled_root(spec)}/tp{spec.served.tensor_parallel}"
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
@@ -112,4 +117,36 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     return platform_model(model, FACTS, image=image, dialect=DIALECT, hub_repo=repo_id(model))
 
 
-SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)
+# ---- the refusals only vLLM on Neuron has -------------------------------------------------------------
+
+NEURON_FAMILIES = ("inf2", "trn1", "trn1n", "trn2", "trn3")
+# The vLLM Neuron beta (the vllm-neuron plugin, vLLM 0.24+ DLCs) is Trn2/Trn3 only (Neuron SDK 2.32 notes).
+BETA_TAG = re.compile(r"^0\.(1[7-9]|[2-9][0-9])\.")
+
+
+def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """It runs on Inferentia2 or Trainium, through the NxD Inference path on Inferentia2 (the vLLM Neuron
+    beta is Trn2/Trn3 only)."""
+    served = stack.placed(entry)
+    if served is None or served.pool.accelerator not in FACTS.accelerators:
+        return  # an unknown pool, or the wrong accelerator: the generic rules say so
+    types = [t for t in served.pool.instance_types if t.accelerator_count >= served.group.per_node]
+    wrong = sorted({t.family for t in types if t.family not in NEURON_FAMILIES})
+    if wrong:
+        yield Problem(
+            entry.key("pool"),
+            f"neuron-vllm runs on inf2 or trn instance types; pool {served.pool.name} allows {', '.join(wrong)}",
+        )
+    catalog = IMAGES["vllm-neuronx"].tag
+    tag = entry.config.image.tag or catalog
+    if BETA_TAG.match(tag) and any(t.family == "inf2" for t in types):
+        yield Problem(
+            entry.key("image", "tag"),
+            f"{tag} is a vLLM Neuron beta (vllm-neuron plugin) image, which supports Trn2/Trn3 only; on inf2 use "
+            f"the NxD Inference DLC ({catalog}) or move the model to a trn2 pool",
+        )
+
+
+SPEC = EngineSpec(
+    facts=FACTS, model_facts=model_facts, pods=server_pods, manifests=manifests, checks=checks, warnings=no_problems
+)

@@ -19,18 +19,22 @@ operator builds the Deployment and Service and injects its `authSecret` itself. 
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterable
 from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
-from stacks.sizing import container_resources
+from stacks.config.base import absolute_path_problem
+from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.errors import Problem
+from stacks.resolved import CACHE_ROOT, ModelEntry, ResolvedStack
 from stacks.versions import IMAGES
 
 from ..storage.cache import HF_SCHEME
 from . import vllm
 from .group import add_efa, leader_zone_affinity
-from .spec import EngineSpec, WorkloadSpec, overridden
+from .spec import EngineSpec, WorkloadSpec, no_problems, overridden
 from .workload import (
     HOME,
     EngineContainer,
@@ -40,7 +44,7 @@ from .workload import (
     platform_model,
     pod_labels,
     probes,
-    requests,
+    server_pods,
 )
 from .workload import manifests as workload_manifests
 
@@ -73,6 +77,7 @@ FACTS = EngineFacts(
     lora=False,
     canary=True,
     revisions=True,
+    efa_stack=EFA_UNVERIFIED,
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000
@@ -157,7 +162,7 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
             *nim_env(spec, operator=True),
             {"name": "NIM_PASSTHROUGH_ARGS", "value": " ".join(serve_args(spec))},
         ],
-        "resources": container_resources(requests(spec)),
+        "resources": copy.deepcopy(dict(spec.served.serving_resources)),
         "tolerations": spec.placement.tolerations,
         "nodeSelector": spec.placement.node_selector,
         "labels": pod_labels(spec),
@@ -244,4 +249,137 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     )
 
 
-SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)
+# ---- the refusals only NIM has ---------------------------------------------------------------------------
+
+# Where the NIM Operator mounts a NIMService's storage (NIM_CACHE_PATH; the operator's own samples at
+# v3.1.2 use /model-store).
+NIM_OPERATOR_ROOT = "/model-store"
+# NIM Operator v3.1.2 NIMService multiNode: tensor is the GPUs of one node, pipeline the node count
+# (nimservice_types.go: the LWS size is `parallelism.pipeline`), autoscaling is forbidden beside it (the
+# CRD's CEL rule), and every pod of the group reads one model cache (the operator's multi-node sample
+# mounts its NIMCache from a ReadWriteMany claim).
+SHARED_CACHES = ("efs", "fsx")
+NIM_SERVICE_KEDA = (
+    "a NIMService has no scale subresource and the NIM Operator reconciles its Deployment; use owner: hpa (the "
+    "NIMService's own spec.scale.hpa) or none, or run NIM without addons.nimOperator"
+)
+
+
+def _credentials(entry: ModelEntry, operator: bool) -> Iterable[Problem]:
+    """NIM 2.0.12 takes an NGC key only as the NGC_API_KEY environment variable (and needs one only for
+    Production Branch models and NIMs before 2.0.10). As a Deployment it runs with no credential: `hf://`
+    models are prepared by the platform, others must be prepared (nim.modelPath). The NIM Operator is the
+    one path that takes the key, as its required authSecret."""
+    model = entry.config
+    assert model.nim is not None  # the config requires it for engine: nim
+    if not operator and model.nim.model_path is None and not model.model.startswith(HF_SCHEME):
+        yield Problem(
+            entry.key("model"),
+            f"{model.model} comes from NGC, and NIM takes an NGC key only as an environment variable, which the "
+            f"file-only credential policy does not allow; prepare the model (e.g. NIM's download-to-cache into the "
+            f"model cache) and set nim.modelPath, or serve an hf:// model, which the platform downloads itself",
+        )
+    if not operator and model.secrets.ngc_api_key is not None:
+        yield Problem(
+            entry.key("secrets", "ngcApiKey"),
+            "a NIM Deployment runs with no NGC key (hf:// models are prepared by the platform, others come from "
+            "nim.modelPath); the key is only the NIM Operator's authSecret: remove it, or set "
+            "addons.nimOperator.enabled",
+        )
+    if operator and model.secrets.ngc_api_key is None:
+        yield Problem(
+            entry.key("secrets", "ngcApiKey"),
+            "a NIMService (addons.nimOperator.enabled) requires authSecret: set secrets.ngcApiKey to an existing "
+            "Secret holding NGC_API_KEY, or turn the operator off to run NIM on a prepared model without a credential",
+        )
+    if model.secrets.ngc_api_key is not None and model.secrets.ngc_api_key == model.nim.image_pull_secret:
+        yield Problem(
+            entry.key("nim", "imagePullSecret"),
+            "the image-pull secret (a dockerconfigjson for nvcr.io) and the runtime model credential are different "
+            "Secrets with different roles; name two Secrets",
+        )
+
+
+def _serving(entry: ModelEntry, operator: bool) -> Iterable[Problem]:
+    """What the NIM Operator's NIMService cannot do: a canary of another revision (it fetches an hf://
+    model itself, without the revision), nor be a KEDA target (no scale subresource)."""
+    model = entry.config
+    if model.canary is not None and operator:
+        yield Problem(
+            entry.key("canary"),
+            "the NIM Operator's NIMService fetches an hf:// model itself without its revision, so a second "
+            "NIMService would not serve the canary's revision; remove canary, or run NIM as the platform's "
+            "Deployment (addons.nimOperator.enabled: false)",
+        )
+    if model.autoscaling.owner == "keda" and operator:
+        yield Problem(
+            entry.key("autoscaling", "owner"), f"KEDA cannot scale {model.name} (engine nim): {NIM_SERVICE_KEDA}"
+        )
+
+
+def _multi_node(entry: ModelEntry, stack: ResolvedStack, operator: bool) -> Iterable[Problem]:
+    served = stack.placed(entry)
+    model = entry.config
+    if served is None or model.nodes_per_replica < 2:
+        return
+    group = served.group
+    if not operator:
+        yield Problem(
+            entry.key("nodesPerReplica"),
+            f"model {model.name}: a NIM across nodes is the NIM Operator's NIMService multiNode (a LeaderWorkerSet "
+            f"it builds); {stack.ask_for('nimOperator')}",
+        )
+    if (group.tensor, group.pipeline) != (group.per_node, group.nodes):
+        yield Problem(
+            entry.key("parallelism"),
+            f"model {model.name}: NIM's multiNode takes tensor as the GPUs of one node and pipeline as the node "
+            f"count: tensor {group.per_node} x pipeline {group.nodes} here, not tensor {group.tensor} x pipeline "
+            f"{group.pipeline}; leave parallelism unset",
+        )
+    if model.autoscaling.owner != "none":
+        yield Problem(
+            entry.key("autoscaling", "owner"),
+            f"model {model.name}: the NIMService CRD forbids autoscaling beside multiNode; set autoscaling.owner: "
+            f"none and replicas",
+        )
+    if stack.platform.storage.model_cache not in SHARED_CACHES:
+        yield Problem(
+            entry.key("nodesPerReplica"),
+            f"model {model.name}: every pod of a multi-node NIM reads one model cache, which needs a ReadWriteMany "
+            f"claim: storage.modelCache efs or fsx (it is {stack.platform.storage.model_cache})",
+        )
+
+
+def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """`nim.modelPath` is read inside the pod: a directory of the model cache's mount (`/models` for the
+    platform's Deployment, `/model-store` for a NIMService), never a path that walks out of it."""
+    model = entry.config
+    assert model.nim is not None  # the config requires it for engine: nim
+    if model.canary is not None and model.nim.model_path is not None:
+        yield Problem(
+            entry.key("canary"),
+            f"a NIM canary needs the platform to prepare the canary's revision, but nim.modelPath "
+            f"({model.nim.model_path}) is one directory for both; serve an hf:// model without nim.modelPath",
+        )
+    if model.autoscaling.owner == "aibrix":
+        yield Problem(
+            entry.key("autoscaling", "owner"),
+            f"{model.name} would have two scaler owners: an AIBrix PodAutoscaler (autoscaling.owner: aibrix) and the "
+            f"NIM Operator (it reconciles the NIMService's Deployment); set autoscaling.owner: none and let the NIM "
+            f"Operator scale it",
+        )
+    if not stack.platform.known:
+        return  # whether the operator runs is the platform's: checked at preview
+    operator = stack.platform.addons.nim_operator.enabled
+    yield from _credentials(entry, operator)
+    yield from _serving(entry, operator)
+    yield from _multi_node(entry, stack, operator)
+    path = model.nim.model_path
+    root = NIM_OPERATOR_ROOT if operator else CACHE_ROOT
+    if path is not None and (why := absolute_path_problem(path, root)) is not None:
+        yield Problem(entry.key("nim", "modelPath"), f"{why}; give the prepared model's directory under {root}/")
+
+
+SPEC = EngineSpec(
+    facts=FACTS, model_facts=model_facts, pods=server_pods, manifests=manifests, checks=checks, warnings=no_problems
+)

@@ -12,15 +12,18 @@ never routes it.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.errors import Problem, duplicates
+from stacks.resolved import ModelEntry, ResolvedStack
 from stacks.versions import IMAGES
 
 from .spec import EngineSpec, WorkloadSpec, overridden
-from .workload import EngineContainer, helper_container, platform_model
+from .workload import EngineContainer, helper_container, platform_model, server_pods
 from .workload import manifests as workload_manifests
 
 # `ollama serve` takes no arguments at all (cmd/cmd.go: cobra.ExactArgs(0)); it is configured by
@@ -73,6 +76,7 @@ FACTS = EngineFacts(
     canary=False,
     # Ollama pulls its models by name and tag (`ollama.pull`), not a repository at a git revision.
     revisions=False,
+    efa_stack=ONE_NODE,
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60
@@ -140,4 +144,46 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     return platform_model(model, FACTS, image=image, dialect=DIALECT, hub_repo=None, prepared=False)
 
 
-SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)
+# ---- prod pins what it pulls ---------------------------------------------------------------------------
+
+# Tags that name no version: the registry moves them as it is pushed to.
+MOVING_TAGS = frozenset({"latest", "main", "master", "nightly", "stable", "edge", "dev"})
+
+
+def _moving(entry: ModelEntry) -> Iterable[tuple[str, str]]:
+    """(key path, name) of each model it pulls by a tag that moves (no tag is `:latest`)."""
+    model = entry.config
+    pulls = model.ollama.pull if model.ollama is not None else []
+    named = [(entry.key("ollama", "pull", j), name) for j, name in enumerate(pulls)] or [
+        (entry.key("model"), model.model)
+    ]
+    for path, name in named:
+        tag = name.rpartition(":")[2] if ":" in name.rsplit("/", 1)[-1] else ""
+        if not tag or tag.lower() in MOVING_TAGS:
+            yield path, name
+
+
+def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """Each model pulled once; and an Ollama name without a tag is `:latest`, which the registry moves:
+    in prod the model served would change under the same stack file."""
+    pulls = entry.config.ollama.pull if entry.config.ollama is not None else []
+    yield from duplicates(pulls, ["models", entry.index, "ollama", "pull"], "model to pull")
+    if not stack.prod:
+        return
+    for path, name in _moving(entry):
+        yield Problem(
+            path,
+            f"{name!r} pulls whatever `latest` is when a pod starts; in prod name a tag, e.g. {name.split(':')[0]}:8b",
+        )
+
+
+def warnings(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    if stack.prod:
+        return
+    for path, name in _moving(entry):
+        yield Problem(path, f"{name!r} follows `latest`; name a tag so every pod serves the same model")
+
+
+SPEC = EngineSpec(
+    facts=FACTS, model_facts=model_facts, pods=server_pods, manifests=manifests, checks=checks, warnings=warnings
+)

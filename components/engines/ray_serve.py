@@ -41,6 +41,9 @@ ray-operator/controllers/ray/utils/util.go at v1.7.0) on port 8000 (DefaultServi
 
 from __future__ import annotations
 
+import copy
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
@@ -48,13 +51,26 @@ import yaml
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.models import RayServe
-from stacks.engine_facts import OPENAI_PATHS, DerivedName, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import (
+    EFA_UNVERIFIED,
+    OPENAI_PATHS,
+    DerivedName,
+    Dialect,
+    EngineFacts,
+    Groups,
+    ModelFacts,
+    Scaling,
+)
+from stacks.errors import Problem, duplicates
+from stacks.fit import Requests
+from stacks.groups import ReplicaGroup
 from stacks.metrics import Metric, Signal
-from stacks.sizing import replica_requests
+from stacks.resolved import ModelEntry, PodShape, ResolvedStack
 from stacks.versions import IMAGES, Image
 
+from . import workers
 from .group import add_efa
-from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
+from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, ZONE, hf_token, unique_volumes
 
@@ -108,6 +124,7 @@ FACTS = EngineFacts(
     lora=False,
     canary=False,
     revisions=True,
+    efa_stack=EFA_UNVERIFIED,
 )
 
 
@@ -194,6 +211,23 @@ def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
     return {**spec.labels, **spec.served.selector}
 
 
+# The head runs no model (num-gpus 0): the Serve controller, the GCS and the dashboard, on the CPU nodes.
+HEAD_RESOURCES: dict[str, Any] = {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "2", "memory": "8Gi"}}
+
+
+def pods(model: ModelSection, requests: Requests, group: ReplicaGroup) -> tuple[PodShape, ...]:
+    """The RayService's head (one per model, on the CPU nodes) and its GPU workers (a replica's `nodes`
+    Ray nodes), each worker its node's share of the GPUs with 2 CPUs and 8Gi per GPU unless `resources`
+    says otherwise; Ray sizes its own scheduling from the container's CPU limit, so the limit is the
+    request."""
+    worker = worker_resources(model, requests.ephemeral_mib)
+    worker["limits"]["cpu"] = worker["requests"]["cpu"]
+    return (
+        workers.shape("head", 1, HEAD_RESOURCES, per_replica=False, pool=False),
+        workers.shape("worker", group.nodes, worker, per_replica=True, pool=True),
+    )
+
+
 def _head(spec: WorkloadSpec) -> dict[str, Any]:
     ports = [
         {"containerPort": 6379, "name": "gcs"},
@@ -212,10 +246,7 @@ def _head(spec: WorkloadSpec) -> dict[str, Any]:
                         "name": "ray-head",
                         "image": ray_image(spec.model).ref,
                         "ports": ports,
-                        "resources": {
-                            "requests": {"cpu": "2", "memory": "8Gi"},
-                            "limits": {"cpu": "2", "memory": "8Gi"},
-                        },
+                        "resources": copy.deepcopy(dict(spec.served.pod("head").resources)),
                     }
                 ]
             },
@@ -230,9 +261,7 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     nodes = spec.served.group.nodes
     gpus = str(spec.served.group.per_node)
     volumes, mounts = _secret_parts(spec)
-    resources = worker_resources(model, replica_requests(model, spec.pool, spec.storage).ephemeral_mib)
-    # Ray sizes its own scheduling from the container's CPU limit; give it the request.
-    resources["limits"]["cpu"] = resources["requests"]["cpu"]
+    resources = copy.deepcopy(dict(spec.served.pod("worker").resources))
     container: dict[str, Any] = {
         "name": "ray-worker",
         "image": ray_image(model).ref,
@@ -337,4 +366,37 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     )
 
 
-SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)
+def pip_name(requirement: str) -> str:
+    """PEP 503 normalized project name of a requirement (`Foo_Bar[x]==1` -> `foo-bar`)."""
+    name = re.split(r"[\[<>=!~]", requirement, maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """Ray Serve's replica bounds are `rayServe.minWorkers/maxWorkers` (its `autoscaling_config`);
+    `autoscaling.minReplicas/maxReplicas` belong to an HPA or PodAutoscaler, which a RayService never
+    has, so bounds written there would be silently ignored."""
+    del stack
+    model, block = entry.config, ray_block(entry.config)
+    yield from duplicates(block.pip, ["models", entry.index, "rayServe", "pip"], "package", pip_name)
+    if block.min_workers > block.max_workers:
+        yield Problem(
+            entry.key("rayServe", "minWorkers"),
+            f"minWorkers ({block.min_workers}) exceeds maxWorkers ({block.max_workers}); the GPU worker group "
+            f"cannot satisfy both",
+        )
+    for field, key, own in (
+        ("min_replicas", "minReplicas", "minWorkers"),
+        ("max_replicas", "maxReplicas", "maxWorkers"),
+    ):
+        if field in model.autoscaling.model_fields_set:
+            yield Problem(
+                entry.key("autoscaling", key),
+                f"model {model.name}: Ray Serve scales a RayService itself, so autoscaling.{key} would be ignored; "
+                f"set its replica bound as rayServe.{own} and remove autoscaling.{key}",
+            )
+
+
+SPEC = EngineSpec(
+    facts=FACTS, model_facts=model_facts, pods=pods, manifests=manifests, checks=checks, warnings=no_problems
+)

@@ -21,14 +21,13 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
 from stacks.metrics import Metric, Signal
-from stacks.sizing import tensor_parallel
 from stacks.versions import IMAGES
 
 from . import group, streamer
-from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
-from .workload import ENGINE_UID, HOME, EngineContainer, platform_model
+from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
+from .workload import ENGINE_UID, HOME, EngineContainer, platform_model, server_pods
 from .workload import manifests as workload_manifests
 
 # python/sglang/srt/observability/metrics_collector.py at 0.5.19, exported only with --enable-metrics
@@ -108,6 +107,7 @@ FACTS = EngineFacts(
     lora=False,
     canary=True,
     revisions=True,
+    efa_stack=EFA_UNVERIFIED,
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000
@@ -132,7 +132,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         "--served-model-name",
         spec.served.served_model_name,
         "--tp-size",
-        str(tensor_parallel(m, spec.pool, FACTS.groups)),
+        str(spec.served.tensor_parallel),
         "--enable-metrics",
         "--grammar-backend",
         grammar,
@@ -180,4 +180,11 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     )
 
 
-SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)
+SPEC = EngineSpec(
+    facts=FACTS,
+    model_facts=model_facts,
+    pods=server_pods,
+    manifests=manifests,
+    checks=no_problems,
+    warnings=no_problems,
+)

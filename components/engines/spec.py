@@ -10,7 +10,7 @@ Every field is required, so a module that forgets one fails at import, never sil
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,7 +19,10 @@ from stacks.config.addons import AddonsSection
 from stacks.config.pools import NodePoolSection
 from stacks.config.storage import StorageSection
 from stacks.engine_facts import EngineFacts, ModelFacts
-from stacks.resolved import ImageTable, ResolvedModel
+from stacks.errors import Problem
+from stacks.fit import Requests
+from stacks.groups import ReplicaGroup
+from stacks.resolved import ImageTable, ModelEntry, PodShape, ResolvedModel, ResolvedStack
 from stacks.versions import Image
 
 from ..scheduling import Placement
@@ -100,5 +103,18 @@ class EngineSpec:
     facts: EngineFacts
     # What the engine makes of one model entry on a platform with these add-ons.
     model_facts: Callable[[ModelSection, AddonsSection], ModelFacts]
+    # The pods one model runs on a pool, from one pod's sized requests (stacks/sizing.py) and its group:
+    # what the builders render, `stacks plan` prints and the fit rule checks.
+    pods: Callable[[ModelSection, Requests, ReplicaGroup], tuple[PodShape, ...]]
     # The model's Kubernetes objects.
     manifests: Callable[[WorkloadSpec], list[dict[str, Any]]]
+    # The refusals and warnings only this engine has, for one models[] entry of a resolved stack
+    # (stacks/rules/engines.py runs them with every other rule).
+    checks: Callable[[ModelEntry, ResolvedStack], Iterable[Problem]]
+    warnings: Callable[[ModelEntry, ResolvedStack], Iterable[Problem]]
+
+
+def no_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """For an engine with no refusals (or warnings) of its own."""
+    del entry, stack
+    return ()

@@ -18,12 +18,12 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES
 
-from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
-from .workload import HF_TOKEN_KEY, HOME, EngineContainer, platform_model
+from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
+from .workload import HF_TOKEN_KEY, HOME, EngineContainer, platform_model, server_pods
 from .workload import manifests as workload_manifests
 
 # The TGI 3.x router's series: seconds without a `_seconds` suffix; no time to first token and no
@@ -96,6 +96,7 @@ FACTS = EngineFacts(
     lora=False,
     canary=False,
     revisions=True,
+    efa_stack=ONE_NODE,
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"
@@ -146,4 +147,11 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     return platform_model(model, FACTS, image=image, dialect=DIALECT, hub_repo=repo_id(model))
 
 
-SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)
+SPEC = EngineSpec(
+    facts=FACTS,
+    model_facts=model_facts,
+    pods=server_pods,
+    manifests=manifests,
+    checks=no_problems,
+    warnings=no_problems,
+)

@@ -26,15 +26,14 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
 from stacks.metrics import Metric, Signal
-from stacks.sizing import tensor_parallel
 from stacks.versions import IMAGES
 
 from ..serving import aibrix
 from . import group, streamer
-from .spec import EngineSpec, WorkloadSpec, overridden, repo_id
-from .workload import ENGINE_UID, HOME, EngineContainer, platform_model
+from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
+from .workload import ENGINE_UID, HOME, EngineContainer, platform_model, server_pods
 from .workload import manifests as workload_manifests
 
 # The v1 engine's series (vllm/v1/metrics/loggers.py at 0.29; NIM 2.0.12 passes them through at
@@ -123,6 +122,7 @@ FACTS = EngineFacts(
     lora=True,
     canary=True,
     revisions=True,
+    efa_stack=EFA_UNVERIFIED,
 )
 
 
@@ -145,7 +145,7 @@ def served_args(spec: WorkloadSpec) -> list[str]:
         "--served-model-name",
         spec.served.served_model_name,
         "--tensor-parallel-size",
-        str(tensor_parallel(m, spec.pool, spec.facts.groups)),
+        str(spec.served.tensor_parallel),
     ]
     if spec.served.group.pipeline > 1:
         args += ["--pipeline-parallel-size", str(spec.served.group.pipeline)]
@@ -217,4 +217,11 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
     )
 
 
-SPEC = EngineSpec(facts=FACTS, model_facts=model_facts, manifests=manifests)
+SPEC = EngineSpec(
+    facts=FACTS,
+    model_facts=model_facts,
+    pods=server_pods,
+    manifests=manifests,
+    checks=no_problems,
+    warnings=no_problems,
+)

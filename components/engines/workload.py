@@ -17,20 +17,20 @@ volumes, run-as user and startup allowance.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from stacks.config import ModelSection
 from stacks.engine_facts import Dialect, EngineFacts, ModelFacts
-from stacks.fit import Requests
+from stacks.fit import Requests, container_resources
+from stacks.groups import ReplicaGroup
 from stacks.metrics import custom_metric
-from stacks.resolved import PICKER_ENGINE_LABEL, REVISION_LABEL
-from stacks.sizing import container_resources, replica_requests
+from stacks.naming import scanner_waivers
+from stacks.resolved import PICKER_ENGINE_LABEL, REVISION_LABEL, STARTUP_PERIOD_SECONDS, PodShape
 from stacks.versions import Image
 
-from ..naming import scanner_waivers
 from ..serving import aibrix
-from ..storage.cache import STARTUP_PERIOD_SECONDS, startup_probe
 from ..storage.prepare import AS_ROOT, TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
 from .spec import WorkloadSpec
 
@@ -114,10 +114,6 @@ def metadata(spec: WorkloadSpec, name: str | None = None, annotations: dict[str,
     return meta
 
 
-def requests(spec: WorkloadSpec) -> Requests:
-    return replica_requests(spec.model, spec.pool, spec.storage)
-
-
 def unique_volumes(volumes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The pod's volumes with each name once (the API server refuses duplicates). The cache's
     preparation steps and the engine may both ask for the same volume; two different volumes under
@@ -141,22 +137,24 @@ def hf_token(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, A
     return volumes, mounts, env
 
 
-def startup_allowance(facts: EngineFacts, cache_seconds: int) -> int:
-    """Seconds the startup probe allows: the engine's own allowance (EngineFacts.startup_seconds), or
-    the cache's budget for this model's size (components/storage/cache.py model_startup_seconds) when
-    larger. The one reading: the probe and a model's cold-start budget (stacks/coldstart.py) both use it."""
-    return max(facts.startup_seconds, cache_seconds)
-
-
-def startup_seconds(spec: WorkloadSpec) -> int:
-    return startup_allowance(spec.facts, spec.cache.startup_seconds)
+def startup_probe(path: str, port: int | str, seconds: int) -> dict[str, Any]:
+    """An HTTP startup probe that tolerates `seconds` (whole periods) of loading; liveness starts only
+    after it."""
+    return {
+        "httpGet": {"path": path, "port": port},
+        "periodSeconds": STARTUP_PERIOD_SECONDS,
+        "timeoutSeconds": 5,
+        "failureThreshold": seconds // STARTUP_PERIOD_SECONDS,
+    }
 
 
 def probes(spec: WorkloadSpec) -> dict[str, Any]:
+    """Startup for as long as the model may take to load (`ResolvedModel.startup_seconds`), then
+    readiness and liveness on the engine's own health paths."""
     f = spec.facts
     period = STARTUP_PERIOD_SECONDS
     return {
-        "startupProbe": startup_probe(f.ready_path, "http", startup_seconds(spec), period),
+        "startupProbe": startup_probe(f.ready_path, "http", spec.served.startup_seconds),
         "readinessProbe": {
             "httpGet": {"path": f.ready_path, "port": "http"},
             "periodSeconds": period,
@@ -201,7 +199,7 @@ def shm_volume(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str,
     runtime's 64Mi default breaks a tensor-parallel group."""
     if spec.model.accelerators_per_replica <= 1:
         return [], []
-    size = f"{min(16 * 1024, requests(spec).memory_mib // 4)}Mi"
+    size = f"{min(16 * 1024, spec.served.requests.memory_mib // 4)}Mi"
     return (
         [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}],
         [{"name": "dshm", "mountPath": SHM_PATH}],
@@ -253,7 +251,7 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         "args": [*engine.args, *(spec.model.engine_args if engine.append_engine_args else [])],
         "ports": ports,
         "env": merge_env([{"name": "HOME", "value": HOME}, *spec.cache.env, *tok_env, *engine.env]),
-        "resources": container_resources(requests(spec)),
+        "resources": copy.deepcopy(dict(spec.served.serving_resources)),
         "volumeMounts": [
             {"name": "home", "mountPath": HOME},
             *spec.cache.volume_mounts,
@@ -434,6 +432,20 @@ def autoscaler(spec: WorkloadSpec) -> dict[str, Any]:
 def deployment(model: ModelSection) -> tuple[str, str, str]:
     """The workload every engine the platform runs itself becomes: a Deployment named after the model."""
     return "apps/v1", "Deployment", model.name
+
+
+def server_pods(model: ModelSection, requests: Requests, group: ReplicaGroup) -> tuple[PodShape, ...]:
+    """The pods of an engine the platform runs as its own workload: one server per replica, or a group's
+    leader and workers, every one with the sized requests (accelerator and memory limits equal to them)."""
+    del model
+    resources = container_resources(requests)
+
+    def shape(role: str, count: int) -> PodShape:
+        return PodShape(role=role, count=count, per_replica=True, requests=requests, resources=resources, pool=True)
+
+    if not group.multi_node:
+        return (shape("server", 1),)
+    return (shape("leader", 1), shape("worker", group.nodes - 1))
 
 
 def platform_model(

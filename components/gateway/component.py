@@ -19,14 +19,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks.config.gateway import GatewaySection
-from stacks.resolved import GATEWAY_NAMESPACE, Endpoint, GatewayParent
+from stacks.naming import MANAGED_BY, TOKEN
+from stacks.resolved import EG_NAMESPACE, GATEWAY_NAMESPACE, Endpoint, GatewayParent
 from stacks.versions import Chart, Image
 
 from ..k8s import apply, release
-from ..naming import MANAGED_BY, TOKEN
 from ..serving import litellm
 from . import isolation, picker
-from .routing import EG_NAMESPACE, envoy_gateway_values, gateway_objects, interceptor_grant, model_routing
+from .routing import envoy_gateway_values, gateway_objects, interceptor_grant, model_routing
 
 __all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
 

@@ -37,13 +37,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from stacks.resolved import KEDA_NAMESPACE, Endpoint
+from stacks.naming import MANAGED_BY
+from stacks.resolved import EG_NAMESPACE, KEDA_NAMESPACE, LITELLM_NAMESPACE, Endpoint
 
-from ..naming import MANAGED_BY
 from ..scaling import wake
 from ..serving import litellm
 from . import picker
-from .routing import EG_NAMESPACE, PROXY_POD_LABELS
+from .routing import PROXY_POD_LABELS
 
 NS_LABEL = "kubernetes.io/metadata.name"
 # The EKS Pod Identity agent's credential endpoint (IPv4 clusters): AWS_CONTAINER_CREDENTIALS_FULL_URI.
@@ -162,7 +162,7 @@ def interceptor_ingress(*, gateway_namespaces: Iterable[str], litellm_proxy: boo
     callers = _proxies(sorted(set(gateway_namespaces)))
     if litellm_proxy:
         callers.append(
-            {**_ns(litellm.NAMESPACE), "podSelector": {"matchLabels": {"app.kubernetes.io/name": litellm.NAME}}}
+            {**_ns(LITELLM_NAMESPACE), "podSelector": {"matchLabels": {"app.kubernetes.io/name": litellm.NAME}}}
         )
     rules: list[dict[str, Any]] = [
         {"from": callers, "ports": [{"protocol": "TCP", "port": wake.PROXY_PORT}]},

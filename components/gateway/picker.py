@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.resolved import Endpoint, GatewayParent
 from stacks.versions import Image
 
-from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from .routing import EG_API, REQUEST_TIMEOUT, service_grant
 
 # The picker's gRPC ext_proc port: routerlib values `epp.extProcPort` and the Service's

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stacks.config.gateway import GatewaySection
+from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.resolved import (
     GATEWAY_NAME,
     GATEWAY_NAMESPACE,
@@ -29,15 +30,11 @@ from stacks.resolved import (
     GatewayParent,
 )
 
-from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from ..scaling import wake
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 EG_API = "gateway.envoyproxy.io/v1alpha1"
 CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller"
-# Envoy Gateway's controller namespace; in its default ControllerNamespace mode the Envoy proxies run
-# here too, which is where model pods receive gateway traffic from.
-EG_NAMESPACE = "envoy-gateway-system"
 PROXY_POD_LABELS = {
     "app.kubernetes.io/name": "envoy",
     "app.kubernetes.io/component": "proxy",

@@ -17,17 +17,21 @@ from stacks.engine_facts import EngineFacts
 # overhead (stacks/fit.py), so Karpenter's packing and the fit rule count the same figures.
 from stacks.fit import EXPORTER_REQUESTS
 from stacks.metrics import Metric, custom_metric, seconds_in
-from stacks.resolved import MODEL_LABEL, REVISION_LABEL, Endpoint, ResolvedModel
+from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL, scanner_waivers
+from stacks.resolved import (
+    LITELLM_NAMESPACE,
+    MODEL_LABEL,
+    MONITORING_NAMESPACE,
+    PROMETHEUS_SERVICE,
+    REVISION_LABEL,
+    Endpoint,
+    ResolvedModel,
+)
 from stacks.versions import Image
 
 from ..gateway import picker
-from ..naming import MANAGED_BY, SYSTEM_NODE_LABEL, scanner_waivers
 from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS
 
-MONITORING_NAMESPACE = "monitoring"
-# kube-prometheus-stack's Prometheus Service for release "kube-prometheus-stack" (its fullname is the
-# release name when that contains the chart name: templates/_helpers.tpl, prometheus/service.yaml).
-PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
 MONITORING_API = "monitoring.coreos.com/v1"
 # The label the Grafana sidecar of kube-prometheus-stack watches for dashboards.
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
@@ -358,7 +362,7 @@ def litellm_pod_monitor(addon: LiteLLM) -> dict[str, Any]:
     return {
         "apiVersion": MONITORING_API,
         "kind": "PodMonitor",
-        "metadata": _meta(litellm.NAME, litellm.NAMESPACE),
+        "metadata": _meta(litellm.NAME, LITELLM_NAMESPACE),
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": litellm.NAME}},
             "podMetricsEndpoints": [

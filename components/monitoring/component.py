@@ -21,12 +21,12 @@ import pulumi_kubernetes as k8s
 from stacks.config.addons import LiteLLM
 from stacks.config.addons import Monitoring as MonitoringAddon
 from stacks.engine_facts import EngineFacts
+from stacks.naming import MANAGED_BY, TOKEN
 from stacks.resolved import ImageTable, ResolvedModel
 from stacks.versions import chart
 
 from ..k8s import apply
 from ..k8s import release as release_chart
-from ..naming import MANAGED_BY, TOKEN
 from .collection import (
     MONITORING_NAMESPACE,
     adapter_prometheus,

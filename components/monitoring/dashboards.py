@@ -15,9 +15,10 @@ from typing import Any
 
 from stacks.engine_facts import EngineFacts
 from stacks.metrics import GRAFANA_UNITS, NODE_METRICS, PICKER_METRICS, Metric, Signal
+from stacks.naming import MANAGED_BY
+from stacks.resolved import MONITORING_NAMESPACE
 
-from ..naming import MANAGED_BY
-from .collection import DASHBOARD_LABEL, MODEL_TARGET_LABEL, MONITORING_NAMESPACE, REVISION_TARGET_LABEL
+from .collection import DASHBOARD_LABEL, MODEL_TARGET_LABEL, REVISION_TARGET_LABEL
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 BY_MODEL = f"namespace, {MODEL_TARGET_LABEL}"

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.naming import TOKEN
 from stacks.resolved import ResolvedModel
 
 from ..k8s import apply
-from ..naming import TOKEN
 from .keda import scaled_objects
 from .wake import interceptor_route
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.metrics import Metric
+from stacks.naming import MANAGED_BY
 from stacks.resolved import KEDA_NAMESPACE, MODEL_LABEL, ResolvedModel
 
 from ..monitoring.collection import REVISION_TARGET_LABEL, model_filter
-from ..naming import MANAGED_BY
 from .wake import push_trigger
 
 API_VERSION = "keda.sh/v1alpha1"

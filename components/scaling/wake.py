@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.naming import MANAGED_BY
 from stacks.resolved import KEDA_NAMESPACE, MODEL_LABEL, WAKE_HEADER, Endpoint, ResolvedModel
-
-from ..naming import MANAGED_BY
 
 API_VERSION = "http.keda.sh/v1beta1"
 CHART_NAME = "keda-add-ons-http"

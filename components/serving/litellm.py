@@ -26,16 +26,15 @@ from typing import Any
 import yaml
 
 from stacks.config.addons import LiteLLM
-from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER, Endpoint, ImageTable
+from stacks.naming import labels as k8s_labels
+from stacks.naming import provider_env, scanner_waivers
+from stacks.resolved import KEDA_NAMESPACE, LITELLM_NAMESPACE, WAKE_HEADER, Endpoint, ImageTable
 from stacks.versions import Image
 
 from .. import secretfiles
-from ..naming import labels as k8s_labels
-from ..naming import scanner_waivers
 from ..scaling import wake
 from ..secretfiles import SecretFile
 
-NAMESPACE = "litellm"
 ROOT_REASON = (
     "the ghcr.io/berriai/litellm image runs as root (its non-root build is a separate image, not verified "
     "here); no capabilities, no privilege escalation"
@@ -64,7 +63,7 @@ def proxy_served() -> Endpoint:
         name=NAME,
         served_model_name=NAME,
         engine="litellm",
-        namespace=NAMESPACE,
+        namespace=LITELLM_NAMESPACE,
         service=NAME,
         port=PORT,
         metrics_path=METRICS_PATH,
@@ -73,10 +72,6 @@ def proxy_served() -> Endpoint:
         management_paths=(),
         expose=True,
     )
-
-
-def provider_env(name: str) -> str:
-    return f"{name.upper().replace('-', '_')}_API_KEY"
 
 
 def litellm_image(addon: LiteLLM, base: Image) -> Image:
@@ -168,7 +163,7 @@ def deployment(addon: LiteLLM, config_hash: str, image: Image) -> dict[str, Any]
     env: list[dict[str, Any]] = []
     if addon.redis:
         env += [
-            {"name": "REDIS_HOST", "value": f"{NAME}-redis.{NAMESPACE}.svc.cluster.local"},
+            {"name": "REDIS_HOST", "value": f"{NAME}-redis.{LITELLM_NAMESPACE}.svc.cluster.local"},
             {"name": "REDIS_PORT", "value": "6379"},
         ]
     labels = k8s_labels(NAME, NAME)
@@ -179,7 +174,7 @@ def deployment(addon: LiteLLM, config_hash: str, image: Image) -> dict[str, Any]
         "kind": "Deployment",
         "metadata": {
             "name": NAME,
-            "namespace": NAMESPACE,
+            "namespace": LITELLM_NAMESPACE,
             "labels": labels,
             "annotations": scanner_waivers(
                 {
@@ -303,7 +298,11 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
                 "ports": [{"protocol": "TCP", "port": 443}],
             }
         )
-    metadata: dict[str, Any] = {"name": f"{NAME}-egress", "namespace": NAMESPACE, "labels": k8s_labels(NAME, NAME)}
+    metadata: dict[str, Any] = {
+        "name": f"{NAME}-egress",
+        "namespace": LITELLM_NAMESPACE,
+        "labels": k8s_labels(NAME, NAME),
+    }
     if hosts:
         metadata["annotations"] = {"inference-platform.io/allowed-egress-hosts": ",".join(hosts)}
     return {
@@ -327,7 +326,7 @@ def redis_objects(image: Image) -> list[dict[str, Any]]:
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "metadata": {"name": name, "namespace": LITELLM_NAMESPACE, "labels": labels},
             "spec": {
                 "replicas": 1,
                 "selector": {"matchLabels": selector},
@@ -354,7 +353,7 @@ def redis_objects(image: Image) -> list[dict[str, Any]]:
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "metadata": {"name": name, "namespace": LITELLM_NAMESPACE, "labels": labels},
             "spec": {"selector": selector, "ports": [{"name": "redis", "port": 6379, "targetPort": 6379}]},
         },
     ]
@@ -369,23 +368,23 @@ def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool, imag
     config_hash = hashlib.sha256(rendered.encode()).hexdigest()[:16]
     labels = k8s_labels(NAME, NAME)
     objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": labels}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LITELLM_NAMESPACE, "labels": labels}},
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": labels},
+            "metadata": {"name": NAME, "namespace": LITELLM_NAMESPACE, "labels": labels},
         },
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": f"{NAME}-config", "namespace": NAMESPACE, "labels": labels},
+            "metadata": {"name": f"{NAME}-config", "namespace": LITELLM_NAMESPACE, "labels": labels},
             "data": {"config.yaml": rendered},
         },
         deployment(addon, config_hash, images["litellm"]),
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": labels},
+            "metadata": {"name": NAME, "namespace": LITELLM_NAMESPACE, "labels": labels},
             "spec": {
                 "selector": {"app.kubernetes.io/name": NAME, "app.kubernetes.io/instance": NAME},
                 "ports": [{"name": "http", "port": PORT, "targetPort": PORT}],

@@ -32,12 +32,12 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
 from stacks.config.gateway import GatewaySection
+from stacks.naming import TOKEN
+from stacks.naming import labels as k8s_labels
 from stacks.resolved import CONTROLLER_NAMESPACES, KEDA_NAMESPACE, LWS_NAMESPACE, Endpoint, ImageTable, ResolvedModel
 from stacks.versions import chart
 
 from ..k8s import apply, release
-from ..naming import TOKEN
-from ..naming import labels as k8s_labels
 from ..scaling import wake
 from ..scaling.keda import keda_values
 from ..scaling.wake import http_addon_values

@@ -8,19 +8,9 @@ from typing import Any
 
 from stacks.config.addons import Aibrix, Dynamo, KubeRay
 from stacks.config.gateway import GatewaySection
+from stacks.naming import MANAGED_BY
 from stacks.resolved import AIBRIX_GATEWAY, ImageTable
 from stacks.versions import Image
-
-from ..naming import MANAGED_BY
-
-# AIBrix 0.7.0's values schema (values.schema.json) takes these as `repository:tag` (Envoy's pair) or
-# as repository and tag (the init image), with patterns that admit no `@sha256:` digest: they are
-# pinned by tag, or by a mirror repository whose tags are immutable.
-TAG_ONLY_IMAGES = {
-    "envoy-proxy": "AIBrix 0.7.0's values schema admits `repository:tag` only for its Envoy image",
-    "envoy-gateway": "AIBrix 0.7.0's values schema admits `repository:tag` only for its shutdown-manager image",
-    "busybox": "AIBrix 0.7.0's values schema admits a repository and a tag only for its init image",
-}
 
 AIBRIX_IMAGES = {
     "controllerManager": "aibrix/controller-manager",

@@ -21,11 +21,11 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.storage import ModelBucket as ModelBucketConfig
+from stacks.naming import TOKEN, physical
 from stacks.resolved import WRITER_SERVICE_ACCOUNT
 
 from .. import podidentity
 from ..k8s import apply
-from ..naming import TOKEN, physical
 from .claims import READER_SERVICE_ACCOUNT, service_account
 from .storage_iam import benchmark_results_policy, prefix_writer_policy, read_only_policy, tls_only_policy
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.naming import labels
 from stacks.resolved import CACHE_CLAIM, EFS_STORAGE_CLASS, READER_SERVICE_ACCOUNT
-
-from ..naming import labels
 
 __all__ = ["CACHE_CLAIM", "EFS_STORAGE_CLASS", "READER_SERVICE_ACCOUNT"]
 

@@ -13,8 +13,8 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.cluster import ClusterSection
 from stacks.config.storage import StorageSection
+from stacks.naming import TOKEN
 
-from ..naming import TOKEN
 from .bucket import ModelBucket, ModelBucketArgs, ModelReaders, ModelReadersArgs, ModelWriters, ModelWritersArgs
 from .cache import CacheContext
 from .efs import EfsCache, EfsCacheArgs

@@ -14,9 +14,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.storage import Efs
+from stacks.naming import TOKEN
 
 from ..k8s import apply
-from ..naming import TOKEN
 from .addon import csi_addon
 from .claims import CACHE_CLAIM, EFS_STORAGE_CLASS, cache_claim, efs_storage_class
 from .storage_iam import EFS_CSI_POLICY

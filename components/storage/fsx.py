@@ -18,9 +18,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.storage import Fsx
+from stacks.naming import TOKEN
 
 from ..k8s import apply
-from ..naming import TOKEN
 from .addon import csi_addon
 from .claims import CACHE_CLAIM, cache_claim, fsx_volume, fsx_volume_name
 from .storage_iam import fsx_csi_policy

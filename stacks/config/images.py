@@ -22,7 +22,7 @@ from .base import IMAGE_TAG, ImageRepository, Strict, _rebuilt
 from .models import Engine
 
 # What a user may write here meaning a model's image: an engine's name or its image's catalog name.
-MODEL_IMAGE_KEYS = frozenset(get_args(Engine)) | MODEL_IMAGES
+MODEL_IMAGE_KEYS = frozenset(get_args(Engine)) | frozenset(MODEL_IMAGES)
 
 SHA256_DIGEST = r"^sha256:[0-9a-f]{64}$"
 

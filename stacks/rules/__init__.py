@@ -1,11 +1,11 @@
 """The rule modules, each imported here so its rules register (stacks/checks.py), and the two calls
-that run them."""
+that run them over a resolved stack."""
 
 from __future__ import annotations
 
-from ..checks import PLATFORM_RULES, PLATFORM_WARNINGS, RULES, WARNINGS, Lookup, run
-from ..config import StackConfig
+from ..checks import RULES, WARNINGS, run
 from ..errors import Problem
+from ..resolved import ResolvedStack
 from . import (  # noqa: F401  (each registers its rules)
     benchmark,
     canary,
@@ -30,11 +30,11 @@ from . import (  # noqa: F401  (each registers its rules)
 )
 
 
-def check_stack(config: StackConfig, lookup: Lookup) -> list[Problem]:
+def check_stack(stack: ResolvedStack) -> list[Problem]:
     """Every refusal for this stack, all at once."""
-    return run(config, lookup, RULES, PLATFORM_RULES)
+    return run(stack, RULES)
 
 
-def stack_warnings(config: StackConfig, lookup: Lookup) -> list[Problem]:
+def stack_warnings(stack: ResolvedStack) -> list[Problem]:
     """Every warning for this stack (dev and staging leniency, things only a preview can check)."""
-    return run(config, lookup, WARNINGS, PLATFORM_WARNINGS)
+    return run(stack, WARNINGS)

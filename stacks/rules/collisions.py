@@ -1,9 +1,9 @@
 """Two keys that derive one identifier are refused, so no object replaces another and no credential
 is read in place of another. Each derivation is the program's own:
 
-- a LiteLLM provider's key variable, `components/serving/litellm.py provider_env` (`my-prov` and
+- a LiteLLM provider's key variable, `stacks/naming.py provider_env` (`my-prov` and
   `my_prov` both give MY_PROV_API_KEY, so one provider would be sent the other's key);
-- the Service each model's engine reaches it by, its engine module's `service()` (a vLLM model named
+- the Service each model's engine reaches it by, its engine's `ModelFacts.service` (a vLLM model named
   `x-frontend` and a Dynamo graph `x`, whose Frontend Service is `x-frontend`; a Ray Serve model `x`
   also gets KubeRay's `x-head-svc`, GenerateHeadServiceName), per namespace;
 - the names clients ask for: a LoRA adapter is asked for by its name like a model, so an adapter
@@ -18,21 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from components.engines import ENGINES
-from components.serving.litellm import provider_env
-
-from ..checks import Lookup, platform_rule, rule
-from ..config import ModelSection, StackConfig
-from ..config.addons import AddonsSection
+from ..checks import rule
 from ..errors import Problem, key_path
-from ..resolved import DEFAULT_NAMESPACE
-from .context import platform_of
+from ..naming import provider_env
+from ..resolved import ModelEntry, ResolvedStack
 
 REDIRECT_ROUTE = "https-redirect"
 
 
 @rule
-def provider_key_variables_are_distinct(config: StackConfig) -> Iterable[Problem]:
+def provider_key_variables_are_distinct(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     providers = config.addons.litellm.external_providers
     seen: dict[str, int] = {}
     for j, provider in enumerate(providers):
@@ -48,35 +44,31 @@ def provider_key_variables_are_distinct(config: StackConfig) -> Iterable[Problem
         seen.setdefault(env, j)
 
 
-def namespace(config: StackConfig, model: ModelSection) -> str:
-    return model.namespace or config.stack.team or DEFAULT_NAMESPACE
-
-
-def services(model: ModelSection) -> list[str]:
+def services(entry: ModelEntry) -> list[str]:
     """The Services that exist for the model: the one clients reach it by and those its engine's
     operator creates beside it (KubeRay's head Service, Dynamo's per-component Services)."""
-    made = ENGINES[model.engine].model_facts(model, AddonsSection())
+    made = entry.made
     return [made.service, *(n.name for n in made.names if n.what.startswith("Service") and n.name != made.service)]
 
 
 @rule
-def model_services_are_distinct(config: StackConfig) -> Iterable[Problem]:
-    owner: dict[tuple[str, str], int] = {}
-    for i, model in enumerate(config.models):
-        for name in services(model):
-            slot = (namespace(config, model), name)
-            if slot in owner and config.models[owner[slot]].name != model.name:
-                other = config.models[owner[slot]]
+def model_services_are_distinct(stack: ResolvedStack) -> Iterable[Problem]:
+    owner: dict[tuple[str, str], ModelEntry] = {}
+    for entry in stack.entries:
+        for name in services(entry):
+            slot = (entry.namespace, name)
+            other = owner.setdefault(slot, entry)
+            if other.name != entry.name:
                 yield Problem(
-                    key_path(["models", i, "name"]),
-                    f"{model.name} ({model.engine}) needs a Service {name} in namespace {slot[0]}, which "
-                    f"models[{owner[slot]}] ({other.name}, {other.engine}) also makes; rename one of them",
+                    entry.key("name"),
+                    f"{entry.name} ({entry.config.engine}) needs a Service {name} in namespace {slot[0]}, which "
+                    f"models[{other.index}] ({other.name}, {other.config.engine}) also makes; rename one of them",
                 )
-            owner.setdefault(slot, i)
 
 
 @rule
-def adapters_are_named_apart_from_models(config: StackConfig) -> Iterable[Problem]:
+def adapters_are_named_apart_from_models(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     models = {m.name: i for i, m in enumerate(config.models)}
     adapters: dict[str, tuple[int, int]] = {}
     for i, model in enumerate(config.models):
@@ -98,27 +90,25 @@ def adapters_are_named_apart_from_models(config: StackConfig) -> Iterable[Proble
             adapters.setdefault(adapter.name, (i, k))
 
 
-@platform_rule
-def routes_leave_the_gateway_its_names(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
-    platform = platform_of(config, lookup)
-    if platform is None or platform.parent is None:
+@rule
+def routes_leave_the_gateway_its_names(stack: ResolvedStack) -> Iterable[Problem]:
+    parent = stack.platform.gateway_parent
+    if parent is None:
         return
-    parent = platform.parent
+    auth = stack.platform.gateway.auth != "none"
     taken: dict[tuple[str, str], str] = {}
     if parent.own:
         taken[("HTTPRoute", REDIRECT_ROUTE)] = "the HTTP listener's redirect to https"
-    if platform.gateway.auth != "none":
+    if auth:
         taken[("SecurityPolicy", f"{parent.name}-auth")] = "the listener's own SecurityPolicy"
-    for i, model in enumerate(config.models):
-        if not model.expose:
+    for entry in stack.entries:
+        if not entry.config.expose:
             continue
-        mine = [("HTTPRoute", model.name)]
-        if platform.gateway.auth != "none":
-            mine.append(("SecurityPolicy", f"{model.name}-auth"))
+        mine = [("HTTPRoute", entry.name)] + ([("SecurityPolicy", f"{entry.name}-auth")] if auth else [])
         for kind, name in mine:
             if (kind, name) in taken:
                 yield Problem(
-                    key_path(["models", i, "name"]),
-                    f"exposing {model.name} makes a {kind} {name} in namespace {parent.namespace}, the name of "
+                    entry.key("name"),
+                    f"exposing {entry.name} makes a {kind} {name} in namespace {parent.namespace}, the name of "
                     f"{taken[(kind, name)]}; rename the model",
                 )

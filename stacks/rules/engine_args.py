@@ -31,14 +31,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from components.engines import ENGINES
-
 from ..checks import rule
-from ..config import ModelSection, StackConfig
-from ..config.addons import AddonsSection
 from ..engine_facts import Dialect
-from ..errors import Problem, key_path
+from ..errors import Problem
 from ..flags import CREDENTIAL
+from ..resolved import ModelEntry, ResolvedStack
 
 _SECRET_NAME = re.compile(
     r"(^|-)(api-?key|token|auth-?token|access-?token|secret|secret-key|access-key|password|passwd)$", re.IGNORECASE
@@ -50,10 +47,6 @@ _SECRET_VALUE = re.compile(
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}|Bearer\s+\S{8,})"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
 )
-
-
-def dialect(model: ModelSection) -> Dialect:
-    return ENGINES[model.engine].model_facts(model, AddonsSection()).dialect
 
 
 def _short(text: str, n: int = 40) -> str:
@@ -117,17 +110,17 @@ def _secret_named(token: str, d: Dialect) -> bool:
     return name not in d.not_secrets and bool(_SECRET_NAME.search(name[2:]))
 
 
-def engine_arg_problems(i: int, model: ModelSection) -> Iterable[Problem]:
-    args = model.engine_args
+def engine_arg_problems(entry: ModelEntry) -> Iterable[Problem]:
+    args = entry.config.engine_args
     if not args:
         return
-    d = dialect(model)
+    d = entry.made.dialect
     if d.refused is not None:
-        yield Problem(key_path(["models", i, "engineArgs"]), d.refused)
+        yield Problem(entry.key("engineArgs"), d.refused)
         return
-    port = ENGINES[model.engine].facts.port
+    port = entry.made.port
     for j, token in enumerate(args):
-        where = key_path(["models", i, "engineArgs", j])
+        where = entry.key("engineArgs", j)
         if _SECRET_VALUE.search(token):
             flag = token.split("=", 1)[0] if token.startswith("-") and "=" in token else None
             shown = f"{_short(flag)}=..." if flag else "this value"
@@ -155,6 +148,6 @@ def engine_arg_problems(i: int, model: ModelSection) -> Iterable[Problem]:
 
 
 @rule
-def engine_args_leave_the_platform_its_flags(config: StackConfig) -> Iterable[Problem]:
-    for i, model in enumerate(config.models):
-        yield from engine_arg_problems(i, model)
+def engine_args_leave_the_platform_its_flags(stack: ResolvedStack) -> Iterable[Problem]:
+    for entry in stack.entries:
+        yield from engine_arg_problems(entry)

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 
 from components.engines import ENGINES
 
-from ..checks import Lookup, platform_rule, rule, warning
+from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
-from .context import platform_of
+from ..resolved import ResolvedStack
 
 
 def _carried(config: StackConfig) -> bool:
@@ -24,7 +24,8 @@ def _carried(config: StackConfig) -> bool:
 
 
 @rule
-def no_unauthenticated_gateway_in_prod(config: StackConfig) -> Iterable[Problem]:
+def no_unauthenticated_gateway_in_prod(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if config.stack.prod and config.gateway.auth == "none" and _carried(config):
         yield Problem(
             key_path(["gateway", "auth"]),
@@ -33,25 +34,25 @@ def no_unauthenticated_gateway_in_prod(config: StackConfig) -> Iterable[Problem]
         )
 
 
-@platform_rule
-def no_open_engine_without_auth(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+@rule
+def no_open_engine_without_auth(stack: ResolvedStack) -> Iterable[Problem]:
     """A workloads stack's models are exposed through its platform's gateway (its exported gateway)."""
-    platform = platform_of(config, lookup)
-    if platform is None or platform.gateway.auth != "none" or platform.parent is None:
+    platform = stack.platform
+    if platform.gateway.auth != "none" or platform.gateway_parent is None:
         return
-    for i, model in enumerate(config.models):
-        f = ENGINES[model.engine].facts
-        if model.expose and (f.management_paths or model.engine == "ollama"):
+    for entry in stack.entries:
+        if entry.config.expose and entry.facts.management_paths:
             yield Problem(
-                key_path(["models", i, "expose"]),
-                f"engine {model.engine} has no authentication of its own and a model-management API; "
+                entry.key("expose"),
+                f"engine {entry.config.engine} has no authentication of its own and a model-management API; "
                 f"it cannot be exposed while gateway.auth is none. Set gateway.auth: apiKey or jwt, "
                 f"or expose: false",
             )
 
 
 @rule
-def exposed_models_need_a_gateway(config: StackConfig) -> Iterable[Problem]:
+def exposed_models_need_a_gateway(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if _carried(config):
         return
     for i, model in enumerate(config.models):
@@ -64,7 +65,8 @@ def exposed_models_need_a_gateway(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def gateway_needs_envoy_gateway(config: StackConfig) -> Iterable[Problem]:
+def gateway_needs_envoy_gateway(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if _carried(config) and not config.addons.envoy_gateway.enabled:
         yield Problem(
             key_path(["addons", "envoyGateway", "enabled"]),
@@ -74,7 +76,8 @@ def gateway_needs_envoy_gateway(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def aibrix_gateway_terminates_tls_on_the_load_balancer(config: StackConfig) -> Iterable[Problem]:
+def aibrix_gateway_terminates_tls_on_the_load_balancer(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     tls = config.gateway.tls
     if config.addons.aibrix.enabled and tls is not None and tls.secret_name:
         yield Problem(
@@ -97,37 +100,39 @@ def _no_tls(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def prod_gateway_names_its_tls(config: StackConfig) -> Iterable[Problem]:
+def prod_gateway_names_its_tls(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if config.stack.prod:
         yield from _no_tls(config)
 
 
 @warning
-def dev_gateway_tls(config: StackConfig) -> Iterable[Problem]:
+def dev_gateway_tls(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if not config.stack.prod:
         yield from _no_tls(config)
 
 
 @rule
-def routing_reads_the_engine(config: StackConfig) -> Iterable[Problem]:
+def routing_reads_the_engine(stack: ResolvedStack) -> Iterable[Problem]:
     """The endpoint picker scores pods by the engine's own metrics; on an engine it cannot read it would
     score every pod alike (as an unread vLLM), which is round robin with a picker in the way."""
-    for i, model in enumerate(config.models):
-        routing = model.routing
-        if routing is None or routing.strategy == "round-robin":
+    readable = sorted(name for name, spec in ENGINES.items() if spec.facts.picker_engine)
+    for entry in stack.entries:
+        routing = entry.config.routing
+        if routing is None or routing.strategy == "round-robin" or entry.facts.picker_engine is not None:
             continue
-        if ENGINES[model.engine].facts.picker_engine is None:
-            readable = sorted(name for name, module in ENGINES.items() if module.facts.picker_engine)
-            yield Problem(
-                key_path(["models", i, "routing", "strategy"]),
-                f"routing.strategy {routing.strategy} needs the llm-d router's endpoint picker, which cannot read "
-                f"engine {model.engine}'s metrics (it reads {', '.join(readable)}); use strategy: round-robin, or "
-                f"remove routing",
-            )
+        yield Problem(
+            entry.key("routing", "strategy"),
+            f"routing.strategy {routing.strategy} needs the llm-d router's endpoint picker, which cannot read "
+            f"engine {entry.config.engine}'s metrics (it reads {', '.join(readable)}); use strategy: round-robin, or "
+            f"remove routing",
+        )
 
 
 @rule
-def routing_needs_the_route(config: StackConfig) -> Iterable[Problem]:
+def routing_needs_the_route(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     for i, model in enumerate(config.models):
         if model.routing is not None and not model.expose:
             yield Problem(

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..checks import rule
-from ..config import StackConfig
 from ..config.addons import AddonsSection
 from ..errors import Problem, key_path
 from ..guards import chart_version_problem, stateful_protection_problem
+from ..resolved import ResolvedStack
 
 
 @rule
-def addon_versions_are_exact(config: StackConfig) -> Iterable[Problem]:
+def addon_versions_are_exact(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     for name, field in AddonsSection.model_fields.items():
         version = getattr(config.addons, name).version
         key = field.alias or name
@@ -21,9 +22,10 @@ def addon_versions_are_exact(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def every_chart_version_is_exact(config: StackConfig) -> Iterable[Problem]:
+def every_chart_version_is_exact(stack: ResolvedStack) -> Iterable[Problem]:
     """Besides each add-on's `version`, any other `...Version` key of an add-on (monitoring's
     `adapterVersion`, `dcgmExporterVersion`) picks a chart too, and is held to the same rule."""
+    config = stack.config
     for name, field in AddonsSection.model_fields.items():
         addon = getattr(config.addons, name)
         for attr, inner in type(addon).model_fields.items():
@@ -36,7 +38,8 @@ def every_chart_version_is_exact(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def prod_storage_is_protected(config: StackConfig) -> Iterable[Problem]:
+def prod_storage_is_protected(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if config.stack.role == "workloads":
         return
     problem = stateful_protection_problem("the model storage", config.storage.protect, config.stack.prod)

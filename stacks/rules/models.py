@@ -1,59 +1,60 @@
-"""Model rules: each model on an existing pool with the accelerator its engine runs on."""
+"""Model rules: each model on a pool of its platform with the accelerator its engine runs on, the add-on
+its engine's operator needs installed, and a token for a gated Hugging Face repository."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from components.engines import ENGINES
-
 from ..checks import rule, warning
-from ..config import StackConfig
-from ..errors import Problem, key_path
-
-# Which accelerators each engine runs on: each engine module's FACTS (components/engines) holds them.
-ENGINE_ACCELERATORS: dict[str, tuple[str, ...]] = {engine: e.facts.accelerators for engine, e in ENGINES.items()}
-
-# Engines that need a platform add-on installed first: those whose operator runs them (not NIM,
-# which runs as the platform's own Deployment without its operator).
-ENGINE_ADDONS = {
-    engine: e.facts.controller for engine, e in ENGINES.items() if e.facts.controller and not e.facts.platform_workload
-}
+from ..errors import Problem
+from ..resolved import ResolvedStack
 
 
 @rule
-def model_pool_and_accelerator(config: StackConfig) -> Iterable[Problem]:
-    if config.stack.role == "workloads":
-        return  # checked against the platform's exported pools (stacks/rules/workloads.py)
-    names = [p.name for p in config.node_pools]
-    for i, model in enumerate(config.models):
-        pool = config.pool(model.pool)
+def model_pool_and_accelerator(stack: ResolvedStack) -> Iterable[Problem]:
+    if not stack.platform.known:
+        return  # a workloads stack's platform is checked at preview (stacks/rules/workloads.py warns)
+    pools = stack.platform.pools
+    names = ", ".join(p.name for p in pools)
+    for entry in stack.entries:
+        pool = stack.platform.pool(entry.config.pool)
         if pool is None:
+            wanted = entry.config.pool
             yield Problem(
-                key_path(["models", i, "pool"]),
-                f"no node pool named {model.pool!r}; pools: {', '.join(names) or '(none defined)'}",
+                entry.key("pool"),
+                f"no node pool named {wanted!r}; pools: {names or '(none defined)'}"
+                if stack.owns_platform
+                else f"{stack.platform.where} exports no pool named {wanted!r}; its pools: {names or '(none)'}",
             )
             continue
-        allowed = ENGINE_ACCELERATORS[model.engine]
+        allowed = entry.facts.accelerators
         if pool.accelerator not in allowed:
+            runs = f"engine {entry.config.engine} runs on {' or '.join(allowed)}"
             yield Problem(
-                key_path(["models", i, "engine"]),
-                f"engine {model.engine} runs on {' or '.join(allowed)} but pool {pool.name} is "
-                f"{pool.accelerator}; choose a pool with {allowed[0]} accelerators"
-                + ("" if model.engine != "nim" else " (NIM containers are built for NVIDIA GPUs)"),
+                entry.key("engine"),
+                f"{runs} but pool {pool.name} is {pool.accelerator}; choose a pool with {allowed[0]} accelerators "
+                f"({entry.facts.title} is built for {' or '.join(allowed)})"
+                if stack.owns_platform
+                else f"{runs} but the platform's pool {pool.name} is {pool.accelerator}; choose one of the "
+                f"platform's {allowed[0]} pools",
             )
 
 
 @rule
-def engine_addons(config: StackConfig) -> Iterable[Problem]:
-    if config.stack.role == "workloads":
-        return  # the platform's add-ons are checked in stacks/rules/workloads.py
-    for i, model in enumerate(config.models):
-        addon = ENGINE_ADDONS.get(model.engine)
-        if addon and not getattr(config.addons, addon).enabled:
-            key = "kuberay" if addon == "kuberay" else addon
+def engine_addons(stack: ResolvedStack) -> Iterable[Problem]:
+    """An engine its operator runs needs that operator's add-on (NIM runs as the platform's own
+    Deployment without it)."""
+    if not stack.platform.known:
+        return
+    for entry in stack.entries:
+        addon = entry.facts.controller
+        if addon and not entry.facts.platform_workload and not getattr(stack.platform.addons, addon).enabled:
             yield Problem(
-                key_path(["models", i, "engine"]),
-                f"engine {model.engine} needs addons.{key}.enabled: true",
+                entry.key("engine"),
+                f"engine {entry.config.engine} needs addons.{addon}.enabled: true"
+                if stack.owns_platform
+                else f"engine {entry.config.engine} needs the {addon} add-on, which {stack.platform.where} does "
+                f"not install; {stack.ask_for(addon)}",
             )
 
 
@@ -63,15 +64,15 @@ GATED_ORGS = ("meta-llama", "mistralai", "google", "CohereLabs", "CohereForAI")
 
 
 @warning
-def gated_models_need_a_token(config: StackConfig) -> Iterable[Problem]:
-    for i, model in enumerate(config.models):
-        repo = ENGINES[model.engine].model_facts(model, config.addons).hub_repo
-        if repo is None or model.secrets.hugging_face_token is not None:
+def gated_models_need_a_token(stack: ResolvedStack) -> Iterable[Problem]:
+    for entry in stack.entries:
+        repo = entry.made.hub_repo
+        if repo is None or entry.config.secrets.hugging_face_token is not None:
             continue
         org = repo.split("/", 1)[0]
         if org.lower() in {o.lower() for o in GATED_ORGS}:
             yield Problem(
-                key_path(["models", i, "secrets", "huggingFaceToken"]),
+                entry.key("secrets", "huggingFaceToken"),
                 f"{org} gates its repositories on the Hugging Face Hub: without a token of an account that "
                 f"accepted the licence, fetching {repo} fails. Set secrets.huggingFaceToken to an existing Secret "
                 f"holding such a token",

@@ -1,15 +1,13 @@
-"""Monitoring rules: an SLO can only be alerted on if the model's engine exports the metric for it."""
+"""Monitoring rules: an SLO can only be alerted on if the model's engine exports the metric for it, and
+by a Prometheus the platform runs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from components.engines import ENGINES
-
-from ..checks import Lookup, platform_rule
-from ..config import StackConfig
-from ..errors import Problem, key_path
-from .context import platform_of
+from ..checks import rule
+from ..errors import Problem
+from ..resolved import ResolvedStack
 
 _SLO_SIGNALS = {
     "ttft_seconds": ("ttft", "ttftSeconds"),
@@ -19,24 +17,25 @@ _SLO_SIGNALS = {
 }
 
 
-@platform_rule
-def slo_needs_a_metric(config: StackConfig, lookup: Lookup) -> Iterable[Problem]:
+@rule
+def slo_needs_a_metric(stack: ResolvedStack) -> Iterable[Problem]:
     """A workloads stack's SLOs are alerted on by its platform's Prometheus (its exported add-ons)."""
-    platform = platform_of(config, lookup)
-    for i, model in enumerate(config.models):
-        if model.slo is None:
+    for entry in stack.entries:
+        slo, facts = entry.config.slo, entry.facts
+        if slo is None:
             continue
         for attr, (signal, key) in _SLO_SIGNALS.items():
-            if getattr(model.slo, attr) is not None and ENGINES[model.engine].facts.metric(signal) is None:
+            if getattr(slo, attr) is not None and facts.metric(signal) is None:
                 yield Problem(
-                    key_path(["models", i, "slo", key]),
-                    f"engine {model.engine} exports no metric for {signal}, so this objective could never "
+                    entry.key("slo", key),
+                    f"engine {entry.config.engine} exports no metric for {signal}, so this objective could never "
                     f"be alerted on; remove it"
-                    + (" (Ollama has no metrics endpoint)" if model.engine == "ollama" else ""),
+                    + (f" ({facts.title} has no metrics endpoint)" if facts.metrics_path is None else ""),
                 )
-        if platform is not None and not platform.addons.monitoring.enabled:
+        if stack.platform.known and not stack.platform.addons.monitoring.enabled:
+            where = "this stack" if stack.owns_platform else stack.platform.where
             yield Problem(
-                key_path(["models", i, "slo"]),
-                f"an slo is alerted on by Prometheus, which {platform.where} does not run; "
-                f"{platform.addon('monitoring')}, or remove the slo",
+                entry.key("slo"),
+                f"an slo is alerted on by Prometheus, which {where} does not run; {stack.ask_for('monitoring')}, or "
+                f"remove the slo",
             )

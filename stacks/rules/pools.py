@@ -10,9 +10,9 @@ import re
 from collections.abc import Iterable
 
 from ..checks import rule
-from ..config import StackConfig
 from ..errors import Problem, key_path
 from ..hardware import catalog, expand, families
+from ..resolved import ResolvedStack
 
 
 def _names_of(accelerator: str) -> list[str]:
@@ -29,7 +29,8 @@ def _families_of(accelerator: str) -> list[str]:
 
 
 @rule
-def known_accelerator_types(config: StackConfig) -> Iterable[Problem]:
+def known_accelerator_types(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     known = catalog()
     for i, pool in enumerate(config.node_pools):
         if pool.accelerator == "none":
@@ -94,7 +95,8 @@ def known_accelerator_types(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def pools_need_karpenter(config: StackConfig) -> Iterable[Problem]:
+def pools_need_karpenter(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if config.node_pools and not config.addons.karpenter.enabled:
         yield Problem(
             key_path(["addons", "karpenter", "enabled"]),
@@ -103,9 +105,10 @@ def pools_need_karpenter(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def system_nodes_are_known_cpu_types(config: StackConfig) -> Iterable[Problem]:
+def system_nodes_are_known_cpu_types(stack: ResolvedStack) -> Iterable[Problem]:
     """The managed node group runs AL2023 x86_64 without accelerator drivers: each of its types must be
     a CPU type of the catalog (so the fit of the controllers on it is known)."""
+    config = stack.config
     if config.cluster is None:
         return
     known = catalog()
@@ -133,10 +136,11 @@ def _efa_types(accelerator: str) -> str:
 
 
 @rule
-def efa_pools_have_one_efa_layout(config: StackConfig) -> Iterable[Problem]:
+def efa_pools_have_one_efa_layout(stack: ResolvedStack) -> Iterable[Problem]:
     """`efa: true` renders one `networkInterfaces` layout for every node of the pool (Karpenter drops a
     type the layout does not fit), and a multi-node group needs its nodes alike: every allowed type
     must have EFA the catalog can lay out, the same layout, and the same accelerator count."""
+    config = stack.config
     for i, pool in enumerate(config.node_pools):
         if not pool.efa:
             continue
@@ -180,11 +184,12 @@ def efa_pools_have_one_efa_layout(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def reserved_capacity_is_selected(config: StackConfig) -> Iterable[Problem]:
+def reserved_capacity_is_selected(stack: ResolvedStack) -> Iterable[Problem]:
     """`reserved` and `capacityReservations` go together. With Karpenter's ReservedCapacity gate (on by
     default since v1.6) a pool launches only into the reservations its EC2NodeClass selects, and its
     on-demand launches opt out of open reservations; selecting reservations without allowing
     `reserved` would never use them. Both are refused rather than completed silently."""
+    config = stack.config
     for i, pool in enumerate(config.node_pools):
         reserved = "reserved" in pool.capacity_types
         if reserved and not pool.capacity_reservations:
@@ -203,10 +208,11 @@ def reserved_capacity_is_selected(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def static_pools_follow_karpenters_rules(config: StackConfig) -> Iterable[Problem]:
+def static_pools_follow_karpenters_rules(stack: ResolvedStack) -> Iterable[Problem]:
     """A static NodePool (`spec.replicas`, Karpenter v1.14.1 CRD CEL rules) takes only `limits.nodes` and
     no `weight`; it ignores consolidation, so setting it is refused as misleading. `limits.nodes` is
     rendered only on static pools."""
+    config = stack.config
     for i, pool in enumerate(config.node_pools):
         limits = pool.limits
         if pool.replicas is None:

@@ -12,7 +12,8 @@
 - An internet-facing load balancer on an adopted VPC needs the VPC's public subnets
   (`cluster.vpc.publicSubnetIds`): the AWS Load Balancer Controller places it only on subnets tagged
   for internet-facing load balancers, which the program tags from that list.
-- Prod names exact image tags (a tag like `latest` says nothing about what runs).
+- Prod names exact image tags (a tag like `latest` says nothing about what runs; Ollama's pulls are its
+  module's rule).
 - Prod without `addons.monitoring.alertmanagerConfigSecret` is warned: its alerts reach no one.
 """
 
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from ..resolved import ResolvedStack
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -56,13 +58,15 @@ def _aibrix_without_tls(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def prod_aibrix_gateway_serves_tls(config: StackConfig) -> Iterable[Problem]:
+def prod_aibrix_gateway_serves_tls(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if config.stack.prod:
         yield from _aibrix_without_tls(config)
 
 
 @warning
-def dev_aibrix_gateway_tls(config: StackConfig) -> Iterable[Problem]:
+def dev_aibrix_gateway_tls(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if not config.stack.prod:
         yield from _aibrix_without_tls(config)
 
@@ -96,13 +100,15 @@ def _open_endpoint(config: StackConfig) -> Iterable[Problem]:
 
 
 @rule
-def prod_endpoint_is_cidr_limited(config: StackConfig) -> Iterable[Problem]:
+def prod_endpoint_is_cidr_limited(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if config.stack.prod:
         yield from _open_endpoint(config)
 
 
 @warning
-def dev_endpoint_is_open(config: StackConfig) -> Iterable[Problem]:
+def dev_endpoint_is_open(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if not config.stack.prod:
         yield from _open_endpoint(config)
 
@@ -165,17 +171,20 @@ def _jwt(config: StackConfig, refusals: bool) -> Iterable[Problem]:
 
 
 @rule
-def jwt_uris_are_public_https(config: StackConfig) -> Iterable[Problem]:
+def jwt_uris_are_public_https(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     yield from _jwt(config, refusals=True)
 
 
 @warning
-def jwt_uris_outside_prod(config: StackConfig) -> Iterable[Problem]:
+def jwt_uris_outside_prod(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     yield from _jwt(config, refusals=False)
 
 
 @rule
-def internet_facing_needs_public_subnets(config: StackConfig) -> Iterable[Problem]:
+def internet_facing_needs_public_subnets(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     cluster = config.cluster
     if cluster is None or not cluster.vpc.adopted or cluster.vpc.public_subnet_ids:
         return
@@ -191,7 +200,8 @@ def internet_facing_needs_public_subnets(config: StackConfig) -> Iterable[Proble
 
 
 @rule
-def prod_image_tags_name_a_version(config: StackConfig) -> Iterable[Problem]:
+def prod_image_tags_name_a_version(stack: ResolvedStack) -> Iterable[Problem]:
+    config = stack.config
     if not config.stack.prod:
         return
     for i, model in enumerate(config.models):
@@ -205,9 +215,10 @@ def prod_image_tags_name_a_version(config: StackConfig) -> Iterable[Problem]:
 
 
 @warning
-def prod_alerts_have_somewhere_to_go(config: StackConfig) -> Iterable[Problem]:
+def prod_alerts_have_somewhere_to_go(stack: ResolvedStack) -> Iterable[Problem]:
     """The chart's default Alertmanager configuration routes every alert to a receiver that sends
     nothing: in prod the SLO alerts would fire unseen."""
+    config = stack.config
     mon = config.addons.monitoring
     if not config.stack.prod or config.stack.role == "workloads" or not mon.enabled or mon.existing_prometheus:
         return
@@ -217,44 +228,3 @@ def prod_alerts_have_somewhere_to_go(config: StackConfig) -> Iterable[Problem]:
             "is unset: Alertmanager routes every alert to a receiver that sends nothing, so no one hears of an SLO "
             "breach; name a Secret in `monitoring` whose key alertmanager.yaml sets receivers and routes",
         )
-
-
-def _ollama_names(config: StackConfig) -> Iterable[tuple[list[str | int], str]]:
-    for i, model in enumerate(config.models):
-        if model.engine != "ollama":
-            continue
-        pulls = model.ollama.pull if model.ollama is not None else []
-        if pulls:
-            for j, name in enumerate(pulls):
-                path: list[str | int] = ["models", i, "ollama", "pull", j]
-                yield path, name
-        else:
-            yield ["models", i, "model"], model.model
-
-
-def _moving_ollama(config: StackConfig) -> Iterable[tuple[list[str | int], str]]:
-    for path, name in _ollama_names(config):
-        tag = name.rpartition(":")[2] if ":" in name.rsplit("/", 1)[-1] else ""
-        if not tag or tag.lower() in MOVING_TAGS:
-            yield path, name
-
-
-@rule
-def prod_ollama_models_name_a_tag(config: StackConfig) -> Iterable[Problem]:
-    """An Ollama name without a tag is `:latest`, which the registry moves: in prod the model served
-    would change under the same stack file."""
-    if not config.stack.prod:
-        return
-    for path, name in _moving_ollama(config):
-        yield Problem(
-            key_path(path),
-            f"{name!r} pulls whatever `latest` is when a pod starts; in prod name a tag, e.g. {name.split(':')[0]}:8b",
-        )
-
-
-@warning
-def ollama_models_without_a_tag(config: StackConfig) -> Iterable[Problem]:
-    if config.stack.prod:
-        return
-    for path, name in _moving_ollama(config):
-        yield Problem(key_path(path), f"{name!r} follows `latest`; name a tag so every pod serves the same model")

@@ -1,10 +1,11 @@
 """Streaming rules (`models[].loadFormat: runai-streamer`): the engines that can stream from the
 model bucket, and only safetensors weights, which is all the Run:ai Model Streamer reads (vLLM 0.29.0
 lists `*.safetensors` under the prefix and fails with "Cannot find any safetensors model weights";
-SGLang 0.5.19 the same: FINDINGS-scaling §6). Refused: another engine, a workloads stack (the bucket
-writer the one-time fill runs as is granted only in the platform's own model namespaces), GGUF (a
-`-GGUF` repository or `--quantization gguf`), and engineArgs that set the load format or the
-streamer's settings, which the platform owns for a streamed model."""
+SGLang 0.5.19 srt/model_loader/loader.py the same). Refused: an engine that does not stream
+(`EngineFacts.streams`), a workloads stack (the bucket writer the one-time fill runs as is granted only
+in the platform's own model namespaces), GGUF (a `-GGUF` repository or `--quantization gguf`), and
+engineArgs that set the load format or the streamer's settings (its dialect's `streamed` flags), which
+the platform owns for a streamed model."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from components.engines import ENGINES
 
 from .. import flags
 from ..checks import rule
-from ..config import StackConfig
 from ..engine_facts import Dialect
-from ..errors import Problem, key_path
-from .engine_args import dialect, owned_flag
+from ..errors import Problem
+from ..resolved import ResolvedStack
+from .engine_args import owned_flag
 
 
 def _streamer_dialect(base: Dialect) -> Dialect:
@@ -27,12 +28,13 @@ def _streamer_dialect(base: Dialect) -> Dialect:
 
 
 @rule
-def streamed_models_are_safetensors_on_vllm_or_sglang(config: StackConfig) -> Iterable[Problem]:
-    for i, model in enumerate(config.models):
+def streamed_models_are_safetensors_on_an_engine_that_streams(stack: ResolvedStack) -> Iterable[Problem]:
+    for entry in stack.entries:
+        model = entry.config
         if model.load_format is None:
             continue
-        at = key_path(["models", i, "loadFormat"])
-        if not ENGINES[model.engine].facts.streams:
+        at = entry.key("loadFormat")
+        if not entry.facts.streams:
             streaming = " and ".join(n for n, e in ENGINES.items() if e.facts.streams)
             yield Problem(
                 at,
@@ -40,7 +42,7 @@ def streamed_models_are_safetensors_on_vllm_or_sglang(config: StackConfig) -> It
                 f"wires for {streaming} only, not {model.engine}; remove loadFormat",
             )
             continue
-        if config.stack.role == "workloads":
+        if not stack.owns_platform:
             yield Problem(
                 at,
                 "a streamed model's bucket prefix is filled once by a Job running as the platform's bucket writer, "
@@ -49,11 +51,11 @@ def streamed_models_are_safetensors_on_vllm_or_sglang(config: StackConfig) -> It
             )
         if model.model.lower().endswith("gguf"):
             yield Problem(
-                key_path(["models", i, "model"]),
+                entry.key("model"),
                 f"{model.model} is a GGUF repository, and the Run:ai streamer loads only safetensors; choose the "
                 f"safetensors repository of the model, or remove loadFormat",
             )
-        d = _streamer_dialect(dialect(model))
+        d = _streamer_dialect(entry.made.dialect)
         args = model.engine_args
         for j, token in enumerate(args):
             hit = owned_flag(token, d)
@@ -69,4 +71,4 @@ def streamed_models_are_safetensors_on_vllm_or_sglang(config: StackConfig) -> It
                     value = args[j + 1] if j + 1 < len(args) else ""
                 if value.lower() != "gguf":
                     continue
-            yield Problem(key_path(["models", i, "engineArgs", j]), f"{token} ({flag}) {why}")
+            yield Problem(entry.key("engineArgs", j), f"{token} ({flag}) {why}")

@@ -53,3 +53,35 @@ def physical(*parts: str, limit: int = 63) -> str:
 def iam_role_name(cluster: str, role: str) -> str:
     """IAM role names: at most 64 characters."""
     return physical(cluster, role, limit=64)
+
+
+# EventBridge events Karpenter handles through its interruption queue (upstream template rules).
+INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
+    "scheduled-change": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+    "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
+    "rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
+    "instance-state-change": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
+    "capacity-reservation-interruption": {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
+    },
+}
+
+
+# ---- AWS names (unique per account and region: the cluster name keeps them apart) ----------------
+
+
+def queue_name(cluster: str) -> str:
+    """SQS names: at most 80 characters of letters, digits, - and _."""
+    return physical(cluster, "karpenter", limit=80)
+
+
+def rule_name(cluster: str, event: str) -> str:
+    """EventBridge rule names are unique per account and region: the cluster name keeps them apart."""
+    return physical(cluster, "karpenter", event, limit=64)
+
+
+def provider_env(name: str) -> str:
+    """The environment variable the LiteLLM proxy reads an external provider's key from: the name
+    upper-cased, `-` as `_` (`my-prov` and `my_prov` both give MY_PROV_API_KEY)."""
+    return f"{name.upper().replace('-', '_')}_API_KEY"

@@ -1,0 +1,83 @@
+"""The one resolution step: a validated StackConfig (plus, for a workloads stack, its platform's
+exports) becomes one frozen `ResolvedStack`, right after parsing and before any rule runs. Pure: no
+Pulumi, no I/O, and total: any validated stack file resolves, whatever its rules will refuse.
+
+Every derived fact is computed here and nowhere else (stacks/resolved.py holds the types): the
+platform (pools with their instance types, DaemonSet overhead and limits; the add-ons with what the
+models need turned on; the storage; the Gateway routes attach to), and per model its engine's facts,
+its requests and pods, group, tensor size, cache, startup allowance, routing, scaler targets, way
+back from zero and canary (models.py), and the platform images the stack renders (images.py). The
+rules, the builders, `stacks plan` and the policy pack's stack checks read this one view.
+"""
+
+from __future__ import annotations
+
+from components.engines import ENGINES
+
+from ..config import StackConfig
+from ..exports import PlatformSource
+from ..resolved import ResolvedStack, Team
+from .images import image_table, rendered_images
+from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
+from .platform import (
+    adapter_prometheus,
+    export_platform,
+    gateway_parent,
+    own_platform,
+    read_platform,
+    unknown_platform,
+)
+
+__all__ = ["export_platform", "gateway_parent", "own_platform", "read_platform", "resolve"]
+
+
+def routed(config: StackConfig) -> bool:
+    """The stack's exposed models get routes: on the front door's Gateway or AIBrix's; a team's on its
+    platform's."""
+    return config.stack.role == "workloads" or config.gateway.enabled or config.addons.aibrix.enabled
+
+
+def resolve(config: StackConfig, platform: PlatformSource | None = None) -> ResolvedStack:
+    """The stack, resolved. A workloads stack resolves against its platform's exports, or, when they
+    cannot be read here (None), against an unknown platform: then only what needs no platform is
+    resolved and checked."""
+    stack = config.stack
+    team: Team | None = None
+    if stack.role == "workloads":
+        assert stack.team is not None and stack.quota is not None
+        team = Team(name=stack.team, quota=stack.quota)
+        if platform is None:
+            view = unknown_platform(f"the platform {stack.platform_stack}")
+        else:
+            view = read_platform(platform.exports, f"the platform {platform.where}")
+    else:
+        view = own_platform(config)
+    owns = stack.role != "workloads"
+    has_routes = routed(config)
+    entries = tuple(model_entry(i, m, view.addons, team.name if team else None) for i, m in enumerate(config.models))
+    models = tuple(m for m in (place(e, view, has_routes) for e in entries) if m is not None)
+    picked = [routing_strategy(e.config, e.facts, has_routes) not in (None, "round-robin") for e in entries]
+    names = rendered_images(
+        owns_platform=owns, addons=view.addons, accelerators=view.accelerators, entries=entries, picked=picked
+    )
+    dashboards: set[str] = {e.config.engine for e in entries}
+    if stack.role == "platform":
+        # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
+        dashboards |= {name for name, e in ENGINES.items() if view.accelerators & set(e.facts.accelerators)}
+    return ResolvedStack(
+        config=config,
+        environment=stack.environment,
+        region=config.aws_region,
+        platform=view,
+        entries=entries,
+        models=models,
+        cluster=config.cluster if owns else None,
+        team=team,
+        platform_stack=stack.platform_stack,
+        controller_namespaces=controller_namespaces(view.addons, {m.engine for m in config.models}),
+        route_parent=route_parent(view, owns),
+        engines={name: e.facts for name, e in ENGINES.items()},
+        dashboard_engines=frozenset(dashboards),
+        images=image_table(names, view.addons, config.images.pins()),
+        prometheus_adapter=adapter_prometheus(view.addons.monitoring) if owns else None,
+    )

@@ -1,0 +1,56 @@
+"""Where a model's weights are, resolved once from the storage choice (`ResolvedModel.cache`): the
+builders render volumes, init containers and the engine's paths from this and compute none of it.
+
+- efs / fsx: the namespace's shared ReadWriteMany claim `model-cache`, filled once and reused by
+  every replica and restart;
+- local: an emptyDir on the node's RAID0 instance store, sized to the model (weights plus
+  `storage.local.headroomPercent`, plus compiled artifacts on Neuron), the same size the pod's
+  ephemeral-storage request counts (stacks/sizing.py);
+- none: an emptyDir on the node's root volume, or `storage.existingClaim` when given.
+Weights live per model and revision (`/models/<name>/<revision>`), so a new revision never mixes
+with an old one; compiled Neuron artifacts live in a tree of their own.
+"""
+
+from __future__ import annotations
+
+from ..coldstart import model_startup_seconds
+from ..config.models import ModelSection
+from ..config.pools import NodePoolSection
+from ..config.storage import StorageSection
+from ..resolved import CACHE_CLAIM, CACHE_ROOT, ModelCache
+from ..sizing import cache_on_node, local_cache_gib
+
+# Compiled Neuron artifacts: a separate tree, so weights and compiler output never mix. `_` cannot
+# start a model name (DNS label), so it cannot collide with a model directory.
+COMPILED_ROOT = f"{CACHE_ROOT}/_neuron"
+
+
+def revision_path(model: ModelSection) -> str:
+    """`<name>/<revision>`: the model's directory under the cache root and its prefix in the bucket."""
+    return f"{model.name}/{model.revision or 'latest'}"
+
+
+def claim(storage: StorageSection) -> str | None:
+    """The claim every replica mounts: the namespace's shared one (efs, fsx), the stack's existing one,
+    or None for an emptyDir on the node."""
+    if storage.model_cache in ("efs", "fsx"):
+        return CACHE_CLAIM
+    if storage.model_cache == "none" and storage.existing_claim is not None:
+        return storage.existing_claim.name
+    return None
+
+
+def model_cache(model: ModelSection, pool: NodePoolSection, storage: StorageSection) -> ModelCache:
+    neuron = pool.accelerator == "neuron"
+    streamed = model.load_format == "runai-streamer"
+    on_node = cache_on_node(storage) and not streamed
+    return ModelCache(
+        model_dir=f"{CACHE_ROOT}/{revision_path(model)}",
+        compiled_dir=f"{COMPILED_ROOT}/{revision_path(model)}" if neuron else None,
+        bucket_prefix=revision_path(model),
+        streamed=streamed,
+        claim=None if streamed else claim(storage),
+        local_gib=local_cache_gib(model, pool, storage.local.headroom_percent) if on_node else None,
+        startup_seconds=model_startup_seconds(model, neuron),
+        writes_as_root=storage.model_cache == "fsx",
+    )

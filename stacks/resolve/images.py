@@ -1,0 +1,64 @@
+"""The platform's own images a stack renders, with the stack's pins applied: one table every builder
+takes its images from, and the pin rules read, so nothing renders an image nobody pinned."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from components.engines.spec import overridden
+
+from ..config.addons import AddonsSection, LiteLLM
+from ..config.images import ImagePin
+from ..resolved import ImageTable, ModelEntry
+from ..versions import IMAGES, Image
+
+
+def litellm_image(addon: LiteLLM, base: Image) -> Image:
+    """The catalog's image, or the release `addons.litellm.version` names (1.100.1 -> v1.100.1, the
+    tag LiteLLM publishes for a release since 1.84)."""
+    if addon.version is None:
+        return base
+    return Image(base.repository, f"v{addon.version.removeprefix('v')}")
+
+
+def rendered_images(
+    *,
+    owns_platform: bool,
+    addons: AddonsSection,
+    accelerators: frozenset[str],
+    entries: Sequence[ModelEntry],
+    picked: Sequence[bool],
+) -> tuple[str, ...]:
+    """The catalog names of the platform's own images a stack renders, under the conditions the
+    builders render them: the preparation steps for every model whose weights the platform prepares,
+    the images an engine renders beside the model's own (Dynamo's planner for a profiling request),
+    the endpoint picker for every model routed through one (`picked`, entry by entry), the benchmark's
+    runner, and, in a stack that owns the platform, LiteLLM (and its Redis), AIBrix's Envoy pair and
+    init image, and neuron-monitor on Neuron pools under monitoring. Builders look their images up in
+    the table built from this list, so one left out here fails the render instead of going unpinned."""
+    names: list[str] = []
+    if any(e.made.prepared for e in entries):
+        names += ["model-prep-s3", "model-prep-hub"]
+    names += sorted({image for e in entries for image in e.made.platform_images})
+    if any(picked):
+        names.append("endpoint-picker")
+    if any(e.config.benchmark is not None for e in entries):
+        names += ["guidellm", *([] if "model-prep-s3" in names else ["model-prep-s3"])]
+    if owns_platform:
+        if addons.litellm.enabled:
+            names += ["litellm", *(["redis"] if addons.litellm.redis else [])]
+        if addons.aibrix.enabled:
+            names += ["envoy-proxy", "envoy-gateway", "busybox"]
+        if addons.monitoring.enabled and "neuron" in accelerators:
+            names.append("neuron-monitor")
+    return tuple(names)
+
+
+def catalog_image(name: str, addons: AddonsSection) -> Image:
+    """The catalog's image before the stack's pin: LiteLLM's is the release `addons.litellm.version`
+    names, when it names one."""
+    return litellm_image(addons.litellm, IMAGES[name]) if name == "litellm" else IMAGES[name]
+
+
+def image_table(names: Sequence[str], addons: AddonsSection, pins: Mapping[str, ImagePin]) -> ImageTable:
+    return ImageTable({name: overridden(catalog_image(name, addons), pins.get(name)) for name in names})

@@ -1,0 +1,183 @@
+"""The models, resolved: every `models[]` entry with what its engine makes of it (`ModelEntry`), and
+each entry whose pool the platform has, placed on it (`ResolvedModel`): its requests per pod and the
+pods a replica runs, its group, tensor-parallel size, cache, startup allowance, routing, the way back
+from zero and its canary. Builders, rules and `stacks plan` read these figures; none recomputes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from components.engines import ENGINES
+
+from ..coldstart import cold_start, startup_allowance
+from ..config.addons import AddonsSection
+from ..config.models import Autoscaling, ModelSection
+from ..engine_facts import EngineFacts
+from ..groups import replica_group
+from ..resolved import (
+    CANARY_SUFFIX,
+    CONTROLLER_NAMESPACES,
+    DEFAULT_NAMESPACE,
+    GATEWAY_NAME,
+    GATEWAY_NAMESPACE,
+    HTTPS_LISTENER,
+    READER_SERVICE_ACCOUNT,
+    GatewayParent,
+    ModelEntry,
+    PlatformView,
+    ResolvedModel,
+    RoutePicking,
+    Wake,
+)
+from ..sizing import replica_requests, tensor_parallel
+from .cache import model_cache
+
+
+def model_entry(index: int, model: ModelSection, addons: AddonsSection, team: str | None) -> ModelEntry:
+    """One entry with its engine's facts and what the engine makes of it on these add-ons."""
+    spec = ENGINES[model.engine]
+    return ModelEntry(
+        index=index,
+        config=model,
+        facts=spec.facts,
+        made=spec.model_facts(model, addons),
+        namespace=model.namespace or team or DEFAULT_NAMESPACE,
+    )
+
+
+def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> str | None:
+    """The strategy the front door routes the model's requests by, the one reading of `routing`:
+    the stack's; unset, `prefix-cache` for an exposed model of an engine the endpoint picker reads
+    (vLLM, SGLang) that does not scale to zero; None (Envoy Gateway's own balancing) for the others,
+    and where the model has no route (`expose: false`, or a stack without a gateway: `routed` False)."""
+    if not model.expose or not routed:
+        return None
+    if model.routing is not None:
+        return model.routing.strategy
+    if model.autoscaling.to_zero:
+        # The picker would send requests past the interceptor that wakes the model (stacks/rules/scaling.py).
+        return None
+    return "prefix-cache" if facts.picker_engine is not None else None
+
+
+def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> RoutePicking | None:
+    """The model's routing with the llm-d router's name for its engine; a picker strategy on an engine
+    the picker cannot read has none (engine_type None), which the routing rule refuses."""
+    strategy = routing_strategy(model, facts, routed)
+    if strategy is None:
+        return None
+    if strategy == "round-robin":
+        return RoutePicking(strategy=strategy, engine_type=None)
+    return RoutePicking(strategy=strategy, engine_type=facts.picker_engine)
+
+
+def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel | None:
+    """The entry on its pool of the platform; None when the platform has no such pool (refused)."""
+    model, facts, made = entry.config, entry.facts, entry.made
+    pool = view.pool(model.pool)
+    if pool is None:
+        return None
+    requests = replica_requests(model, pool.config, view.storage)
+    group = replica_group(model, facts.groups)
+    cache = model_cache(model, pool.config, view.storage)
+    startup = startup_allowance(facts, cache.startup_seconds)
+    served = ResolvedModel(
+        name=model.name,
+        engine=model.engine,
+        expose=model.expose,
+        config=model,
+        index=entry.index,
+        facts=facts,
+        dialect=made.dialect,
+        hub_repo=made.hub_repo,
+        prepared=made.prepared,
+        operator_names=made.names,
+        pool=pool,
+        namespace=entry.namespace,
+        served_model_name=model.name,
+        image=made.image,
+        service=made.service,
+        port=made.port,
+        metrics_path=facts.metrics_path,
+        metrics_port=facts.metrics_port or (facts.port if facts.metrics_path else None),
+        route_paths=facts.route_paths,
+        management_paths=facts.management_paths,
+        workload=made.workload,
+        service_account=READER_SERVICE_ACCOUNT,
+        scaler=model.autoscaling.owner,
+        aibrix=view.addons.aibrix.enabled,
+        group=group,
+        requests=requests,
+        pods=ENGINES[model.engine].pods(model, requests, group),
+        tensor_parallel=tensor_parallel(model, pool.config, facts.groups),
+        cache=cache,
+        startup_seconds=startup,
+        routing=route_picking(model, facts, routed),
+        # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
+        keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
+        # A model that scales to zero comes back through its InterceptorRoute (named after it).
+        wake=Wake(route=model.name, cold_start=cold_start(startup)) if model.autoscaling.to_zero else None,
+    )
+    return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
+
+
+def canary_of(entry: ModelEntry, stable: ResolvedModel, view: PlatformView, routed: bool) -> ResolvedModel:
+    """The canary beside a stable model: the same entry at the canary's revision (so its cache path and
+    preparation follow that revision), one fixed replica without an autoscaler (a canary compares a
+    revision, it does not carry load spikes), and its own workload and Service `<name>-canary`. It keeps
+    the model's name, so its pods carry the model's selector label (network policies, the PodMonitor)."""
+    assert stable.config.canary is not None
+    name = stable.name + CANARY_SUFFIX
+    config = stable.config.model_copy(
+        update={
+            "revision": stable.config.canary.revision,
+            "canary": None,
+            "replicas": stable.config.canary_replicas,
+            "autoscaling": Autoscaling(),
+        }
+    )
+    placed = place(replace(entry, config=config), view, routed)
+    assert placed is not None, "the canary runs on its model's pool"
+    api_version, kind, _ = stable.workload
+    return replace(
+        placed,
+        service=name,
+        workload=(api_version, kind, name),
+        scaler="none",
+        keda_targets=(),
+        routing=stable.routing,
+        wake=None,
+    )
+
+
+def controller_namespaces(addons: AddonsSection, engines: set[str]) -> dict[str, tuple[str, ...]]:
+    """Engine -> namespaces whose controllers must reach that engine's pods: the engine's own operator
+    (Dynamo, KubeRay, the NIM Operator) when installed and, with AIBrix, its controller manager and
+    gateway plugin (adapter loading, per-pod metrics) for every engine."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name in sorted(engines):
+        namespaces = []
+        addon = ENGINES[name].facts.controller
+        if addon and getattr(addons, addon.replace("-", "_")).enabled:
+            namespaces.append(CONTROLLER_NAMESPACES[addon])
+        if addons.aibrix.enabled:
+            namespaces.append(CONTROLLER_NAMESPACES["aibrix"])
+        if namespaces:
+            out[name] = tuple(namespaces)
+    return out
+
+
+def route_parent(view: PlatformView, owns_platform: bool) -> GatewayParent:
+    """Where this stack's model routes attach: the platform's listener when it exports one (its own
+    Gateway's, or AIBrix's), else the front door's own Gateway (which only a stack that owns the
+    platform creates)."""
+    if view.gateway_parent is not None:
+        return view.gateway_parent
+    return GatewayParent(
+        namespace=GATEWAY_NAMESPACE,
+        name=GATEWAY_NAME,
+        listener=HTTPS_LISTENER,
+        hostname=view.gateway.hostname,
+        own=owns_platform,
+    )

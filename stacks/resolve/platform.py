@@ -1,0 +1,290 @@
+"""The platform a stack's models run on, resolved: its own (platform and all-in-one stacks) or the one
+a workloads stack reads from its platform's exports, through the same two functions that write and
+read those exports (`export_platform`, `read_platform`), so offline and live cannot disagree.
+
+Here the add-on defaults are decided once: the settings some model needs turned on (LeaderWorkerSet
+for a group the platform builds as one, Dynamo's Grove for a graph across nodes, KEDA and its HTTP
+add-on for KEDA-scaled and scale-to-zero models) are on in the resolved add-ons, which every rule and
+builder reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from components.engines import ENGINES
+
+from ..config import StackConfig
+from ..config.addons import AddonsSection, Monitoring
+from ..config.gateway import GatewaySection
+from ..config.models import ModelSection
+from ..config.pools import NodePoolSection
+from ..config.storage import StorageSection
+from ..fit import Platform, daemonset_overhead, daemonsets_on, pool_limits
+from ..groups import leader_worker_set
+from ..hardware import expand
+from ..resolved import (
+    AIBRIX_GATEWAY,
+    EFS_STORAGE_CLASS,
+    EXPORTS_VERSION,
+    GATEWAY_NAME,
+    GATEWAY_NAMESPACE,
+    HTTPS_LISTENER,
+    MONITORING_NAMESPACE,
+    NEURON_SCHEDULER,
+    PROMETHEUS_SERVICE,
+    GatewayParent,
+    PlatformView,
+    ResolvedPool,
+)
+
+# The storage settings a team's pods follow. Not existingClaim (a claim in the platform's namespaces,
+# absent from a team's), nor the bucket and protection settings (the platform's resources).
+STORAGE_KEYS = {"model_cache", "efs", "fsx", "local", "preparation"}
+_POOL_KEYS = {f.alias or n for n, f in NodePoolSection.model_fields.items()}
+OWN = "this stack"
+
+
+def resolve_pool(pool: NodePoolSection, platform: Platform | None) -> ResolvedPool:
+    """A pool with its instance types from the hardware catalog, and the DaemonSets on its nodes: exactly
+    those the platform runs when its add-ons and storage are known (None: every one that may run there,
+    so a borderline replica is refused rather than left Pending)."""
+    return ResolvedPool(
+        config=pool,
+        instance_types=tuple(expand(pool.instance_types, pool.instance_families)),
+        overhead=daemonset_overhead(pool, platform),
+        daemonsets=tuple(d.name for d in daemonsets_on(pool, platform)),
+        limits=pool_limits(pool),
+    )
+
+
+def neuron_scheduler(addons: AddonsSection, pools: Sequence[NodePoolSection]) -> str | None:
+    """The scheduler Neuron pods must name: set only when the capacity concern installs the Neuron
+    chart (Karpenter on, some Neuron pool) with its scheduler extension."""
+    installed = addons.karpenter.enabled and addons.neuron.enabled and any(p.accelerator == "neuron" for p in pools)
+    return NEURON_SCHEDULER if installed and addons.neuron.scheduler else None
+
+
+def gateway_parent(addons: AddonsSection, gateway: GatewaySection) -> GatewayParent | None:
+    """The listener model routes attach to: AIBrix's Gateway when AIBrix runs (its plugin routes),
+    else the front door's own HTTPS listener; None when neither exists."""
+    if addons.aibrix.enabled:
+        ns, name, listener = AIBRIX_GATEWAY
+        return GatewayParent(namespace=ns, name=name, listener=listener, hostname=gateway.hostname, own=False)
+    if gateway.enabled:
+        return GatewayParent(
+            namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, listener=HTTPS_LISTENER, hostname=gateway.hostname, own=True
+        )
+    return None
+
+
+def model_addons(model: ModelSection, addons: AddonsSection) -> tuple[str, ...]:
+    """The add-on settings a model needs on: LeaderWorkerSet for a group the platform builds as one,
+    and what its engine asks for (a Dynamo graph across nodes runs through Grove)."""
+    spec = ENGINES[model.engine]
+    lws = ("lws",) if leader_worker_set(model, spec.facts.groups) else ()
+    return (*lws, *spec.model_facts(model, addons).addons)
+
+
+def with_model_addons(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
+    """The add-ons with every setting some model needs turned on (`lws` is `addons.lws.enabled`,
+    `dynamo.grove` is `addons.dynamo.grove`), as if the stack file said so: the platform installs them
+    and exports them on."""
+    for setting in sorted({s for m in models for s in model_addons(m, addons)}):
+        name, _, flag = setting.partition(".")
+        addon = getattr(addons, name)
+        field = flag or "enabled"
+        if not getattr(addon, field):
+            addons = addons.model_copy(update={name: addon.model_copy(update={field: True})})
+    return addons
+
+
+def with_keda(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
+    """The add-ons with KEDA on when some model is KEDA-scaled, and its HTTP add-on (which needs KEDA)
+    on when some model scales to zero, as if `addons.keda` / `addons.kedaHttp` said so."""
+    http = addons.keda_http.enabled or any(m.autoscaling.to_zero for m in models)
+    keda = addons.keda.enabled or http or any(m.autoscaling.owner == "keda" for m in models)
+    if (keda, http) == (addons.keda.enabled, addons.keda_http.enabled):
+        return addons
+    return addons.model_copy(
+        update={
+            "keda": addons.keda.model_copy(update={"enabled": keda}),
+            "keda_http": addons.keda_http.model_copy(update={"enabled": http}),
+        }
+    )
+
+
+def effective_addons(config: StackConfig) -> AddonsSection:
+    """The stack's add-ons with what its models need turned on: the one reading of `addons.*`."""
+    return with_keda(with_model_addons(config.addons, config.models), config.models)
+
+
+def adapter_prometheus(mon: Monitoring) -> tuple[str, int | None] | None:
+    """(URL, port) of the Prometheus prometheus-adapter and KEDA query: the platform's own
+    kube-prometheus-stack (its `<release>-prometheus` Service), the stack's `prometheusUrl` for an
+    existing one, or None when there is none to query."""
+    if not mon.serves_custom_metrics:
+        return None
+    if mon.prometheus_url:
+        return mon.prometheus_url, None
+    return f"http://{PROMETHEUS_SERVICE}.{MONITORING_NAMESPACE}.svc", 9090
+
+
+def prometheus_url(mon: Monitoring) -> str | None:
+    """The Prometheus the stack's scalers query, as one URL."""
+    found = adapter_prometheus(mon)
+    if found is None:
+        return None
+    url, port = found
+    return url if port is None else f"{url}:{port}"
+
+
+def own_platform(config: StackConfig) -> PlatformView:
+    """The platform a platform or all-in-one stack creates."""
+    if config.cluster is None:
+        raise ValueError("only a stack with a cluster section (platform or all-in-one) has a platform of its own")
+    addons = effective_addons(config)
+    known = Platform(addons=addons, storage=config.storage)
+    return PlatformView(
+        where=OWN,
+        known=True,
+        exports_version=EXPORTS_VERSION,
+        cluster_name=config.cluster.name,
+        kubernetes_version=config.cluster.kubernetes_version,
+        environment=config.stack.environment,
+        region=config.aws_region,
+        pools=tuple(resolve_pool(p, known) for p in config.node_pools),
+        addons=addons,
+        storage=config.storage,
+        storage_classes={"modelCache": EFS_STORAGE_CLASS} if config.storage.model_cache == "efs" else {},
+        gateway=config.gateway,
+        gateway_parent=gateway_parent(addons, config.gateway),
+        neuron_scheduler=neuron_scheduler(addons, config.node_pools),
+        custom_metrics=addons.monitoring.serves_custom_metrics,
+        prometheus=prometheus_url(addons.monitoring),
+    )
+
+
+def unknown_platform(where: str) -> PlatformView:
+    """A workloads stack's platform that cannot be read here (its stack file is elsewhere): no pools,
+    the default add-ons and storage; what depends on it is checked at preview, against its exports."""
+    return PlatformView(
+        where=where,
+        known=False,
+        exports_version=EXPORTS_VERSION,
+        cluster_name="",
+        kubernetes_version="",
+        environment="",
+        region="",
+        pools=(),
+        addons=AddonsSection(),
+        storage=StorageSection(),
+        storage_classes={},
+        gateway=GatewaySection(),
+        gateway_parent=None,
+        neuron_scheduler=None,
+        custom_metrics=None,
+        prometheus=None,
+    )
+
+
+def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
+    """One pool as teams see it: enough to re-run the fit check and to place pods on it."""
+    p = pool.config
+    return {
+        "name": p.name,
+        "accelerator": p.accelerator,
+        "instanceTypes": [t.name for t in pool.instance_types],
+        "capacityTypes": list(p.capacity_types),
+        "architecture": p.architecture,
+        "rootVolumeGiB": p.root_volume_gib,
+        # A team's multi-node group requests the pool's EFA devices (ResolvedPool.efa_per_node).
+        "efa": p.efa,
+        "localNvme": p.local_nvme,
+        "limits": p.limits.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+
+
+def _parent_export(parent: GatewayParent | None) -> dict[str, str] | None:
+    if parent is None:
+        return None
+    out = {"namespace": parent.namespace, "name": parent.name, "listener": parent.listener}
+    return {**out, "hostname": parent.hostname} if parent.hostname else out
+
+
+def export_platform(view: PlatformView) -> dict[str, Any]:
+    """The platform's exports (plain JSON values): what workloads stacks may rely on."""
+    return {
+        "exportsVersion": view.exports_version,
+        "clusterName": view.cluster_name,
+        "kubernetesVersion": view.kubernetes_version,
+        "environment": view.environment,
+        "region": view.region,
+        "nodePools": [_pool_export(p) for p in view.pools],
+        "addons": {
+            (f.alias or name): getattr(view.addons, name).enabled for name, f in AddonsSection.model_fields.items()
+        },
+        "storage": view.storage.model_dump(mode="json", by_alias=True, exclude_none=True, include=STORAGE_KEYS),
+        "storageClasses": dict(view.storage_classes),
+        "gateway": view.gateway.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "gatewayParent": _parent_export(view.gateway_parent),
+        "schedulerNames": {"neuron": view.neuron_scheduler},
+        # Added within version 2: a reader treats its absence (an older platform) as unknown.
+        "customMetrics": view.custom_metrics,
+        # Added within version 2: the Prometheus a team's KEDA triggers query; absent: unknown.
+        "prometheus": view.prometheus,
+    }
+
+
+def read_addons(exports: dict[str, Any]) -> AddonsSection:
+    return AddonsSection.model_validate({k: {"enabled": bool(v)} for k, v in (exports.get("addons") or {}).items()})
+
+
+def read_storage(exports: dict[str, Any]) -> StorageSection:
+    return StorageSection.model_validate(exports.get("storage") or {})
+
+
+def read_pools(exports: dict[str, Any]) -> tuple[ResolvedPool, ...]:
+    """The exported pools (instance types already resolved by the platform). The exports carry the
+    add-ons' on/off only, not every setting that decides a DaemonSet, so every DaemonSet that may run
+    counts on them."""
+    return tuple(
+        resolve_pool(NodePoolSection.model_validate({k: v for k, v in pool.items() if k in _POOL_KEYS}), None)
+        for pool in exports.get("nodePools") or []
+    )
+
+
+def read_parent(exports: dict[str, Any]) -> GatewayParent | None:
+    parent = exports.get("gatewayParent")
+    if not parent:
+        return None
+    return GatewayParent(
+        namespace=str(parent["namespace"]),
+        name=str(parent["name"]),
+        listener=str(parent["listener"]),
+        hostname=parent.get("hostname"),
+        own=False,
+    )
+
+
+def read_platform(exports: dict[str, Any], where: str) -> PlatformView:
+    """A platform's exports read back as the view it was exported from (`where` names them)."""
+    return PlatformView(
+        where=where,
+        known=True,
+        exports_version=int(exports.get("exportsVersion") or 0),
+        cluster_name=str(exports.get("clusterName") or ""),
+        kubernetes_version=str(exports.get("kubernetesVersion") or ""),
+        environment=str(exports.get("environment") or ""),
+        region=str(exports.get("region") or ""),
+        pools=read_pools(exports),
+        addons=read_addons(exports),
+        storage=read_storage(exports),
+        storage_classes=dict(exports.get("storageClasses") or {}),
+        gateway=GatewaySection.model_validate(exports.get("gateway") or {}),
+        gateway_parent=read_parent(exports),
+        neuron_scheduler=(exports.get("schedulerNames") or {}).get("neuron"),
+        custom_metrics=exports.get("customMetrics"),
+        prometheus=exports.get("prometheus"),
+    )
