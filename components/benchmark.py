@@ -190,15 +190,16 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
     key = secretfiles.SecretFile(env=KEY_ENV, secret=bench.api_key_secret, key=KEY, volume="api-key", directory=KEY_DIR)
     name = job_name(model, images)
     labels = {**MANAGED_BY, "app.kubernetes.io/name": "benchmark", BENCH_LABEL: model.name}
-    init = [_tokenizer_container(model, bucket, images, from_hub=repo is not None)]
+    work, aws_env = _work_mounts(), _aws_env(bucket)  # shared by the containers below
+    init = [_tokenizer_container(model, aws_env, images, from_hub=repo is not None)]
     token_volumes: list[dict[str, Any]] = []
     if repo is not None:
         secret = model.config.secrets.hugging_face_token
         init.append(_hub_tokenizer_container(model, repo, images, secret))
         token_volumes = [token_volume(secret)] if secret else []
     pod = _pod_spec(
-        init=[*init, _guidellm_container(model, bench, hostname, images, key)],
-        upload=_upload_container(model, bucket, images),
+        init=[*init, _guidellm_container(model, bench, hostname, images, key, work)],
+        upload=_upload_container(model, aws_env, work, images),
         volumes=[*secretfiles.volumes([key]), *token_volumes],
     )
     return {
@@ -243,7 +244,12 @@ def _aws_env(bucket: Any) -> list[dict[str, Any]]:
 
 
 def _guidellm_container(
-    model: ResolvedModel, bench: Benchmark, hostname: str, images: ImageTable, key: secretfiles.SecretFile
+    model: ResolvedModel,
+    bench: Benchmark,
+    hostname: str,
+    images: ImageTable,
+    key: secretfiles.SecretFile,
+    work: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """`guidellm`: the sweep and the verdict (components/bench_verdict.py), the client key from its file."""
     slo = model.config.slo
@@ -265,7 +271,7 @@ def _guidellm_container(
             {"name": "HF_HUB_OFFLINE", "value": "1"},
         ],
         "volumeMounts": [
-            *_work_mounts(),
+            *work,
             {"name": "tokenizer", "mountPath": TOKENIZER, "readOnly": True},
             *secretfiles.mounts([key]),
         ],
@@ -274,13 +280,15 @@ def _guidellm_container(
     }
 
 
-def _tokenizer_container(model: ResolvedModel, bucket: Any, images: ImageTable, *, from_hub: bool) -> dict[str, Any]:
+def _tokenizer_container(
+    model: ResolvedModel, aws_env: list[dict[str, Any]], images: ImageTable, *, from_hub: bool
+) -> dict[str, Any]:
     """`tokenizer`: copies the tokenizer files from the model's bucket prefix."""
     return {
         "name": "tokenizer",
         "image": images["model-prep-s3"].ref,
         "command": ["sh", "-c", _tokenizer_script(from_hub)],
-        "env": [*_aws_env(bucket), {"name": "MODEL_PREFIX", "value": bucket_prefix(model.config)}],
+        "env": [*aws_env, {"name": "MODEL_PREFIX", "value": bucket_prefix(model.config)}],
         "volumeMounts": [{"name": "tokenizer", "mountPath": TOKENIZER}, {"name": "tmp", "mountPath": "/tmp"}],
         "securityContext": _security(),
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
@@ -313,14 +321,16 @@ def _hub_tokenizer_container(model: ResolvedModel, repo: str, images: ImageTable
     }
 
 
-def _upload_container(model: ResolvedModel, bucket: Any, images: ImageTable) -> dict[str, Any]:
+def _upload_container(
+    model: ResolvedModel, aws_env: list[dict[str, Any]], work: list[dict[str, Any]], images: ImageTable
+) -> dict[str, Any]:
     """`upload`: copies the results to the bucket and fails the Job on a missed SLO (UPLOAD)."""
     return {
         "name": "upload",
         "image": images["model-prep-s3"].ref,
         "command": ["sh", "-c", UPLOAD],
-        "env": [*_aws_env(bucket), {"name": "BENCH_PREFIX", "value": results_prefix(model)}],
-        "volumeMounts": _work_mounts(),
+        "env": [*aws_env, {"name": "BENCH_PREFIX", "value": results_prefix(model)}],
+        "volumeMounts": work,
         "securityContext": _security(),
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
     }
