@@ -131,13 +131,13 @@ def controller_policy(scope: Scope, vpc_id: str) -> dict[str, Any]:
     (`ec2:Vpc`); it registers targets only into target groups it tagged; the service-linked role it
     may create is Elastic Load Balancing's own; the mutating WAF and Shield calls are left out (above).
     """
-    arns = _arns(scope, vpc_id)
+    arns, tagged = _arns(scope, vpc_id), _tagged()
     statements: list[dict[str, Any]] = [
         _service_linked_role_statement(scope),
         _allow("DescribeNetworkAndLoadBalancers", list(_DESCRIBE), "*"),
         _allow("LookUpCertificatesAndProtections", list(_LOOKUPS), "*"),
-        *_security_group_statements(arns),
-        *_load_balancer_statements(arns),
+        *_security_group_statements(arns, tagged),
+        *_load_balancer_statements(arns, tagged),
     ]
     return {"Version": "2012-10-17", "Statement": statements}
 
@@ -179,19 +179,21 @@ def _allow(sid: str, actions: list[str], resource: str | list[str], condition: A
     return statement
 
 
-def _requested() -> dict[str, str]:
-    """`Null` condition body: the request sets the cluster tag (creating a resource)."""
-    return {f"aws:RequestTag/{CLUSTER_TAG}": "false"}
+@dataclass(frozen=True)
+class _Tagged:
+    """The cluster-tag conditions, each one object shared by the statements that test it."""
+
+    requested: dict[str, str]  # `Null` body: the request sets the tag (creating a resource)
+    owned: dict[str, str]  # `Null` body: the resource has the tag (the controller created it)
+    retag: dict[str, Any]  # changing tags: on a resource that has the tag, by a request that does not set it
 
 
-def _owned() -> dict[str, str]:
-    """`Null` condition body: the resource has the cluster tag (the controller created it)."""
-    return {f"aws:ResourceTag/{CLUSTER_TAG}": "false"}
-
-
-def _retag() -> dict[str, Any]:
-    """Changing tags: only on a resource that has the cluster tag, by a request that does not set it."""
-    return {"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "true", f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
+def _tagged() -> _Tagged:
+    return _Tagged(
+        requested={f"aws:RequestTag/{CLUSTER_TAG}": "false"},
+        owned={f"aws:ResourceTag/{CLUSTER_TAG}": "false"},
+        retag={"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "true", f"aws:ResourceTag/{CLUSTER_TAG}": "false"}},
+    )
 
 
 def _service_linked_role_statement(scope: Scope) -> dict[str, Any]:
@@ -207,7 +209,7 @@ def _service_linked_role_statement(scope: Scope) -> dict[str, Any]:
     )
 
 
-def _security_group_statements(arns: _Arns) -> list[dict[str, Any]]:
+def _security_group_statements(arns: _Arns, tagged: _Tagged) -> list[dict[str, Any]]:
     """Security groups: ingress rules and new groups in this cluster's VPC only; tags and deletion of
     the groups the controller created only."""
     sg = arns.security_groups
@@ -219,14 +221,14 @@ def _security_group_statements(arns: _Arns) -> list[dict[str, Any]]:
             "TagSecurityGroupsOnCreate",
             ["ec2:CreateTags"],
             sg,
-            {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, "Null": _requested()},
+            {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, "Null": tagged.requested},
         ),
-        _allow("RetagOwnedSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], sg, _retag()),
-        _allow("ChangeOwnedSecurityGroups", [*ingress, "ec2:DeleteSecurityGroup"], sg, {"Null": _owned()}),
+        _allow("RetagOwnedSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], sg, tagged.retag),
+        _allow("ChangeOwnedSecurityGroups", [*ingress, "ec2:DeleteSecurityGroup"], sg, {"Null": tagged.owned}),
     ]
 
 
-def _load_balancer_statements(arns: _Arns) -> list[dict[str, Any]]:
+def _load_balancer_statements(arns: _Arns, tagged: _Tagged) -> list[dict[str, Any]]:
     """Load balancers, target groups, listeners and rules: created with the cluster tag; changed,
     retagged and given targets only when they carry it (listeners and rules: under such a balancer)."""
     balancers, listeners = arns.balancers, arns.listeners
@@ -236,7 +238,7 @@ def _load_balancer_statements(arns: _Arns) -> list[dict[str, Any]]:
             "CreateTaggedLoadBalancers",
             ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
             balancers,
-            {"Null": _requested()},
+            {"Null": tagged.requested},
         ),
         _allow(
             "ManageListenersAndRules",
@@ -248,23 +250,23 @@ def _load_balancer_statements(arns: _Arns) -> list[dict[str, Any]]:
             ],
             [*balancers, *listeners],
         ),
-        _allow("RetagOwnedLoadBalancers", list(tags), balancers, _retag()),
+        _allow("RetagOwnedLoadBalancers", list(tags), balancers, tagged.retag),
         _allow("TagListenersAndRules", list(tags), listeners),
-        _allow("ChangeOwnedLoadBalancers", list(_MODIFY_OWNED), balancers, {"Null": _owned()}),
+        _allow("ChangeOwnedLoadBalancers", list(_MODIFY_OWNED), balancers, {"Null": tagged.owned}),
         _allow(
             "TagLoadBalancersOnCreate",
             ["elasticloadbalancing:AddTags"],
             balancers,
             {
                 "StringEquals": {"elasticloadbalancing:CreateAction": ["CreateTargetGroup", "CreateLoadBalancer"]},
-                "Null": _requested(),
+                "Null": tagged.requested,
             },
         ),
         _allow(
             "RegisterTargetsInOwnedTargetGroups",
             ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
             arns.target_groups,
-            {"Null": _owned()},
+            {"Null": tagged.owned},
         ),
         _allow("ChangeListenersAndRules", list(_LISTENER_CHANGES), [*balancers, *listeners]),
     ]
