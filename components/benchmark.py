@@ -185,10 +185,37 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
     bench = model.config.benchmark
     assert bench is not None, "only for a model with benchmark"
     repo = model.hub_repo
-    slo = model.config.slo
     key = secretfiles.SecretFile(env=KEY_ENV, secret=bench.api_key_secret, key=KEY, volume="api-key", directory=KEY_DIR)
     name = job_name(model, images)
     labels = {**MANAGED_BY, "app.kubernetes.io/name": "benchmark", BENCH_LABEL: model.name}
+    work, aws_env = _work_mounts(), _aws_env(bucket)  # shared by the containers below
+    init = [_tokenizer_container(model, aws_env, images, from_hub=repo is not None)]
+    token_volumes: list[dict[str, Any]] = []
+    if repo is not None:
+        secret = model.config.secrets.hugging_face_token
+        init.append(_hub_tokenizer_container(model, repo, images, secret))
+        token_volumes = [token_volume(secret)] if secret else []
+    pod = _pod_spec(
+        init=[*init, _guidellm_container(model, bench, hostname, images, key, work)],
+        upload=_upload_container(model, aws_env, work, images),
+        volumes=[*secretfiles.volumes([key]), *token_volumes],
+    )
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": model.namespace, "labels": labels, "annotations": _annotations(bench)},
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": DEADLINE_SECONDS,
+            # No ttlSecondsAfterFinished: a Job the cluster deleted would be recreated, and so re-run, by
+            # the next `pulumi up --refresh`. The Job stays until a new name replaces it.
+            "template": {"metadata": {"labels": labels}, "spec": pod},
+        },
+    }
+
+
+def _annotations(bench: Benchmark) -> dict[str, str]:
+    """The Job's annotations: the scanner waiver for its uid; skipAwait unless the Job gates `pulumi up`."""
     annotations = scanner_waivers(
         {
             "CKV_K8S_40": "runs as uid 1001, the non-root user guidellm's image is built for (the aws CLI runs as "
@@ -198,12 +225,33 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
     )
     if not bench.gate:
         annotations["pulumi.com/skipAwait"] = "true"
-    work = [{"name": "results", "mountPath": RESULTS}, {"name": "tmp", "mountPath": "/tmp"}]
-    aws_env = [
+    return annotations
+
+
+def _work_mounts() -> list[dict[str, Any]]:
+    """The results and scratch volumes, mounted by guidellm and the upload."""
+    return [{"name": "results", "mountPath": RESULTS}, {"name": "tmp", "mountPath": "/tmp"}]
+
+
+def _aws_env(bucket: Any) -> list[dict[str, Any]]:
+    """What the aws-cli containers share: the bucket and a writable HOME."""
+    return [
         {"name": "BENCH_BUCKET", "value": bucket},
         {"name": "HOME", "value": "/tmp"},
     ]
-    runner = {
+
+
+def _guidellm_container(
+    model: ResolvedModel,
+    bench: Benchmark,
+    hostname: str,
+    images: ImageTable,
+    key: secretfiles.SecretFile,
+    work: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """`guidellm`: the sweep and the verdict (components/bench_verdict.py), the client key from its file."""
+    slo = model.config.slo
+    return {
         "name": "guidellm",
         "image": images["guidellm"].ref,
         "command": ["sh", "-c", secretfiles.exec_script([key], f'{PYTHON} -c "$BENCH_SCRIPT"'), "sh"],
@@ -228,16 +276,54 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
         "securityContext": _security(),
         "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
     }
-    tokenizer = {
+
+
+def _tokenizer_container(
+    model: ResolvedModel, aws_env: list[dict[str, Any]], images: ImageTable, *, from_hub: bool
+) -> dict[str, Any]:
+    """`tokenizer`: copies the tokenizer files from the model's bucket prefix."""
+    return {
         "name": "tokenizer",
         "image": images["model-prep-s3"].ref,
-        "command": ["sh", "-c", _tokenizer_script(repo is not None)],
+        "command": ["sh", "-c", _tokenizer_script(from_hub)],
         "env": [*aws_env, {"name": "MODEL_PREFIX", "value": model.cache.bucket_prefix}],
         "volumeMounts": [{"name": "tokenizer", "mountPath": TOKENIZER}, {"name": "tmp", "mountPath": "/tmp"}],
         "securityContext": _security(),
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
     }
-    upload = {
+
+
+def _hub_tokenizer_container(model: ResolvedModel, repo: str, images: ImageTable, secret: str | None) -> dict[str, Any]:
+    """`tokenizer-from-hub`: the Hub fallback (HUB_TOKENIZER) when the bucket has no tokenizer files;
+    `secret`: the model's Hugging Face token Secret, if any."""
+    token_env = [{"name": "HF_TOKEN_PATH", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"}] if secret else []
+    return {
+        "name": "tokenizer-from-hub",
+        "image": images["guidellm"].ref,
+        "command": [PYTHON, "-c", HUB_TOKENIZER],
+        "env": [
+            {"name": "BENCH_REPO", "value": repo},
+            {"name": "BENCH_REVISION", "value": model.config.revision},
+            {"name": "BENCH_PATTERNS", "value": json.dumps(list(TOKENIZER_FILES))},
+            {"name": "HOME", "value": "/tmp"},
+            {"name": "HF_HOME", "value": "/tmp/hf"},
+            *token_env,
+        ],
+        "volumeMounts": [
+            {"name": "tokenizer", "mountPath": TOKENIZER},
+            {"name": "tmp", "mountPath": "/tmp"},
+            *([{"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True}] if secret else []),
+        ],
+        "securityContext": _security(),
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+    }
+
+
+def _upload_container(
+    model: ResolvedModel, aws_env: list[dict[str, Any]], work: list[dict[str, Any]], images: ImageTable
+) -> dict[str, Any]:
+    """`upload`: copies the results to the bucket and fails the Job on a missed SLO (UPLOAD)."""
+    return {
         "name": "upload",
         "image": images["model-prep-s3"].ref,
         "command": ["sh", "-c", UPLOAD],
@@ -246,72 +332,33 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
         "securityContext": _security(),
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
     }
-    init = [tokenizer]
-    token_volumes: list[dict[str, Any]] = []
-    if repo is not None:
-        secret = model.config.secrets.hugging_face_token
-        token_env = [{"name": "HF_TOKEN_PATH", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"}] if secret else []
-        init.append(
-            {
-                "name": "tokenizer-from-hub",
-                "image": images["guidellm"].ref,
-                "command": [PYTHON, "-c", HUB_TOKENIZER],
-                "env": [
-                    {"name": "BENCH_REPO", "value": repo},
-                    {"name": "BENCH_REVISION", "value": model.config.revision},
-                    {"name": "BENCH_PATTERNS", "value": json.dumps(list(TOKENIZER_FILES))},
-                    {"name": "HOME", "value": "/tmp"},
-                    {"name": "HF_HOME", "value": "/tmp/hf"},
-                    *token_env,
-                ],
-                "volumeMounts": [
-                    {"name": "tokenizer", "mountPath": TOKENIZER},
-                    {"name": "tmp", "mountPath": "/tmp"},
-                    *([{"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True}] if secret else []),
-                ],
-                "securityContext": _security(),
-                "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-            }
-        )
-        token_volumes = [token_volume(secret)] if secret else []
+
+
+def _pod_spec(*, init: list[dict[str, Any]], upload: dict[str, Any], volumes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Job's pod: `init` in order, then `upload`; `volumes` after the results, tokenizer and tmp ones."""
     return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": model.namespace, "labels": labels, "annotations": annotations},
-        "spec": {
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": DEADLINE_SECONDS,
-            # No ttlSecondsAfterFinished: a Job the cluster deleted would be recreated, and so re-run, by
-            # the next `pulumi up --refresh`. The Job stays until a new name replaces it.
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "serviceAccountName": BENCH_SERVICE_ACCOUNT,
-                    # The Job never calls the Kubernetes API; Pod Identity mounts its own token
-                    # (eks-pod-identity-token), independent of this.
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    # guidellm's image runs as 1001; the aws CLI runs as anyone with HOME writable.
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 1001,
-                        "runAsGroup": 1001,
-                        "fsGroup": 1001,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "initContainers": [*init, runner],
-                    "containers": [upload],
-                    "volumes": [
-                        {"name": "results", "emptyDir": {}},
-                        {"name": "tokenizer", "emptyDir": {}},
-                        {"name": "tmp", "emptyDir": {}},
-                        *secretfiles.volumes([key]),
-                        *token_volumes,
-                    ],
-                },
-            },
+        "restartPolicy": "Never",
+        "serviceAccountName": BENCH_SERVICE_ACCOUNT,
+        # The Job never calls the Kubernetes API; Pod Identity mounts its own token
+        # (eks-pod-identity-token), independent of this.
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        # guidellm's image runs as 1001; the aws CLI runs as anyone with HOME writable.
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 1001,
+            "runAsGroup": 1001,
+            "fsGroup": 1001,
+            "seccompProfile": {"type": "RuntimeDefault"},
         },
+        "initContainers": init,
+        "containers": [upload],
+        "volumes": [
+            {"name": "results", "emptyDir": {}},
+            {"name": "tokenizer", "emptyDir": {}},
+            {"name": "tmp", "emptyDir": {}},
+            *volumes,
+        ],
     }
 
 

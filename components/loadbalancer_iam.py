@@ -7,6 +7,7 @@ facts without loading the Pulumi SDK.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from stacks.config.addons import AddonsSection
@@ -129,132 +130,142 @@ def controller_policy(scope: Scope, vpc_id: str) -> dict[str, Any]:
     (`ec2:Vpc`); it registers targets only into target groups it tagged; the service-linked role it
     may create is Elastic Load Balancing's own; the mutating WAF and Shield calls are left out (above).
     """
-    requested = {f"aws:RequestTag/{CLUSTER_TAG}": "false"}  # the request sets the tag
-    owned = {f"aws:ResourceTag/{CLUSTER_TAG}": "false"}  # the resource has the tag
-    retag = {"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "true", f"aws:ResourceTag/{CLUSTER_TAG}": "false"}}
+    arns, tagged = _arns(scope, vpc_id), _tagged()
+    statements: list[dict[str, Any]] = [
+        _service_linked_role_statement(scope),
+        _allow("DescribeNetworkAndLoadBalancers", list(_DESCRIBE), "*"),
+        _allow("LookUpCertificatesAndProtections", list(_LOOKUPS), "*"),
+        *_security_group_statements(arns, tagged),
+        *_load_balancer_statements(arns, tagged),
+    ]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+@dataclass(frozen=True)
+class _Arns:
+    """The ARN patterns the statements name, each in this account and region."""
+
+    security_groups: str
+    vpc: str
+    target_groups: str
+    balancers: list[str]  # target groups and network and application load balancers
+    listeners: list[str]  # their listeners and listener rules
+
+
+def _arns(scope: Scope, vpc_id: str) -> _Arns:
     p, region, account = scope.partition, scope.region, scope.account
-    sg = f"arn:{p}:ec2:{region}:{account}:security-group/*"
-    vpc = f"arn:{p}:ec2:{region}:{account}:vpc/{vpc_id}"
     elb = f"arn:{p}:elasticloadbalancing:{region}:{account}"
     target_groups = f"{elb}:targetgroup/*/*"
-    balancers = [target_groups, f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"]
-    listeners = [
-        f"{elb}:listener/net/*/*/*",
-        f"{elb}:listener/app/*/*/*",
-        f"{elb}:listener-rule/net/*/*/*",
-        f"{elb}:listener-rule/app/*/*/*",
+    return _Arns(
+        security_groups=f"arn:{p}:ec2:{region}:{account}:security-group/*",
+        vpc=f"arn:{p}:ec2:{region}:{account}:vpc/{vpc_id}",
+        target_groups=target_groups,
+        balancers=[target_groups, f"{elb}:loadbalancer/net/*/*", f"{elb}:loadbalancer/app/*/*"],
+        listeners=[
+            f"{elb}:listener/net/*/*/*",
+            f"{elb}:listener/app/*/*/*",
+            f"{elb}:listener-rule/net/*/*/*",
+            f"{elb}:listener-rule/app/*/*/*",
+        ],
+    )
+
+
+def _allow(sid: str, actions: list[str], resource: str | list[str], condition: Any = None) -> dict[str, Any]:
+    """One Allow statement; `Condition` only when given."""
+    statement: dict[str, Any] = {"Sid": sid, "Effect": "Allow", "Action": actions, "Resource": resource}
+    if condition is not None:
+        statement["Condition"] = condition
+    return statement
+
+
+@dataclass(frozen=True)
+class _Tagged:
+    """The cluster-tag conditions, each one object shared by the statements that test it."""
+
+    requested: dict[str, str]  # `Null` body: the request sets the tag (creating a resource)
+    owned: dict[str, str]  # `Null` body: the resource has the tag (the controller created it)
+    retag: dict[str, Any]  # changing tags: on a resource that has the tag, by a request that does not set it
+
+
+def _tagged() -> _Tagged:
+    return _Tagged(
+        requested={f"aws:RequestTag/{CLUSTER_TAG}": "false"},
+        owned={f"aws:ResourceTag/{CLUSTER_TAG}": "false"},
+        retag={"Null": {f"aws:RequestTag/{CLUSTER_TAG}": "true", f"aws:ResourceTag/{CLUSTER_TAG}": "false"}},
+    )
+
+
+def _service_linked_role_statement(scope: Scope) -> dict[str, Any]:
+    """Creating a service-linked role: Elastic Load Balancing's own only."""
+    return _allow(
+        "CreateTheLoadBalancingServiceLinkedRole",
+        ["iam:CreateServiceLinkedRole"],
+        (
+            f"arn:{scope.partition}:iam::{scope.account}:role/aws-service-role/elasticloadbalancing.amazonaws.com/"
+            "AWSServiceRoleForElasticLoadBalancing"
+        ),
+        {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
+    )
+
+
+def _security_group_statements(arns: _Arns, tagged: _Tagged) -> list[dict[str, Any]]:
+    """Security groups: ingress rules and new groups in this cluster's VPC only; tags and deletion of
+    the groups the controller created only."""
+    sg = arns.security_groups
+    ingress = ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"]
+    return [
+        _allow("OpenTargetPortsInThisVpc", list(ingress), sg, {"ArnEquals": {"ec2:Vpc": arns.vpc}}),
+        _allow("CreateSecurityGroupsInThisVpc", ["ec2:CreateSecurityGroup"], [sg, arns.vpc]),
+        _allow(
+            "TagSecurityGroupsOnCreate",
+            ["ec2:CreateTags"],
+            sg,
+            {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, "Null": tagged.requested},
+        ),
+        _allow("RetagOwnedSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], sg, tagged.retag),
+        _allow("ChangeOwnedSecurityGroups", [*ingress, "ec2:DeleteSecurityGroup"], sg, {"Null": tagged.owned}),
     ]
-    statements: list[dict[str, Any]] = [
-        {
-            "Sid": "CreateTheLoadBalancingServiceLinkedRole",
-            "Effect": "Allow",
-            "Action": ["iam:CreateServiceLinkedRole"],
-            "Resource": (
-                f"arn:{p}:iam::{account}:role/aws-service-role/elasticloadbalancing.amazonaws.com/"
-                "AWSServiceRoleForElasticLoadBalancing"
-            ),
-            "Condition": {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
-        },
-        {"Sid": "DescribeNetworkAndLoadBalancers", "Effect": "Allow", "Action": list(_DESCRIBE), "Resource": "*"},
-        {"Sid": "LookUpCertificatesAndProtections", "Effect": "Allow", "Action": list(_LOOKUPS), "Resource": "*"},
-        {
-            "Sid": "OpenTargetPortsInThisVpc",
-            "Effect": "Allow",
-            "Action": ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
-            "Resource": sg,
-            "Condition": {"ArnEquals": {"ec2:Vpc": vpc}},
-        },
-        {
-            "Sid": "CreateSecurityGroupsInThisVpc",
-            "Effect": "Allow",
-            "Action": ["ec2:CreateSecurityGroup"],
-            "Resource": [sg, vpc],
-        },
-        {
-            "Sid": "TagSecurityGroupsOnCreate",
-            "Effect": "Allow",
-            "Action": ["ec2:CreateTags"],
-            "Resource": sg,
-            "Condition": {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, "Null": requested},
-        },
-        {
-            "Sid": "RetagOwnedSecurityGroups",
-            "Effect": "Allow",
-            "Action": ["ec2:CreateTags", "ec2:DeleteTags"],
-            "Resource": sg,
-            "Condition": retag,
-        },
-        {
-            "Sid": "ChangeOwnedSecurityGroups",
-            "Effect": "Allow",
-            "Action": [
-                "ec2:AuthorizeSecurityGroupIngress",
-                "ec2:RevokeSecurityGroupIngress",
-                "ec2:DeleteSecurityGroup",
-            ],
-            "Resource": sg,
-            "Condition": {"Null": owned},
-        },
-        {
-            "Sid": "CreateTaggedLoadBalancers",
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
-            "Resource": balancers,
-            "Condition": {"Null": requested},
-        },
-        {
-            "Sid": "ManageListenersAndRules",
-            "Effect": "Allow",
-            "Action": [
+
+
+def _load_balancer_statements(arns: _Arns, tagged: _Tagged) -> list[dict[str, Any]]:
+    """Load balancers, target groups, listeners and rules: created with the cluster tag; changed,
+    retagged and given targets only when they carry it (listeners and rules: under such a balancer)."""
+    balancers, listeners = arns.balancers, arns.listeners
+    tags = ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"]
+    return [
+        _allow(
+            "CreateTaggedLoadBalancers",
+            ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
+            balancers,
+            {"Null": tagged.requested},
+        ),
+        _allow(
+            "ManageListenersAndRules",
+            [
                 "elasticloadbalancing:CreateListener",
                 "elasticloadbalancing:DeleteListener",
                 "elasticloadbalancing:CreateRule",
                 "elasticloadbalancing:DeleteRule",
             ],
-            "Resource": [*balancers, *listeners],
-        },
-        {
-            "Sid": "RetagOwnedLoadBalancers",
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-            "Resource": balancers,
-            "Condition": retag,
-        },
-        {
-            "Sid": "TagListenersAndRules",
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-            "Resource": listeners,
-        },
-        {
-            "Sid": "ChangeOwnedLoadBalancers",
-            "Effect": "Allow",
-            "Action": list(_MODIFY_OWNED),
-            "Resource": balancers,
-            "Condition": {"Null": owned},
-        },
-        {
-            "Sid": "TagLoadBalancersOnCreate",
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:AddTags"],
-            "Resource": balancers,
-            "Condition": {
+            [*balancers, *listeners],
+        ),
+        _allow("RetagOwnedLoadBalancers", list(tags), balancers, tagged.retag),
+        _allow("TagListenersAndRules", list(tags), listeners),
+        _allow("ChangeOwnedLoadBalancers", list(_MODIFY_OWNED), balancers, {"Null": tagged.owned}),
+        _allow(
+            "TagLoadBalancersOnCreate",
+            ["elasticloadbalancing:AddTags"],
+            balancers,
+            {
                 "StringEquals": {"elasticloadbalancing:CreateAction": ["CreateTargetGroup", "CreateLoadBalancer"]},
-                "Null": requested,
+                "Null": tagged.requested,
             },
-        },
-        {
-            "Sid": "RegisterTargetsInOwnedTargetGroups",
-            "Effect": "Allow",
-            "Action": ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
-            "Resource": target_groups,
-            "Condition": {"Null": owned},
-        },
-        {
-            "Sid": "ChangeListenersAndRules",
-            "Effect": "Allow",
-            "Action": list(_LISTENER_CHANGES),
-            "Resource": [*balancers, *listeners],
-        },
+        ),
+        _allow(
+            "RegisterTargetsInOwnedTargetGroups",
+            ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
+            arns.target_groups,
+            {"Null": tagged.owned},
+        ),
+        _allow("ChangeListenersAndRules", list(_LISTENER_CHANGES), [*balancers, *listeners]),
     ]
-    return {"Version": "2012-10-17", "Statement": statements}

@@ -87,6 +87,24 @@ class Network(pulumi.ComponentResource):
         igw = aws.ec2.InternetGateway(
             f"{name}-igw", vpc_id=vpc.id, tags={**args.tags, "Name": args.cluster_name}, opts=child
         )
+        public, nats = self._create_public_subnets(name, args, child, vpc, igw, zone_names, public_cidrs)
+        private = self._create_private_subnets(name, args, child, vpc, zone_names, private_cidrs, nats)
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private])
+        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public])
+
+    def _create_public_subnets(
+        self,
+        name: str,
+        args: NetworkArgs,
+        child: pulumi.ResourceOptions,
+        vpc: aws.ec2.Vpc,
+        igw: aws.ec2.InternetGateway,
+        zone_names: list[pulumi.Output[str]],
+        cidrs: list[str],
+    ) -> tuple[list[aws.ec2.Subnet], list[aws.ec2.NatGateway]]:
+        """One public subnet per zone routed to the internet gateway, and the NAT gateways in them
+        (one per zone with `nat_per_zone`, else one in the first zone)."""
         public_rt = aws.ec2.RouteTable(
             f"{name}-public",
             vpc_id=vpc.id,
@@ -94,12 +112,12 @@ class Network(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{args.cluster_name}-public"},
             opts=child,
         )
-        public, private, nats = [], [], []
+        public, nats = [], []
         for i, zone in enumerate(zone_names):
             pub = aws.ec2.Subnet(
                 f"{name}-public-{i}",
                 vpc_id=vpc.id,
-                cidr_block=public_cidrs[i],
+                cidr_block=cidrs[i],
                 availability_zone=zone,
                 map_public_ip_on_launch=False,
                 tags={**args.tags, **subnet_tags(args.cluster_name, True), "Name": f"{args.cluster_name}-public-{i}"},
@@ -125,11 +143,26 @@ class Network(pulumi.ComponentResource):
                         opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
                     )
                 )
+        return public, nats
+
+    def _create_private_subnets(
+        self,
+        name: str,
+        args: NetworkArgs,
+        child: pulumi.ResourceOptions,
+        vpc: aws.ec2.Vpc,
+        zone_names: list[pulumi.Output[str]],
+        cidrs: list[str],
+        nats: list[aws.ec2.NatGateway],
+    ) -> list[aws.ec2.Subnet]:
+        """One private subnet per zone, each with its own route table out through its zone's NAT
+        gateway (or the one NAT gateway)."""
+        private = []
         for i, zone in enumerate(zone_names):
             priv = aws.ec2.Subnet(
                 f"{name}-private-{i}",
                 vpc_id=vpc.id,
-                cidr_block=private_cidrs[i],
+                cidr_block=cidrs[i],
                 availability_zone=zone,
                 tags={**args.tags, **subnet_tags(args.cluster_name, False), "Name": f"{args.cluster_name}-private-{i}"},
                 opts=child,
@@ -144,6 +177,4 @@ class Network(pulumi.ComponentResource):
             )
             aws.ec2.RouteTableAssociation(f"{name}-private-{i}", subnet_id=priv.id, route_table_id=rt.id, opts=child)
             private.append(priv)
-        self.vpc_id = vpc.id
-        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private])
-        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public])
+        return private

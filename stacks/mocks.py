@@ -241,80 +241,22 @@ class RecordingMocks(pulumi.runtime.Mocks):
         typ, name, inputs = args.typ, args.name, dict(args.inputs)
         region = stack_region()
         h = _hex(f"{typ}/{name}")
-        rid = f"{name}-{h[:8]}"
         out: dict[str, Any] = dict(inputs)
-        if typ == "aws:ec2/vpc:Vpc":
-            rid = f"vpc-{h}"
-            out.update(arn=_arn("ec2", f"vpc/{rid}"), defaultSecurityGroupId=f"sg-{h}")
-        elif typ == "aws:ec2/subnet:Subnet":
-            rid = f"subnet-{h}"
-            out.update(arn=_arn("ec2", f"subnet/{rid}"))
-        elif typ == "aws:ec2/securityGroup:SecurityGroup":
-            rid = f"sg-{h}"
-            out.update(arn=_arn("ec2", f"security-group/{rid}"))
-        elif typ in (
-            "aws:ec2/internetGateway:InternetGateway",
-            "aws:ec2/natGateway:NatGateway",
-            "aws:ec2/eip:Eip",
-            "aws:ec2/routeTable:RouteTable",
-        ):
-            prefix = {"InternetGateway": "igw", "NatGateway": "nat", "Eip": "eipalloc", "RouteTable": "rtb"}
-            rid = f"{prefix[typ.rsplit(':', 1)[1]]}-{h}"
-            if typ.endswith("Eip"):
-                out.update(allocationId=rid, publicIp="198.51.100.10")
-        elif typ == "aws:iam/role:Role":
-            role = inputs.get("name") or f"{name}-{h[:7]}"
-            rid = role
-            out.update(arn=f"arn:aws:iam::{ACCOUNT}:role/{role}", name=role, uniqueId=f"AROA{h.upper()}")
-        elif typ == "aws:iam/policy:Policy":
-            pol = inputs.get("name") or f"{name}-{h[:7]}"
-            rid = f"arn:aws:iam::{ACCOUNT}:policy/{pol}"
-            out.update(arn=rid, name=pol)
-        elif typ == "aws:iam/instanceProfile:InstanceProfile":
-            rid = inputs.get("name") or name
-            out.update(arn=f"arn:aws:iam::{ACCOUNT}:instance-profile/{rid}", name=rid)
-        elif typ == "aws:kms/key:Key":
-            rid = f"{h[:8]}-{h[8:12]}-4{h[12:15]}-8{h[:3]}-{_hex(name, 12)}"
-            out.update(arn=_arn("kms", f"key/{rid}"), keyId=rid)
-        elif typ == "aws:sqs/queue:Queue":
-            qname = inputs.get("name") or name
-            rid = f"https://sqs.{region}.amazonaws.com/{ACCOUNT}/{qname}"
-            out.update(arn=_arn("sqs", qname), url=rid, name=qname)
-        elif typ == "aws:cloudwatch/eventRule:EventRule":
-            rname = inputs.get("name") or name
-            rid = rname
-            out.update(arn=_arn("events", f"rule/{rname}"), name=rname)
-        elif typ in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
-            bucket = inputs.get("bucket") or f"{name}-{h[:8]}"
-            rid = bucket
-            out.update(bucket=bucket, arn=f"arn:aws:s3:::{bucket}", bucketDomainName=f"{bucket}.s3.amazonaws.com")
-        elif typ == "aws:efs/fileSystem:FileSystem":
-            rid = f"fs-{h}"
-            out.update(arn=_arn("elasticfilesystem", f"file-system/{rid}"), dnsName=f"{rid}.efs.{region}.amazonaws.com")
-        elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
-            rid = f"fs-{h}"
-            out.update(
-                arn=_arn("fsx", f"file-system/{rid}"), dnsName=f"{rid}.fsx.{region}.amazonaws.com", mountName=h[:8]
-            )
-        elif typ == "aws:eks/addon:Addon":
-            rid = f"{inputs.get('clusterName')}:{inputs.get('addonName')}"
-            out.update(arn=_arn("eks", f"addon/{inputs.get('clusterName')}/{inputs.get('addonName')}/{h[:8]}"))
-        elif typ == "aws:eks/nodeGroup:NodeGroup":
-            rid = f"{inputs.get('clusterName')}:{inputs.get('nodeGroupName') or name}"
-            out.update(arn=_arn("eks", f"nodegroup/{inputs.get('clusterName')}/{name}/{h[:8]}"), status="ACTIVE")
-        elif typ == "aws:eks/podIdentityAssociation:PodIdentityAssociation":
-            rid = f"a-{h}"
-            out.update(associationArn=_arn("eks", f"podidentityassociation/{rid}"), associationId=rid)
-        elif typ == "aws:acm/certificate:Certificate":
-            rid = _arn("acm", f"certificate/{h[:8]}-{h[8:12]}-{h[12:16]}")
-            out.update(arn=rid)
-        elif typ == "pulumi:pulumi:StackReference":
+        if typ == "pulumi:pulumi:StackReference":
             rid = inputs.get("name") or name
             out.update(self._stack_reference_outputs(rid))
-        elif typ == "eks:index:Cluster":
+            return rid, out
+        if typ == "eks:index:Cluster":
             rid = inputs.get("name") or name
             out.update(self._cluster_outputs(args, rid))
-        return rid, out
+            return rid, out
+        for outputs in _AWS_OUTPUTS:
+            found = outputs(typ, name, h, inputs, region)
+            if found is not None:
+                rid, extra = found
+                out.update(extra)
+                return rid, out
+        return f"{name}-{h[:8]}", out
 
     def _stack_reference_outputs(self, stack_ref: str) -> dict[str, Any]:
         """A platform stack's outputs: its exports computed from its stack file in this repository
@@ -384,6 +326,111 @@ class RecordingMocks(pulumi.runtime.Mocks):
             )
             out["eksCluster"] = {rpc._special_sig_key: rpc._special_resource_sig, "urn": urn, "id": cluster_name}
         return out
+
+
+# ---- realistic outputs of the AWS resources the program reads, by service ---------------------------
+# Each takes (type, name, digest of type and name, inputs, region) and returns the resource's id and
+# the outputs it adds to its inputs, or None for a type it does not answer.
+_Found = tuple[str, dict[str, Any]] | None
+
+
+def _network_outputs(typ: str, name: str, h: str, inputs: dict[str, Any], region: str) -> _Found:
+    """VPCs, subnets, security groups, gateways, Elastic IPs and route tables."""
+    if typ == "aws:ec2/vpc:Vpc":
+        rid = f"vpc-{h}"
+        return rid, {"arn": _arn("ec2", f"vpc/{rid}"), "defaultSecurityGroupId": f"sg-{h}"}
+    if typ == "aws:ec2/subnet:Subnet":
+        rid = f"subnet-{h}"
+        return rid, {"arn": _arn("ec2", f"subnet/{rid}")}
+    if typ == "aws:ec2/securityGroup:SecurityGroup":
+        rid = f"sg-{h}"
+        return rid, {"arn": _arn("ec2", f"security-group/{rid}")}
+    if typ in (
+        "aws:ec2/internetGateway:InternetGateway",
+        "aws:ec2/natGateway:NatGateway",
+        "aws:ec2/eip:Eip",
+        "aws:ec2/routeTable:RouteTable",
+    ):
+        prefix = {"InternetGateway": "igw", "NatGateway": "nat", "Eip": "eipalloc", "RouteTable": "rtb"}
+        rid = f"{prefix[typ.rsplit(':', 1)[1]]}-{h}"
+        return rid, ({"allocationId": rid, "publicIp": "198.51.100.10"} if typ.endswith("Eip") else {})
+    return None
+
+
+def _iam_outputs(typ: str, name: str, h: str, inputs: dict[str, Any], region: str) -> _Found:
+    """Roles, policies and instance profiles, under their given names or generated ones."""
+    if typ == "aws:iam/role:Role":
+        role = inputs.get("name") or f"{name}-{h[:7]}"
+        return role, {"arn": f"arn:aws:iam::{ACCOUNT}:role/{role}", "name": role, "uniqueId": f"AROA{h.upper()}"}
+    if typ == "aws:iam/policy:Policy":
+        pol = inputs.get("name") or f"{name}-{h[:7]}"
+        rid = f"arn:aws:iam::{ACCOUNT}:policy/{pol}"
+        return rid, {"arn": rid, "name": pol}
+    if typ == "aws:iam/instanceProfile:InstanceProfile":
+        rid = inputs.get("name") or name
+        return rid, {"arn": f"arn:aws:iam::{ACCOUNT}:instance-profile/{rid}", "name": rid}
+    return None
+
+
+def _key_queue_and_certificate_outputs(typ: str, name: str, h: str, inputs: dict[str, Any], region: str) -> _Found:
+    """KMS keys, SQS queues, EventBridge rules and ACM certificates."""
+    if typ == "aws:kms/key:Key":
+        rid = f"{h[:8]}-{h[8:12]}-4{h[12:15]}-8{h[:3]}-{_hex(name, 12)}"
+        return rid, {"arn": _arn("kms", f"key/{rid}"), "keyId": rid}
+    if typ == "aws:sqs/queue:Queue":
+        qname = inputs.get("name") or name
+        rid = f"https://sqs.{region}.amazonaws.com/{ACCOUNT}/{qname}"
+        return rid, {"arn": _arn("sqs", qname), "url": rid, "name": qname}
+    if typ == "aws:cloudwatch/eventRule:EventRule":
+        rname = inputs.get("name") or name
+        return rname, {"arn": _arn("events", f"rule/{rname}"), "name": rname}
+    if typ == "aws:acm/certificate:Certificate":
+        rid = _arn("acm", f"certificate/{h[:8]}-{h[8:12]}-{h[12:16]}")
+        return rid, {"arn": rid}
+    return None
+
+
+def _storage_outputs(typ: str, name: str, h: str, inputs: dict[str, Any], region: str) -> _Found:
+    """S3 buckets and EFS and FSx for Lustre file systems."""
+    if typ in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
+        bucket = inputs.get("bucket") or f"{name}-{h[:8]}"
+        return bucket, {
+            "bucket": bucket,
+            "arn": f"arn:aws:s3:::{bucket}",
+            "bucketDomainName": f"{bucket}.s3.amazonaws.com",
+        }
+    if typ == "aws:efs/fileSystem:FileSystem":
+        rid = f"fs-{h}"
+        return rid, {
+            "arn": _arn("elasticfilesystem", f"file-system/{rid}"),
+            "dnsName": f"{rid}.efs.{region}.amazonaws.com",
+        }
+    if typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
+        rid = f"fs-{h}"
+        return rid, {
+            "arn": _arn("fsx", f"file-system/{rid}"),
+            "dnsName": f"{rid}.fsx.{region}.amazonaws.com",
+            "mountName": h[:8],
+        }
+    return None
+
+
+def _eks_outputs(typ: str, name: str, h: str, inputs: dict[str, Any], region: str) -> _Found:
+    """EKS add-ons, managed node groups and Pod Identity associations."""
+    cluster = inputs.get("clusterName")
+    if typ == "aws:eks/addon:Addon":
+        rid = f"{cluster}:{inputs.get('addonName')}"
+        return rid, {"arn": _arn("eks", f"addon/{cluster}/{inputs.get('addonName')}/{h[:8]}")}
+    if typ == "aws:eks/nodeGroup:NodeGroup":
+        rid = f"{cluster}:{inputs.get('nodeGroupName') or name}"
+        return rid, {"arn": _arn("eks", f"nodegroup/{cluster}/{name}/{h[:8]}"), "status": "ACTIVE"}
+    if typ == "aws:eks/podIdentityAssociation:PodIdentityAssociation":
+        rid = f"a-{h}"
+        return rid, {"associationArn": _arn("eks", f"podidentityassociation/{rid}"), "associationId": rid}
+    return None
+
+
+_AWS_OUTPUTS = (_network_outputs, _iam_outputs, _key_queue_and_certificate_outputs, _storage_outputs, _eks_outputs)
 
 
 class RecordingMonitor(MockMonitor):

@@ -334,6 +334,35 @@ _STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bo
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 
 
+def _plain_node(dumper: Any, value: Any, seen: set[int]) -> Node:
+    """The node SafeRepresenter would build for `value` (same tags, plain style, block collections),
+    in one pass; _NotPlainError for anything but str/int/bool/None/float/dict/list, or for a dict or
+    list met twice (`seen`: SafeRepresenter would write an alias). `dumper` represents the floats."""
+    kind = type(value)
+    if kind is str:
+        return ScalarNode(_STR, value)
+    if kind is dict or kind is list:
+        if id(value) in seen:
+            raise _NotPlainError
+        seen.add(id(value))
+        if kind is dict:
+            return MappingNode(
+                _MAP,
+                [(_plain_node(dumper, k, seen), _plain_node(dumper, v, seen)) for k, v in value.items()],
+                flow_style=False,
+            )
+        return SequenceNode(_SEQ, [_plain_node(dumper, v, seen) for v in value], flow_style=False)
+    if kind is bool:
+        return ScalarNode(_BOOL, "true" if value else "false")
+    if kind is int:
+        return ScalarNode(_INT, str(value))
+    if value is None:
+        return ScalarNode(_NULL, "null")
+    if kind is float:
+        return dumper.represent_float(value)
+    raise _NotPlainError
+
+
 def render_dumper(base: Any) -> Any:
     """`base` (CSafeDumper, or SafeDumper without libyaml), writing the same documents faster."""
 
@@ -353,34 +382,11 @@ def render_dumper(base: Any) -> Any:
                 super().represent(data)
                 return
             try:
-                node = self._node(data, set())
+                node = _plain_node(self, data, set())
             except _NotPlainError:
                 super().represent(data)
                 return
             self.serialize(node)
-
-        def _node(self, value: Any, seen: set[int]) -> Node:
-            kind = type(value)
-            if kind is str:
-                return ScalarNode(_STR, value)
-            if kind is dict or kind is list:
-                if id(value) in seen:
-                    raise _NotPlainError
-                seen.add(id(value))
-                if kind is dict:
-                    return MappingNode(
-                        _MAP, [(self._node(k, seen), self._node(v, seen)) for k, v in value.items()], flow_style=False
-                    )
-                return SequenceNode(_SEQ, [self._node(v, seen) for v in value], flow_style=False)
-            if kind is bool:
-                return ScalarNode(_BOOL, "true" if value else "false")
-            if kind is int:
-                return ScalarNode(_INT, str(value))
-            if value is None:
-                return ScalarNode(_NULL, "null")
-            if kind is float:
-                return self.represent_float(value)
-            raise _NotPlainError
 
         def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
             if kind is not ScalarNode or self.yaml_path_resolvers:

@@ -62,17 +62,15 @@ class Capacity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Capacity", name, None, opts)
-        addons = args.addons
-        cluster = args.cluster_name
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
 
         karpenter = Karpenter(
             f"{name}-karpenter",
             KarpenterArgs(
-                cluster_name=cluster,
+                cluster_name=args.cluster_name,
                 cluster=args.cluster,
                 region=args.region,
-                chart=chart("karpenter", addons.karpenter.version),
+                chart=chart("karpenter", args.addons.karpenter.version),
                 crd_chart=chart("karpenter-crd"),
                 static_capacity=needs_static_capacity(args.pools),
                 provider=args.provider,
@@ -82,7 +80,20 @@ class Capacity(pulumi.ComponentResource):
         )
         self.release = karpenter.release
         self.node_role_name = karpenter.node_role_name
+        self._create_node_pools(name, args, karpenter, k8s_opts)
+        self._install_device_plugins(name, args, k8s_opts)
+        self.register_outputs(
+            {
+                "nodeRoleName": self.node_role_name,
+                "interruptionQueue": karpenter.queue_name,
+            }
+        )
 
+    def _create_node_pools(
+        self, name: str, args: CapacityArgs, karpenter: Karpenter, k8s_opts: pulumi.ResourceOptions
+    ) -> None:
+        """One EC2NodeClass and NodePool per pool, after Karpenter's release (their CRDs) and, when
+        some pool has EFA, after the EFA security group their nodes carry."""
         after_crds = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[karpenter.release]))
         if needs_efa_plugin(args.pools):
             efa_group = self._efa_security_group(name, args)
@@ -90,7 +101,7 @@ class Capacity(pulumi.ComponentResource):
         for resolved in args.pools:
             pool = resolved.config
             node_class = apply(
-                ec2_node_class(resolved, cluster=cluster, node_role=karpenter.node_role_name, tags=args.tags),
+                ec2_node_class(resolved, cluster=args.cluster_name, node_role=karpenter.node_role_name, tags=args.tags),
                 after_crds,
                 name=f"{name}-nodeclass-{pool.name}",
             )
@@ -100,6 +111,10 @@ class Capacity(pulumi.ComponentResource):
                 name=f"{name}-nodepool-{pool.name}",
             )
 
+    def _install_device_plugins(self, name: str, args: CapacityArgs, k8s_opts: pulumi.ResourceOptions) -> None:
+        """The NVIDIA device plugin, the Neuron chart and the EFA device plugin, each only where some
+        pool needs it."""
+        addons = args.addons
         if needs_nvidia_plugin(addons, args.pools):
             release(
                 f"{name}-nvidia-device-plugin",
@@ -127,12 +142,6 @@ class Capacity(pulumi.ComponentResource):
                 values=efa_values(args.pools),
                 opts=k8s_opts,
             )
-        self.register_outputs(
-            {
-                "nodeRoleName": self.node_role_name,
-                "interruptionQueue": karpenter.queue_name,
-            }
-        )
 
     def _efa_security_group(self, name: str, args: CapacityArgs) -> list[pulumi.Resource]:
         """The group EFA pools' nodes carry beside the cluster's, open to itself for all traffic in

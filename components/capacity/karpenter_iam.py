@@ -35,6 +35,17 @@ def node_lifecycle(s: Scope) -> dict[str, Any]:
     owned = {f"aws:ResourceTag/{s.cluster_tag}": "owned"}
     request_tags = {f"aws:RequestTag/{s.cluster_tag}": "owned", "aws:RequestTag/eks:eks-cluster-name": s.cluster}
     return _doc(
+        *_launch_statements(s, launched, owned, request_tags),
+        *_tag_and_delete_statements(s, launched, owned, request_tags),
+    )
+
+
+def _launch_statements(
+    s: Scope, launched: list[str], owned: dict[str, str], request_tags: dict[str, str]
+) -> list[dict[str, Any]]:
+    """RunInstances and CreateFleet: from this cluster's images, subnets and security groups, with an
+    owned launch template, creating only resources tagged for this cluster and a NodePool."""
+    return [
         {
             "Sid": "AllowScopedEC2InstanceAccessActions",
             "Effect": "Allow",
@@ -65,6 +76,15 @@ def node_lifecycle(s: Scope) -> dict[str, Any]:
                 "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
             },
         },
+    ]
+
+
+def _tag_and_delete_statements(
+    s: Scope, launched: list[str], owned: dict[str, str], request_tags: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Tagging what a launch creates, retagging owned instances (node claim and name only), and
+    terminating owned instances and templates."""
+    return [
         {
             "Sid": "AllowScopedResourceCreationTagging",
             "Effect": "Allow",
@@ -99,7 +119,7 @@ def node_lifecycle(s: Scope) -> dict[str, Any]:
             "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
             "Condition": {"StringEquals": owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
         },
-    )
+    ]
 
 
 def iam_integration(s: Scope, node_role_arn: str) -> dict[str, Any]:

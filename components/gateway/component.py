@@ -13,6 +13,7 @@ pure builders in `routing.py`, `picker.py` and `isolation.py`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pulumi
@@ -29,6 +30,10 @@ from . import isolation, picker
 from .routing import envoy_gateway_values, gateway_objects, interceptor_grant, model_routing
 
 __all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
+
+# FrontDoor's options for an object after the namespaces it names (those this stack creates) and,
+# unless `crds=False`, after the installers of the CRDs it needs.
+_After = Callable[..., pulumi.ResourceOptions]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,32 +120,44 @@ class FrontDoor(pulumi.ComponentResource):
 
         exposed = [s for s in args.served if s.expose]
         if gw.enabled or not parent.own:
-            if args.owns_listener:
-                for obj in gateway_objects(gw, parent):
-                    apply(obj, after(parent.namespace))
-            for served in exposed:
-                for obj in model_routing(gw, served, parent):
-                    apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
-                if served.routing is not None and served.routing.picker:
-                    self._picker(name, served, args, after(served.namespace, crds=False), after(parent.namespace))
-            if args.interceptor is not None:
-                wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
-                apply(interceptor_grant(parent), pulumi.ResourceOptions.merge(wake_opts, after(parent.namespace)))
-                policy = isolation.interceptor_ingress(
-                    gateway_namespaces=[EG_NAMESPACE] + ([] if parent.own else [parent.namespace]),
-                    litellm_proxy=args.litellm_route,
-                )
-                apply(policy, wake_opts)
-            if args.litellm_route:
-                # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
-                proxy_opts = after(parent.namespace)
-                if args.litellm is not None:
-                    proxy_opts = pulumi.ResourceOptions.merge(
-                        proxy_opts, pulumi.ResourceOptions(depends_on=[args.litellm])
-                    )
-                for obj in model_routing(gw, litellm.proxy_served(), parent):
-                    apply(obj, proxy_opts)
+            self._create_routes(name, args, exposed, after)
+        self._create_namespace_policies(args, exposed, after)
 
+        self.url = pulumi.Output.from_input(f"https://{gw.hostname}")
+        self.register_outputs({"url": self.url})
+
+    def _create_routes(self, name: str, args: FrontDoorArgs, exposed: list[Endpoint], after: _After) -> None:
+        """The listener's objects when this stack owns it, each exposed model's routing (and picker),
+        the way to the KEDA HTTP interceptor, and LiteLLM's route."""
+        gw, parent = args.gateway, args.parent_gateway
+        if args.owns_listener:
+            for obj in gateway_objects(gw, parent):
+                apply(obj, after(parent.namespace))
+        for served in exposed:
+            for obj in model_routing(gw, served, parent):
+                apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
+            if served.routing is not None and served.routing.picker:
+                self._picker(name, served, args, after(served.namespace, crds=False), after(parent.namespace))
+        if args.interceptor is not None:
+            wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
+            apply(interceptor_grant(parent), pulumi.ResourceOptions.merge(wake_opts, after(parent.namespace)))
+            policy = isolation.interceptor_ingress(
+                gateway_namespaces=[EG_NAMESPACE] + ([] if parent.own else [parent.namespace]),
+                litellm_proxy=args.litellm_route,
+            )
+            apply(policy, wake_opts)
+        if args.litellm_route:
+            # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
+            proxy_opts = after(parent.namespace)
+            if args.litellm is not None:
+                proxy_opts = pulumi.ResourceOptions.merge(proxy_opts, pulumi.ResourceOptions(depends_on=[args.litellm]))
+            for obj in model_routing(gw, litellm.proxy_served(), parent):
+                apply(obj, proxy_opts)
+
+    def _create_namespace_policies(self, args: FrontDoorArgs, exposed: list[Endpoint], after: _After) -> None:
+        """Each model namespace's NetworkPolicies: the gateway in (when some model is exposed), the
+        scraper and the serving platforms' controllers."""
+        parent = args.parent_gateway
         by_namespace: dict[str, list[Endpoint]] = {}
         for served in args.served:
             by_namespace.setdefault(served.namespace, []).append(served)
@@ -153,9 +170,6 @@ class FrontDoor(pulumi.ComponentResource):
                 platform_namespaces=args.platform_namespaces,
             ):
                 apply(obj, after(ns, crds=False))
-
-        self.url = pulumi.Output.from_input(f"https://{gw.hostname}")
-        self.register_outputs({"url": self.url})
 
     def _picker(
         self,

@@ -140,28 +140,34 @@ def prometheus_stack_values(mon: Monitoring) -> dict[str, Any]:
                 }
             },
         },
-        "grafana": {
-            "enabled": mon.grafana,
-            **(
-                {
-                    "admin": {
-                        "existingSecret": mon.grafana_admin_secret,
-                        "userKey": "admin-user",
-                        "passwordKey": "admin-password",
-                    }
+        "grafana": _grafana_values(mon, system),
+    }
+
+
+def _grafana_values(mon: Monitoring, system: dict[str, str]) -> dict[str, Any]:
+    """kube-prometheus-stack's `grafana` section: the stack's admin Secret when it names one, and the
+    dashboard sidecar loading grafana_dashboard=1 ConfigMaps from every namespace."""
+    return {
+        "enabled": mon.grafana,
+        **(
+            {
+                "admin": {
+                    "existingSecret": mon.grafana_admin_secret,
+                    "userKey": "admin-user",
+                    "passwordKey": "admin-password",
                 }
-                if mon.grafana_admin_secret
-                else {}
-            ),
-            "nodeSelector": system,
-            "sidecar": {
-                "dashboards": {
-                    "enabled": True,
-                    "label": "grafana_dashboard",
-                    "labelValue": "1",
-                    "searchNamespace": "ALL",
-                }
-            },
+            }
+            if mon.grafana_admin_secret
+            else {}
+        ),
+        "nodeSelector": system,
+        "sidecar": {
+            "dashboards": {
+                "enabled": True,
+                "label": "grafana_dashboard",
+                "labelValue": "1",
+                "searchNamespace": "ALL",
+            }
         },
     }
 
@@ -220,8 +226,17 @@ def neuron_monitor(img: Image, namespace: str = MONITORING_NAMESPACE) -> list[di
     arguments, memory cap and privilege as AWS's own DaemonSet (aws-neuron-sdk
     src/k8/k8s-neuron-monitor-daemonset.yml): the image's entrypoint serves /metrics on the port."""
     labels = {"app.kubernetes.io/name": "neuron-monitor"}
-    probe = {"httpGet": {"path": "/metrics", "port": NEURON_MONITOR_PORT}, "periodSeconds": 30, "timeoutSeconds": 10}
-    daemonset = {
+    return [
+        _neuron_monitor_daemonset(img, namespace, labels),
+        _neuron_monitor_pod_monitor(namespace, labels),
+        _neuron_monitor_network_policy(namespace, labels),
+    ]
+
+
+def _neuron_monitor_daemonset(img: Image, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The DaemonSet on the Neuron nodes, tolerating their taint, with the scanner waivers its
+    privilege needs."""
+    return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {
@@ -249,33 +264,40 @@ def neuron_monitor(img: Image, namespace: str = MONITORING_NAMESPACE) -> list[di
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "nodeSelector": {ACCELERATOR_LABEL: "neuron"},
                     "tolerations": [_gpu_toleration("neuron")],
-                    "containers": [
-                        {
-                            "name": "neuron-monitor",
-                            "image": img.ref,
-                            "command": ["/opt/bin/entrypoint.sh"],
-                            "args": [
-                                "--port",
-                                str(NEURON_MONITOR_PORT),
-                                "--neuron-monitor-config",
-                                "/opt/aws/neuron/bin/neuron-monitor.conf",
-                            ],
-                            "env": [{"name": "GOMEMLIMIT", "value": "160MiB"}],
-                            "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
-                            "resources": {
-                                "requests": EXPORTER_REQUESTS["neuron"],
-                                "limits": {"cpu": "500m", "memory": "256Mi"},
-                            },
-                            "securityContext": {"privileged": True},
-                            "readinessProbe": probe,
-                            "livenessProbe": {**probe, "failureThreshold": 5},
-                        }
-                    ],
+                    "containers": [_neuron_monitor_container(img)],
                 },
             },
         },
     }
-    monitor = {
+
+
+def _neuron_monitor_container(img: Image) -> dict[str, Any]:
+    """The privileged neuron-monitor container serving /metrics on NEURON_MONITOR_PORT."""
+    probe = {"httpGet": {"path": "/metrics", "port": NEURON_MONITOR_PORT}, "periodSeconds": 30, "timeoutSeconds": 10}
+    return {
+        "name": "neuron-monitor",
+        "image": img.ref,
+        "command": ["/opt/bin/entrypoint.sh"],
+        "args": [
+            "--port",
+            str(NEURON_MONITOR_PORT),
+            "--neuron-monitor-config",
+            "/opt/aws/neuron/bin/neuron-monitor.conf",
+        ],
+        "env": [{"name": "GOMEMLIMIT", "value": "160MiB"}],
+        "ports": [{"name": "metrics", "containerPort": NEURON_MONITOR_PORT}],
+        "resources": {
+            "requests": EXPORTER_REQUESTS["neuron"],
+            "limits": {"cpu": "500m", "memory": "256Mi"},
+        },
+        "securityContext": {"privileged": True},
+        "readinessProbe": probe,
+        "livenessProbe": {**probe, "failureThreshold": 5},
+    }
+
+
+def _neuron_monitor_pod_monitor(namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
         "apiVersion": MONITORING_API,
         "kind": "PodMonitor",
         "metadata": _meta("neuron-monitor", namespace),
@@ -284,8 +306,11 @@ def neuron_monitor(img: Image, namespace: str = MONITORING_NAMESPACE) -> list[di
             "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}],
         },
     }
-    # Scraped by Prometheus from the monitoring namespace; calls nothing.
-    policy = {
+
+
+def _neuron_monitor_network_policy(namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    """Scraped by Prometheus from the monitoring namespace; calls nothing."""
+    return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": _meta("neuron-monitor", namespace),
@@ -303,7 +328,6 @@ def neuron_monitor(img: Image, namespace: str = MONITORING_NAMESPACE) -> list[di
             "egress": [],
         },
     }
-    return [daemonset, monitor, policy]
 
 
 def pod_monitor(served: Endpoint) -> dict[str, Any] | None:

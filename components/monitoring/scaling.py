@@ -361,73 +361,83 @@ def benchmark_failed(served: ResolvedModel, images: ImageTable) -> str:
 
 
 def scaling_rules(served: ResolvedModel, images: ImageTable) -> list[dict[str, Any]]:
-    scaling = served.config.autoscaling
     rules: list[dict[str, Any]] = []
     if hpa_names(served):
-        queue = queue_series(served)
-        rules.append(
-            _rule(
-                served,
-                "ScalingPinnedAtMax",
-                pinned_at_max(served),
-                PINNED_FOR,
-                f"at maxReplicas ({scaling.max_replicas}) with more than {scaling.target_value} requests waiting "
-                f"per replica",
-                f"{queue.name} summed over the model's pods, per replica its HPA sees, is above "
-                f"autoscaling.targetValue while the HPA runs at its ceiling: the model needs more capacity than "
-                f"autoscaling.maxReplicas allows.",
-            )
-        )
-        rules.append(
-            _rule(
-                served,
-                "ScalerCannotReadMetric",
-                scaler_unreadable(served),
-                UNREADABLE_FOR,
-                "its HPA cannot read the metric it scales on",
-                f"ScalingActive is false on {', '.join(hpa_names(served))}: the replicas are frozen. "
-                f"kubectl describe hpa shows the reason (FailedGetExternalMetric for KEDA's, "
-                f"FailedGetPodsMetric for prometheus-adapter's).",
-            )
-        )
+        rules += _autoscaler_rules(served)
     if cold_starts_observed(served):
-        rules.append(
-            _rule(
-                served,
-                "ColdStartSlow",
-                waking(served),
-                COLD_START_SLOW,
-                f"asked for replicas and none available for {COLD_START_SLOW}",
-                f"Deployment {deployment(served)} has replicas asked for and none available: a wake from zero "
-                f"(or a restart) takes longer than {COLD_START_SLOW}; requests wait at the interceptor meanwhile.",
-            )
-        )
-        rules.append(
-            _rule(
-                served,
-                "ColdStartsFrequent",
-                f"{wakes(served, '1h')} > {COLD_STARTS_PER_HOUR}",
-                "",
-                f"woken from zero more than {COLD_STARTS_PER_HOUR} times in an hour",
-                f"The model idles out after autoscaling.idleSeconds ({scaling.idle_seconds}) and is woken "
-                f"again: each wake is a cold start; a longer idleSeconds or minReplicas: 1 avoids them.",
-                severity="info",
-            )
-        )
+        rules += _cold_start_rules(served)
     if served.config.benchmark is not None:
-        rules.append(
-            _rule(
-                served,
-                "BenchmarkSloMissed",
-                benchmark_failed(served, images),
-                "",
-                "its benchmark Job failed: the SLO was missed or nothing was measured",
-                f"Job {job_name(served, images)} failed; its verdict.json is under {results_prefix(served)}/ in "
-                f"the model bucket (the Job fails exactly when the verdict misses the SLO, or when it measured "
-                f"nothing).",
-            )
-        )
+        rules.append(_benchmark_rule(served, images))
     return rules
+
+
+def _autoscaler_rules(served: ResolvedModel) -> list[dict[str, Any]]:
+    """For a model with an HPA: pinned at its ceiling with a queue, and unable to read its metric."""
+    scaling = served.config.autoscaling
+    queue = queue_series(served)
+    return [
+        _rule(
+            served,
+            "ScalingPinnedAtMax",
+            pinned_at_max(served),
+            PINNED_FOR,
+            f"at maxReplicas ({scaling.max_replicas}) with more than {scaling.target_value} requests waiting "
+            f"per replica",
+            f"{queue.name} summed over the model's pods, per replica its HPA sees, is above "
+            f"autoscaling.targetValue while the HPA runs at its ceiling: the model needs more capacity than "
+            f"autoscaling.maxReplicas allows.",
+        ),
+        _rule(
+            served,
+            "ScalerCannotReadMetric",
+            scaler_unreadable(served),
+            UNREADABLE_FOR,
+            "its HPA cannot read the metric it scales on",
+            f"ScalingActive is false on {', '.join(hpa_names(served))}: the replicas are frozen. "
+            f"kubectl describe hpa shows the reason (FailedGetExternalMetric for KEDA's, "
+            f"FailedGetPodsMetric for prometheus-adapter's).",
+        ),
+    ]
+
+
+def _cold_start_rules(served: ResolvedModel) -> list[dict[str, Any]]:
+    """For a model whose cold starts are observed: a slow wake, and waking too often."""
+    scaling = served.config.autoscaling
+    return [
+        _rule(
+            served,
+            "ColdStartSlow",
+            waking(served),
+            COLD_START_SLOW,
+            f"asked for replicas and none available for {COLD_START_SLOW}",
+            f"Deployment {deployment(served)} has replicas asked for and none available: a wake from zero "
+            f"(or a restart) takes longer than {COLD_START_SLOW}; requests wait at the interceptor meanwhile.",
+        ),
+        _rule(
+            served,
+            "ColdStartsFrequent",
+            f"{wakes(served, '1h')} > {COLD_STARTS_PER_HOUR}",
+            "",
+            f"woken from zero more than {COLD_STARTS_PER_HOUR} times in an hour",
+            f"The model idles out after autoscaling.idleSeconds ({scaling.idle_seconds}) and is woken "
+            f"again: each wake is a cold start; a longer idleSeconds or minReplicas: 1 avoids them.",
+            severity="info",
+        ),
+    ]
+
+
+def _benchmark_rule(served: ResolvedModel, images: ImageTable) -> dict[str, Any]:
+    """For a model with a benchmark: its Job failed."""
+    return _rule(
+        served,
+        "BenchmarkSloMissed",
+        benchmark_failed(served, images),
+        "",
+        "its benchmark Job failed: the SLO was missed or nothing was measured",
+        f"Job {job_name(served, images)} failed; its verdict.json is under {results_prefix(served)}/ in "
+        f"the model bucket (the Job fails exactly when the verdict misses the SLO, or when it measured "
+        f"nothing).",
+    )
 
 
 def scaling_prometheus_rule(served: ResolvedModel, images: ImageTable) -> dict[str, Any] | None:

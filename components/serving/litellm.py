@@ -160,15 +160,8 @@ def secret_files(addon: LiteLLM) -> list[SecretFile]:
 
 def deployment(addon: LiteLLM, config_hash: str, image: Image) -> dict[str, Any]:
     files = secret_files(addon)
-    env: list[dict[str, Any]] = []
-    if addon.redis:
-        env += [
-            {"name": "REDIS_HOST", "value": f"{NAME}-redis.{LITELLM_NAMESPACE}.svc.cluster.local"},
-            {"name": "REDIS_PORT", "value": "6379"},
-        ]
     labels = k8s_labels(NAME, NAME)
     selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/instance": NAME}
-    probe = {"httpGet": {"port": PORT}, "periodSeconds": 10, "timeoutSeconds": 5}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -195,33 +188,7 @@ def deployment(addon: LiteLLM, config_hash: str, image: Image) -> dict[str, Any]
                     "serviceAccountName": NAME,
                     "automountServiceAccountToken": False,
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [
-                        {
-                            "name": "litellm",
-                            "image": image.ref,
-                            # The image's entrypoint execs `litellm "$@"`; this one first exports the
-                            # mounted keys ("litellm" fills $0, the flags are "$@").
-                            "command": ["/bin/sh", "-c", secretfiles.exec_script(files, "litellm"), "litellm"],
-                            "args": ["--config", CONFIG_PATH, "--port", str(PORT)],
-                            "ports": [{"name": "http", "containerPort": PORT}],
-                            "env": env,
-                            "volumeMounts": [
-                                {"name": "config", "mountPath": "/etc/litellm", "readOnly": True},
-                                *secretfiles.mounts(files),
-                            ],
-                            "readinessProbe": {**probe, "httpGet": {"path": "/health/readiness", "port": PORT}},
-                            "livenessProbe": {
-                                **probe,
-                                "httpGet": {"path": "/health/liveliness", "port": PORT},
-                                "initialDelaySeconds": 30,
-                            },
-                            "resources": {
-                                "requests": {"cpu": "1", "memory": "2Gi"},
-                                "limits": {"memory": "4Gi"},
-                            },
-                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-                        }
-                    ],
+                    "containers": [_proxy_container(addon, files, image)],
                     "volumes": [
                         {"name": "config", "configMap": {"name": f"{NAME}-config"}},
                         *secretfiles.volumes(files),
@@ -232,19 +199,91 @@ def deployment(addon: LiteLLM, config_hash: str, image: Image) -> dict[str, Any]
     }
 
 
+def _proxy_container(addon: LiteLLM, files: list[SecretFile], image: Image) -> dict[str, Any]:
+    """The `litellm` container: the router config, the mounted keys exported at exec, Redis's address
+    when asked."""
+    env: list[dict[str, Any]] = []
+    if addon.redis:
+        env += [
+            {"name": "REDIS_HOST", "value": f"{NAME}-redis.{LITELLM_NAMESPACE}.svc.cluster.local"},
+            {"name": "REDIS_PORT", "value": "6379"},
+        ]
+    probe = {"httpGet": {"port": PORT}, "periodSeconds": 10, "timeoutSeconds": 5}
+    return {
+        "name": "litellm",
+        "image": image.ref,
+        # The image's entrypoint execs `litellm "$@"`; this one first exports the
+        # mounted keys ("litellm" fills $0, the flags are "$@").
+        "command": ["/bin/sh", "-c", secretfiles.exec_script(files, "litellm"), "litellm"],
+        "args": ["--config", CONFIG_PATH, "--port", str(PORT)],
+        "ports": [{"name": "http", "containerPort": PORT}],
+        "env": env,
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/etc/litellm", "readOnly": True},
+            *secretfiles.mounts(files),
+        ],
+        "readinessProbe": {**probe, "httpGet": {"path": "/health/readiness", "port": PORT}},
+        "livenessProbe": {
+            **probe,
+            "httpGet": {"path": "/health/liveliness", "port": PORT},
+            "initialDelaySeconds": 30,
+        },
+        "resources": {
+            "requests": {"cpu": "1", "memory": "2Gi"},
+            "limits": {"memory": "4Gi"},
+        },
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    }
+
+
 def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]:
     models = internal_models(models)
-    egress: list[dict[str, Any]] = [
-        {
-            "to": [
-                {
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-                }
-            ],
-            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-        }
-    ]
+    egress: list[dict[str, Any]] = [_dns_egress(), *_model_egress(models), *_backend_egress(addon)]
+    hosts = sorted({h for p in addon.external_providers for h in p.egress_hosts})
+    if addon.external_providers:
+        egress.append(
+            {
+                "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": PRIVATE_RANGES}}],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        )
+    metadata: dict[str, Any] = {
+        "name": f"{NAME}-egress",
+        "namespace": LITELLM_NAMESPACE,
+        "labels": k8s_labels(NAME, NAME),
+    }
+    if hosts:
+        metadata["annotations"] = {"inference-platform.io/allowed-egress-hosts": ",".join(hosts)}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata,
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": PORT}]}],
+            "egress": egress,
+        },
+    }
+
+
+def _dns_egress() -> dict[str, Any]:
+    """Egress to the cluster DNS (kube-dns in kube-system)."""
+    return {
+        "to": [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+            }
+        ],
+        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+    }
+
+
+def _model_egress(models: Sequence[Endpoint]) -> list[dict[str, Any]]:
+    """Egress to the exposed models: their namespaces on their serving ports, and the KEDA HTTP
+    add-on's interceptor when one of them scales to zero."""
+    egress: list[dict[str, Any]] = []
     namespaces = sorted({s.namespace for s in models})
     ports = sorted({s.port for s in models})
     if namespaces:
@@ -275,6 +314,12 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
                 "ports": [{"protocol": "TCP", "port": wake.PROXY_PORT}],
             }
         )
+    return egress
+
+
+def _backend_egress(addon: LiteLLM) -> list[dict[str, Any]]:
+    """Egress to the proxy's own Redis and to its database, each only when the stack asks for it."""
+    egress: list[dict[str, Any]] = []
     if addon.redis:
         egress.append(
             {
@@ -290,32 +335,7 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
                 "ports": [{"protocol": "TCP", "port": 5432}],
             }
         )
-    hosts = sorted({h for p in addon.external_providers for h in p.egress_hosts})
-    if addon.external_providers:
-        egress.append(
-            {
-                "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": PRIVATE_RANGES}}],
-                "ports": [{"protocol": "TCP", "port": 443}],
-            }
-        )
-    metadata: dict[str, Any] = {
-        "name": f"{NAME}-egress",
-        "namespace": LITELLM_NAMESPACE,
-        "labels": k8s_labels(NAME, NAME),
-    }
-    if hosts:
-        metadata["annotations"] = {"inference-platform.io/allowed-egress-hosts": ",".join(hosts)}
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": metadata,
-        "spec": {
-            "podSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"ports": [{"protocol": "TCP", "port": PORT}]}],
-            "egress": egress,
-        },
-    }
+    return egress
 
 
 def redis_objects(image: Image) -> list[dict[str, Any]]:

@@ -60,6 +60,25 @@ class ModelStorage(pulumi.ComponentResource):
             ModelBucketArgs(cluster_name=cluster, config=cfg.model_bucket, protect=cfg.protect, tags=args.tags),
             child,
         )
+        readers = self._create_bucket_access(name, args, bucket, child)
+        self.reader_role_arn = readers.role_arn
+        claim = self._create_cache(name, args, bucket, child)
+        self.bucket_name = bucket.name
+        self.context = CacheContext(
+            storage=cfg,
+            bucket=bucket.name,
+            claim_name=claim,
+            reader_service_account=readers.service_account,
+            region=args.region,
+        )
+        self.register_outputs({"bucketName": bucket.name})
+
+    def _create_bucket_access(
+        self, name: str, args: ModelStorageArgs, bucket: ModelBucket, child: pulumi.ResourceOptions
+    ) -> ModelReaders:
+        """The bucket's readers in every model namespace and, when some model is streamed, the writers
+        that fill the streamed prefixes."""
+        cluster = args.cluster.name
         readers = ModelReaders(
             f"{name}-readers",
             ModelReadersArgs(
@@ -86,6 +105,13 @@ class ModelStorage(pulumi.ComponentResource):
                 ),
                 child,
             )
+        return readers
+
+    def _create_cache(
+        self, name: str, args: ModelStorageArgs, bucket: ModelBucket, child: pulumi.ResourceOptions
+    ) -> str | None:
+        """The shared model cache `modelCache` names (EFS or FSx), if any; its claim's name."""
+        cfg, cluster = args.storage, args.cluster.name
         common = dict(
             cluster=cluster,
             cluster_name=args.cluster_name,
@@ -99,7 +125,6 @@ class ModelStorage(pulumi.ComponentResource):
             tags=args.tags,
         )
         claim: str | None = None
-        self.reader_role_arn = readers.role_arn
         if cfg.model_cache == "efs":
             claim = EfsCache(
                 f"{name}-efs", EfsCacheArgs(config=cfg.efs, subnet_count=subnet_count(args.cluster), **common), child
@@ -108,12 +133,4 @@ class ModelStorage(pulumi.ComponentResource):
             claim = FsxCache(
                 f"{name}-fsx", FsxCacheArgs(config=cfg.fsx, bucket=bucket.name, **common), child
             ).claim_name
-        self.bucket_name = bucket.name
-        self.context = CacheContext(
-            storage=cfg,
-            bucket=bucket.name,
-            claim_name=claim,
-            reader_service_account=readers.service_account,
-            region=args.region,
-        )
-        self.register_outputs({"bucketName": bucket.name})
+        return claim

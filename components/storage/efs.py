@@ -54,23 +54,7 @@ class EfsCache(pulumi.ComponentResource):
         super().__init__(f"{TOKEN}:EfsCache", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         cfg = args.config
-        sg = aws.ec2.SecurityGroup(
-            f"{name}-sg",
-            vpc_id=args.vpc_id,
-            description=f"EFS model cache of {args.cluster}: NFS from the cluster only",
-            tags={**args.tags, "Name": f"{args.cluster}-efs-models"},
-            opts=child,
-        )
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-nfs",
-            security_group_id=sg.id,
-            referenced_security_group_id=args.cluster_security_group_id,
-            ip_protocol="tcp",
-            from_port=NFS_PORT,
-            to_port=NFS_PORT,
-            description="NFS from the cluster security group",
-            opts=child,
-        )
+        sg = self._create_security_group(name, args, child)
         fs = aws.efs.FileSystem(
             f"{name}-fs",
             encrypted=True,
@@ -102,13 +86,48 @@ class EfsCache(pulumi.ComponentResource):
             tags=args.tags,
             parent=self,
         )
+        self._create_claims(name, args, fs, driver, targets)
+        self.file_system_id = fs.id
+        self.register_outputs({"fileSystemId": fs.id})
+
+    def _create_security_group(
+        self, name: str, args: EfsCacheArgs, child: pulumi.ResourceOptions
+    ) -> aws.ec2.SecurityGroup:
+        """The mount targets' security group: NFS from the cluster security group only."""
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            description=f"EFS model cache of {args.cluster}: NFS from the cluster only",
+            tags={**args.tags, "Name": f"{args.cluster}-efs-models"},
+            opts=child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-nfs",
+            security_group_id=sg.id,
+            referenced_security_group_id=args.cluster_security_group_id,
+            ip_protocol="tcp",
+            from_port=NFS_PORT,
+            to_port=NFS_PORT,
+            description="NFS from the cluster security group",
+            opts=child,
+        )
+        return sg
+
+    def _create_claims(
+        self,
+        name: str,
+        args: EfsCacheArgs,
+        fs: aws.efs.FileSystem,
+        driver: aws.eks.Addon,
+        targets: list[aws.efs.MountTarget],
+    ) -> None:
+        """The EFS StorageClass, after the CSI driver and every mount target, and a `model-cache`
+        claim from it in every model namespace."""
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[driver, *targets])
         storage_class = apply(efs_storage_class(fs.id, retain=args.protect), k8s_opts, name=f"{name}-class")
         for ns, namespace in sorted(args.namespaces.items()):
             apply(
-                cache_claim(ns, cfg.cache_size_gib, storage_class=EFS_STORAGE_CLASS),
+                cache_claim(ns, args.config.cache_size_gib, storage_class=EFS_STORAGE_CLASS),
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[storage_class, namespace]),
                 name=f"{name}-claim-{ns}",
             )
-        self.file_system_id = fs.id
-        self.register_outputs({"fileSystemId": fs.id})

@@ -61,7 +61,29 @@ class FsxCache(pulumi.ComponentResource):
     def __init__(self, name: str, args: FsxCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:FsxCache", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        cfg = args.config
+        sg, rules = self._create_security_group(name, args, child)
+        fs = self._create_file_system(name, args, sg, rules)
+        association = self._create_association(name, args, fs, child)
+        driver = csi_addon(
+            f"{name}-csi",
+            addon="aws-fsx-csi-driver",
+            cluster_name=args.cluster_name,
+            cluster=args.cluster,
+            kubernetes_version=args.kubernetes_version,
+            service_account="fsx-csi-controller-sa",
+            policy=json.dumps(fsx_csi_policy()),
+            tags=args.tags,
+            parent=self,
+        )
+        self._create_claims(name, args, fs, driver, association)
+        self.file_system_id = fs.id
+        self.register_outputs({"fileSystemId": fs.id})
+
+    def _create_security_group(
+        self, name: str, args: FsxCacheArgs, child: pulumi.ResourceOptions
+    ) -> tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]]:
+        """The file system's security group and its Lustre rules: both ways, with the cluster's
+        security group and with itself (file servers talk to each other)."""
         sg = aws.ec2.SecurityGroup(
             f"{name}-sg",
             vpc_id=args.vpc_id,
@@ -87,8 +109,15 @@ class FsxCache(pulumi.ComponentResource):
                             opts=child,
                         )
                     )
+        return sg, rules
+
+    def _create_file_system(
+        self, name: str, args: FsxCacheArgs, sg: aws.ec2.SecurityGroup, rules: list[pulumi.Resource]
+    ) -> aws.fsx.LustreFileSystem:
+        """The PERSISTENT_2 file system in the first private subnet, after its security group's rules."""
+        cfg = args.config
         first_subnet = pulumi.Output.from_input(args.private_subnet_ids).apply(lambda ids: ids[0])
-        fs = aws.fsx.LustreFileSystem(
+        return aws.fsx.LustreFileSystem(
             f"{name}-fs",
             deployment_type="PERSISTENT_2",
             storage_type="SSD",
@@ -106,8 +135,14 @@ class FsxCache(pulumi.ComponentResource):
                 parent=self, protect=args.protect, retain_on_delete=args.protect, depends_on=rules
             ),
         )
+
+    def _create_association(
+        self, name: str, args: FsxCacheArgs, fs: aws.fsx.LustreFileSystem, child: pulumi.ResourceOptions
+    ) -> aws.fsx.DataRepositoryAssociation:
+        """The data repository association: imports the bucket (or `importPath`) and follows its changes."""
+        cfg = args.config
         events = ["NEW", "CHANGED", "DELETED"]
-        association = aws.fsx.DataRepositoryAssociation(
+        return aws.fsx.DataRepositoryAssociation(
             f"{name}-dra",
             file_system_id=fs.id,
             file_system_path="/",
@@ -122,17 +157,17 @@ class FsxCache(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        driver = csi_addon(
-            f"{name}-csi",
-            addon="aws-fsx-csi-driver",
-            cluster_name=args.cluster_name,
-            cluster=args.cluster,
-            kubernetes_version=args.kubernetes_version,
-            service_account="fsx-csi-controller-sa",
-            policy=json.dumps(fsx_csi_policy()),
-            tags=args.tags,
-            parent=self,
-        )
+
+    def _create_claims(
+        self,
+        name: str,
+        args: FsxCacheArgs,
+        fs: aws.fsx.LustreFileSystem,
+        driver: aws.eks.Addon,
+        association: aws.fsx.DataRepositoryAssociation,
+    ) -> None:
+        """Per model namespace, a static PersistentVolume on the file system and its `model-cache` claim."""
+        cfg = args.config
         for ns, namespace in sorted(args.namespaces.items()):
             volume = apply(
                 fsx_volume(
@@ -152,5 +187,3 @@ class FsxCache(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[volume, namespace]),
                 name=f"{name}-claim-{ns}",
             )
-        self.file_system_id = fs.id
-        self.register_outputs({"fileSystemId": fs.id})

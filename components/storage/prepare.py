@@ -330,30 +330,14 @@ def fill_job(
     serving pods wait for the marker instead. Completed Jobs are kept, so a re-run is explicit. It
     runs on the model's own pool (`node_selector`, `tolerations`), whose nodes have the disk for the
     weights, as the preparation init containers of a copied model do; the system nodes have not."""
-    mount: dict[str, Any] = {"name": STAGING_VOLUME, "mountPath": "/staging"}
-    hub_env = list(env)
-    hub_mounts: list[dict[str, Any]] = [mount]
-    volumes: list[dict[str, Any]] = [
-        {"name": STAGING_VOLUME, "emptyDir": {"sizeLimit": f"{staging_gib}Gi"} if staging_gib else {}}
-    ]
-    if token_secret:
-        hub_env.append({"name": "HF_TOKEN_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"})
-        hub_mounts.append({"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True})
-        volumes.append(token_volume(token_secret))
-    hub = _container(
-        "model-from-hub", images["model-prep-hub"].ref, ["python3", "-c", HUB_STEP], hub_env, hub_mounts, False
+    hub, upload = _fill_containers(
+        env=env,
+        bucket=bucket,
+        bucket_prefix=bucket_prefix,
+        token_secret=token_secret,
+        images=images,
+        staging_gib=staging_gib,
     )
-    up_env = [*env, {"name": "MODEL_BUCKET", "value": bucket}, {"name": "MODEL_PREFIX", "value": bucket_prefix}]
-    upload = _container(
-        "model-to-bucket", images["model-prep-s3"].ref, ["/bin/sh", "-c", UPLOAD_STEP], up_env, [mount], False
-    )
-    # A read-only root: both steps write only to the scratch volume and to HOME (/tmp, its own emptyDir).
-    volumes.append({"name": "tmp", "emptyDir": {}})
-    for c in (hub, upload):
-        c["securityContext"]["readOnlyRootFilesystem"] = True
-        c["volumeMounts"].append({"name": "tmp", "mountPath": "/tmp"})
-        if staging_gib:
-            c["resources"]["requests"]["ephemeral-storage"] = f"{staging_gib}Gi"
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -367,24 +351,88 @@ def fill_job(
             "backoffLimit": 2,
             "template": {
                 "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": service_account,
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "restartPolicy": "Never",
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65532,
-                        "runAsGroup": 65532,
-                        "fsGroup": 65532,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "nodeSelector": dict(node_selector),
-                    **({"tolerations": list(tolerations)} if tolerations else {}),
-                    "initContainers": [hub],
-                    "containers": [upload],
-                    "volumes": volumes,
-                },
+                "spec": _fill_pod_spec(
+                    service_account=service_account,
+                    node_selector=node_selector,
+                    tolerations=tolerations,
+                    hub=hub,
+                    upload=upload,
+                    volumes=_fill_volumes(token_secret, staging_gib),
+                ),
             },
         },
+    }
+
+
+def _fill_containers(
+    *,
+    env: list[dict[str, Any]],
+    bucket: Any,
+    bucket_prefix: str,
+    token_secret: str | None,
+    images: ImageTable,
+    staging_gib: int | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The fill Job's two steps: `model-from-hub` downloads into the scratch volume, `model-to-bucket`
+    uploads from it; both with a read-only root and room on the node's disk for the weights."""
+    mount: dict[str, Any] = {"name": STAGING_VOLUME, "mountPath": "/staging"}
+    hub_env = list(env)
+    hub_mounts: list[dict[str, Any]] = [mount]
+    if token_secret:
+        hub_env.append({"name": "HF_TOKEN_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"})
+        hub_mounts.append({"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True})
+    hub = _container(
+        "model-from-hub", images["model-prep-hub"].ref, ["python3", "-c", HUB_STEP], hub_env, hub_mounts, False
+    )
+    up_env = [*env, {"name": "MODEL_BUCKET", "value": bucket}, {"name": "MODEL_PREFIX", "value": bucket_prefix}]
+    upload = _container(
+        "model-to-bucket", images["model-prep-s3"].ref, ["/bin/sh", "-c", UPLOAD_STEP], up_env, [mount], False
+    )
+    # A read-only root: both steps write only to the scratch volume and to HOME (/tmp, its own emptyDir).
+    for c in (hub, upload):
+        c["securityContext"]["readOnlyRootFilesystem"] = True
+        c["volumeMounts"].append({"name": "tmp", "mountPath": "/tmp"})
+        if staging_gib:
+            c["resources"]["requests"]["ephemeral-storage"] = f"{staging_gib}Gi"
+    return hub, upload
+
+
+def _fill_volumes(token_secret: str | None, staging_gib: int | None) -> list[dict[str, Any]]:
+    """The scratch volume (bounded by `staging_gib` when given), the token file, and /tmp."""
+    volumes: list[dict[str, Any]] = [
+        {"name": STAGING_VOLUME, "emptyDir": {"sizeLimit": f"{staging_gib}Gi"} if staging_gib else {}}
+    ]
+    if token_secret:
+        volumes.append(token_volume(token_secret))
+    volumes.append({"name": "tmp", "emptyDir": {}})
+    return volumes
+
+
+def _fill_pod_spec(
+    *,
+    service_account: str,
+    node_selector: dict[str, str],
+    tolerations: list[dict[str, Any]],
+    hub: dict[str, Any],
+    upload: dict[str, Any],
+    volumes: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The fill Job's pod: non-root, on the model's own pool, the download before the upload."""
+    return {
+        "serviceAccountName": service_account,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "restartPolicy": "Never",
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "runAsGroup": 65532,
+            "fsGroup": 65532,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "nodeSelector": dict(node_selector),
+        **({"tolerations": list(tolerations)} if tolerations else {}),
+        "initContainers": [hub],
+        "containers": [upload],
+        "volumes": volumes,
     }
