@@ -133,6 +133,32 @@ class StackFile:
     source: str = ""
 
 
+def _other_namespace(ns: str, name: str) -> tuple[Problem | None, Problem | None]:
+    """(refusal, warning) for a key outside this program's namespace: an AWS provider key it does not
+    know, an empty namespace, one that is a misspelling of ours or of aws, or one left to Pulumi."""
+    full = f"{ns}:{name}"
+    if ns == "aws":
+        if name in AWS_PROVIDER_KEYS:
+            return None, None
+        meant = did_you_mean(name, sorted(AWS_PROVIDER_KEYS), edits=2)
+        hint = f"; did you mean aws:{meant}?" if meant else ""
+        return None, Problem(full, f"is not a config key of the AWS provider, which ignores it{hint}")
+    if not ns:
+        return Problem(full, f"has an empty namespace; write {PROJECT}:{name} (or {name} alone)"), None
+    if (meant := did_you_mean(ns, [PROJECT], edits=2) or did_you_mean(ns, ["aws"], edits=1)) is not None:
+        return (
+            Problem(
+                full,
+                f"the namespace {ns!r} is not one this program or its providers read, so Pulumi would pass "
+                f"the key on unread; did you mean {meant}:{name}?",
+            ),
+            None,
+        )
+    if ns in QUIET_NAMESPACES:
+        return None, None
+    return None, Problem(full, f"is not read by this program (namespace {ns!r}); it is left to Pulumi")
+
+
 def sort_config(config: dict[Any, Any], source: str, lines: Callable[[str], int | None] | None = None) -> StackFile:
     """Sort the config keys of a stack file (or of the engine's config) by namespace, refusing keys
     Pulumi would read otherwise than they look: a key Pulumi cannot parse, two spellings of one key,
@@ -162,11 +188,10 @@ def sort_config(config: dict[Any, Any], source: str, lines: Callable[[str], int 
             )
             continue
         ns, name = parsed
-        full = f"{ns}:{name}"
         if (ns, name) in seen:
             problems.append(
                 Problem(
-                    full if ns != PROJECT else key_path([name]),
+                    f"{ns}:{name}" if ns != PROJECT else key_path([name]),
                     f"is given twice: as {at(seen[(ns, name)])} and as {at(raw)} (Pulumi reads a key without a "
                     f"namespace as {PROJECT}:<key>, and <ns>:config:<key> as <ns>:<key>); keep one",
                 )
@@ -179,30 +204,12 @@ def sort_config(config: dict[Any, Any], source: str, lines: Callable[[str], int 
                 warnings.append(
                     Problem(key_path([name]), "has no value (Pulumi warns too); the section's defaults apply")
                 )
-        elif ns == "aws":
-            if name == "region":
-                region = value
-            elif name not in AWS_PROVIDER_KEYS:
-                meant = did_you_mean(name, sorted(AWS_PROVIDER_KEYS), edits=2)
-                warnings.append(
-                    Problem(
-                        full,
-                        "is not a config key of the AWS provider, which ignores it"
-                        + (f"; did you mean aws:{meant}?" if meant else ""),
-                    )
-                )
-        elif not ns:
-            problems.append(Problem(full, f"has an empty namespace; write {PROJECT}:{name} (or {name} alone)"))
-        elif (meant := did_you_mean(ns, [PROJECT], edits=2) or did_you_mean(ns, ["aws"], edits=1)) is not None:
-            problems.append(
-                Problem(
-                    full,
-                    f"the namespace {ns!r} is not one this program or its providers read, so Pulumi would pass "
-                    f"the key on unread; did you mean {meant}:{name}?",
-                )
-            )
-        elif ns not in QUIET_NAMESPACES:
-            warnings.append(Problem(full, f"is not read by this program (namespace {ns!r}); it is left to Pulumi"))
+        elif (ns, name) == ("aws", "region"):
+            region = value
+        else:
+            refused, warned = _other_namespace(ns, name)
+            problems += [refused] if refused else []
+            warnings += [warned] if warned else []
     if problems:
         raise ConfigError(problems, source, warnings)
     return StackFile(sections, region, warnings, source)

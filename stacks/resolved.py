@@ -335,6 +335,9 @@ class ModelCache:
     # emptyDir on the node, of `local_gib` when the weights' size is known.
     claim: str | None
     local_gib: int | None
+    # Scratch room for a streamed model's one-time fill of its bucket prefix (the weights with the local
+    # cache's headroom); None when the weights' size is unknown.
+    staging_gib: int | None
     startup_seconds: int
     # Writers of the cache run as root: the FSx for Lustre root directory is root's (fsGroup does not
     # apply to it).

@@ -238,18 +238,19 @@ def helper_container(
     }
 
 
-def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
+def engine_container(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
+    """The serving container: the engine's command on the model's image, with the resolved resources,
+    the cache's and the token's mounts and env, a restricted security context and the probes."""
     f = spec.facts
-    tok_vols, tok_mounts, tok_env = hf_token(spec) if engine.uses_hf_token else ([], [], [])
-    shm_vols, shm_mounts = shm_volume(spec)
-    ports = [{"name": "http", "containerPort": f.port, "protocol": "TCP"}, *engine.extra_ports]
-    container = {
+    _, tok_mounts, tok_env = hf_token(spec) if engine.uses_hf_token else ([], [], [])
+    _, shm_mounts = shm_volume(spec)
+    return {
         "name": "engine",
         "image": spec.image.ref,
         "imagePullPolicy": "IfNotPresent",
         **({"command": engine.command} if engine.command else {}),
         "args": [*engine.args, *(spec.model.engine_args if engine.append_engine_args else [])],
-        "ports": ports,
+        "ports": [{"name": "http", "containerPort": f.port, "protocol": "TCP"}, *engine.extra_ports],
         "env": merge_env([{"name": "HOME", "value": HOME}, *spec.cache.env, *tok_env, *engine.env]),
         "resources": copy.deepcopy(dict(spec.served.serving_resources)),
         "volumeMounts": [
@@ -262,14 +263,34 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         "securityContext": security_context(engine.run_as_user),
         **probes(spec),
     }
-    pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    if engine.run_as_user is not None:
+
+
+def pod_security(run_as_user: int | None) -> dict[str, Any]:
+    security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if run_as_user is not None:
         # Pod-wide, so init containers from images whose own user is root (the preparation steps)
         # run as this uid too instead of failing the kubelet's runAsNonRoot check.
-        uid = engine.run_as_user
-        pod_security.update({"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid})
+        uid = run_as_user
+        security.update({"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid})
+    return security
+
+
+def scrape_annotations(facts: EngineFacts) -> dict[str, str]:
+    """Where the scrapers read the engine's metrics (none when it exports none)."""
+    if not facts.metrics_path:
+        return {}
+    return {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/path": facts.metrics_path,
+        "prometheus.io/port": str(facts.metrics_port or facts.port),
+    }
+
+
+def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
+    tok_vols, _, _ = hf_token(spec) if engine.uses_hf_token else ([], [], [])
+    shm_vols, _ = shm_volume(spec)
     pod_spec: dict[str, Any] = {
-        "securityContext": pod_security,
+        "securityContext": pod_security(engine.run_as_user),
         "enableServiceLinks": False,
         # Servers and preparation steps never call the Kubernetes API; Pod Identity mounts its own
         # token (eks-pod-identity-token), independent of this.
@@ -277,7 +298,7 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         "terminationGracePeriodSeconds": 60,
         "topologySpreadConstraints": topology_spread(spec),
         "initContainers": [*spec.cache.init_containers, *engine.init_containers],
-        "containers": [container],
+        "containers": [engine_container(spec, engine)],
         "volumes": unique_volumes(
             [{"name": "home", "emptyDir": {}}, *spec.cache.volumes, *shm_vols, *tok_vols, *engine.volumes]
         ),
@@ -288,18 +309,10 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         pod_spec["serviceAccountName"] = spec.pod_service_account
     if not pod_spec["initContainers"]:
         del pod_spec["initContainers"]
-    pod_spec = spec.placement.apply(pod_spec)
-    annotations = {}
-    if f.metrics_path:
-        annotations = {
-            "prometheus.io/scrape": "true",
-            "prometheus.io/path": f.metrics_path,
-            "prometheus.io/port": str(f.metrics_port or f.port),
-        }
     meta: dict[str, Any] = {"labels": pod_labels(spec)}
-    if annotations:
+    if annotations := scrape_annotations(spec.facts):
         meta["annotations"] = annotations
-    return {"metadata": meta, "spec": pod_spec}
+    return {"metadata": meta, "spec": spec.placement.apply(pod_spec)}
 
 
 # Why an engine's root filesystem stays writable (Checkov CKV_K8S_22), true of every engine container:

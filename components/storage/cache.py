@@ -10,7 +10,6 @@ containers of `prepare.py`; every pod runs as the read-only bucket reader.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,6 @@ from stacks.config.models import ModelSection
 from stacks.config.storage import StorageSection
 from stacks.naming import labels, physical
 from stacks.resolved import CACHE_ROOT, WRITER_SERVICE_ACCOUNT, ImageTable, ModelCache, ResolvedModel
-from stacks.sizing import weights
 
 from . import prepare
 
@@ -175,9 +173,6 @@ def stream_fill_job(
     """The one-time Job that fills a streamed model's bucket prefix from Hugging Face (prepare.py
     `fill_job`), as the writer account, with scratch room for the download sized like a local cache."""
     model = served.config
-    w = weights(model)
-    headroom = ctx.storage.local.headroom_percent
-    staging = max(1, math.ceil(w.bytes * (1 + headroom / 100) / 2**30)) if w else None
     return prepare.fill_job(
         name=fill_job_name(served.service),
         namespace=served.namespace,
@@ -195,7 +190,7 @@ def stream_fill_job(
         token_secret=model.secrets.hugging_face_token,
         service_account=WRITER_SERVICE_ACCOUNT,
         images=images,
-        staging_gib=staging,
+        staging_gib=served.cache.staging_gib,
         node_selector=placement.node_selector,
         tolerations=placement.tolerations,
     )

@@ -13,12 +13,14 @@ with an old one; compiled Neuron artifacts live in a tree of their own.
 
 from __future__ import annotations
 
+import math
+
 from ..coldstart import model_startup_seconds
 from ..config.models import ModelSection
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..resolved import CACHE_CLAIM, CACHE_ROOT, ModelCache
-from ..sizing import cache_on_node, local_cache_gib
+from ..sizing import cache_on_node, local_cache_gib, weights
 
 # Compiled Neuron artifacts: a separate tree, so weights and compiler output never mix. `_` cannot
 # start a model name (DNS label), so it cannot collide with a model directory.
@@ -40,6 +42,14 @@ def claim(storage: StorageSection) -> str | None:
     return None
 
 
+def staging_gib(model: ModelSection, storage: StorageSection) -> int | None:
+    """Room to download the weights once before copying them to the bucket: their size with the local
+    cache's headroom."""
+    w = weights(model)
+    headroom = storage.local.headroom_percent
+    return max(1, math.ceil(w.bytes * (1 + headroom / 100) / 2**30)) if w else None
+
+
 def model_cache(model: ModelSection, pool: NodePoolSection, storage: StorageSection) -> ModelCache:
     neuron = pool.accelerator == "neuron"
     streamed = model.load_format == "runai-streamer"
@@ -51,6 +61,7 @@ def model_cache(model: ModelSection, pool: NodePoolSection, storage: StorageSect
         streamed=streamed,
         claim=None if streamed else claim(storage),
         local_gib=local_cache_gib(model, pool, storage.local.headroom_percent) if on_node else None,
+        staging_gib=staging_gib(model, storage) if streamed else None,
         startup_seconds=model_startup_seconds(model, neuron),
         writes_as_root=storage.model_cache == "fsx",
     )

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 
 from ..checks import rule
+from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
 from ..hardware import catalog, expand, families
 from ..resolved import ResolvedStack
@@ -28,70 +29,78 @@ def _families_of(accelerator: str) -> list[str]:
     return sorted({t.family for t in catalog().values() if t.accelerator == accelerator})
 
 
+def _cpu_pool_problems(i: int, pool: NodePoolSection) -> Iterable[Problem]:
+    """A CPU pool (`accelerator: none`) selects no accelerator type or family: it is neither tainted nor
+    labelled for their devices."""
+    known = catalog()
+    for j, name in enumerate(pool.instance_types):
+        if name in known and known[name].accelerator != "none":
+            yield Problem(
+                key_path(["nodePools", i, "instanceTypes", j]),
+                f"{name} carries {known[name].accelerator} accelerators; set accelerator: "
+                f"{known[name].accelerator} so the pool is tainted and its devices advertised",
+            )
+        elif name not in known and _ACCELERATED.match(name):
+            yield Problem(
+                key_path(["nodePools", i, "instanceTypes", j]),
+                f"{name} is an EC2 accelerated computing type, but the pool is accelerator: none (neither "
+                f"tainted nor labelled for accelerators); use a CPU type, or an nvidia or neuron pool",
+            )
+    for j, fam in enumerate(pool.instance_families):
+        members = [t for t in known.values() if t.family == fam]
+        kinds = sorted({t.accelerator for t in members} - {"none"})
+        if not members and _ACCELERATED.match(fam):
+            yield Problem(
+                key_path(["nodePools", i, "instanceFamilies", j]),
+                f"family {fam} is an EC2 accelerated computing family, but the pool is accelerator: none "
+                f"(neither tainted nor labelled for accelerators); choose CPU families "
+                f"({', '.join(_families_of('none'))}), or an nvidia or neuron pool",
+            )
+        elif kinds:
+            yield Problem(
+                key_path(["nodePools", i, "instanceFamilies", j]),
+                f"family {fam} carries {kinds[0]} accelerators, but the pool is accelerator: none, so its "
+                f"nodes would be neither tainted nor labelled for them; set accelerator: {kinds[0]}, or "
+                f"choose CPU families ({', '.join(_families_of('none'))})",
+            )
+
+
+def _accelerator_pool_problems(i: int, pool: NodePoolSection) -> Iterable[Problem]:
+    """An accelerator pool allows only types and families the catalog knows, of its accelerator."""
+    known = catalog()
+    for j, name in enumerate(pool.instance_types):
+        itype = known.get(name)
+        if itype is None:
+            yield Problem(
+                key_path(["nodePools", i, "instanceTypes", j]),
+                f"{name} is not in the hardware catalog (stacks/data/instances.json); known "
+                f"{pool.accelerator} types: {', '.join(_names_of(pool.accelerator))}",
+            )
+        elif itype.accelerator != pool.accelerator:
+            yield Problem(
+                key_path(["nodePools", i, "instanceTypes", j]),
+                f"{name} has {itype.accelerator} accelerators but the pool says accelerator: "
+                f"{pool.accelerator}; move it to a {itype.accelerator} pool",
+            )
+    for j, fam in enumerate(pool.instance_families):
+        members = [t for t in known.values() if t.family == fam]
+        if not members:
+            yield Problem(
+                key_path(["nodePools", i, "instanceFamilies", j]),
+                f"family {fam} is not in the hardware catalog; known: {', '.join(sorted(families()))}",
+            )
+        elif members[0].accelerator != pool.accelerator:
+            yield Problem(
+                key_path(["nodePools", i, "instanceFamilies", j]),
+                f"family {fam} has {members[0].accelerator} accelerators but the pool says "
+                f"accelerator: {pool.accelerator}",
+            )
+
+
 @rule
 def known_accelerator_types(stack: ResolvedStack) -> Iterable[Problem]:
-    config = stack.config
-    known = catalog()
-    for i, pool in enumerate(config.node_pools):
-        if pool.accelerator == "none":
-            for j, name in enumerate(pool.instance_types):
-                if name in known and known[name].accelerator != "none":
-                    yield Problem(
-                        key_path(["nodePools", i, "instanceTypes", j]),
-                        f"{name} carries {known[name].accelerator} accelerators; set accelerator: "
-                        f"{known[name].accelerator} so the pool is tainted and its devices advertised",
-                    )
-                elif name not in known and _ACCELERATED.match(name):
-                    yield Problem(
-                        key_path(["nodePools", i, "instanceTypes", j]),
-                        f"{name} is an EC2 accelerated computing type, but the pool is accelerator: none (neither "
-                        f"tainted nor labelled for accelerators); use a CPU type, or an nvidia or neuron pool",
-                    )
-            for j, fam in enumerate(pool.instance_families):
-                members = [t for t in known.values() if t.family == fam]
-                kinds = sorted({t.accelerator for t in members} - {"none"})
-                if not members and _ACCELERATED.match(fam):
-                    yield Problem(
-                        key_path(["nodePools", i, "instanceFamilies", j]),
-                        f"family {fam} is an EC2 accelerated computing family, but the pool is accelerator: none "
-                        f"(neither tainted nor labelled for accelerators); choose CPU families "
-                        f"({', '.join(_families_of('none'))}), or an nvidia or neuron pool",
-                    )
-                elif kinds:
-                    yield Problem(
-                        key_path(["nodePools", i, "instanceFamilies", j]),
-                        f"family {fam} carries {kinds[0]} accelerators, but the pool is accelerator: none, so its "
-                        f"nodes would be neither tainted nor labelled for them; set accelerator: {kinds[0]}, or "
-                        f"choose CPU families ({', '.join(_families_of('none'))})",
-                    )
-            continue
-        for j, name in enumerate(pool.instance_types):
-            itype = known.get(name)
-            if itype is None:
-                yield Problem(
-                    key_path(["nodePools", i, "instanceTypes", j]),
-                    f"{name} is not in the hardware catalog (stacks/data/instances.json); known "
-                    f"{pool.accelerator} types: {', '.join(_names_of(pool.accelerator))}",
-                )
-            elif itype.accelerator != pool.accelerator:
-                yield Problem(
-                    key_path(["nodePools", i, "instanceTypes", j]),
-                    f"{name} has {itype.accelerator} accelerators but the pool says accelerator: "
-                    f"{pool.accelerator}; move it to a {itype.accelerator} pool",
-                )
-        for j, fam in enumerate(pool.instance_families):
-            members = [t for t in known.values() if t.family == fam]
-            if not members:
-                yield Problem(
-                    key_path(["nodePools", i, "instanceFamilies", j]),
-                    f"family {fam} is not in the hardware catalog; known: {', '.join(sorted(families()))}",
-                )
-            elif members[0].accelerator != pool.accelerator:
-                yield Problem(
-                    key_path(["nodePools", i, "instanceFamilies", j]),
-                    f"family {fam} has {members[0].accelerator} accelerators but the pool says "
-                    f"accelerator: {pool.accelerator}",
-                )
+    for i, pool in enumerate(stack.config.node_pools):
+        yield from (_cpu_pool_problems if pool.accelerator == "none" else _accelerator_pool_problems)(i, pool)
 
 
 @rule
