@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.exports import export_platform
 from stacks.naming import MANAGED_BY, TOKEN, tags
-from stacks.resolve import export_platform
 from stacks.resolved import MONITORING_NAMESPACE, ResolvedStack
 from stacks.versions import chart
 

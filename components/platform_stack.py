@@ -16,7 +16,7 @@ import pulumi
 
 from stacks.config.stack import StackRef
 from stacks.errors import ConfigError, Problem, key_path, short
-from stacks.exports import SECRET_KEYS, PlatformSource
+from stacks.exports import SECRET_KEYS, PlatformSource, read_platform
 
 
 class StackRefused(pulumi.RunError):
@@ -66,8 +66,6 @@ def read_platform_stack(stack_ref: str) -> PlatformStack:
     """Reference the platform stack and read its exports as plain values. A platform stack that
     cannot be read (it does not exist, this identity may not read it, it has no outputs, or they are
     not a platform's exports) is a ConfigError naming stack.platformStack."""
-    from stacks.resolve import read_platform
-
     where = key_path(["stack", "platformStack"])
     ref = pulumi.StackReference("platform-stack", stack_name=stack_ref)
     try:

@@ -1,7 +1,8 @@
-"""A platform's exports as a workloads stack reads them, and which export keys only the cloud knows.
+"""A platform's exports: written from its resolved view (`export_platform`) and read back as that view
+(`read_platform`) by a workloads stack, through these two functions only; which export keys only the
+cloud knows; and a pool as the platform resolves and exports it (`resolve_pool`).
 
-The exports themselves are the platform's resolved view (stacks/resolve `export_platform`, read back
-with `read_platform`). They come from one of three places, each passed explicitly to the pipeline
+The exports come from one of three places, each passed explicitly to the pipeline
 (stacks/pipeline.py), so offline and live cannot disagree:
 - `pulumi up` / preview: `__main__.py` reads them from the platform's StackReference
   (components/platform_stack.py);
@@ -15,9 +16,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .resolved import EXPORTS_VERSION
+from .config.addons import AddonsSection
+from .config.gateway import GatewaySection
+from .config.pools import NodePoolSection
+from .config.storage import StorageSection
+from .fit import Platform, daemonset_overhead, daemonsets_on, pool_limits
+from .hardware import expand
+from .resolved import EXPORTS_VERSION, GatewayParent, PlatformView, ResolvedPool
 
-__all__ = ["EXPORTS_VERSION", "OUTPUT_KEYS", "SECRET_KEYS", "PlatformSource"]
+__all__ = [
+    "EXPORTS_VERSION",
+    "OUTPUT_KEYS",
+    "SECRET_KEYS",
+    "PlatformSource",
+    "export_platform",
+    "read_platform",
+    "resolve_pool",
+]
+
+# The storage settings a team's pods follow. Not existingClaim (a claim in the platform's namespaces,
+# absent from a team's), nor the bucket and protection settings (the platform's resources).
+STORAGE_KEYS = {"model_cache", "efs", "fsx", "local", "preparation"}
+_POOL_KEYS = {f.alias or n for n, f in NodePoolSection.model_fields.items()}
 
 # Keys whose values only exist once the platform is deployed (added by the Platform component).
 OUTPUT_KEYS = (
@@ -40,3 +60,117 @@ class PlatformSource:
 
     exports: dict[str, Any]
     where: str
+
+
+def resolve_pool(pool: NodePoolSection, platform: Platform | None) -> ResolvedPool:
+    """A pool with its instance types from the hardware catalog, and the DaemonSets on its nodes: exactly
+    those the platform runs when its add-ons and storage are known (None: every one that may run there,
+    so a borderline replica is refused rather than left Pending)."""
+    return ResolvedPool(
+        config=pool,
+        instance_types=tuple(expand(pool.instance_types, pool.instance_families)),
+        overhead=daemonset_overhead(pool, platform),
+        daemonsets=tuple(d.name for d in daemonsets_on(pool, platform)),
+        limits=pool_limits(pool),
+    )
+
+
+def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
+    """One pool as teams see it: enough to re-run the fit check and to place pods on it."""
+    p = pool.config
+    return {
+        "name": p.name,
+        "accelerator": p.accelerator,
+        "instanceTypes": [t.name for t in pool.instance_types],
+        "capacityTypes": list(p.capacity_types),
+        "architecture": p.architecture,
+        "rootVolumeGiB": p.root_volume_gib,
+        # A team's multi-node group requests the pool's EFA devices (ResolvedPool.efa_per_node).
+        "efa": p.efa,
+        "localNvme": p.local_nvme,
+        "limits": p.limits.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+
+
+def _parent_export(parent: GatewayParent | None) -> dict[str, str] | None:
+    if parent is None:
+        return None
+    out = {"namespace": parent.namespace, "name": parent.name, "listener": parent.listener}
+    return {**out, "hostname": parent.hostname} if parent.hostname else out
+
+
+def export_platform(view: PlatformView) -> dict[str, Any]:
+    """The platform's exports (plain JSON values): what workloads stacks may rely on."""
+    return {
+        "exportsVersion": view.exports_version,
+        "clusterName": view.cluster_name,
+        "kubernetesVersion": view.kubernetes_version,
+        "environment": view.environment,
+        "region": view.region,
+        "nodePools": [_pool_export(p) for p in view.pools],
+        "addons": {
+            (f.alias or name): getattr(view.addons, name).enabled for name, f in AddonsSection.model_fields.items()
+        },
+        "storage": view.storage.model_dump(mode="json", by_alias=True, exclude_none=True, include=STORAGE_KEYS),
+        "storageClasses": dict(view.storage_classes),
+        "gateway": view.gateway.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "gatewayParent": _parent_export(view.gateway_parent),
+        "schedulerNames": {"neuron": view.neuron_scheduler},
+        # Added within version 2: a reader treats its absence (an older platform) as unknown.
+        "customMetrics": view.custom_metrics,
+        # Added within version 2: the Prometheus a team's KEDA triggers query; absent: unknown.
+        "prometheus": view.prometheus,
+    }
+
+
+def read_addons(exports: dict[str, Any]) -> AddonsSection:
+    return AddonsSection.model_validate({k: {"enabled": bool(v)} for k, v in (exports.get("addons") or {}).items()})
+
+
+def read_storage(exports: dict[str, Any]) -> StorageSection:
+    return StorageSection.model_validate(exports.get("storage") or {})
+
+
+def read_pools(exports: dict[str, Any]) -> tuple[ResolvedPool, ...]:
+    """The exported pools (instance types already resolved by the platform). The exports carry the
+    add-ons' on/off only, not every setting that decides a DaemonSet, so every DaemonSet that may run
+    counts on them."""
+    return tuple(
+        resolve_pool(NodePoolSection.model_validate({k: v for k, v in pool.items() if k in _POOL_KEYS}), None)
+        for pool in exports.get("nodePools") or []
+    )
+
+
+def read_parent(exports: dict[str, Any]) -> GatewayParent | None:
+    parent = exports.get("gatewayParent")
+    if not parent:
+        return None
+    return GatewayParent(
+        namespace=str(parent["namespace"]),
+        name=str(parent["name"]),
+        listener=str(parent["listener"]),
+        hostname=parent.get("hostname"),
+        own=False,
+    )
+
+
+def read_platform(exports: dict[str, Any], where: str) -> PlatformView:
+    """A platform's exports read back as the view it was exported from (`where` names them)."""
+    return PlatformView(
+        where=where,
+        known=True,
+        exports_version=int(exports.get("exportsVersion") or 0),
+        cluster_name=str(exports.get("clusterName") or ""),
+        kubernetes_version=str(exports.get("kubernetesVersion") or ""),
+        environment=str(exports.get("environment") or ""),
+        region=str(exports.get("region") or ""),
+        pools=read_pools(exports),
+        addons=read_addons(exports),
+        storage=read_storage(exports),
+        storage_classes=dict(exports.get("storageClasses") or {}),
+        gateway=GatewaySection.model_validate(exports.get("gateway") or {}),
+        gateway_parent=read_parent(exports),
+        neuron_scheduler=(exports.get("schedulerNames") or {}).get("neuron"),
+        custom_metrics=exports.get("customMetrics"),
+        prometheus=exports.get("prometheus"),
+    )

@@ -20,10 +20,10 @@ import yaml
 
 from .config import PROJECT, StackConfig
 from .errors import ConfigError, Problem
-from .exports import PlatformSource
+from .exports import PlatformSource, read_platform
 from .load import parse_sections
 from .pipeline import PlatformLookup, check_config, repo_platform
-from .resolve import read_platform, resolve
+from .resolve import resolve
 
 SCHEMA_MODELINE = "# yaml-language-server: $schema={schema}\n"
 

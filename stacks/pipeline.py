@@ -14,6 +14,7 @@ import contextlib
 import copy
 import functools
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,10 @@ from typing import Any
 from . import rules
 from .config import PROJECT, StackConfig
 from .errors import ConfigError, Problem, key_path, short
-from .exports import EXPORTS_VERSION, PlatformSource
+from .exports import EXPORTS_VERSION, PlatformSource, export_platform
 from .load import parse_sections, read_stack
 from .paths import ROOT
-from .resolve import export_platform, resolve
+from .resolve import resolve
 from .resolved import ResolvedStack
 
 PlatformLookup = Callable[[str], PlatformSource | None]
@@ -118,16 +119,25 @@ def platform_stack_file(stack_ref: str, root: Path | None = None) -> Path | None
     return None
 
 
-_LOADING: list[str] = []  # the stack files being read, outermost first (a reference cycle would never end)
+class _Loading(threading.local):
+    """The stack files this thread is reading, outermost first (a reference cycle would never end).
+    Per thread: the mocks answer the platform's StackReference on a worker thread while the program's
+    thread may be reading the same platform file, which is no cycle."""
+
+    def __init__(self) -> None:
+        self.files: list[str] = []
+
+
+_LOADING = _Loading()
 
 
 @contextlib.contextmanager
 def _loading(path: Path) -> Iterator[None]:
-    _LOADING.append(_file_key(path))
+    _LOADING.files.append(_file_key(path))
     try:
         yield
     finally:
-        _LOADING.pop()
+        _LOADING.files.pop()
 
 
 def _file_key(path: Path) -> str:
@@ -144,7 +154,7 @@ def exports_from_file(path: Path) -> dict[str, Any]:
         mtime = path.stat().st_mtime_ns
     except OSError as exc:
         raise ConfigError([Problem(str(path), f"cannot be read: {exc.strerror or exc}")], str(path)) from None
-    if _file_key(path) in _LOADING:
+    if _file_key(path) in _LOADING.files:
         raise ConfigError(
             [
                 Problem(

@@ -3,7 +3,7 @@
 `stacks/resolve.py` builds a `ResolvedStack` from the validated config (and, for a workloads stack,
 the platform's exports); components and builders read slices of it and derive nothing of their own.
 The platform half (`PlatformView`) is exactly what a platform stack exports and what a workloads
-stack reads back, through the same two functions (`resolve.export_platform`, `resolve.read_platform`).
+stack reads back, through the same two functions (stacks/exports.py `export_platform`, `read_platform`).
 
 This module holds only the types and the platform's fixed names (the Gateway routes attach to, the
 Neuron scheduler, the model-cache StorageClass and claim): plain values, importable from anywhere.

@@ -14,10 +14,10 @@ from components.capacity.plugins import efa_values, karpenter_values, needs_efa_
 from components.scheduling import EFA_LABEL
 from stacks import conformance
 from stacks.config.pools import NodePoolSection
+from stacks.exports import resolve_pool
 from stacks.fit import allocatable
 from stacks.hardware import catalog
 from stacks.pipeline import check_sections
-from stacks.resolve.platform import resolve_pool
 from stacks.resolved import ResolvedPool
 from tests.test_capacity_karpenter import capacity_records
 from tests.test_capacity_rules import one, problems

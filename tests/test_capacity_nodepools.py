@@ -9,7 +9,7 @@ from components.capacity.nodepools import BUSINESS_HOURS, ec2_node_class, node_p
 from components.scheduling import placement, pool_labels, pool_taints
 from stacks import conformance
 from stacks.config.pools import NodePoolSection
-from stacks.resolve.platform import resolve_pool
+from stacks.exports import resolve_pool
 
 SCHEMAS = conformance.schema_dir()
 

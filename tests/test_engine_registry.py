@@ -1,9 +1,5 @@
-"""The engine registry and the import structure it relies on.
+"""The engine registry (the import structure it relies on: tests/test_structure.py).
 
-- Every module under components/, stacks/ and policypack/ (the CrossGuard pack) imports in a fresh interpreter, and the
-  import graph read from the source (every `import` and `from ... import`, those inside functions
-  included) has no cycle: with an acyclic graph no module depends on the order others were imported
-  in, so importing them one after another in one interpreter stands for importing each on its own.
 - Adding an engine is its module (one `EngineSpec`), its line in `components.engines.ENGINES` and its
   image pin: a throwaway engine registered that way is resolved and built end to end; a spec that
   leaves out any fact fails when it is built.
@@ -13,14 +9,8 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import json
-import subprocess
-import sys
 import typing
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +24,6 @@ from components.model_servers import model_objects, workload_spec
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
-from stacks.load import ROOT
 from stacks.pipeline import check_sections
 from stacks.resolve import resolve
 from stacks.resolved import MODEL_LABEL
@@ -42,161 +31,7 @@ from stacks.versions import IMAGES, Image
 from tests.builders import by_kind
 from tests.engines_helpers import engine_container, example
 
-PACKAGES = ("components", "stacks", "policypack")
-# Assembling the policy pack starts its gRPC server (policypack/__init__.py): run by the CLI, never imported.
-NOT_IMPORTED = {"policypack.__main__"}
-
-
-# --- (a) imports ---------------------------------------------------------------------------------
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def project_modules() -> dict[str, Path]:
-    """Module name -> source file, for every module of the project's packages."""
-    return {
-        _module_name(p): p
-        for pkg in PACKAGES
-        for p in sorted((ROOT / pkg).rglob("*.py"))
-        if "__pycache__" not in p.parts
-    }
-
-
-def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: set[str]) -> list[str]:
-    """The project modules one import statement names (a name imported from a package is its
-    submodule when there is one, else the package itself)."""
-    if isinstance(node, ast.Import):
-        return [a.name for a in node.names]
-    if node.level:
-        parts = (module if is_package else module.rpartition(".")[0]).split(".")
-        parts = parts[: len(parts) - (node.level - 1)]
-        source = ".".join([*parts, *([node.module] if node.module else [])])
-    else:
-        source = node.module or ""
-    return [f"{source}.{a.name}" if f"{source}.{a.name}" in known else source for a in node.names]
-
-
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of a module, at any depth (in functions, classes, branches, handlers and
-    match cases): an import is a statement, so the expressions, nine nodes in ten, are not walked."""
-    for node in body:
-        yield node
-        for field in ("body", "orelse", "finalbody"):
-            yield from _statements(getattr(node, field, None) or [])
-        for holder in [*getattr(node, "handlers", []), *getattr(node, "cases", [])]:
-            yield from _statements(holder.body)
-
-
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the project modules it imports. Importing `a.b.c` first runs the packages `a` and
-    `a.b`, so they count too, except the importer's own enclosing packages (already being imported
-    when it runs)."""
-    modules = project_modules()
-    known = set(modules)
-    graph: dict[str, set[str]] = {}
-    for module, path in modules.items():
-        edges: set[str] = set()
-        for node in _statements(ast.parse(path.read_text(), filename=str(path)).body):
-            if not isinstance(node, ast.Import | ast.ImportFrom):
-                continue
-            for target in _imported(node, module, path.name == "__init__.py", known):
-                while target and target not in known:  # `import a.b.name` of a non-module name
-                    target = target.rpartition(".")[0]
-                if not target or target == module:
-                    continue
-                edges.add(target)
-                parent = target.rpartition(".")[0]
-                while parent:
-                    if module != parent and not module.startswith(parent + "."):
-                        edges.add(parent)
-                    parent = parent.rpartition(".")[0]
-        graph[module] = edges
-    return graph
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle (first module repeated at the end), or None."""
-    done: set[str] = set()
-    path: list[str] = []
-    on_path: set[str] = set()
-
-    def visit(node: str) -> list[str] | None:
-        path.append(node)
-        on_path.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt in on_path:
-                return [*path[path.index(nxt) :], nxt]
-            if nxt not in done and (found := visit(nxt)):
-                return found
-        path.pop()
-        on_path.discard(node)
-        done.add(node)
-        return None
-
-    for start in sorted(graph):
-        if start not in done and (found := visit(start)):
-            return found
-    return None
-
-
-IMPORT_EACH = """
-import importlib, json, sys, traceback
-failed = {}
-for name in json.loads(sys.argv[1]):
-    try:
-        importlib.import_module(name)
-    except BaseException:
-        failed[name] = traceback.format_exc(limit=-3)
-print(json.dumps(failed))
-"""
-
-
-def test_every_module_imports_in_a_fresh_interpreter():
-    names = [m for m in project_modules() if m not in NOT_IMPORTED]
-    assert len(names) > 50, f"the walk found the project's modules: {names}"
-    result = subprocess.run(
-        [sys.executable, "-c", IMPORT_EACH, json.dumps(names)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    failed = json.loads(result.stdout.splitlines()[-1])
-    assert not failed, "modules that do not import:\n" + "\n".join(f"{n}:\n{tb}" for n, tb in failed.items())
-
-
-def test_the_import_graph_read_from_the_source_has_no_cycle():
-    graph = import_graph()
-    assert "components.engines.vllm" in graph["components.engines"], "the graph sees `from . import vllm`"
-    assert "stacks.resolve" in graph["components.platform"], "and `from stacks.resolve import ...`"
-    cycle = find_cycle(graph)
-    assert cycle is None, "an import cycle: " + " -> ".join(cycle or [])
-
-
-def test_the_cycle_finder_finds_a_cycle_and_the_parser_sees_imports_inside_functions():
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
-    assert find_cycle({"a": {"b"}, "b": set()}) is None
-    nested = (
-        "class C:\n    def f(self):\n        with x:\n            import a\n"
-        "try:\n    pass\nexcept E:\n    import b\nelse:\n    import c\nfinally:\n    import d\n"
-        "match v:\n    case 1:\n        if y:\n            pass\n        else:\n            import e\n"
-        "for i in z:\n    pass\nelse:\n    async def g():\n        import f\n"
-    )
-    seen = {a.name for n in _statements(ast.parse(nested).body) if isinstance(n, ast.Import) for a in n.names}
-    assert seen == set("abcdef"), f"imports at every depth of a statement: {seen}"
-    tree = ast.parse("def f():\n    from ..serving import aibrix\n")
-    node = next(n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom))
-    known = {"components.serving", "components.serving.aibrix"}
-    assert _imported(node, "components.engines.vllm", False, known) == ["components.serving.aibrix"]
-
-
-# --- (b) a throwaway engine, registered and nothing else ------------------------------------------
+# --- a throwaway engine, registered and nothing else ---------------------------------------------
 
 TOY = "toy"
 TOY_IMAGE = Image("registry.example.com/toy-server", "1.2.3")

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from stacks.conformance import schema_dir, validate_custom
+from stacks.exports import resolve_pool
 from stacks.pipeline import check_sections
-from stacks.resolve.platform import resolve_pool
 from stacks.resolved import LWS_WORKER_INDEX
 from tests.conftest import DEV, sections_of
 from tests.engines_helpers import flag, objects, stack_of

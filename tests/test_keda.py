@@ -14,9 +14,9 @@ import pytest
 from components.scaling.keda import SCALED_REF_KINDS, keda_values, scaled_objects
 from stacks import conformance
 from stacks.errors import ConfigError
+from stacks.exports import export_platform
 from stacks.load import ROOT
 from stacks.pipeline import PlatformLookup, check_sections
-from stacks.resolve import export_platform
 from stacks.resolved import KEDA_NAMESPACE
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
 from tests.conftest import live_platform, rendered_stack, sections_of

@@ -12,10 +12,10 @@ import pytest
 from components.engines import ENGINES
 from components.monitoring.collection import prometheus_adapter_values
 from stacks.errors import ConfigError
+from stacks.exports import export_platform
 from stacks.load import ROOT
 from stacks.metrics import custom_metric
 from stacks.pipeline import check_sections
-from stacks.resolve import export_platform
 from stacks.resolved import PROMETHEUS_SERVICE
 from tests.builders import engine_objects, resolved_stack
 from tests.conftest import ALL_STACKS, rendered_stack, sections_of, stack_manifests

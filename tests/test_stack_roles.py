@@ -11,10 +11,10 @@ from pulumi.runtime import rpc
 
 from stacks import exports
 from stacks.errors import ConfigError
+from stacks.exports import export_platform, read_pools
 from stacks.load import ROOT
 from stacks.pipeline import PlatformLookup, check_sections, stack_warnings
-from stacks.resolve import export_platform, own_platform
-from stacks.resolve.platform import read_pools
+from stacks.resolve import own_platform
 from stacks.resolved import NEURON_SCHEDULER
 from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of
 
@@ -234,3 +234,30 @@ def test_a_team_hpa_on_a_platform_without_prometheus_adapter_is_refused(team):
     live["customMetrics"] = False
     found = problems(team, live_platform(live))
     assert any("models[0].autoscaling.owner" in p and "prometheus-adapter" in p for p in found), found
+
+
+def test_a_workloads_stack_whose_platform_is_itself_is_refused_as_a_cycle(team, tmp_path, monkeypatch):
+    from stacks import pipeline
+
+    loop = tmp_path / "Pulumi.loop.yaml"
+    team["stack"]["platformStack"] = "acme/inference-platform/loop"
+    config = {"aws:region": "us-west-2", **{f"inference-platform:{k}": v for k, v in team.items()}}
+    loop.write_text(json.dumps({"config": config}))
+    monkeypatch.setattr(pipeline, "platform_stack_file", lambda ref, root=None: loop if ref.endswith("/loop") else None)
+    with pytest.raises(ConfigError, match=r"stack\.platformStack: refers back to Pulumi\.loop\.yaml"):
+        pipeline.check_file(loop)
+
+
+def test_another_thread_reading_the_same_platform_file_is_no_cycle():
+    """The mocks answer the platform's StackReference on a worker thread while the program's thread
+    reads the same file: the files being read are per thread."""
+    import threading
+
+    from stacks import pipeline
+
+    seen: list[object] = []
+    with pipeline._loading(PLATFORM):
+        worker = threading.Thread(target=lambda: seen.append(pipeline.exports_from_file(PLATFORM)))
+        worker.start()
+        worker.join()
+    assert seen and isinstance(seen[0], dict) and seen[0]["nodePools"], seen

@@ -10,10 +10,11 @@ import pytest
 
 from policypack import validators as v
 from stacks.errors import ConfigError
+from stacks.exports import export_platform
 from stacks.load import ROOT, sections_to_pulumi_config
 from stacks.pipeline import PlatformLookup, check_sections
 from stacks.render import Rendered, run_program
-from stacks.resolve import export_platform, own_platform
+from stacks.resolve import own_platform
 from stacks.resolved import CACHE_CLAIM, GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER
 from stacks.sizing import replica_requests
 from tests.builders import resolved_stack

@@ -15,20 +15,13 @@ from __future__ import annotations
 from components.engines import ENGINES
 
 from ..config import StackConfig
-from ..exports import PlatformSource
+from ..exports import PlatformSource, read_platform
 from ..resolved import ResolvedStack, Team
 from .images import image_table, rendered_images
 from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
-from .platform import (
-    adapter_prometheus,
-    export_platform,
-    gateway_parent,
-    own_platform,
-    read_platform,
-    unknown_platform,
-)
+from .platform import adapter_prometheus, gateway_parent, own_platform, unknown_platform
 
-__all__ = ["export_platform", "gateway_parent", "own_platform", "read_platform", "resolve"]
+__all__ = ["gateway_parent", "own_platform", "resolve"]
 
 
 def routed(config: StackConfig) -> bool:
