@@ -62,7 +62,9 @@ def workload_spec(
         storage=storage,
         placement=placement(pool, neuron_scheduler),
         cache=cache_mount(ctx, model, images),
-        labels=labels(model.service, model.name, **{"inference-platform.io/engine": model.engine}),
+        # app.kubernetes.io/name is the workload's (a Deployment's selector keeps it); a platform's
+        # pods add their role as app.kubernetes.io/component.
+        labels=labels(model.workload[2], model.name, **{"inference-platform.io/engine": model.engine}),
         images=images,
     )
 

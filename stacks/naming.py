@@ -32,6 +32,10 @@ def tags(cluster: str, environment: str, **extra: str) -> dict[str, str]:
     }
 
 
+# A pod's role within its workload (Kubernetes' recommended labels).
+COMPONENT_LABEL = "app.kubernetes.io/component"
+
+
 def labels(component: str, instance: str, **extra: str) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": component,

@@ -2,9 +2,10 @@
 
 For each pool, the instance types it allows with what a pod can request on a fresh node of each
 (Karpenter's allocatable less the platform's DaemonSets, stacks/fit.py); for each model, every kind of
-pod it runs with exactly the requests the render gives its serving container (`ResolvedModel.pods`:
-the builders render these, and tests/test_capacity_plan.py compares the two for every shipped stack)
-and the types its pods on the pool fit. Reads the resolved stack only: for a workloads stack, its
+pod it runs, how many of it the workload asks for and exactly the requests the render gives its
+serving container (`ResolvedModel.pods`: the builders render these, and tests/test_capacity_plan.py
+compares the two for every shipped stack), and the types its pods on the pool fit; a canary is listed
+after its model, as the workload of its own it is. Reads the resolved stack only: for a workloads stack, its
 platform's pools.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .fit import Requests, allocatable, fit
-from .resolved import PodShape, ResolvedModel, ResolvedPool, ResolvedStack
+from .resolved import EFA_RESOURCE, PodShape, ResolvedModel, ResolvedPool, ResolvedStack
 
 COLUMNS = ("type", "cpu", "memory", "ephemeral", "gpu", "neuron", "neuroncore", "pods")
 UNITS = {"nvidia": "GPUs", "neuron": "Neuron devices"}
@@ -51,8 +52,10 @@ def _pool_lines(pool: ResolvedPool) -> list[str]:
     return lines + (_table(rows) if len(rows) > 1 else ["    (no instance type the catalog knows)"])
 
 
-def _asked(requests: Requests) -> str:
-    return f"cpu {requests.cpu_m}m, memory {requests.memory_mib}Mi, gpu {requests.gpu}, neuron {requests.neuron}"
+def _asked(pod: PodShape) -> str:
+    r = pod.requests
+    efa = pod.resources.get("requests", {}).get(EFA_RESOURCE)
+    return f"cpu {r.cpu_m}m, memory {r.memory_mib}Mi, gpu {r.gpu}, neuron {r.neuron}" + (f", efa {efa}" if efa else "")
 
 
 def fits(model: ResolvedModel, pod: PodShape) -> list[str]:
@@ -61,7 +64,7 @@ def fits(model: ResolvedModel, pod: PodShape) -> list[str]:
 
 
 def _model_lines(model: ResolvedModel) -> list[str]:
-    where = f"model {model.name} on pool {model.pool.name}"
+    where = f"model {model.name}{' (canary)' if model.workload[2] != model.name else ''} on pool {model.pool.name}"
     if not model.pool.instance_types:
         verdict = "unchecked (no instance type of the pool is in the catalog)"
     else:
@@ -74,12 +77,21 @@ def _model_lines(model: ResolvedModel) -> list[str]:
         head = f"{where}: one replica is a group of {group.describe(unit)}: fits {verdict}"
     else:
         head = f"{where}: fits {verdict}"
-    pods = [
-        f"  {p.role}: {p.count} {'per replica' if p.per_replica else 'per model'}"
-        f"{'' if p.pool else ' (on the CPU nodes)'}, each {_asked(p.requests)}"
-        for p in model.pods
-    ]
+    pods = [f"  {p.role}: {_count(p)}{'' if p.pool else ' (on the CPU nodes)'}, each {_asked(p)}" for p in model.pods]
     return [head, *pods]
+
+
+def _count(pod: PodShape) -> str:
+    """How many pods of the role the workload asks for: `replicas x pods per replica`."""
+    per = f"{pod.count} pod{'s' if pod.count != 1 else ''}"
+    if pod.replicas is None:
+        return f"replicas as the autoscaler decides x {per}"
+    return f"{pod.replicas} replica{'s' if pod.replicas != 1 else ''} x {per}"
+
+
+def _served(stack: ResolvedStack) -> list[ResolvedModel]:
+    """Every model the stack serves, each canary after its model (its own workload and pods)."""
+    return [m for model in stack.models for m in (model, model.canary) if m is not None]
 
 
 def plan(stack: ResolvedStack) -> str:
@@ -89,7 +101,7 @@ def plan(stack: ResolvedStack) -> str:
         if model is None:
             lines.append(f"model {entry.name}: pool {entry.config.pool} is not one of {stack.platform.where}'s pools")
             continue
-        lines += _model_lines(model)
+        lines += [line for m in (model, model.canary) if m is not None for line in _model_lines(m)]
     return "\n".join(lines) + "\n"
 
 
@@ -118,16 +130,20 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
         for pool in stack.platform.pools
     ]
     models = []
-    for model in stack.models:
+    for model in _served(stack):
+        api_version, kind, name = model.workload
         models.append(
             {
                 "name": model.name,
+                "workload": {"apiVersion": api_version, "kind": kind, "name": name},
                 "pool": model.pool.name,
                 "group": {"nodes": model.group.nodes, "tensor": model.group.tensor, "pipeline": model.group.pipeline},
                 "pods": [
                     {
                         "role": p.role,
                         "count": p.count,
+                        "replicas": p.replicas,
+                        "pods": p.pods,
                         "perReplica": p.per_replica,
                         "onPool": p.pool,
                         "requests": _requests_json(p.requests),

@@ -193,6 +193,9 @@ def scaling_adapter_name(graph: str, component: str) -> str:
 # The label every pod (and the Service) of a model carries, so the gateway's network policies, the
 # scrapers and the model's own peers can select exactly that model's pods.
 MODEL_LABEL = "inference-platform.io/model"
+# The extended resource the EFA device plugin advertises: every device of the node, for a pod that owns it.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
 # The model revision a pod serves (a pod-template label, never a selector): the PodMonitor keeps it on
 # every series, so a canary's metrics are told from the stable revision's.
 REVISION_LABEL = "inference-platform.io/revision"
@@ -307,17 +310,25 @@ class ModelEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class PodShape:
-    """One kind of pod a model runs, as the builders render it: its role, how many of it (per replica,
-    or per model for a Dynamo Frontend or a Ray head), and its serving container's resources (requests,
-    and limits as rendered). `pool`: it runs on the model's pool (its accelerators); else on the CPU
-    nodes."""
+    """One kind of pod a model runs, exactly as the builders render it: its role; `count` pods of it in
+    one replica of the role (a group's nodes, or 1); `replicas` of the role as the workload asks for them
+    (None: an autoscaler owns the count and the workload leaves it out); `per_replica`: it scales with
+    the model (a Dynamo Frontend or a Ray head does not); and its serving container's resources
+    (requests, and limits as rendered, the node's EFA devices included for a group across nodes).
+    `pool`: it runs on the model's pool (its accelerators); else on the CPU nodes."""
 
     role: str
     count: int
+    replicas: int | None
     per_replica: bool
     requests: Requests
     resources: Mapping[str, Mapping[str, str]]
     pool: bool
+
+    @property
+    def pods(self) -> int | None:
+        """The pods of this role the workload asks for (None: as many as its autoscaler decides)."""
+        return None if self.replicas is None else self.count * self.replicas
 
 
 @dataclass(frozen=True, kw_only=True)

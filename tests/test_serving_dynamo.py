@@ -281,3 +281,14 @@ def test_decode_workers_carry_the_same_kv_transfer_connector_as_prefill_so_they_
     prefill, decode = (_args_flag(workers[r], "--kv-transfer-config") for r in ("prefill", "decode"))
     assert decode is not None, "a decode worker without a connector receives no KV from prefill"
     assert json.loads(decode) == json.loads(prefill or "{}") == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
+def test_each_pod_of_a_graph_is_labelled_with_its_role_and_the_graph():
+    """`kubectl get pods -l app.kubernetes.io/component=decode` lists a graph's decode workers, and
+    app.kubernetes.io/name is the graph's on every pod (not the Frontend Service's name on the workers)."""
+    graph = _graph("qwen3-32b-disagg")
+    for component in graph["spec"]["components"]:
+        labels = component["podTemplate"]["metadata"]["labels"]
+        assert labels["app.kubernetes.io/component"] == component["type"], component["name"]
+        assert labels["app.kubernetes.io/name"] == graph["metadata"]["name"] == "qwen3-32b-disagg"
+        assert labels["inference-platform.io/model"] == "qwen3-32b-disagg", "the selector label stays on every pod"

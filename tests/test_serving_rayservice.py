@@ -135,3 +135,14 @@ def test_autoscaling_bounds_on_a_rayservice_are_refused_pointing_at_ray_serves_o
     (problem,) = [p for p in err.value.problems if p.path.endswith(f"autoscaling.{key}")]
     own = "rayServe.minWorkers" if key == "minReplicas" else "rayServe.maxWorkers"
     assert own in problem.message and "ignored" in problem.message, "the refusal names the key that works"
+
+
+def test_the_head_and_the_workers_are_labelled_with_their_role_and_the_model():
+    svc = _service()
+    cluster = svc["spec"]["rayClusterConfig"]
+    pods = {"head": cluster["headGroupSpec"]["template"], "worker": cluster["workerGroupSpecs"][0]["template"]}
+    for role, template in pods.items():
+        labels = template["metadata"]["labels"]
+        assert labels["app.kubernetes.io/component"] == role
+        assert labels["app.kubernetes.io/name"] == NAME, "the RayService's name, not its Serve Service's"
+        assert labels["inference-platform.io/model"] == NAME

@@ -74,7 +74,7 @@ from stacks.errors import Problem
 from stacks.fit import Requests
 from stacks.groups import ReplicaGroup
 from stacks.metrics import Metric, Signal
-from stacks.naming import scanner_waivers
+from stacks.naming import COMPONENT_LABEL, scanner_waivers
 from stacks.resolved import ModelEntry, PodShape, ResolvedStack, scaling_adapter_name
 from stacks.versions import IMAGES, Image
 
@@ -82,7 +82,7 @@ from .. import secretfiles
 from ..secretfiles import SecretFile
 from ..storage.prepare import TOKEN_VOLUME
 from . import sglang, vllm, workers
-from .group import EFA_ENV, add_efa
+from .group import EFA_ENV, add_efa_env
 from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
@@ -349,10 +349,11 @@ def _secret_volume(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[
     return volumes, mounts
 
 
-def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
-    """Every pod of the graph carries the model's selector label: the network policies let the
-    gateway, the scraper and the graph's own peers reach exactly these pods."""
-    return {**spec.labels, **spec.served.selector}
+def pod_labels(spec: WorkloadSpec, role: str | None = None) -> dict[str, str]:
+    """Every pod of the graph carries the model's selector label (the network policies let the gateway,
+    the scraper and the graph's own peers reach exactly these pods) and its role (frontend, worker,
+    prefill, decode)."""
+    return {**spec.labels, **spec.served.selector, **({COMPONENT_LABEL: role} if role else {})}
 
 
 # NIXL registers GPU memory with libfabric's EFA provider (`fi_mr_reg`), which efa-on-aws.mdx says
@@ -371,7 +372,7 @@ def nixl_over_efa(spec: WorkloadSpec, role: str) -> bool:
     return role in ("prefill", "decode") and over_efa(spec)
 
 
-def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
+def _worker(spec: WorkloadSpec, role: str) -> dict[str, Any]:
     model = spec.model
     block = dynamo_block(model)
     module, workdir = BACKENDS[block.backend]
@@ -399,7 +400,7 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
         "volumeMounts": [*spec.cache.volume_mounts, *secret_mounts],
     }
     if over_efa(spec):
-        add_efa(container, spec.served.pool.efa_per_node, DYNAMO_EFA_ENV)
+        add_efa_env(container, DYNAMO_EFA_ENV)
         if block.backend == "sglang" and role in ("prefill", "decode"):
             container["env"].append(dict(SGLANG_NIXL_BACKEND))
         if nixl_over_efa(spec, role):
@@ -416,13 +417,13 @@ def _worker(spec: WorkloadSpec, role: str, replicas: int) -> dict[str, Any]:
     component: dict[str, Any] = {"name": ROLE_NAMES[role], "type": role}
     if dynamo_multinode(model):
         component["multinode"] = {"nodeCount": spec.served.group.nodes}
-    if role == scaled_role(model):
-        # The adapter owns the count (the operator's webhook refuses direct edits of it): `pulumi up`
-        # leaves it out, as a Deployment under an autoscaler leaves out `replicas`.
+    replicas = spec.served.pod(role).replicas
+    if replicas is None:
+        # The adapter owns the count (role_replicas): `pulumi up` leaves it out.
         component["scalingAdapter"] = {}
     else:
         component["replicas"] = replicas
-    return {**component, "podTemplate": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec}}
+    return {**component, "podTemplate": {"metadata": {"labels": pod_labels(spec, role)}, "spec": pod_spec}}
 
 
 # The Frontend is CPU-only: no GPU toleration, so it stays off the accelerator nodes.
@@ -439,20 +440,31 @@ def pods(model: ModelSection, requests: Requests, group: ReplicaGroup) -> tuple[
     block = dynamo_block(model)
     worker = worker_resources(model, requests.ephemeral_mib)
     return (
-        workers.shape("frontend", block.frontend_replicas, FRONTEND_RESOURCES, per_replica=False, pool=False),
-        *(workers.shape(role, group.nodes, worker, per_replica=True, pool=True) for role in roles(block)),
+        workers.shape("frontend", 1, block.frontend_replicas, FRONTEND_RESOURCES, per_replica=False, pool=False),
+        *(
+            workers.shape(role, group.nodes, role_replicas(model, role), worker, per_replica=True, pool=True)
+            for role in roles(block)
+        ),
     )
 
 
+def role_replicas(model: ModelSection, role: str) -> int | None:
+    """A worker role's replicas as the graph asks for them; None for the role a scaling adapter owns (the
+    operator's webhook refuses direct edits of its count, so `pulumi up` leaves it out)."""
+    if role == scaled_role(model):
+        return None
+    block = dynamo_block(model)
+    return {"prefill": block.prefill_workers, "decode": block.decode_workers}.get(role, model.replicas)
+
+
 def _frontend(spec: WorkloadSpec) -> dict[str, Any]:
-    block = dynamo_block(spec.model)
     # The frontend is CPU-only: no GPU toleration, so it stays off the accelerator nodes.
     return {
         "name": FRONTEND,
         "type": "frontend",
-        "replicas": block.frontend_replicas,
+        "replicas": spec.served.pod("frontend").replicas,
         "podTemplate": {
-            "metadata": {"labels": pod_labels(spec)},
+            "metadata": {"labels": pod_labels(spec, "frontend")},
             "spec": {
                 "containers": [
                     {
@@ -471,9 +483,9 @@ def graph_deployment(spec: WorkloadSpec) -> dict[str, Any]:
     model = spec.model
     block = dynamo_block(model)
     if block.mode == "disaggregated":
-        workers = [_worker(spec, "prefill", block.prefill_workers), _worker(spec, "decode", block.decode_workers)]
+        workers = [_worker(spec, "prefill"), _worker(spec, "decode")]
     else:
-        workers = [_worker(spec, "worker", model.replicas)]
+        workers = [_worker(spec, "worker")]
     privileged = any(nixl_over_efa(spec, w["type"]) for w in workers)
     return {
         "apiVersion": API_VERSION,

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.config import ModelSection
-from stacks.resolved import LWS_WORKER_INDEX, MODEL_LABEL
+from stacks.resolved import EFA_RESOURCE, LWS_WORKER_INDEX, MODEL_LABEL
 
 from .spec import WorkloadSpec
 from .workload import (
@@ -55,7 +55,6 @@ WORKER_INDEX = LWS_WORKER_INDEX
 GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
 LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
 NODE_RANK = "$(LWS_WORKER_INDEX)"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 # NCCL over EFA through aws-ofi-nccl: libfabric's EFA provider, and the buffer and chunk sizes the EKS
 # EFA guide's p5 NCCL test sets (awsdocs amazon-eks-user-guide ml/node-efa.adoc). FI_EFA_USE_HUGE_PAGE=0
@@ -82,25 +81,18 @@ def leader_selector(spec: WorkloadSpec) -> dict[str, str]:
     return {**selector(spec), WORKER_INDEX: "0"}
 
 
-def add_efa(container: dict[str, Any], efa_per_node: int, env: tuple[dict[str, str], ...] = EFA_ENV) -> None:
-    """The node's EFA devices (all of them: the device plugin does not share them) and the libfabric
-    env on a container of a pod that owns its node; nothing on a pool without EFA. Shared by the
-    LWS groups here and Dynamo's and Ray's multi-node workers."""
-    if not efa_per_node:
-        return
-    resources = container["resources"]
-    resources["requests"][EFA_RESOURCE] = resources["limits"][EFA_RESOURCE] = str(efa_per_node)
-    container["env"] = [*container.get("env", []), *(dict(e) for e in env)]
-
-
-def _efa(spec: WorkloadSpec, container: dict[str, Any]) -> None:
-    add_efa(container, spec.served.pool.efa_per_node)
+def add_efa_env(container: dict[str, Any], env: tuple[dict[str, str], ...] = EFA_ENV) -> None:
+    """The libfabric env on a container whose resources hold its node's EFA devices (the resolved pod's,
+    stacks/resolve/models.py `with_efa`: a pod of a group across nodes on a pool with EFA); nothing
+    otherwise. Shared by the LWS groups here and Dynamo's, Ray's and NIM's multi-node workers."""
+    if EFA_RESOURCE in container["resources"].get("requests", {}):
+        container["env"] = [*container.get("env", []), *(dict(e) for e in env)]
 
 
 def _leader(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     template = pod_template(spec, engine)
     pod = template["spec"]
-    _efa(spec, pod["containers"][0])
+    add_efa_env(pod["containers"][0])
     # Groups spread over zones and hosts by their leaders; each worker follows its own leader.
     for constraint in pod["topologySpreadConstraints"]:
         constraint["labelSelector"] = {"matchLabels": leader_selector(spec)}
@@ -124,7 +116,7 @@ def _worker(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     container = pod["containers"][0]
     for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe"):
         container.pop(key, None)
-    _efa(spec, container)
+    add_efa_env(container)
     pod["topologySpreadConstraints"] = [c for c in pod["topologySpreadConstraints"] if c["topologyKey"] == HOSTNAME]
     pod.setdefault("affinity", {})["podAffinity"] = leader_zone_affinity(spec)
     return template
@@ -149,9 +141,9 @@ def leader_zone_affinity(spec: WorkloadSpec) -> dict[str, Any]:
 def leader_worker_set(spec: WorkloadSpec, leader: EngineContainer, worker: EngineContainer) -> dict[str, Any]:
     group = spec.served.group
     body: dict[str, Any] = {}
-    if spec.model.autoscaling.owner == "none":
-        # With an autoscaler the group count is the scaler's (the LWS scale subresource).
-        body["replicas"] = spec.model.replicas
+    replicas = spec.served.pod("leader").replicas
+    if replicas is not None:  # (None: the autoscaler's, through the LWS scale subresource)
+        body["replicas"] = replicas
     body |= {
         "startupPolicy": "LeaderCreated",
         "rolloutStrategy": {

@@ -33,7 +33,7 @@ from stacks.versions import IMAGES
 
 from ..storage.cache import HF_SCHEME
 from . import vllm
-from .group import add_efa, leader_zone_affinity
+from .group import add_efa_env, leader_zone_affinity
 from .spec import EngineSpec, WorkloadSpec, no_problems, overridden
 from .workload import (
     HOME,
@@ -176,13 +176,14 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
     }
     if m.autoscaling.owner == "hpa":
         body["scale"] = {"enabled": True, "hpa": hpa_scaling(m, spec.facts)}
-    else:
-        body["replicas"] = m.replicas
+    replicas = spec.served.pods[0].replicas
+    if replicas is not None:  # (None: the NIMService's own HPA owns the count; the CRD refuses both)
+        body["replicas"] = replicas
     group = spec.served.group
     if group.multi_node:
         body |= multi_node(spec)
         # The spec's resources and env are every pod's, as a container's are its own.
-        add_efa(body, spec.served.pool.efa_per_node)
+        add_efa_env(body)
     if m.accelerators_per_replica > 1:
         body["storage"]["sharedMemorySizeLimit"] = "16Gi"
     return {

@@ -65,11 +65,12 @@ from stacks.errors import Problem, duplicates
 from stacks.fit import Requests
 from stacks.groups import ReplicaGroup
 from stacks.metrics import Metric, Signal
+from stacks.naming import COMPONENT_LABEL
 from stacks.resolved import ModelEntry, PodShape, ResolvedStack
 from stacks.versions import IMAGES, Image
 
 from . import workers
-from .group import add_efa
+from .group import add_efa_env
 from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, ZONE, hf_token, unique_volumes
@@ -205,10 +206,10 @@ def _secret_parts(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[s
     return volumes, mounts
 
 
-def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
-    """Head and workers carry the model's selector label: the network policies let the gateway,
-    the scraper and the cluster's own peers reach exactly these pods."""
-    return {**spec.labels, **spec.served.selector}
+def pod_labels(spec: WorkloadSpec, role: str | None = None) -> dict[str, str]:
+    """Head and workers carry the model's selector label (the network policies let the gateway, the
+    scraper and the cluster's own peers reach exactly these pods) and their role."""
+    return {**spec.labels, **spec.served.selector, **({COMPONENT_LABEL: role} if role else {})}
 
 
 # The head runs no model (num-gpus 0): the Serve controller, the GCS and the dashboard, on the CPU nodes.
@@ -223,8 +224,9 @@ def pods(model: ModelSection, requests: Requests, group: ReplicaGroup) -> tuple[
     worker = worker_resources(model, requests.ephemeral_mib)
     worker["limits"]["cpu"] = worker["requests"]["cpu"]
     return (
-        workers.shape("head", 1, HEAD_RESOURCES, per_replica=False, pool=False),
-        workers.shape("worker", group.nodes, worker, per_replica=True, pool=True),
+        workers.shape("head", 1, 1, HEAD_RESOURCES, per_replica=False, pool=False),
+        # Ray Serve's autoscaler starts at minWorkers replicas (the group's replicas, below).
+        workers.shape("worker", group.nodes, ray_block(model).min_workers, worker, per_replica=True, pool=True),
     )
 
 
@@ -239,7 +241,7 @@ def _head(spec: WorkloadSpec) -> dict[str, Any]:
     return {
         "rayStartParams": {"num-cpus": "0", "num-gpus": "0", "dashboard-host": "0.0.0.0"},
         "template": {
-            "metadata": {"labels": pod_labels(spec)},
+            "metadata": {"labels": pod_labels(spec, "head")},
             "spec": {
                 "containers": [
                     {
@@ -270,7 +272,7 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
         "env": list(spec.cache.env),
     }
     if spec.served.group.multi_node:
-        add_efa(container, spec.served.pool.efa_per_node)
+        add_efa_env(container)
     pod_spec = spec.placement.apply(
         {
             "containers": [container],
@@ -285,11 +287,11 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     return {
         "groupName": "gpu",
         # Serve replicas x the nodes each spans (minWorkers/maxWorkers count replicas).
-        "replicas": nodes * block.min_workers,
+        "replicas": spec.served.pod("worker").pods,
         "minReplicas": nodes * block.min_workers,
         "maxReplicas": nodes * block.max_workers,
         "rayStartParams": {"num-gpus": gpus},
-        "template": {"metadata": {"labels": pod_labels(spec)}, "spec": pod_spec},
+        "template": {"metadata": {"labels": pod_labels(spec, "worker")}, "spec": pod_spec},
     }
 
 

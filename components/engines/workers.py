@@ -41,7 +41,16 @@ def requests_of(resources: dict[str, Any]) -> Requests:
     )
 
 
-def shape(role: str, count: int, resources: dict[str, Any], *, per_replica: bool, pool: bool) -> PodShape:
+def shape(
+    role: str, count: int, replicas: int | None, resources: dict[str, Any], *, per_replica: bool, pool: bool
+) -> PodShape:
+    """`count` pods per replica of the role, `replicas` of it as the workload asks (None: a scaler's)."""
     return PodShape(
-        role=role, count=count, per_replica=per_replica, requests=requests_of(resources), resources=resources, pool=pool
+        role=role,
+        count=count,
+        replicas=replicas,
+        per_replica=per_replica,
+        requests=requests_of(resources),
+        resources=resources,
+        pool=pool,
     )

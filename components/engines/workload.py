@@ -360,10 +360,9 @@ def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         "template": template,
         "revisionHistoryLimit": 3,
     }
-    if spec.model.autoscaling.owner == "none":
-        # With an autoscaler (HPA or AIBrix) the field is the scaler's: setting it here would make
-        # every `pulumi up` reset the replica count the scaler chose.
-        body["replicas"] = spec.model.replicas
+    replicas = spec.served.pod("server").replicas
+    if replicas is not None:  # (None: the autoscaler's; stacks/resolved.py PodShape.replicas)
+        body["replicas"] = replicas
     body["strategy"] = {"type": "RollingUpdate", "rollingUpdate": rolling_update(spec.model)}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(spec, annotations=waiver), "spec": body}
 
@@ -449,12 +448,22 @@ def deployment(model: ModelSection) -> tuple[str, str, str]:
 
 def server_pods(model: ModelSection, requests: Requests, group: ReplicaGroup) -> tuple[PodShape, ...]:
     """The pods of an engine the platform runs as its own workload: one server per replica, or a group's
-    leader and workers, every one with the sized requests (accelerator and memory limits equal to them)."""
-    del model
+    leader and workers, every one with the sized requests (accelerator and memory limits equal to them);
+    `replicas` of them unless an autoscaler owns the count (then the workload leaves it out, so `pulumi
+    up` never resets what the scaler chose)."""
     resources = container_resources(requests)
+    replicas = model.replicas if model.autoscaling.owner == "none" else None
 
     def shape(role: str, count: int) -> PodShape:
-        return PodShape(role=role, count=count, per_replica=True, requests=requests, resources=resources, pool=True)
+        return PodShape(
+            role=role,
+            count=count,
+            replicas=replicas,
+            per_replica=True,
+            requests=requests,
+            resources=resources,
+            pool=True,
+        )
 
     if not group.multi_node:
         return (shape("server", 1),)

@@ -19,6 +19,7 @@ from ..resolved import (
     CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
     DEFAULT_NAMESPACE,
+    EFA_RESOURCE,
     GATEWAY_NAME,
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
@@ -26,6 +27,7 @@ from ..resolved import (
     GatewayParent,
     ModelEntry,
     PlatformView,
+    PodShape,
     ResolvedModel,
     RoutePicking,
     Wake,
@@ -72,6 +74,26 @@ def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> Rout
     return RoutePicking(strategy=strategy, engine_type=facts.picker_engine)
 
 
+def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
+    """The pods on the pool of a group across nodes with every EFA device of their node (the device
+    plugin does not share them, and a pod that owns its node takes them all), requested and limited;
+    the pods unchanged on a pool without EFA or for a replica on one node."""
+    if not efa:
+        return pods
+    return tuple(
+        replace(
+            p,
+            resources={
+                part: {**values, EFA_RESOURCE: str(efa)} if part in ("requests", "limits") else dict(values)
+                for part, values in p.resources.items()
+            },
+        )
+        if p.pool
+        else p
+        for p in pods
+    )
+
+
 def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel | None:
     """The entry on its pool of the platform; None when the platform has no such pool (refused)."""
     model, facts, made = entry.config, entry.facts, entry.made
@@ -109,7 +131,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         aibrix=view.addons.aibrix.enabled,
         group=group,
         requests=requests,
-        pods=ENGINES[model.engine].pods(model, requests, group),
+        pods=with_efa(ENGINES[model.engine].pods(model, requests, group), pool.efa_per_node if group.multi_node else 0),
         tensor_parallel=tensor_parallel(model, pool.config, facts.groups),
         cache=cache,
         startup_seconds=startup,
