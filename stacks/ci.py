@@ -2,8 +2,8 @@
 
 A deployable stack is a `Pulumi.<stack>.yaml` beside `Pulumi.yaml` (stacks/examples are rendered and
 scanned, never deployed). A change to a stack file touches that stack; a change to the program
-(components/, stacks/ outside examples, __main__.py, Pulumi.yaml, requirements.lock, policies/)
-touches every stack. Platform and all-in-one stacks are listed apart from workloads stacks so the
+(components/, stacks/ outside examples, __main__.py, Pulumi.yaml, requirements.lock, and policypack/,
+the CrossGuard pack every preview and update runs) touches every stack. Platform and all-in-one stacks are listed apart from workloads stacks so the
 deploy workflow updates platforms first.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .load import ROOT, read_stack_file
 
-PROGRAM = ("components/", "stacks/", "policies/", "__main__.py", "Pulumi.yaml", "requirements.lock")
+PROGRAM = ("components/", "stacks/", "policypack/", "__main__.py", "Pulumi.yaml", "requirements.lock")
 
 
 def deployable(root: Path = ROOT) -> list[str]:

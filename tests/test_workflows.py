@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from stacks.__main__ import all_stack_files
-from stacks.ci import by_role, touched
+from stacks.ci import PROGRAM, by_role, touched
 from stacks.load import ROOT
 
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -200,6 +200,31 @@ def test_a_program_change_previews_every_stack_and_a_stack_file_change_only_that
     assert touched(["components/platform.py"], stacks) == stacks
     assert touched(["Pulumi.team-search.yaml"], stacks) == ["team-search"]
     assert touched(["README.md", "stacks/examples/Pulumi.platform.yaml"], stacks) == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "components/platform.py",
+        "stacks/resolve/models.py",
+        "policypack/validators.py",
+        "__main__.py",
+        "Pulumi.yaml",
+        "requirements.lock",
+    ],
+)
+def test_every_part_of_the_program_a_preview_runs_previews_every_stack(path):
+    assert (ROOT / path).is_file(), f"{path} is a file of the program (a rename must move the watch too)"
+    assert touched([path], ["dev", "team-search"]) == ["dev", "team-search"]
+
+
+def test_the_watched_paths_are_the_programs_and_the_policy_packs():
+    """Every path the watch names exists, and every package the program or the policy pack imports is
+    watched: a pack renamed without its watch would leave policy changes unpreviewed."""
+    from tests.imports import PACKAGES
+
+    assert all((ROOT / p.rstrip("/")).exists() for p in PROGRAM), PROGRAM
+    assert {f"{pkg}/" for pkg in PACKAGES} <= set(PROGRAM), (PACKAGES, PROGRAM)
 
 
 def test_platform_stacks_deploy_before_workloads_stacks(tmp_path):
