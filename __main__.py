@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components.platform import Platform, PlatformArgs
+from components.platform import InferencePlatform, InferencePlatformArgs
 from components.platform_stack import PlatformStack, StackRefused, read_platform_stack, workloads_platform_ref
 from stacks.errors import ConfigError, one_line
 from stacks.load import parse_sections, pulumi_stack_config
@@ -30,6 +30,6 @@ except Exception as exc:  # (a safety net: one line, not a traceback; the fix be
         f"program's checks: please report it with the stack file"
     ) from None
 
-platform = Platform("platform", PlatformArgs(stack=stack, platform=platform_stack))
+platform = InferencePlatform("platform", InferencePlatformArgs(stack=stack, platform=platform_stack))
 for key, value in platform.outputs.items():
     pulumi.export(key, value)

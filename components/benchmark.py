@@ -7,7 +7,7 @@ writes only under `benchmarks/`):
 2. `guidellm` runs one benchmark per concurrency of the sweep through `https://<gateway host>/<model>`
    with the client key read from its mounted Secret file and exported at exec time
    (components/secretfiles.py), never on argv or in the pod spec, then writes the verdict against
-   the model's `slo` (components/bench_verdict.py);
+   the model's `slo` (components/benchmark_verdict.py);
 3. `upload` (aws-cli) copies the results to `s3://<bucket>/benchmarks/<model>/<revision>/<UTC time>/` and
    exits non-zero when the verdict is a miss, which fails the Job.
 The Job's name carries a digest of the model, revision, images, settings and objectives, so a change
@@ -33,8 +33,8 @@ from stacks.config.slo import Slo
 from stacks.naming import MANAGED_BY, TOKEN, physical, scanner_waivers
 from stacks.resolved import READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel
 
-from . import bench_verdict, secretfiles
-from .k8s import apply
+from . import benchmark_verdict, secretfiles
+from .k8s import register
 from .storage.prepare import TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
 
 # The bucket reader: it reads the tokenizer and may write only under `benchmarks/`
@@ -82,8 +82,9 @@ def target(model: ResolvedModel, hostname: str) -> str:
 
 
 def guidellm_runs(model: ResolvedModel, bench: Benchmark, hostname: str) -> list[dict[str, Any]]:
-    """One guidellm argv per concurrency. Every flag is in `guidellm run --help` (0.8.1); the spec keys are
-    FINDINGS-scaling 5.2's (validate_backend=false: the route serves no /health)."""
+    """One guidellm argv per concurrency. Every flag is in `guidellm run --help` (0.8.1), the backend spec
+    keys in its backends/openai/http.py; validate_backend=false, since validation first sends GET
+    {target}/health and needs a 2xx, and the model's route serves no /health."""
     backend = f"kind=openai_http,target={target(model, hostname)},model={model.name},validate_backend=false"
     runs = []
     for level in bench.concurrency:
@@ -249,14 +250,14 @@ def _guidellm_container(
     key: secretfiles.SecretFile,
     work: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """`guidellm`: the sweep and the verdict (components/bench_verdict.py), the client key from its file."""
+    """`guidellm`: the sweep and the verdict (components/benchmark_verdict.py), the client key from its file."""
     slo = model.config.slo
     return {
         "name": "guidellm",
         "image": images["guidellm"].ref,
         "command": ["sh", "-c", secretfiles.exec_script([key], f'{PYTHON} -c "$BENCH_SCRIPT"'), "sh"],
         "env": [
-            {"name": "BENCH_SCRIPT", "value": inspect.getsource(bench_verdict)},
+            {"name": "BENCH_SCRIPT", "value": inspect.getsource(benchmark_verdict)},
             {"name": "BENCH_RUNS", "value": json.dumps(guidellm_runs(model, bench, hostname))},
             {"name": "BENCH_SLO", "value": json.dumps(objectives(slo))},
             {"name": "BENCH_QUANTILE", "value": str(slo.p if slo else 0.95)},
@@ -371,7 +372,7 @@ class Benchmarks(pulumi.ComponentResource):
             if model.config.benchmark is None:
                 continue
             obj = job(model, args.hostname, args.bucket, args.images)
-            apply(
+            register(
                 obj,
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
                 name=f"{name}-{obj['metadata']['name']}",

@@ -64,7 +64,7 @@ def logical_name(obj: dict[str, Any]) -> str:
     return "-".join(p for p in parts if p)
 
 
-def apply(obj: dict[str, Any], opts: pulumi.ResourceOptions, name: str | None = None) -> pulumi.CustomResource:
+def register(obj: dict[str, Any], opts: pulumi.ResourceOptions, name: str | None = None) -> pulumi.CustomResource:
     """Register `obj` (which must carry metadata.name) with the options given."""
     api_version, kind = obj["apiVersion"], obj["kind"]
     resource_name = name or logical_name(obj)

@@ -23,7 +23,7 @@ from stacks.naming import TOKEN, labels
 from stacks.resolved import CACHE_CLAIM, ImageTable, ResolvedModel
 
 from .engines import ENGINES, WorkloadSpec
-from .k8s import apply
+from .k8s import register
 from .scheduling import placement
 from .storage.cache import CacheContext, cache_mount, stream_fill_job
 
@@ -94,7 +94,7 @@ class Models(pulumi.ComponentResource):
                             f"CRD is wired; the object will fail to apply until it is installed",
                             self,
                         )
-                apply(
+                register(
                     obj,
                     pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=obj_deps),
                     name=f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",

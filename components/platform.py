@@ -18,6 +18,7 @@ from stacks.resolved import MONITORING_NAMESPACE, ResolvedStack
 from stacks.versions import chart
 
 from . import k8s as k8s_objects
+from .autoscaling.component import ModelScalers, ModelScalersArgs
 from .benchmark import Benchmarks, BenchmarksArgs
 from .capacity.component import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
@@ -29,7 +30,6 @@ from .model_servers import Models, ModelsArgs
 from .monitoring.component import Monitoring, MonitoringArgs
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack
-from .scaling.component import ModelScalers, ModelScalersArgs
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
 from .storage.cache import CacheContext, streamed_prefixes
 from .storage.component import ModelStorage, ModelStorageArgs
@@ -37,7 +37,7 @@ from .team import TeamStorage, TeamStorageArgs, guardrails
 
 
 @dataclass(frozen=True, kw_only=True)
-class PlatformArgs:
+class InferencePlatformArgs:
     stack: ResolvedStack
     # The platform stack a workloads stack runs on (read in __main__.py before validation).
     platform: PlatformStack | None = None
@@ -78,12 +78,12 @@ class Wiring:
     served: list[pulumi.Resource] = field(default_factory=list)
 
 
-class Platform(pulumi.ComponentResource):
+class InferencePlatform(pulumi.ComponentResource):
     """Everything one stack file asks for."""
 
     outputs: dict[str, pulumi.Input[object]]
 
-    def __init__(self, name: str, args: PlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, args: InferencePlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Platform", name, None, opts)
         self.stack = args.stack
         self.outputs = {}
@@ -312,7 +312,7 @@ class Platform(pulumi.ComponentResource):
         )
 
     def _scalers(self, name: str, wiring: Wiring) -> None:
-        """KEDA ScaledObjects of the models KEDA scales (issue 17: scaling on LLM signals)."""
+        """KEDA ScaledObjects of the models KEDA scales (scaling on LLM signals)."""
         if not any(m.keda_targets for m in self.stack.models):
             return
         ModelScalers(
@@ -361,10 +361,10 @@ class Platform(pulumi.ComponentResource):
             self.outputs["inferenceUrl"] = door.url
 
     def _benchmarks(self, name: str, wiring: Wiring) -> None:
-        """SLO benchmark Jobs through the front door (issue 17: benchmarks)."""
+        """SLO benchmark Jobs through the front door."""
         stack = self.stack
-        benched = [m for m in stack.models if m.config.benchmark is not None]
-        if not benched:
+        measured = [m for m in stack.models if m.config.benchmark is not None]
+        if not measured:
             return
         hostname = stack.route_parent.hostname
         bucket = wiring.cache.bucket if wiring.cache is not None else None
@@ -374,7 +374,7 @@ class Platform(pulumi.ComponentResource):
         Benchmarks(
             f"{name}-benchmarks",
             BenchmarksArgs(
-                models=benched,
+                models=measured,
                 hostname=hostname,
                 bucket=bucket,
                 images=stack.images,
@@ -404,6 +404,7 @@ class Platform(pulumi.ComponentResource):
                 models_only=not stack.owns_platform,
                 litellm=wiring.litellm,
                 images=stack.images,
+                prometheus_adapter=stack.prometheus_adapter,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -423,7 +424,7 @@ class Platform(pulumi.ComponentResource):
     def _workloads(self, name: str, platform: PlatformStack | None) -> None:
         """A team's stack: its namespace, quota and models on the platform stack's cluster, nothing else."""
         if platform is None:
-            raise ValueError("a workloads stack needs PlatformArgs.platform (read in __main__.py)")
+            raise ValueError("a workloads stack needs InferencePlatformArgs.platform (read in __main__.py)")
         stack = self.stack
         assert stack.team is not None
         team = stack.team
@@ -448,7 +449,7 @@ class Platform(pulumi.ComponentResource):
         self._namespaces(name, wiring)
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[wiring.namespaces[team.name]])
         for obj in guardrails(team.name, team.name, team.quota, stack.environment):
-            k8s_objects.apply(obj, child)
+            k8s_objects.register(obj, child)
         team_storage = TeamStorage(
             f"{name}-team-storage",
             TeamStorageArgs(

@@ -16,7 +16,7 @@ import pulumi
 
 from stacks.config.stack import StackRef
 from stacks.errors import ConfigError, Problem, key_path, short
-from stacks.exports import SECRET_KEYS, PlatformSource, read_platform
+from stacks.exports import SECRET_KEYS, PlatformExports, read_platform
 
 
 class StackRefused(pulumi.RunError):
@@ -43,9 +43,9 @@ class PlatformStack:
         return self.ref.require_output(key)
 
     @property
-    def source(self) -> PlatformSource:
+    def source(self) -> PlatformExports:
         """The exports as the pipeline resolves a workloads stack against them."""
-        return PlatformSource(self.exports, f"stack {self.name}")
+        return PlatformExports(self.exports, f"stack {self.name}")
 
 
 def workloads_platform_ref(sections: dict[str, Any]) -> str | None:

@@ -44,7 +44,7 @@ class Placement:
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     scheduler_name: str | None = None
 
-    def apply(self, pod_spec: dict[str, Any]) -> dict[str, Any]:
+    def place(self, pod_spec: dict[str, Any]) -> dict[str, Any]:
         """The pod spec with this placement merged in."""
         spec = dict(pod_spec)
         spec["nodeSelector"] = {**spec.get("nodeSelector", {}), **self.node_selector}

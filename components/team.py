@@ -1,7 +1,7 @@
 """What a team's workloads stack creates in its namespace besides its models.
 
 - Guardrails: a ResourceQuota on accelerators, cpu and memory, and a LimitRange so a container that
-  states no requests still counts against the quota. Pure builders; Platform._workloads applies
+  states no requests still counts against the quota. Pure builders; InferencePlatform._workloads applies
   them before the team's models, so a model that would exceed the team's share is refused by the
   API server instead of starving other teams.
 - `TeamStorage`: the team's way to the platform's model storage. The platform's storage component
@@ -26,7 +26,7 @@ from stacks.config.stack import Quota
 from stacks.config.storage import StorageSection
 from stacks.naming import TOKEN, labels
 
-from .k8s import apply
+from .k8s import register
 from .storage.cache import CacheContext
 from .storage.claims import CACHE_CLAIM, READER_SERVICE_ACCOUNT, cache_claim, service_account
 
@@ -111,7 +111,7 @@ class TeamStorage(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace])
         account: pulumi.Resource | None = None
         for obj in storage_objects(args.team, args.storage, args.storage_class):
-            applied = apply(obj, k8s_opts, name=f"{name}-{obj['kind'].lower()}")
+            applied = register(obj, k8s_opts, name=f"{name}-{obj['kind'].lower()}")
             if obj["kind"] == "ServiceAccount":
                 account = applied
         aws.eks.PodIdentityAssociation(

@@ -3,8 +3,8 @@
 Resource policies see one resource (`ResourceValidationArgs`); stack policies see every resource of
 the stack (`StackValidationArgs`) for rules that relate resources (a route and its SecurityPolicy, a
 replica and its NodePool, a workload and its autoscalers). Properties are camelCase, as the engine
-sends them; Kubernetes objects carry apiVersion/kind/metadata/spec. Field names follow the CRDs in
-shared/schemas (Karpenter v1 NodePool, Gateway API v1 HTTPRoute, Envoy Gateway v1alpha1
+sends them; Kubernetes objects carry apiVersion/kind/metadata/spec. Field names follow the upstream CRDs
+(Karpenter v1 NodePool, Gateway API v1 HTTPRoute, Envoy Gateway v1alpha1
 SecurityPolicy, autoscaling/v2 HPA, AIBrix v1alpha1 PodAutoscaler, KEDA v1alpha1 ScaledObject).
 """
 

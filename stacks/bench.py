@@ -93,9 +93,6 @@ class Clock:
         return Seconds(time.process_time() - self.cpu, time.perf_counter() - self.wall)
 
 
-NEVER = Seconds(float("inf"), float("inf"))
-
-
 # ---- the render ----------------------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@
 `python -m stacks charts [--out DIR] [FILES...]` (`make charts`, part of `make check`): for each stack
 file, the program is rendered offline (stacks/render.py), and each Helm release it would install is
 templated by `helm template` from the chart directory `$INFERENCE_PLATFORM_CHARTS/<chart>-<version>/`
-(CI: ../shared/charts, see its SOURCES.json) with the release's own values, namespace and name, the
+(CI sets it to ../shared/charts) with the release's own values, namespace and name, the
 stack's Kubernetes version, and as API versions every custom-resource API version the program
 applies (the CRDs the platform installs). Every object produced is validated with the conformance
 code (stacks/conformance.py: core objects against the Kubernetes schema at that version, custom

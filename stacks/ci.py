@@ -3,8 +3,8 @@
 A deployable stack is a `Pulumi.<stack>.yaml` beside `Pulumi.yaml` (stacks/examples are rendered and
 scanned, never deployed). A change to a stack file touches that stack; a change to the program
 (components/, stacks/ outside examples, __main__.py, Pulumi.yaml, requirements.lock, and policypack/,
-the CrossGuard pack every preview and update runs) touches every stack. Platform and all-in-one stacks are listed apart from workloads stacks so the
-deploy workflow updates platforms first.
+the CrossGuard pack every preview and update runs) touches every stack. Platform and all-in-one stacks
+are listed apart from workloads stacks so the deploy workflow updates platforms first.
 """
 
 from __future__ import annotations

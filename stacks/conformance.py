@@ -77,7 +77,7 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
         ],
         None,
     ),
-    # Not in shared/schemas (VALUES_NOT_ON_FILE says where each comes from): checked once fetched.
+    # Not in the schema directory (VALUES_NOT_ON_FILE says where each comes from): checked once fetched.
     "kube-prometheus-stack": (
         [
             ("", "kube-prometheus-stack/81.6.2/chart/values.yaml"),
@@ -266,12 +266,12 @@ def crd_documents(path: Path) -> list[Any]:
 
 
 # API group -> the directory (under the schema directory) of the CRDs the pinned operator installs,
-# where shared/schemas holds several releases of them: an object is held to that release's schema,
+# where the schema directory holds several releases of them: an object is held to that release's schema,
 # not passed because an older one would take it. Dynamo: dynamo-platform 1.4.2 runs the 1.4.0 cut.
 PINNED_CRDS: dict[str, str] = {
     "nvidia.com": "dynamo/main-e147ceea",
-    # What the charts install (their CRDs are templates; FINDINGS-scaling: the chart's ScaledObject
-    # bounds stabilizationWindowSeconds, the config/crd bases do not).
+    # What the charts install (their CRDs are templates): the chart's ScaledObject bounds
+    # stabilizationWindowSeconds to 0-3600, kedacore/keda's config/crd/bases at v2.20.2 do not.
     "keda.sh": "keda/v2.20.2/crds-chart-rendered",
     "http.keda.sh": "keda-http-add-on/v0.15.0/crds-chart-rendered",
 }

@@ -70,7 +70,7 @@ class Groups:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Scaling:
+class Autoscalers:
     """Who may set the engine's replica count. `built_in`: the controller that owns the count whatever
     `autoscaling.owner` says (a second owner is refused); `keda`: why KEDA cannot scale it (None: it
     can, through a scale subresource); `to_zero`: why it cannot come back from zero (None: it can)."""
@@ -129,7 +129,7 @@ class EngineFacts:
     # The Prometheus series it exports, by signal; empty when it exports none.
     metrics: Mapping[Signal, Metric]
     groups: Groups
-    scaling: Scaling
+    autoscalers: Autoscalers
     # Loads safetensors straight from the model bucket with the Run:ai streamer (`loadFormat`).
     streams: bool
     # AIBrix loads LoRA adapters into it at runtime (`models[].adapters`).

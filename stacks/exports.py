@@ -20,7 +20,7 @@ from .config.addons import AddonsSection
 from .config.gateway import GatewaySection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
-from .fit import Platform, daemonset_overhead, daemonsets_on, pool_limits
+from .fit import Installed, daemonset_overhead, daemonsets_on, pool_limits
 from .hardware import expand
 from .resolved import EXPORTS_VERSION, GatewayParent, PlatformView, ResolvedPool
 
@@ -28,7 +28,7 @@ __all__ = [
     "EXPORTS_VERSION",
     "OUTPUT_KEYS",
     "SECRET_KEYS",
-    "PlatformSource",
+    "PlatformExports",
     "export_platform",
     "read_platform",
     "resolve_pool",
@@ -39,7 +39,7 @@ __all__ = [
 STORAGE_KEYS = {"model_cache", "efs", "fsx", "local", "preparation"}
 _POOL_KEYS = {f.alias or n for n, f in NodePoolSection.model_fields.items()}
 
-# Keys whose values only exist once the platform is deployed (added by the Platform component).
+# Keys whose values only exist once the platform is deployed (added by the InferencePlatform component).
 OUTPUT_KEYS = (
     "clusterEndpoint",
     "kubeconfig",
@@ -54,7 +54,7 @@ SECRET_KEYS = ("kubeconfig",)
 
 
 @dataclass(frozen=True)
-class PlatformSource:
+class PlatformExports:
     """A platform's exports (plain JSON values) and where they were read, for messages: `stack
     org/project/stack` or the platform's stack file."""
 
@@ -62,7 +62,7 @@ class PlatformSource:
     where: str
 
 
-def resolve_pool(pool: NodePoolSection, platform: Platform | None) -> ResolvedPool:
+def resolve_pool(pool: NodePoolSection, platform: Installed | None) -> ResolvedPool:
     """A pool with its instance types from the hardware catalog, and the DaemonSets on its nodes: exactly
     those the platform runs when its add-ons and storage are known (None: every one that may run there,
     so a borderline replica is refused rather than left Pending)."""

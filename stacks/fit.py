@@ -1,11 +1,11 @@
 """Schedulability: does a pod fit any instance type of a Karpenter NodePool, and why not.
 
 Pure functions over the hardware catalog (stacks/hardware.py) and Karpenter's allocatable formulas
-(shared/facts/CAPACITY.md): allocatable = capacity - kubeReserved - systemReserved - evictionHard,
-then minus the requests of the platform's own DaemonSets that land on every node of the pool.
-Used by `stacks validate`, `stacks plan`, the render and the engine modules, so a replica that can
-never be scheduled is refused before anything is created.
-"""
+(aws/karpenter-provider-aws v1.14.1, pkg/providers/instancetype/types.go): allocatable = capacity -
+kubeReserved - systemReserved - evictionHard, then minus the requests of the platform's own
+DaemonSets that land on every node of the pool. Used by `stacks validate`, `stacks plan`, the render
+and the engine modules, so a replica that can never be scheduled is refused before anything is
+created."""
 
 from __future__ import annotations
 
@@ -152,30 +152,30 @@ class NodeDaemonSet:
     name: str
     requests: Requests
     source: str
-    runs_on: Callable[[NodePoolSection, Platform | None], bool] = lambda pool, platform: True
+    runs_on: Callable[[NodePoolSection, Installed | None], bool] = lambda pool, platform: True
 
 
 @dataclass(frozen=True)
-class Platform:
+class Installed:
     """What decides which of the platform's DaemonSets run: its add-ons and its storage."""
 
     addons: AddonsSection
     storage: StorageSection
 
 
-def _neuron_npd(pool: NodePoolSection, platform: Platform | None) -> bool:
+def _neuron_npd(pool: NodePoolSection, platform: Installed | None) -> bool:
     return pool.accelerator == "neuron" and (platform is None or platform.addons.neuron.node_problem_detector)
 
 
-def _model_cache(kind: str) -> Callable[[NodePoolSection, Platform | None], bool]:
+def _model_cache(kind: str) -> Callable[[NodePoolSection, Installed | None], bool]:
     """The CSI node driver of a shared model cache runs on every node (it tolerates every taint)."""
     return lambda pool, platform: platform is None or platform.storage.model_cache == kind
 
 
-def _exporter(accelerator: str) -> Callable[[NodePoolSection, Platform | None], bool]:
+def _exporter(accelerator: str) -> Callable[[NodePoolSection, Installed | None], bool]:
     """The accelerator exporter runs on every node of that accelerator when monitoring is on."""
 
-    def runs_on(pool: NodePoolSection, platform: Platform | None) -> bool:
+    def runs_on(pool: NodePoolSection, platform: Installed | None) -> bool:
         return pool.accelerator == accelerator and (platform is None or platform.addons.monitoring.enabled)
 
     return runs_on
@@ -277,11 +277,11 @@ NODE_DAEMONSETS: list[NodeDaemonSet] = [
 ]
 
 
-def daemonsets_on(pool: NodePoolSection, platform: Platform | None = None) -> list[NodeDaemonSet]:
+def daemonsets_on(pool: NodePoolSection, platform: Installed | None = None) -> list[NodeDaemonSet]:
     return [d for d in NODE_DAEMONSETS if d.runs_on(pool, platform)]
 
 
-def daemonset_overhead(pool: NodePoolSection, platform: Platform | None = None) -> Requests:
+def daemonset_overhead(pool: NodePoolSection, platform: Installed | None = None) -> Requests:
     """Requests of the platform's own DaemonSets on every node of this pool (CNI, kube-proxy, Pod
     Identity agent, EBS CSI node, the pool's device plugin and node agents, whatever else is in
     NODE_DAEMONSETS), which Karpenter adds when it packs pods."""
@@ -377,7 +377,7 @@ ACCELERATOR_RESOURCE = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/ne
 
 
 @dataclass(frozen=True)
-class PoolLimits:
+class NodePoolLimits:
     """A NodePool's spec.limits: node capacity summed over the pool (Karpenter counts capacity, not
     allocatable). Derived cpu/memory never stop the pool short of its accelerator limit and always
     admit one whole largest instance."""
@@ -405,7 +405,7 @@ class PoolLimits:
         return out
 
 
-def pool_limits(pool: NodePoolSection) -> PoolLimits:
+def pool_limits(pool: NodePoolSection) -> NodePoolLimits:
     """Given limits as written; cpu and memory derived when only accelerators are limited."""
     given = pool.limits
     cpu = cpu_millicores(given.cpu) if given.cpu else None
@@ -423,7 +423,7 @@ def pool_limits(pool: NodePoolSection) -> PoolLimits:
                 cpu = max(math.ceil(per_cpu * given.accelerators), big.vcpu * 1000)
             if memory is None:
                 memory = max(math.ceil(per_mem * given.accelerators), math.ceil(big.memory_gib * GIB))
-    return PoolLimits(
+    return NodePoolLimits(
         cpu_m=cpu,
         memory_mib=memory,
         accelerators=given.accelerators,
@@ -432,7 +432,7 @@ def pool_limits(pool: NodePoolSection) -> PoolLimits:
     )
 
 
-def blocked_by_limits(pool: NodePoolSection, itype: InstanceType, limits: PoolLimits) -> list[str]:
+def blocked_by_limits(pool: NodePoolSection, itype: InstanceType, limits: NodePoolLimits) -> list[str]:
     """The limits that stop Karpenter from launching even one node of this type."""
     blocked = []
     if limits.cpu_m is not None and itype.vcpu * 1000 > limits.cpu_m:

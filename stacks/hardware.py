@@ -1,13 +1,12 @@
 """Hardware catalog: the EC2 GPU, Inferentia2, Trainium and CPU instance types the platform knows.
 
-Facts, not estimates: `stacks/data/instances.json` is a copy of shared/facts/instances.json, whose
-every entry names its sources (Karpenter's generated instance-type reference at v1.14, the EC2
-instance-type guide, the EKS AMI's ENI table). The allocatable figures are Karpenter's for AL2023,
-VPC CNI without prefix delegation and a 20Gi root volume; `stacks/fit.py` adjusts them for a
-pool's own root volume or RAID0 instance store. `stacks/data/instances-cpu.json` adds the m7i and c7i
-families for `accelerator: none` pools, computed with the same formulas and checked against the same
-Karpenter reference (tests/test_capacity_fit.py recomputes every entry).
-"""
+Facts, not estimates: every entry of `stacks/data/instances.json` names its sources (Karpenter's
+generated instance-type reference at v1.14, the EC2 instance-type guide, the EKS AMI's ENI table).
+The allocatable figures are Karpenter's for AL2023, VPC CNI without prefix delegation and a 20Gi
+root volume; `stacks/fit.py` adjusts them for a pool's own root volume or RAID0 instance store.
+`stacks/data/instances-cpu.json` adds the m7i and c7i families for `accelerator: none` pools,
+computed with the same formulas and checked against the same Karpenter reference
+(tests/test_capacity_fit.py recomputes every entry)."""
 
 from __future__ import annotations
 

@@ -493,14 +493,8 @@ def pulumi_stack_config() -> StackFile:
     return found
 
 
-def pulumi_config_to_sections() -> tuple[dict[str, Any], Any]:
-    """The namespace's sections and aws:region as the Pulumi engine (or the mocks) passed them in."""
-    found = pulumi_stack_config()
-    return found.sections, found.region
-
-
 def sections_to_pulumi_config(sections: dict[str, Any], region: Any) -> dict[str, str]:
-    """The inverse of `pulumi_config_to_sections`: what `pulumi up` would hand the program."""
+    """The inverse of `pulumi_stack_config`: what `pulumi up` would hand the program."""
     out = {f"{PROJECT}:{k}": json.dumps(v) for k, v in sections.items()}
     if region is not None:
         out["aws:region"] = region if isinstance(region, str) else json.dumps(region)

@@ -3,8 +3,9 @@
 `RecordingMocks` keeps every registered resource (type, name, parent, provider, dependencies,
 inputs) in registration order and answers with realistic outputs (ARNs, ids, endpoints) for the
 types whose outputs the program reads, and answers every invoke the program makes. The offline
-render (`stacks/render.py`) and the tests share it; see shared/PULUMI_TESTING.md for the SDK
-behaviour this relies on.
+render (`stacks/render.py`) and the tests share it. Under mocks a resource's outputs are only what
+`new_resource` returns, and a component of another language (`eks.Cluster`) is one record without
+children, so every output the program reads is answered here.
 """
 
 from __future__ import annotations
@@ -306,7 +307,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
             "nodeSecurityGroupId": f"sg-{_hex(cluster_name + 'node')}",
         }
         if self.monitor is not None:
-            # A resource reference, so `cluster.eks_cluster.<attr>` resolves (shared/PULUMI_TESTING.md).
+            # A resource reference, so `cluster.eks_cluster.<attr>` resolves: a plain dict in its place
+            # fails every output of the component ("expected pulumi_aws.eks.cluster.Cluster but got dict").
             urn = (
                 f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::"
                 f"eks:index:Cluster$aws:eks/cluster:Cluster::{args.name}-eksCluster"

@@ -1,7 +1,7 @@
 """Names, tags and labels: physical-name rules and length limits in one place.
 
-Transforms do not run under mocks (shared/PULUMI_TESTING.md), so tags and labels are passed
-explicitly from these helpers rather than injected by a stack transform.
+Pulumi's unit-test mocks run no transforms, so tags and labels are passed explicitly from these helpers
+rather than injected by a stack transform: the render and the tests see them as `pulumi up` sets them.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import yaml
 
 from .config import PROJECT, StackConfig
 from .errors import ConfigError, Problem
-from .exports import PlatformSource, read_platform
+from .exports import PlatformExports, read_platform
 from .load import parse_sections
 from .pipeline import PlatformLookup, check_config, repo_platform
 from .resolve import resolve
@@ -198,7 +198,7 @@ def check(text: str, source: str, platforms: PlatformLookup | None = None) -> No
     check_config(parse_sections(sections, region, source=source), source, platforms)
 
 
-def _platform_of(config: StackConfig) -> PlatformSource | None:
+def _platform_of(config: StackConfig) -> PlatformExports | None:
     ref = config.stack.platform_stack
     return repo_platform(ref) if ref else None
 

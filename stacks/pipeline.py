@@ -23,13 +23,13 @@ from typing import Any
 from . import rules
 from .config import PROJECT, StackConfig
 from .errors import ConfigError, Problem, key_path, short
-from .exports import EXPORTS_VERSION, PlatformSource, export_platform
+from .exports import EXPORTS_VERSION, PlatformExports, export_platform
 from .load import parse_sections, read_stack
 from .paths import ROOT
 from .resolve import resolve
 from .resolved import ResolvedStack
 
-PlatformLookup = Callable[[str], PlatformSource | None]
+PlatformLookup = Callable[[str], PlatformExports | None]
 PLATFORM_KEY = key_path(["stack", "platformStack"])
 
 
@@ -41,7 +41,7 @@ class Checked:
     warnings: list[Problem]
 
 
-def platform_of(config: StackConfig, lookup: PlatformLookup) -> tuple[PlatformSource | None, list[Problem]]:
+def platform_of(config: StackConfig, lookup: PlatformLookup) -> tuple[PlatformExports | None, list[Problem]]:
     """A workloads stack's platform exports, or None when they cannot be read here, with the reason
     when the platform stack itself is at fault (invalid, or of another exports version)."""
     ref = config.stack.platform_stack
@@ -186,14 +186,14 @@ def _exports_cached(path: str, mtime_ns: int) -> dict[str, Any]:
     return export_platform(stack.platform)
 
 
-def repo_platform(stack_ref: str) -> PlatformSource | None:
+def repo_platform(stack_ref: str) -> PlatformExports | None:
     """The platform's exports from its stack file when it is in this repository, else None (checked at
     preview, against the platform's StackReference)."""
     path = platform_stack_file(stack_ref)
     if path is None:
         return None
     try:
-        return PlatformSource(exports_from_file(path), str(path))
+        return PlatformExports(exports_from_file(path), str(path))
     except ConfigError:
         raise
     except Exception as exc:  # (any failure to read it is the platform stack's problem)

@@ -24,7 +24,7 @@ from .config.stack import Quota
 from .config.storage import StorageSection
 from .engine_facts import DerivedName, Dialect, EngineFacts, ModelFacts
 from .errors import key_path
-from .fit import PoolLimits, Requests
+from .fit import NodePoolLimits, Requests
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
 from .versions import Image
@@ -95,7 +95,7 @@ class ResolvedPool:
     overhead: Requests
     daemonsets: tuple[str, ...]
     # spec.limits as rendered (derived cpu and memory where only accelerators are limited).
-    limits: PoolLimits
+    limits: NodePoolLimits
 
     @property
     def name(self) -> str:

@@ -18,7 +18,7 @@ catalog.
   exactly the emptyDir size the storage concern gives that cache (`local_cache_gib`: weights plus
   `storage.local.headroomPercent`, plus room for compiled Neuron artifacts on Neuron pools), so
   the fit rule checks the ephemeral-storage request the pod really makes.
-- weights: parameters x bytes per parameter of the dtype (shared/facts/CAPACITY.md).
+- weights: parameters x bytes per parameter of the dtype (BYTES_PER_PARAMETER).
 """
 
 from __future__ import annotations

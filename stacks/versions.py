@@ -1,7 +1,7 @@
 """The versions catalog: every chart, image and EKS add-on the platform installs, pinned in one place.
 
-Defaults are the versions the source document (shared/seed/inference-frameworks.md) inspected, or the
-versions whose schemas sit in shared/schemas. A stack overrides a chart's version with
+Defaults are the versions inspected for this release: the conformance checks validate every object
+against those versions' CRDs and every release against those charts. A stack overrides a chart's version with
 `addons.<name>.version`, a model's image with `models[].image` and any other image with
 `images.<name>` (stacks/config/images.py); nothing else picks versions. Digests are left out until
 one is read from the registry: a stack pins them (prod must, for every image it renders).

@@ -7,7 +7,7 @@ from typing import Any
 
 from components.model_servers import model_objects, workload_spec
 from components.storage.cache import CacheContext
-from stacks.exports import PlatformSource
+from stacks.exports import PlatformExports
 from stacks.pipeline import check_sections
 from stacks.resolved import CACHE_CLAIM, READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel, ResolvedStack
 from stacks.versions import IMAGES
@@ -21,7 +21,7 @@ def resolved_stack(
 ) -> ResolvedStack:
     """Check and resolve like `pulumi up` would (a workloads stack against its platform's exports: given,
     or read from the platform's stack file in this repository)."""
-    given = PlatformSource(exports, "stack exports given by the test") if exports is not None else None
+    given = PlatformExports(exports, "stack exports given by the test") if exports is not None else None
     return check_sections(sections, region, platforms=(lambda ref: given) if given is not None else None)
 
 

@@ -134,10 +134,10 @@ PLATFORM_REF = "acme/inference-platform/platform"
 def live_platform(live: dict[str, Any]) -> PlatformLookup:
     """A platform lookup answering the example team stacks' platform with these exports, as `pulumi up`
     does after reading the live platform stack (any other reference from its stack file)."""
-    from stacks.exports import PlatformSource
+    from stacks.exports import PlatformExports
     from stacks.pipeline import repo_platform
 
-    return lambda ref: PlatformSource(live, f"stack {ref}") if ref == PLATFORM_REF else repo_platform(ref)
+    return lambda ref: PlatformExports(live, f"stack {ref}") if ref == PLATFORM_REF else repo_platform(ref)
 
 
 # The test processes keep their bytecode, PYTHONDONTWRITEBYTECODE or not (it is set on CI's machines):

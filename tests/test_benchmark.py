@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components import bench_verdict
+from components import benchmark_verdict
 from components.benchmark import KEY_ENV, TOKENIZER, guidellm_runs, job, job_name, results_prefix
 from stacks import conformance
 from stacks.resolved import ResolvedModel, ResolvedStack
@@ -142,16 +142,16 @@ SAMPLE = {
 
 
 def test_the_verdict_passes_within_the_slo_and_names_each_miss():
-    assert bench_verdict.percentile_key(0.95) == "p95" and bench_verdict.percentile_key(0.999) == "p999"
-    ok = bench_verdict.verdict({8: SAMPLE}, {"ttftSeconds": 1.0, "itlSeconds": 0.05}, 0.95)
+    assert benchmark_verdict.percentile_key(0.95) == "p95" and benchmark_verdict.percentile_key(0.999) == "p999"
+    ok = benchmark_verdict.verdict({8: SAMPLE}, {"ttftSeconds": 1.0, "itlSeconds": 0.05}, 0.95)
     assert ok["passed"] and not ok["misses"]
-    missed = bench_verdict.verdict({8: SAMPLE}, {"ttftSeconds": 1.0, "itlSeconds": 0.05}, 0.99)
+    missed = benchmark_verdict.verdict({8: SAMPLE}, {"ttftSeconds": 1.0, "itlSeconds": 0.05}, 0.99)
     assert not missed["passed"]
     assert missed["misses"] == [
         "time_to_first_token_ms p99 1.400s > ttftSeconds 1.0s at concurrency 8",
         "inter_token_latency_ms p99 0.061s > itlSeconds 0.05s at concurrency 8",
     ]
-    empty = bench_verdict.verdict({32: {"benchmarks": []}}, {"ttftSeconds": 1.0}, 0.95)
+    empty = benchmark_verdict.verdict({32: {"benchmarks": []}}, {"ttftSeconds": 1.0}, 0.95)
     assert not empty["passed"], "no measurement is never a pass"
     json.dumps(empty)
 

@@ -14,7 +14,7 @@ from components.capacity.component import Capacity, CapacityArgs
 from components.capacity.plugins import NEURON_SCHEDULER, karpenter_values, neuron_values, nvidia_values
 from components.iam import Scope
 from components.model_servers import ModelsArgs
-from components.platform import Platform, PlatformArgs
+from components.platform import InferencePlatform, InferencePlatformArgs
 from stacks.config.addons import Neuron
 from stacks.mocks import Record, RecordingMocks
 from stacks.naming import SYSTEM_NODE_LABEL
@@ -213,7 +213,7 @@ def _models_args(stack: ResolvedStack, monkeypatch) -> ModelsArgs:
 
     @pulumi.runtime.test
     def build():
-        Platform("platform", PlatformArgs(stack=stack))
+        InferencePlatform("platform", InferencePlatformArgs(stack=stack))
 
     build()
     assert len(seen) == 1, "one Models component per stack"

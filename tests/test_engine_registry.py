@@ -23,7 +23,7 @@ from components.engines.workload import manifests as workload_manifests
 from components.model_servers import model_objects, workload_spec
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.pipeline import check_sections
 from stacks.resolve import resolve
 from stacks.resolved import MODEL_LABEL
@@ -52,7 +52,7 @@ TOY_FACTS = EngineFacts(
     startup_seconds=1800,
     metrics={},
     groups=Groups(builder=None, refused="the toy server runs on one node", tensor_spans_nodes=False, head_rule=None),
-    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
     lora=False,
     canary=False,

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from components.autoscaling.keda import scaled_objects
 from components.engines import ENGINES
 from components.gateway.routing import http_route, reference_grant
 from components.model_servers import model_objects, workload_spec
 from components.monitoring.collection import pod_monitor
 from components.monitoring.dashboards import engine_dashboard
-from components.scaling.keda import scaled_objects
 from stacks.load import ROOT
 from stacks.resolved import MODEL_LABEL, REVISION_LABEL, ResolvedModel, ResolvedStack
 from tests.builders import resolved_model

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from components.scaling.keda import SCALED_REF_KINDS, keda_values, scaled_objects
+from components.autoscaling.keda import SCALED_REF_KINDS, keda_values, scaled_objects
 from stacks import conformance
 from stacks.errors import ConfigError
 from stacks.exports import export_platform
@@ -290,8 +290,8 @@ def test_the_catalog_uses_dynamo_1_4s_queue_and_not_the_deprecated_gauges():
 def test_every_scaled_object_and_its_hpa_name_fit_keda_s_63_character_limit():
     """KEDA's webhook refuses a ScaledObject whose name, or `keda-hpa-<name>`, exceeds 63 characters:
     the longest a model name may be, with the longest adapter suffix, still fits."""
+    from components.autoscaling.keda import HPA_PREFIX
     from components.engines.dynamo import ROLE_NAMES
-    from components.scaling.keda import HPA_PREFIX
     from stacks.config.models import ModelSection
 
     longest_name = ModelSection.model_fields["name"].metadata

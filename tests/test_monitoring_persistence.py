@@ -19,7 +19,7 @@ from components.monitoring.collection import (
     monitoring_storage_class,
     prometheus_stack_values,
 )
-from stacks.config.addons import Monitoring
+from stacks.config.addons import MonitoringAddon
 from stacks.load import ROOT
 from stacks.pipeline import check_sections, stack_warnings
 from stacks.versions import chart
@@ -79,7 +79,7 @@ def test_size_retention_and_alertmanager_config_come_from_the_stack():
 
 @pytest.mark.parametrize("gib", [10, 50, 200, 16384])
 def test_retention_size_is_always_below_the_volume(gib):
-    spec = prometheus_stack_values(Monitoring(storageGiB=gib))["prometheus"]["prometheusSpec"]
+    spec = prometheus_stack_values(MonitoringAddon(storageGiB=gib))["prometheus"]["prometheusSpec"]
     size = int(spec["retentionSize"].removesuffix("GB"))
     assert 0 < size < gib
 

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from components.monitoring.collection import (
-    adapter_prometheus,
     dcgm_exporter_values,
     neuron_monitor,
     pod_monitor,
@@ -20,7 +19,7 @@ from stacks.load import ROOT
 from stacks.pipeline import check_sections
 from stacks.versions import IMAGES, chart
 from tests.builders import resolved_stack
-from tests.conftest import rendered_stack
+from tests.conftest import render_sections, rendered_stack
 
 FRONTDOOR = ROOT / "stacks" / "examples" / "Pulumi.frontdoor.yaml"
 
@@ -98,11 +97,13 @@ def test_an_existing_prometheus_gets_only_monitors_rules_and_dashboards():
 
 
 def test_an_existing_prometheus_without_its_url_gets_no_prometheus_adapter(dev):
-    # The Monitoring component installs prometheus-adapter exactly when adapter_prometheus names one.
+    # The Monitoring component installs prometheus-adapter exactly when the resolved stack names one.
     dev["addons"]["monitoring"] = {"enabled": True, "existingPrometheus": True}
     for m in dev["models"]:
         m.pop("autoscaling", None)  # an HPA needs prometheus-adapter, which needs prometheusUrl here
-    assert adapter_prometheus(resolved_stack(dev).platform.addons.monitoring) is None, "no Prometheus to query"
+    assert resolved_stack(dev).prometheus_adapter is None, "no Prometheus to query"
+    releases = {r["name"] for r in render_sections(dev).releases()}
+    assert not any("prometheus-adapter" in r for r in releases), releases
 
 
 def test_dcgm_runs_on_gpu_nodes_tolerating_their_taint():

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from components.autoscaling import wake
+from components.autoscaling.keda import scaled_objects
 from components.gateway import isolation
 from components.gateway.routing import http_route, interceptor_grant, model_routing, route_duration
-from components.scaling import wake
-from components.scaling.keda import scaled_objects
 from components.serving import litellm
 from stacks import conformance
 from stacks.coldstart import (

@@ -136,7 +136,8 @@ def test_a_model_name_served_twice_is_refused():
 def test_the_proxy_image_is_the_release_tag_litellm_publishes(version, tag):
     """Since 1.84 LiteLLM publishes v<version>; the old main-v<version> tags no longer appear."""
     from stacks.config.addons import LiteLLM
+    from stacks.resolve.images import litellm_image
     from stacks.versions import IMAGES
 
-    image = litellm.litellm_image(LiteLLM.model_validate({"enabled": True, "version": version}), IMAGES["litellm"])
+    image = litellm_image(LiteLLM.model_validate({"enabled": True, "version": version}), IMAGES["litellm"])
     assert image.ref == f"ghcr.io/berriai/litellm:{tag}"

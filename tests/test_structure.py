@@ -11,12 +11,15 @@ one place for each engine's name, and functions short enough to read.
 - An engine's name appears as a string in its module and the stack file's schema, and only in the
   listed places outside them, each for a reason: a stray `== "vllm"` is a second copy of an engine fact.
 - No function of the program is longer than 60 lines.
+- No two classes of the program share a name, and no comment sends the reader to a document outside the
+  repository instead of saying what it says.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -273,3 +276,50 @@ def test_the_length_check_counts_the_def_line_and_the_body(tmp_path, body, long)
     (tmp_path / "stacks").mkdir()
     (tmp_path / "stacks" / "x.py").write_text("def f():\n" + "    x = 1\n" * body)
     assert bool(long_functions(tmp_path)) is long
+
+
+# --- names with one meaning, comments that explain -------------------------------------------------
+
+
+def program_files(root: Path) -> list[Path]:
+    return sorted(root.glob("*.py")) + sorted(
+        p for pkg in ("components", "stacks", "policypack") for p in (root / pkg).rglob("*.py")
+    )
+
+
+def shared_class_names(root: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in program_files(root):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(path.relative_to(root).as_posix())
+    return {name: where for name, where in found.items() if len(where) > 1}
+
+
+def test_no_two_classes_of_the_program_share_a_name():
+    """A stack-file section and the component that builds it, or the resolved view and a fit input, are
+    different things: `Endpoint`, `Platform` or `Monitoring` naming two of them sends a reader (and an
+    import) to the wrong one."""
+    shared = shared_class_names(ROOT)
+    assert not shared, "classes with one name and two meanings: " + "; ".join(f"{n}: {w}" for n, w in shared.items())
+
+
+def test_the_class_name_check_sees_two_classes_of_one_name(tmp_path):
+    for pkg in ("stacks", "components"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "x.py").write_text("class Endpoint:\n    pass\n")
+    assert shared_class_names(tmp_path) == {"Endpoint": ["components/x.py", "stacks/x.py"]}
+
+
+# Documents a user of the program does not have: design notes and findings kept beside the repository.
+ELSEWHERE = re.compile(r"FINDINGS|SOURCES-|shared/(seed|facts|design|PULUMI_TESTING|HOUSE_STYLE)|issue \d+")
+
+
+def test_comments_explain_the_code_rather_than_point_at_documents_outside_the_repository():
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{n}: {line.strip()}"
+        for path in program_files(ROOT)
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if ELSEWHERE.search(line)
+    ]
+    assert not found, "say what the document says (and its upstream source) instead:\n" + "\n".join(found)

@@ -26,7 +26,7 @@ from stacks.naming import TOKEN
 from stacks.resolved import ResolvedPool
 from stacks.versions import chart
 
-from ..k8s import apply, release
+from ..k8s import register, release
 from .karpenter import Karpenter, KarpenterArgs
 from .nodepools import EFA_SECURITY_GROUP_TAG, ec2_node_class, node_pool
 from .plugins import (
@@ -100,12 +100,12 @@ class Capacity(pulumi.ComponentResource):
             after_crds = pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=efa_group))
         for resolved in args.pools:
             pool = resolved.config
-            node_class = apply(
+            node_class = register(
                 ec2_node_class(resolved, cluster=args.cluster_name, node_role=karpenter.node_role_name, tags=args.tags),
                 after_crds,
                 name=f"{name}-nodeclass-{pool.name}",
             )
-            apply(
+            register(
                 node_pool(pool),
                 pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=[node_class])),
                 name=f"{name}-nodepool-{pool.name}",

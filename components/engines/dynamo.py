@@ -59,16 +59,16 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.config.models import Dynamo
+from stacks.config.models import DynamoGraph
 from stacks.engine_facts import (
     OPENAI_PATHS,
+    Autoscalers,
     DerivedName,
     Dialect,
     EfaStack,
     EngineFacts,
     Groups,
     ModelFacts,
-    Scaling,
 )
 from stacks.errors import Problem
 from stacks.fit import Requests
@@ -175,7 +175,7 @@ FACTS = EngineFacts(
     # The worker component's multinode.nodeCount; its tensor size is the whole group's, which the
     # operator's injected --nnodes/--node-rank wiring expects.
     groups=Groups(builder="operator", refused=None, tensor_spans_nodes=True, head_rule=None),
-    scaling=Scaling(
+    autoscalers=Autoscalers(
         built_in="the Dynamo operator (it sets each DynamoGraphDeployment component's replicas)",
         # KEDA scales a graph through its scaling adapters (keda_targets).
         keda=None,
@@ -240,11 +240,11 @@ DYNAMO_EFA_ENV = (
 )
 
 
-def dynamo_block(model: ModelSection) -> Dynamo:
-    return model.dynamo or Dynamo()
+def dynamo_block(model: ModelSection) -> DynamoGraph:
+    return model.dynamo or DynamoGraph()
 
 
-def roles(block: Dynamo) -> tuple[str, ...]:
+def roles(block: DynamoGraph) -> tuple[str, ...]:
     """The graph's worker roles: one that does prefill and decode, or the two of a disaggregated graph."""
     return ("prefill", "decode") if block.mode == "disaggregated" else ("worker",)
 
@@ -405,7 +405,7 @@ def _worker(spec: WorkloadSpec, role: str) -> dict[str, Any]:
             container["env"].append(dict(SGLANG_NIXL_BACKEND))
         if nixl_over_efa(spec, role):
             container["securityContext"] = dict(NIXL_EFA_SECURITY)
-    pod_spec = spec.placement.apply(
+    pod_spec = spec.placement.place(
         {
             "containers": [container],
             "volumes": unique_volumes([*spec.cache.volumes, *secret_volumes]),

@@ -19,7 +19,8 @@ cache, security, placement and resources are the single-node ones, per pod, with
   (vLLM `--headless`, SGLang ranks >= 1) serve no OpenAI API and export no metrics;
 - every pod requests its node's EFA devices (`vpc.amazonaws.com/efa: <pool.efa_per_node>`, the
   device plugin does not share them) with libfabric's EFA provider selected for NCCL; no hugepages
-  (Karpenter does not model `hugepages-2Mi`, so such a pod is never provisioned: FINDINGS-multinode);
+  (Karpenter v1.14 does not model `hugepages-2Mi`: no instance type offers it, so such a pod is never
+  provisioned);
 - all pods of a group in one zone (EFA does not cross an Availability Zone): each worker has a
   required podAffinity to its own group's leader on `topology.kubernetes.io/zone`, matched by
   `matchLabelKeys: [group-key]`. Not LWS's `exclusive-topology` annotation on the zone key, which

@@ -26,7 +26,7 @@ from typing import Any
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.base import absolute_path_problem
-from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.errors import Problem
 from stacks.resolved import CACHE_ROOT, ModelEntry, ResolvedStack
 from stacks.versions import IMAGES
@@ -72,7 +72,7 @@ FACTS = EngineFacts(
     # The NIM Operator's NIMService multiNode forms the group.
     groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None),
     # Who owns the count depends on the operator (addons.nimOperator): its checks say.
-    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
     lora=False,
     canary=True,

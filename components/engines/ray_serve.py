@@ -54,12 +54,12 @@ from stacks.config.models import RayServe
 from stacks.engine_facts import (
     EFA_UNVERIFIED,
     OPENAI_PATHS,
+    Autoscalers,
     DerivedName,
     Dialect,
     EngineFacts,
     Groups,
     ModelFacts,
-    Scaling,
 )
 from stacks.errors import Problem, duplicates
 from stacks.fit import Requests
@@ -114,7 +114,7 @@ FACTS = EngineFacts(
     metrics=METRICS,
     # N worker pods per replica in a PACK placement group: tensor within a node, pipeline across nodes.
     groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None),
-    scaling=Scaling(
+    autoscalers=Autoscalers(
         built_in="Ray Serve's replica autoscaling with the KubeRay autoscaler (rayServe.minWorkers/maxWorkers/"
         "targetOngoingRequests; a RayService has no scale subresource for another scaler)",
         keda="a RayService has no scale subresource; Ray Serve scales its replicas itself (rayServe."
@@ -273,7 +273,7 @@ def _workers(spec: WorkloadSpec) -> dict[str, Any]:
     }
     if spec.served.group.multi_node:
         add_efa_env(container)
-    pod_spec = spec.placement.apply(
+    pod_spec = spec.placement.place(
         {
             "containers": [container],
             "volumes": unique_volumes([*spec.cache.volumes, *volumes]),

@@ -21,7 +21,7 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES
 
@@ -102,7 +102,7 @@ FACTS = EngineFacts(
     metrics=METRICS,
     # One tensor-parallel group over the whole replica (`--tp 16 --nnodes 2`, SGLang docs multi_node.md).
     groups=Groups(builder="lws", refused=None, tensor_spans_nodes=True, head_rule="SGLang 0.5.19"),
-    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=True,
     lora=False,
     canary=True,

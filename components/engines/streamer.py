@@ -4,7 +4,7 @@ flags both engines take, and the check that the engine image carries the streame
 Both engines take `--load-format runai_streamer` and `--model-loader-extra-config '<json>'` whose keys
 are exactly `distributed`, `concurrency` and `memory_limit` (vLLM 0.29.0 engine/arg_utils.py and
 model_executor/model_loader/runai_streamer_loader.py; SGLang 0.5.19 srt/server_args.py and
-srt/model_loader/loader.py: FINDINGS-scaling §6.1, §6.3). 16 concurrent streams (the streamer's
+srt/model_loader/loader.py). 16 concurrent streams (the streamer's
 object-storage default is 8) and a 5 GiB CPU buffer instead of its 40 GB default, which would outgrow
 the pod's memory.
 

@@ -18,7 +18,7 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES
 
@@ -91,7 +91,7 @@ FACTS = EngineFacts(
         tensor_spans_nodes=False,
         head_rule=None,
     ),
-    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
     lora=False,
     canary=False,

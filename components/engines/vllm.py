@@ -11,7 +11,7 @@ LeaderWorkerSet group (components/engines/group.py) run by vLLM 0.29's own multi
 without Ray: every pod runs `vllm serve` with `--nnodes N --node-rank $(LWS_WORKER_INDEX)
 --master-addr $(LWS_LEADER_ADDRESS) --master-port 29501 --distributed-executor-backend mp`, and the
 workers add `--headless` (no API server, only the executor that joins the leader). Flags read from
-the vLLM 0.29.0 wheel (FINDINGS-multinode: engine/arg_utils.py, config/parallel.py,
+the vLLM 0.29.0 wheel (engine/arg_utils.py, config/parallel.py,
 entrypoints/launchers/cli_args.py, entrypoints/cli/serve.py): `nnodes > 1` needs the mp executor and
 a world size (tensor x pipeline) divisible by nnodes. Health at /health, Prometheus metrics at
 /metrics on the serving port (each engine module's FACTS). With AIBrix on, a model with `adapters`
@@ -26,7 +26,7 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Dialect, EngineFacts, Groups, ModelFacts, Scaling
+from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES
 
@@ -117,7 +117,7 @@ FACTS = EngineFacts(
     metrics=METRICS,
     # Tensor parallel within a node, one pipeline stage per node (docs/serving/parallelism_scaling.md).
     groups=Groups(builder="lws", refused=None, tensor_spans_nodes=False, head_rule="vLLM 0.29"),
-    scaling=Scaling(built_in=None, keda=None, to_zero=None),
+    autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=True,
     lora=True,
     canary=True,

@@ -312,7 +312,7 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     meta: dict[str, Any] = {"labels": pod_labels(spec)}
     if annotations := scrape_annotations(spec.facts):
         meta["annotations"] = annotations
-    return {"metadata": meta, "spec": spec.placement.apply(pod_spec)}
+    return {"metadata": meta, "spec": spec.placement.place(pod_spec)}
 
 
 # Why an engine's root filesystem stays writable (Checkov CKV_K8S_22), true of every engine container:

@@ -24,7 +24,7 @@ from stacks.naming import MANAGED_BY, TOKEN
 from stacks.resolved import EG_NAMESPACE, GATEWAY_NAMESPACE, Endpoint, GatewayParent
 from stacks.versions import Chart, Image
 
-from ..k8s import apply, release
+from ..k8s import register, release
 from ..serving import litellm
 from . import isolation, picker
 from .routing import envoy_gateway_values, gateway_objects, interceptor_grant, model_routing
@@ -132,27 +132,27 @@ class FrontDoor(pulumi.ComponentResource):
         gw, parent = args.gateway, args.parent_gateway
         if args.owns_listener:
             for obj in gateway_objects(gw, parent):
-                apply(obj, after(parent.namespace))
+                register(obj, after(parent.namespace))
         for served in exposed:
             for obj in model_routing(gw, served, parent):
-                apply(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
+                register(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
             if served.routing is not None and served.routing.picker:
                 self._picker(name, served, args, after(served.namespace, crds=False), after(parent.namespace))
         if args.interceptor is not None:
             wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
-            apply(interceptor_grant(parent), pulumi.ResourceOptions.merge(wake_opts, after(parent.namespace)))
+            register(interceptor_grant(parent), pulumi.ResourceOptions.merge(wake_opts, after(parent.namespace)))
             policy = isolation.interceptor_ingress(
                 gateway_namespaces=[EG_NAMESPACE] + ([] if parent.own else [parent.namespace]),
                 litellm_proxy=args.litellm_route,
             )
-            apply(policy, wake_opts)
+            register(policy, wake_opts)
         if args.litellm_route:
             # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
             proxy_opts = after(parent.namespace)
             if args.litellm is not None:
                 proxy_opts = pulumi.ResourceOptions.merge(proxy_opts, pulumi.ResourceOptions(depends_on=[args.litellm]))
             for obj in model_routing(gw, litellm.proxy_served(), parent):
-                apply(obj, proxy_opts)
+                register(obj, proxy_opts)
 
     def _create_namespace_policies(self, args: FrontDoorArgs, exposed: list[Endpoint], after: _After) -> None:
         """Each model namespace's NetworkPolicies: the gateway in (when some model is exposed), the
@@ -169,7 +169,7 @@ class FrontDoor(pulumi.ComponentResource):
                 scraper_namespace=args.scraper_namespace,
                 platform_namespaces=args.platform_namespaces,
             ):
-                apply(obj, after(ns, crds=False))
+                register(obj, after(ns, crds=False))
 
     def _picker(
         self,
@@ -192,4 +192,4 @@ class FrontDoor(pulumi.ComponentResource):
         )
         wired = pulumi.ResourceOptions.merge(policy_opts, pulumi.ResourceOptions(depends_on=[picker_release]))
         for obj in picker.picker_objects(served, args.parent_gateway):
-            apply(obj, wired)
+            register(obj, wired)

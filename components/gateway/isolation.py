@@ -40,7 +40,7 @@ from typing import Any
 from stacks.naming import MANAGED_BY
 from stacks.resolved import EG_NAMESPACE, KEDA_NAMESPACE, LITELLM_NAMESPACE, Endpoint
 
-from ..scaling import wake
+from ..autoscaling import wake
 from ..serving import litellm
 from . import picker
 from .routing import PROXY_POD_LABELS

@@ -30,7 +30,7 @@ from stacks.resolved import (
     GatewayParent,
 )
 
-from ..scaling import wake
+from ..autoscaling import wake
 
 GATEWAY_API = "gateway.networking.k8s.io/v1"
 EG_API = "gateway.envoyproxy.io/v1alpha1"

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stacks.config import ModelSection
-from stacks.config.addons import LiteLLM, Monitoring
+from stacks.config.addons import LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
 
 # What each node exporter asks for on every accelerator node: defined with the fit check's DaemonSet
@@ -22,7 +22,6 @@ from stacks.resolved import (
     LITELLM_NAMESPACE,
     MODEL_LABEL,
     MONITORING_NAMESPACE,
-    PROMETHEUS_SERVICE,
     REVISION_LABEL,
     Endpoint,
     ResolvedModel,
@@ -98,12 +97,12 @@ def _claim(gib: int) -> dict[str, Any]:
     }
 
 
-def retention_size(mon: Monitoring) -> str:
+def retention_size(mon: MonitoringAddon) -> str:
     """Prometheus's size limit (its units are powers of two: 42GB is 42 GiB), below the volume."""
     return f"{int(mon.storage_gib * RETENTION_SHARE)}GB"
 
 
-def prometheus_stack_values(mon: Monitoring) -> dict[str, Any]:
+def prometheus_stack_values(mon: MonitoringAddon) -> dict[str, Any]:
     """kube-prometheus-stack: Prometheus selects every PodMonitor/ServiceMonitor/PrometheusRule in the
     cluster (not only the chart's own), Grafana's sidecar loads dashboards labelled
     grafana_dashboard=1 from every namespace. Controllers run on the system nodes. Prometheus and
@@ -144,7 +143,7 @@ def prometheus_stack_values(mon: Monitoring) -> dict[str, Any]:
     }
 
 
-def _grafana_values(mon: Monitoring, system: dict[str, str]) -> dict[str, Any]:
+def _grafana_values(mon: MonitoringAddon, system: dict[str, str]) -> dict[str, Any]:
     """kube-prometheus-stack's `grafana` section: the stack's admin Secret when it names one, and the
     dashboard sidecar loading grafana_dashboard=1 ConfigMaps from every namespace."""
     return {
@@ -170,17 +169,6 @@ def _grafana_values(mon: Monitoring, system: dict[str, str]) -> dict[str, Any]:
             }
         },
     }
-
-
-def adapter_prometheus(mon: Monitoring) -> tuple[str, int | None] | None:
-    """(URL, port) of the Prometheus prometheus-adapter queries: the platform's own
-    kube-prometheus-stack (its `<release>-prometheus` Service), the stack's `prometheusUrl` for an
-    existing one, or None when there is none to query (HPAs are then refused by stacks/rules)."""
-    if not mon.serves_custom_metrics:
-        return None
-    if mon.prometheus_url:
-        return mon.prometheus_url, None
-    return f"http://{PROMETHEUS_SERVICE}.{MONITORING_NAMESPACE}.svc", 9090
 
 
 def adapter_rule(name: str) -> dict[str, Any]:

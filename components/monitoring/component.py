@@ -18,18 +18,17 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.config.addons import LiteLLM
-from stacks.config.addons import Monitoring as MonitoringAddon
+from stacks.config.addons import LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
 from stacks.naming import MANAGED_BY, TOKEN
 from stacks.resolved import ImageTable, ResolvedModel
 from stacks.versions import chart
 
-from ..k8s import apply
+from ..k8s import register
 from ..k8s import release as release_chart
+from .autoscaling import scaling_dashboard, scaling_prometheus_rule
 from .collection import (
     MONITORING_NAMESPACE,
-    adapter_prometheus,
     dcgm_exporter_values,
     litellm_pod_monitor,
     monitoring_storage_class,
@@ -41,7 +40,6 @@ from .collection import (
     prometheus_stack_values,
 )
 from .dashboards import dashboard_configmap, dashboards
-from .scaling import scaling_dashboard, scaling_prometheus_rule
 
 __all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
 
@@ -65,6 +63,9 @@ class MonitoringArgs:
     litellm: pulumi.Resource | None = None
     # The stack's pinned platform images (neuron-monitor).
     images: ImageTable
+    # (URL, port) of the Prometheus prometheus-adapter queries (ResolvedStack.prometheus_adapter); None:
+    # no adapter in this stack.
+    prometheus_adapter: tuple[str, int | None] | None = None
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -98,9 +99,9 @@ class Monitoring(pulumi.ComponentResource):
             )
 
         if not mon.existing_prometheus:
-            volumes = apply(monitoring_storage_class(), plain)
+            volumes = register(monitoring_storage_class(), plain)
             crd_deps.append(release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns, volumes]))
-        prometheus = adapter_prometheus(mon)
+        prometheus = args.prometheus_adapter
         if prometheus is not None:
             workload_engines = [e for e in args.engines.values() if e.platform_workload]
             values = prometheus_adapter_values(*prometheus, workload_engines)
@@ -112,25 +113,25 @@ class Monitoring(pulumi.ComponentResource):
         after_crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps])
         if "neuron" in accelerators:
             for obj in neuron_monitor(args.images["neuron-monitor"]):
-                apply(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
+                register(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
 
         self._model_monitors(args, crd_deps)
         if args.litellm_addon is not None:
             deps = [*crd_deps, *([args.litellm] if args.litellm is not None else [])]
-            apply(
+            register(
                 litellm_pod_monitor(args.litellm_addon),
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps),
             )
         engines = {name: args.engines[name] for name in args.dashboard_engines}
         for obj in dashboards(engines, set(accelerators)):
-            apply(obj, after_ns)
+            register(obj, after_ns)
         self.register_outputs({})
 
     def _model_monitors(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
         """A PodMonitor on each model's real metrics endpoint (and on its endpoint picker's, with
         `routing`), its SLO rules when the stack sets some, and its scaling and benchmark rules and
         dashboard (in the model's namespace: a team's stack brings its own) when it has an autoscaler
-        or a benchmark (scaling.py)."""
+        or a benchmark (autoscaling.py)."""
         for served in args.models:
             model_ns = [args.namespaces[served.namespace]] if served.namespace in args.namespaces else []
             opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*model_ns, *crd_deps])
@@ -143,4 +144,4 @@ class Monitoring(pulumi.ComponentResource):
                 dashboard_configmap(f"scaling-{served.name}", board, served.namespace) if board else None,
             ):
                 if maybe is not None:
-                    apply(maybe, opts)
+                    register(maybe, opts)

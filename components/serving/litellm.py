@@ -32,7 +32,7 @@ from stacks.resolved import KEDA_NAMESPACE, LITELLM_NAMESPACE, WAKE_HEADER, Endp
 from stacks.versions import Image
 
 from .. import secretfiles
-from ..scaling import wake
+from ..autoscaling import wake
 from ..secretfiles import SecretFile
 
 ROOT_REASON = (
@@ -72,16 +72,6 @@ def proxy_served() -> Endpoint:
         management_paths=(),
         expose=True,
     )
-
-
-def litellm_image(addon: LiteLLM, base: Image) -> Image:
-    """The catalog's image, or the release `addons.litellm.version` names (1.100.1 -> v1.100.1, the
-    tag LiteLLM publishes for a release since 1.84); stacks/resolve.py applies the stack's
-    `images.litellm` pin to the result."""
-    if addon.version is None:
-        return base
-    version = addon.version
-    return Image(base.repository, f"v{version.removeprefix('v')}")
 
 
 def internal_models(models: Sequence[Endpoint]) -> list[Endpoint]:

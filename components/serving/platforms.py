@@ -15,8 +15,8 @@
 - LeaderWorkerSet in `lws-system` (its CRD names its webhook Service there), for models whose
   replicas span nodes (`addons.lws`, turned on by stacks/resolve.py `with_lws` when one does);
 - KEDA in `keda`, for models whose replicas KEDA owns (`addons.keda`, turned on by stacks/resolve.py
-  `with_keda` when one does: components/scaling/keda.py), and its HTTP add-on (`addons.kedaHttp`, on
-  when a model scales to zero: components/scaling/wake.py) after it;
+  `with_keda` when one does: components/autoscaling/keda.py), and its HTTP add-on (`addons.kedaHttp`, on
+  when a model scales to zero: components/autoscaling/wake.py) after it;
 - LiteLLM, as plain manifests (router ConfigMap, Deployment, Service, NetworkPolicy).
 
 `ModelAddons` adds the per-model AIBrix objects (ModelAdapters, PodAutoscalers); each waits for
@@ -37,10 +37,10 @@ from stacks.naming import labels as k8s_labels
 from stacks.resolved import CONTROLLER_NAMESPACES, KEDA_NAMESPACE, LWS_NAMESPACE, Endpoint, ImageTable, ResolvedModel
 from stacks.versions import chart
 
-from ..k8s import apply, release
-from ..scaling import wake
-from ..scaling.keda import keda_values
-from ..scaling.wake import http_addon_values
+from ..autoscaling import wake
+from ..autoscaling.keda import keda_values
+from ..autoscaling.wake import http_addon_values
+from ..k8s import register, release
 from . import aibrix, litellm
 from .values import (
     aibrix_listener_policy,
@@ -117,16 +117,16 @@ class ServingPlatforms(pulumi.ComponentResource):
         if "aibrix" in self.releases:
             # After the release: the chart creates the Gateway it targets (and the CRD is Envoy Gateway's).
             after = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.releases["aibrix"]])
-            apply(aibrix_listener_policy(), after)
+            register(aibrix_listener_policy(), after)
         if addons.litellm.enabled:
             self.litellm = self._litellm(args, addons)
         self.register_outputs({})
 
     def _litellm(self, args: ServingPlatformsArgs, addons: AddonsSection) -> pulumi.Resource:
         objects = litellm.manifests(addons.litellm, args.models, addons.monitoring.enabled, args.images)
-        namespace = apply(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
+        namespace = register(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
-        applied = {obj["kind"] + "/" + obj["metadata"]["name"]: apply(obj, child) for obj in objects[1:]}
+        applied = {obj["kind"] + "/" + obj["metadata"]["name"]: register(obj, child) for obj in objects[1:]}
         return applied[f"Deployment/{litellm.NAME}"]
 
 
@@ -154,5 +154,5 @@ class ModelAddons(pulumi.ComponentResource):
                     depends.append(args.namespaces[served.namespace])
                 child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends)
                 for obj in objects:
-                    apply(obj, child)
+                    register(obj, child)
         self.register_outputs({})

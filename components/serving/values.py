@@ -1,5 +1,5 @@
 """Helm values of the serving-platform charts. Pure functions; every key exists in the pinned
-chart's values.yaml (checked by the conformance tests against shared/schemas)."""
+chart's values.yaml (checked by the conformance tests against the pinned charts' own values)."""
 
 from __future__ import annotations
 

@@ -20,12 +20,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from stacks.config.storage import ModelBucket as ModelBucketConfig
+from stacks.config.storage import ModelBucketSettings
 from stacks.naming import TOKEN, physical
 from stacks.resolved import WRITER_SERVICE_ACCOUNT
 
 from .. import podidentity
-from ..k8s import apply
+from ..k8s import register
 from .claims import READER_SERVICE_ACCOUNT, service_account
 from .storage_iam import benchmark_results_policy, prefix_writer_policy, read_only_policy, tls_only_policy
 
@@ -33,7 +33,7 @@ from .storage_iam import benchmark_results_policy, prefix_writer_policy, read_on
 @dataclass(frozen=True, kw_only=True)
 class ModelBucketArgs:
     cluster_name: str
-    config: ModelBucketConfig
+    config: ModelBucketSettings
     protect: bool
     tags: dict[str, str]
 
@@ -172,7 +172,7 @@ def bind_accounts(
 ) -> None:
     """In each namespace, the service account and its Pod Identity association with `role`."""
     for ns, namespace in namespaces:
-        account = apply(
+        account = register(
             service_account(account_name, ns),
             pulumi.ResourceOptions(parent=owner, provider=provider, depends_on=[namespace]),
             name=f"{name}-sa-{ns}",

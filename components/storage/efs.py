@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 from stacks.config.storage import Efs
 from stacks.naming import TOKEN
 
-from ..k8s import apply
+from ..k8s import register
 from .addon import csi_addon
 from .claims import CACHE_CLAIM, EFS_STORAGE_CLASS, cache_claim, efs_storage_class
 from .storage_iam import EFS_CSI_POLICY
@@ -124,9 +124,9 @@ class EfsCache(pulumi.ComponentResource):
         """The EFS StorageClass, after the CSI driver and every mount target, and a `model-cache`
         claim from it in every model namespace."""
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[driver, *targets])
-        storage_class = apply(efs_storage_class(fs.id, retain=args.protect), k8s_opts, name=f"{name}-class")
+        storage_class = register(efs_storage_class(fs.id, retain=args.protect), k8s_opts, name=f"{name}-class")
         for ns, namespace in sorted(args.namespaces.items()):
-            apply(
+            register(
                 cache_claim(ns, args.config.cache_size_gib, storage_class=EFS_STORAGE_CLASS),
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[storage_class, namespace]),
                 name=f"{name}-claim-{ns}",

@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 from stacks.config.storage import Fsx
 from stacks.naming import TOKEN
 
-from ..k8s import apply
+from ..k8s import register
 from .addon import csi_addon
 from .claims import CACHE_CLAIM, cache_claim, fsx_volume, fsx_volume_name
 from .storage_iam import fsx_csi_policy
@@ -169,7 +169,7 @@ class FsxCache(pulumi.ComponentResource):
         """Per model namespace, a static PersistentVolume on the file system and its `model-cache` claim."""
         cfg = args.config
         for ns, namespace in sorted(args.namespaces.items()):
-            volume = apply(
+            volume = register(
                 fsx_volume(
                     ns,
                     # NodePublishVolume mounts `<dnsname>@tcp:/<mountname>` from the volume attributes
@@ -182,7 +182,7 @@ class FsxCache(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[driver, association]),
                 name=f"{name}-pv-{ns}",
             )
-            apply(
+            register(
                 cache_claim(ns, cfg.storage_capacity_gib, storage_class=None, volume_name=fsx_volume_name(ns)),
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[volume, namespace]),
                 name=f"{name}-claim-{ns}",

@@ -1,4 +1,5 @@
-"""Stack-config models (pydantic v2). See shared/design/STACK_CONFIG.md for the contract."""
+"""Stack-config models (pydantic v2): the stack file's contract. docs/reference/stack-file.md and
+stacks/stack.schema.json are generated from them (`python -m stacks reference`, `python -m stacks schema`)."""
 
 from .addons import AddonsSection
 from .base import PROJECT

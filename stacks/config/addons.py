@@ -182,7 +182,7 @@ class LiteLLM(Addon):
     replicas: int = Field(default=2, ge=1, le=20, description="Proxy replicas.")
 
 
-class Monitoring(Addon):
+class MonitoringAddon(Addon):
     """Metrics: kube-prometheus-stack (or an existing Prometheus), exporters, dashboards, rules, and
     prometheus-adapter serving the engines' metrics to HorizontalPodAutoscalers."""
 
@@ -293,8 +293,8 @@ class AddonsSection(Strict):
     litellm: LiteLLM = Field(
         default_factory=LiteLLM, description="LiteLLM proxy: one OpenAI-compatible endpoint over several models."
     )
-    monitoring: Monitoring = Field(
-        default_factory=Monitoring, description="Prometheus, prometheus-adapter, exporters, dashboards and alerts."
+    monitoring: MonitoringAddon = Field(
+        default_factory=MonitoringAddon, description="Prometheus, prometheus-adapter, exporters, dashboards and alerts."
     )
     envoy_gateway: Addon = Field(
         default_factory=lambda: Addon(enabled=True),

@@ -102,7 +102,7 @@ class Vpc(Strict):
         return self.cidr or "10.0.0.0/16"
 
 
-class Endpoint(Strict):
+class ClusterEndpoint(Strict):
     """API server endpoint access. Private access is always on so nodes never leave the VPC."""
 
     public_access: bool = Field(
@@ -164,7 +164,9 @@ class ClusterSection(Strict):
         description='Kubernetes minor version of the control plane, one in EKS standard support; quote it (`"1.34"`).',
     )
     vpc: Vpc = Field(default_factory=Vpc, description="The network: a VPC to create, or one to adopt.")
-    endpoint: Endpoint = Field(default_factory=Endpoint, description="Who may reach the Kubernetes API server.")
+    endpoint: ClusterEndpoint = Field(
+        default_factory=ClusterEndpoint, description="Who may reach the Kubernetes API server."
+    )
     admins: list[IamArn] = Field(
         default_factory=list,
         description="IAM role or user ARNs given cluster-admin through EKS access entries: the identities the "

@@ -27,8 +27,6 @@ from .benchmark import Benchmark
 from .slo import Slo
 
 Engine = Literal["vllm", "sglang", "nim", "tgi", "ollama", "neuron-vllm", "dynamo", "ray-serve"]
-# Engines a `canary` runs on: those the platform runs as its own Deployment (NIM without its operator).
-CANARY_ENGINES = ("vllm", "sglang", "nim")
 Dtype = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 
 _PARAMS = re.compile(r"^([0-9]+(\.[0-9]+)?)([KMBT])?$")
@@ -102,7 +100,7 @@ def _pip(value: str) -> str:
 PipRequirement = Annotated[str, StringConstraints(max_length=200), AfterValidator(_pip)]
 
 
-class Image(Strict):
+class ModelImage(Strict):
     """Override of the catalog image for one model: repository, tag and (for prod) digest."""
 
     repository: ImageRepository | None = Field(
@@ -184,7 +182,7 @@ class Ollama(Strict):
     )
 
 
-class Dynamo(Strict):
+class DynamoGraph(Strict):
     """`engine: dynamo` only: the shape of the DynamoGraphDeployment."""
 
     mode: Literal["aggregated", "disaggregated"] = Field(
@@ -575,7 +573,7 @@ class ModelSection(Strict):
         description="Bytes per parameter for sizing (bf16, fp16: 2; fp8, int8: 1; int4: 0.5); not passed to the "
         "engine. Required with `parameters`.",
     )
-    image: Image = Field(default_factory=Image, description="Override of the engine's catalog image.")
+    image: ModelImage = Field(default_factory=ModelImage, description="Override of the engine's catalog image.")
     load_format: Literal["runai-streamer"] | None = Field(
         default=None,
         description="`runai-streamer`: the engine streams safetensors straight from the model bucket "
@@ -598,7 +596,7 @@ class ModelSection(Strict):
     tgi: Tgi | None = Field(default=None, description="TGI options; required with, and only for, `engine: tgi`.")
     sglang: Sglang | None = Field(default=None, description="SGLang options; only for `engine: sglang`.")
     ollama: Ollama | None = Field(default=None, description="Ollama options; only for `engine: ollama`.")
-    dynamo: Dynamo | None = Field(default=None, description="Dynamo graph options; only for `engine: dynamo`.")
+    dynamo: DynamoGraph | None = Field(default=None, description="Dynamo graph options; only for `engine: dynamo`.")
     ray_serve: RayServe | None = Field(default=None, description="Ray Serve options; only for `engine: ray-serve`.")
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Who scales the replicas, and on what.")
     adapters: list[Adapter] = Field(

@@ -89,7 +89,7 @@ class Fsx(Strict):
         return cap
 
 
-class ModelBucket(Strict):
+class ModelBucketSettings(Strict):
     """Create the model bucket (`create: true`) or adopt an existing one by `name`."""
 
     create: bool = Field(
@@ -173,8 +173,9 @@ class StorageSection(Strict):
     existing_claim: ExistingClaim | None = Field(
         default=None, description="An existing claim as the cache; only with `modelCache: none`."
     )
-    model_bucket: ModelBucket = Field(
-        default_factory=ModelBucket, description="The S3 bucket weights are kept in, under `<model>/<revision>/`."
+    model_bucket: ModelBucketSettings = Field(
+        default_factory=ModelBucketSettings,
+        description="The S3 bucket weights are kept in, under `<model>/<revision>/`.",
     )
     protect: bool = Field(
         default=True,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from components.engines import ENGINES
 
 from ..config import StackConfig
-from ..exports import PlatformSource, read_platform
+from ..exports import PlatformExports, read_platform
 from ..resolved import ResolvedStack, Team
 from .images import image_table, rendered_images
 from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
@@ -30,7 +30,7 @@ def routed(config: StackConfig) -> bool:
     return config.stack.role == "workloads" or config.gateway.enabled or config.addons.aibrix.enabled
 
 
-def resolve(config: StackConfig, platform: PlatformSource | None = None) -> ResolvedStack:
+def resolve(config: StackConfig, platform: PlatformExports | None = None) -> ResolvedStack:
     """The stack, resolved. A workloads stack resolves against its platform's exports, or, when they
     cannot be read here (None), against an unknown platform: then only what needs no platform is
     resolved and checked."""

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from components.engines import ENGINES
 
 from ..config import StackConfig
-from ..config.addons import AddonsSection, Monitoring
+from ..config.addons import AddonsSection, MonitoringAddon
 from ..config.gateway import GatewaySection
 from ..config.models import ModelSection
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..exports import resolve_pool
-from ..fit import Platform
+from ..fit import Installed
 from ..groups import leader_worker_set
 from ..resolved import (
     AIBRIX_GATEWAY,
@@ -102,7 +102,7 @@ def effective_addons(config: StackConfig) -> AddonsSection:
     return with_keda(with_model_addons(config.addons, config.models), config.models)
 
 
-def adapter_prometheus(mon: Monitoring) -> tuple[str, int | None] | None:
+def adapter_prometheus(mon: MonitoringAddon) -> tuple[str, int | None] | None:
     """(URL, port) of the Prometheus prometheus-adapter and KEDA query: the platform's own
     kube-prometheus-stack (its `<release>-prometheus` Service), the stack's `prometheusUrl` for an
     existing one, or None when there is none to query."""
@@ -113,7 +113,7 @@ def adapter_prometheus(mon: Monitoring) -> tuple[str, int | None] | None:
     return f"http://{PROMETHEUS_SERVICE}.{MONITORING_NAMESPACE}.svc", 9090
 
 
-def prometheus_url(mon: Monitoring) -> str | None:
+def prometheus_url(mon: MonitoringAddon) -> str | None:
     """The Prometheus the stack's scalers query, as one URL."""
     found = adapter_prometheus(mon)
     if found is None:
@@ -127,7 +127,7 @@ def own_platform(config: StackConfig) -> PlatformView:
     if config.cluster is None:
         raise ValueError("only a stack with a cluster section (platform or all-in-one) has a platform of its own")
     addons = effective_addons(config)
-    known = Platform(addons=addons, storage=config.storage)
+    known = Installed(addons=addons, storage=config.storage)
     return PlatformView(
         where=OWN,
         known=True,

@@ -2,7 +2,7 @@
 (`autoscaling.minReplicas: 0`) and come back.
 
 KEDA scales through a scale subresource: a Deployment, a LeaderWorkerSet, or a Dynamo graph's
-DynamoGraphDeploymentScalingAdapter; an engine whose object has none says why (`Scaling.keda`; NIM's
+DynamoGraphDeploymentScalingAdapter; an engine whose object has none says why (`Autoscalers.keda`; NIM's
 NIMService is its module's refusal, as it depends on the NIM Operator). A model at zero has no pod
 exporting the engine's gauge, so its query is empty and KEDA never activates: the way back is the KEDA
 HTTP add-on's interceptor, which holds the first request while KEDA starts a replica. So zero needs the
@@ -23,7 +23,7 @@ from ..resolved import AIBRIX_GATEWAY, ResolvedStack
 @rule
 def keda_has_a_scale_target(stack: ResolvedStack) -> Iterable[Problem]:
     for entry in stack.entries:
-        refused = entry.facts.scaling.keda
+        refused = entry.facts.autoscalers.keda
         if entry.config.autoscaling.owner == "keda" and refused is not None:
             yield Problem(
                 entry.key("autoscaling", "owner"),
@@ -47,8 +47,8 @@ def zero_needs_keda_and_a_way_back(stack: ResolvedStack) -> Iterable[Problem]:
             }.get(scaling.owner, "a fixed replica count has no scaler to bring it back")
             yield Problem(where, f"minReplicas: 0 needs owner: keda ({why}); set owner: keda or minReplicas: 1")
             continue
-        if entry.facts.scaling.to_zero is not None:
-            yield Problem(where, f"{model.name} cannot come back from zero: {entry.facts.scaling.to_zero}")
+        if entry.facts.autoscalers.to_zero is not None:
+            yield Problem(where, f"{model.name} cannot come back from zero: {entry.facts.autoscalers.to_zero}")
         if not model.expose or not has_routes:
             yield Problem(
                 where,

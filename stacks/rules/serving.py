@@ -29,7 +29,7 @@ def one_scaler_owner(stack: ResolvedStack) -> Iterable[Problem]:
                 where, f"the Dynamo planner only scales engine: dynamo models (engine is {entry.config.engine})"
             )
             continue
-        built_in = entry.facts.scaling.built_in
+        built_in = entry.facts.autoscalers.built_in
         # KEDA scales an operator's graph through its scaling adapters (stacks/rules/scaling.py refuses what
         # it cannot scale); the planner is its engine's own refusal.
         if owner in ("none", "keda", "dynamo-planner") or built_in is None:

@@ -1,7 +1,7 @@
-"""`ModelScalers`: the KEDA objects of each KEDA-scaled model (components/scaling/keda.py), applied after
+"""`ModelScalers`: the KEDA objects of each KEDA-scaled model (components/autoscaling/keda.py), applied after
 the KEDA release that installs their CRDs (in this stack; a team's stack runs on its platform's) and
 the model's namespace. A model that scales to zero first gets its InterceptorRoute (after the HTTP
-add-on's release, components/scaling/wake.py), and its ScaledObject waits for that route."""
+add-on's release, components/autoscaling/wake.py), and its ScaledObject waits for that route."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 from stacks.naming import TOKEN
 from stacks.resolved import ResolvedModel
 
-from ..k8s import apply
+from ..k8s import register
 from .keda import scaled_objects
 from .wake import interceptor_route
 
@@ -46,8 +46,8 @@ class ModelScalers(pulumi.ComponentResource):
                 installers = [r for r in (args.keda_http, args.namespaces.get(served.namespace)) if r is not None]
                 route_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=installers)
                 # Before the ScaledObject: its push trigger asks the scaler for this route's metric.
-                depends.append(apply(interceptor_route(served), route_opts))
+                depends.append(register(interceptor_route(served), route_opts))
             child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends)
             for obj in scaled_objects(served, args.prometheus):
-                apply(obj, child)
+                register(obj, child)
         self.register_outputs({})

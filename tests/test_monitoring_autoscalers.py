@@ -1,7 +1,7 @@
 """Scaling and benchmark observability per model (issue 17, item 6): a dashboard of replicas against
 queue depth, the ceiling, scale events, the scaler's health and cold starts, the latest benchmark
 verdict beside the SLO; alerts only where their signal exists. Builder-level: resolved stacks, the
-pure builders of components/monitoring/scaling.py."""
+pure builders of components/monitoring/autoscaling.py."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from components.autoscaling.keda import queue_query, scaled_objects
 from components.benchmark import job_name
 from components.engines import ENGINES
-from components.monitoring import scaling
+from components.monitoring import autoscaling
 from components.monitoring.dashboards import dashboard_configmap
-from components.scaling.keda import queue_query, scaled_objects
 from stacks.load import ROOT
 from stacks.metrics import GRAFANA_UNITS, KUBE_METRICS
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
@@ -55,21 +55,21 @@ def to_zero(dev: dict[str, Any]) -> dict[str, Any]:
 
 
 def exprs(served, images) -> list[str]:
-    found = [r["expr"] for r in scaling.scaling_rules(served, images)]
-    board = scaling.scaling_dashboard(served, images)
+    found = [r["expr"] for r in autoscaling.scaling_rules(served, images)]
+    board = autoscaling.scaling_dashboard(served, images)
     if board:
         found += [t["expr"] for p in board["panels"] for t in p["targets"]]
     return found
 
 
 def panels(served, images) -> dict[str, dict[str, Any]]:
-    board = scaling.scaling_dashboard(served, images)
+    board = autoscaling.scaling_dashboard(served, images)
     assert board is not None
     return {p["title"]: p for p in board["panels"]}
 
 
 def alerts(served, images) -> dict[str, dict[str, Any]]:
-    return {r["alert"]: r for r in scaling.scaling_rules(served, images)}
+    return {r["alert"]: r for r in autoscaling.scaling_rules(served, images)}
 
 
 SELECTOR = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}")
@@ -125,7 +125,7 @@ def test_an_hpa_model_reads_the_hpa_its_engine_builds(dev):
     stack, served = model_of(dev)
     assert served.scaler == "hpa"
     (hpa,) = by_kind(engine_objects(stack, "qwen3-8b"), "HorizontalPodAutoscaler")
-    assert scaling.hpa_names(served) == [hpa["metadata"]["name"]]
+    assert autoscaling.hpa_names(served) == [hpa["metadata"]["name"]]
     assert hpa["metadata"]["namespace"] == served.namespace
     assert (
         f'horizontalpodautoscaler="{hpa["metadata"]["name"]}"'
@@ -136,10 +136,10 @@ def test_an_hpa_model_reads_the_hpa_its_engine_builds(dev):
 
 def test_a_dynamo_graph_charts_one_hpa_per_scaling_adapter(dev):
     stack, served = model_of(dynamo_sections(dev, "disaggregated"))
-    # KEDA's HPA is named after its target (components/scaling/keda.py hpa_name): the adapter.
+    # KEDA's HPA is named after its target (components/autoscaling/keda.py hpa_name): the adapter.
     names = [name for _, _, name in served.keda_targets]
-    assert len(names) >= 1 and scaling.hpa_names(served) == names
-    sel = scaling.hpa_selector(served)
+    assert len(names) >= 1 and autoscaling.hpa_names(served) == names
+    sel = autoscaling.hpa_selector(served)
     assert sel.startswith(f'namespace="{served.namespace}",horizontalpodautoscaler')
     for name in names:
         assert name in sel
@@ -162,25 +162,25 @@ def test_a_model_that_scales_to_zero_charts_and_alerts_its_cold_starts(dev):
     found = alerts(served, stack.images)
     assert set(found) == {"ScalingPinnedAtMax", "ScalerCannotReadMetric", "ColdStartSlow", "ColdStartsFrequent"}
     assert found["ColdStartSlow"]["expr"] == f"{spec} > 0 and {K['deployment_available'].name}{{{dep}}} == 0"
-    assert found["ColdStartSlow"]["for"] == scaling.COLD_START_SLOW
-    assert found["ColdStartsFrequent"]["expr"] == f"{wakes} > {scaling.COLD_STARTS_PER_HOUR}"
+    assert found["ColdStartSlow"]["for"] == autoscaling.COLD_START_SLOW
+    assert found["ColdStartsFrequent"]["expr"] == f"{wakes} > {autoscaling.COLD_STARTS_PER_HOUR}"
     assert found["ColdStartsFrequent"]["labels"]["severity"] == "info" and "for" not in found["ColdStartsFrequent"]
     # At zero the HPA controller sets ScalingActive false itself (ScalingDisabled): only above zero.
     assert found["ScalerCannotReadMetric"]["expr"].endswith(
-        f"and on (namespace, horizontalpodautoscaler) {K['hpa_current'].name}{{{scaling.hpa_selector(served)}}} > 0"
+        f"and on (namespace, horizontalpodautoscaler) {K['hpa_current'].name}{{{autoscaling.hpa_selector(served)}}} > 0"
     )
 
 
 def test_an_aibrix_model_charts_its_deployment_and_gets_no_hpa_alert():
     stack, served = model_of(sections_of(ROOT / "stacks" / "examples" / "Pulumi.serving.yaml"), "qwen3-8b-lora")
-    assert served.scaler == "aibrix" and not scaling.hpa_names(served)
+    assert served.scaler == "aibrix" and not autoscaling.hpa_names(served)
     replicas = panels(served, stack.images)["Replicas against queue depth"]
     targets = [t["expr"] for t in replicas["targets"]]
-    assert f"sum({K['deployment_available'].name}{{{scaling.deployment_selector(served)}}})" in targets
+    assert f"sum({K['deployment_available'].name}{{{autoscaling.deployment_selector(served)}}})" in targets
     steps = replicas["fieldConfig"]["defaults"]["thresholds"]["steps"]
     assert steps[-1]["value"] == served.config.autoscaling.max_replicas, "no HPA: the ceiling the stack states"
-    assert scaling.scaling_rules(served, stack.images) == []
-    assert scaling.scaling_prometheus_rule(served, stack.images) is None
+    assert autoscaling.scaling_rules(served, stack.images) == []
+    assert autoscaling.scaling_prometheus_rule(served, stack.images) is None
 
 
 def test_a_model_with_no_autoscaler_and_no_benchmark_gets_neither_dashboard_nor_rule(dev):
@@ -188,8 +188,8 @@ def test_a_model_with_no_autoscaler_and_no_benchmark_gets_neither_dashboard_nor_
     sections["models"][0]["autoscaling"] = {"owner": "none"}
     stack, served = model_of(sections)
     assert served.scaler == "none" and served.config.benchmark is None
-    assert scaling.scaling_dashboard(served, stack.images) is None
-    assert scaling.scaling_prometheus_rule(served, stack.images) is None
+    assert autoscaling.scaling_dashboard(served, stack.images) is None
+    assert autoscaling.scaling_prometheus_rule(served, stack.images) is None
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +207,7 @@ def test_a_benchmarked_model_is_alerted_when_its_current_benchmark_job_fails(ben
         f'{K["job_failed"].name}{{namespace="{served.namespace}",job_name="{job}",condition="true"}} == 1'
     )
     assert "for" not in rule and rule["labels"]["model"] == "qwen3-8b"
-    obj = scaling.scaling_prometheus_rule(served, stack.images)
+    obj = autoscaling.scaling_prometheus_rule(served, stack.images)
     assert obj is not None and obj["metadata"]["name"] == "qwen3-8b-scaling"
     assert obj["metadata"]["namespace"] == served.namespace
 
@@ -268,7 +268,7 @@ def test_the_catalog_spells_kube_state_metrics_labels_as_it_exports_them():
 
 def test_the_dashboard_is_a_grafana_configmap_in_the_models_namespace_with_a_short_uid(dev):
     stack, served = model_of(keda(dev))
-    board = scaling.scaling_dashboard(served, stack.images)
+    board = autoscaling.scaling_dashboard(served, stack.images)
     assert board is not None and len(board["uid"]) <= 40
     cm = dashboard_configmap(f"scaling-{served.name}", board, served.namespace)
     assert cm["metadata"]["namespace"] == served.namespace

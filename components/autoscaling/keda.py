@@ -135,7 +135,7 @@ def hpa_name(target: tuple[str, str, str]) -> str:
 
 def scaled_objects(served: ResolvedModel, server: str) -> list[dict[str, Any]]:
     """The model's ScaledObjects, one per target (none unless KEDA owns its replicas); a model that scales
-    to zero wakes on the HTTP add-on's push trigger (components/scaling/wake.py)."""
+    to zero wakes on the HTTP add-on's push trigger (components/autoscaling/wake.py)."""
     wakes = [push_trigger(served)] if served.wake is not None else None
     return [scaled_object(served, target, server, wakes) for target in served.keda_targets]
 

@@ -3,7 +3,7 @@
 The dashboard (`scaling_dashboard`) shows, for a model with an autoscaler:
 - the replicas its HPA sees and wants and its ceiling (kube-state-metrics; KEDA's HPA is
   named after its target, one per target, as `owner: hpa`'s is named after the workload) against the
-  cluster total of the gauge it scales on (components/scaling/keda.py `queue_query`, the model's own
+  cluster total of the gauge it scales on (components/autoscaling/keda.py `queue_query`, the model's own
   pods by the labels the PodMonitor keeps), with the queue the current replicas are sized for
   (replicas x `targetValue`);
 - scale events: how often the HPA's desired replicas changed over 15 minutes;
@@ -33,8 +33,8 @@ from typing import Any
 from stacks.metrics import GRAFANA_UNITS, KUBE_METRICS, seconds_in
 from stacks.resolved import ImageTable, ResolvedModel
 
+from ..autoscaling.keda import hpa_name, queue_query, queue_series
 from ..benchmark import job_name, objectives, results_prefix
-from ..scaling.keda import hpa_name, queue_query, queue_series
 from .collection import _quantile, model_filter, rule_group
 
 K = KUBE_METRICS
