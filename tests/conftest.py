@@ -57,29 +57,61 @@ def render_sections(sections: dict[str, Any], region: str = "us-west-2") -> Rend
 
 
 # Renders of the shipped stacks are shared between the test processes (pytest-xdist workers) of
-# one run through files keyed by a digest of the program and every stack file: a change to any of
-# them is a new key, so a stale render is never read.
+# one run, and kept for the next, through files keyed by a digest of every render input
+# (`render_key`): a change to any of them is a new key, so a stale render is never read, and the
+# files of other keys are removed when a run starts (`prune_render_cache`).
 RENDER_CACHE = ROOT / "build" / "test-renders"
 
 
+def render_inputs() -> list[Path]:
+    """Every file whose content can change a render of a shipped stack: the program and the modules
+    and data files it reads (the policy pack is not among them: no render imports it), the pinned
+    Pulumi SDK and providers, and the shipped stack files (a team stack reads its platform's)."""
+    program = [ROOT / "__main__.py", ROOT / "Pulumi.yaml", *ROOT.glob("components/**/*"), *ROOT.glob("stacks/**/*")]
+    stack_files = [*ROOT.glob("Pulumi.*.yaml"), *EXAMPLES]
+    files = {f for f in [*program, ROOT / "requirements.lock", *stack_files] if f.is_file()}
+    return sorted(f for f in files if "__pycache__" not in f.parts)
+
+
 @cache
-def _program_digest() -> str:
-    h = hashlib.sha256()
-    program = [*ROOT.glob("components/**/*.py"), *ROOT.glob("stacks/**/*"), ROOT / "__main__.py", ROOT / "Pulumi.yaml"]
-    sources = sorted(f for f in program if f.is_file() and "__pycache__" not in f.parts)
-    for f in [*sources, *sorted(ROOT.glob("Pulumi*.yaml")), *EXAMPLES]:
+def render_key() -> str:
+    """The digest cached renders are kept under: the render inputs and the Python version (the
+    renders are pickles)."""
+    h = hashlib.sha256(sys.version.encode() + b"\0")
+    for f in render_inputs():
         h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 
 def _cache_file(path: Path) -> Path:
-    return RENDER_CACHE / f"{_program_digest()}-{path.name}.pickle"
+    return RENDER_CACHE / f"{render_key()}-{path.name}.pickle"
+
+
+def prune_render_cache() -> None:
+    """Remove every file in RENDER_CACHE but the current key's renders: renders of other versions
+    of the program, and the locks and partial files of a run that crashed. Called once a run, before
+    any worker starts; a file another process removed first is simply gone."""
+    if not RENDER_CACHE.is_dir():
+        return
+    current = f"{render_key()}-"
+    for f in RENDER_CACHE.iterdir():
+        if not (f.name.startswith(current) and f.suffix == ".pickle"):
+            f.unlink(missing_ok=True)
 
 
 def _unclaimed(path: Path) -> bool:
     """Whether no process has rendered this stack file or is rendering it now."""
     cached = _cache_file(path)
     return not cached.exists() and not cached.with_suffix(".lock").exists()
+
+
+def _read_cached(cached: Path) -> Rendered | None:
+    try:
+        data = cached.read_bytes()
+    except FileNotFoundError:  # removed by another run's pruning
+        return None
+    result: Rendered = pickle.loads(data)
+    return result
 
 
 @cache
@@ -106,15 +138,16 @@ def rendered_stack(path: Path) -> Rendered:
             rendered = render_file(path)  # with the file's own aws:region
             frozen = frozen_render(rendered.resources, rendered.outputs)
             tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(pickle.dumps(frozen))
-            tmp.replace(cached)
+            with contextlib.suppress(FileNotFoundError):  # pruned meanwhile by a run of another key
+                tmp.write_bytes(pickle.dumps(frozen))
+                tmp.replace(cached)
             return frozen
         finally:
             os.close(fd)
             lock.unlink(missing_ok=True)
-    if cached.exists():
-        result: Rendered = pickle.loads(cached.read_bytes())
-        return result
+    found = _read_cached(cached)
+    if found is not None:
+        return found
     rendered = render_file(path)
     return frozen_render(rendered.resources, rendered.outputs)
 
@@ -177,16 +210,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the project's modules to bytecode once, before any test process starts: every worker
-    and every command-line test's fresh interpreter would otherwise compile them again from source
-    (those run with the environment's PYTHONDONTWRITEBYTECODE). Only the controller (or a run
-    without workers) does it.
+    """Prune the render cache, and compile the project's modules to bytecode once, before any test
+    process starts: every worker and every command-line test's fresh interpreter would otherwise
+    compile them again from source (those run with the environment's PYTHONDONTWRITEBYTECODE).
+    Only the controller (or a run without workers) does it.
 
     A process that runs tests collects garbage with a young generation of 10,000 objects instead of
     700, as a render does (stacks/render.py): collecting, the renders' and the tests' short-lived
     objects otherwise set off a young collection every few hundred allocations."""
     worker = os.environ.get("PYTEST_XDIST_WORKER") is not None
-    if not worker:
+    if not worker:  # pytest-xdist starts its workers after this hook: none reads the cache yet
+        prune_render_cache()
         for package in ("components", "stacks", "policypack"):
             compileall.compile_dir(ROOT / package, quiet=1)
         compileall.compile_file(ROOT / "__main__.py", quiet=1)
