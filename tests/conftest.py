@@ -12,7 +12,6 @@ import contextlib
 import copy
 import gc
 import hashlib
-import importlib
 import os
 import pickle
 import sys
@@ -179,24 +178,6 @@ def _worker() -> tuple[int, int]:
     without workers)."""
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")), count
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection(session: pytest.Session) -> None:
-    """Under pytest-xdist every worker collects (imports) every test module, and pytest rewrites each
-    one's asserts before the import (a second and a half of a worker's collection when no rewritten
-    copy is cached yet). Worker i of n imports every n-th module first, which leaves its rewritten
-    copy in __pycache__ for the others: each rewrite is done once, not n times."""
-    index, count = _worker()
-    if count < 2:
-        return
-    tests = Path(__file__).resolve().parent
-    roots = [Path(str(arg).split("::")[0]).resolve() for arg in session.config.args]
-    modules = [p for p in sorted(tests.glob("test_*.py")) if any(p == r or r in p.parents for r in roots)]
-    for path in modules[index::count]:
-        # A module that fails or skips at import is left for the collection to report.
-        with contextlib.suppress(Exception, pytest.skip.Exception, pytest.fail.Exception):
-            importlib.import_module(f"{tests.name}.{path.stem}")
 
 
 @pytest.hookimpl(tryfirst=True)
