@@ -180,16 +180,6 @@ def _worker() -> tuple[int, int]:
     return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")), count
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """Hand the end of the run a heap with nothing to collect: the full garbage collections pytest
-    runs at its end and the interpreter runs at its exit would walk every object the renders left
-    (a second of each test process's exit, which the controller waits for). Frozen, they are
-    skipped; the OS takes the memory back. (A cycle left from the last test is not collected, so an
-    exception its finalizer raises goes unreported.)"""
-    gc.freeze()
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Prune the render cache, and compile the project's modules to bytecode once, before any test
     process starts: every worker and every command-line test's fresh interpreter would otherwise
@@ -198,7 +188,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     A process that runs tests collects garbage with a young generation of 10,000 objects instead of
     700, as a render does (stacks/render.py): collecting, the renders' and the tests' short-lived
-    objects otherwise set off a young collection every few hundred allocations."""
+    objects otherwise set off a young collection every few hundred allocations, and their survivors
+    14 full collections a worker from cold instead of 2 or 3, each rescanning every live object
+    (3 to 6 s of a worker's time in the collector, against 1 to 3 s). It is the tests' one
+    garbage-collector setting: they freeze nothing (gc.freeze)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER") is not None
     if not worker:  # pytest-xdist starts its workers after this hook: none reads the cache yet
         prune_render_cache()
@@ -218,14 +211,6 @@ def _split_the_shared_work() -> None:
     until none is left (the others read it from RENDER_CACHE instead of waiting on its lock); then
     worker i of n parses every n-th CRD file those renders need (into conformance's JSON cache, read
     back by the rest in a hundredth of the time)."""
-    _share_the_renders_and_crds()
-    # What is alive now lives until the run ends: the modules, the collected tests and the shared
-    # renders and CRDs (half a million objects). Frozen, the garbage collector stops rescanning them
-    # at every full collection, which was a ninth of each test process's time.
-    gc.freeze()
-
-
-def _share_the_renders_and_crds() -> None:
     from stacks import conformance
 
     index, count = _worker()
@@ -234,7 +219,6 @@ def _share_the_renders_and_crds() -> None:
     for path in sorted(ALL_STACKS, key=lambda p: -p.stat().st_size):  # the biggest (slowest) first
         if _unclaimed(path):
             rendered_stack(path)
-    gc.freeze()  # the renders, before parsing the CRDs makes the collector rescan them
     root = conformance.schema_dir()
     if root is None:
         return
