@@ -167,12 +167,6 @@ def supply_platform(live: dict[str, Any]) -> None:
     exports.supply(PLATFORM_REF, live, f"stack {PLATFORM_REF}")
 
 
-# The test processes keep their bytecode, PYTHONDONTWRITEBYTECODE or not (it is set on CI's machines):
-# pytest then caches the assertion-rewritten test modules (2 s of every worker's collection) and the
-# next run reads them; the .pyc files go to the git-ignored __pycache__ directories.
-sys.dont_write_bytecode = False
-
-
 def _worker() -> tuple[int, int]:
     """This test process's index among the pytest-xdist workers of the run, and their count (0, 1
     without workers)."""
@@ -183,8 +177,10 @@ def _worker() -> tuple[int, int]:
 def pytest_configure(config: pytest.Config) -> None:
     """Prune the render cache, and compile the project's modules to bytecode once, before any test
     process starts: every worker and every command-line test's fresh interpreter would otherwise
-    compile them again from source (those run with the environment's PYTHONDONTWRITEBYTECODE).
-    Only the controller (or a run without workers) does it.
+    compile them again from source (with PYTHONDONTWRITEBYTECODE, as on CI, none of them writes
+    what it compiled). Only the controller (or a run without workers) does both. The compilation
+    takes a third of a second; paired against the suite without it, from cold, it saves 8 % of the
+    suite's CPU and 9 % of its wall time.
 
     A process that runs tests collects garbage with a young generation of 10,000 objects instead of
     700, as a render does (stacks/render.py): collecting, the renders' and the tests' short-lived
