@@ -1,5 +1,24 @@
-"""One recording-mocks object for the whole session (several set_mocks calls break each other),
-reset before every test, plus helpers that render a stack from a dict of sections.
+"""Fixtures and helpers for the unit tests, and the work their processes share.
+
+Within a test process:
+- one recording-mocks object for the whole session (several set_mocks calls break each other),
+  reset before every test (`mocks`);
+- each shipped stack file's sections, parsed once (`sections_of` hands out a copy to change);
+- helpers that render a stack from a dict of sections (`render_sections`, `frozen_render`).
+
+Between the test processes of a run (the pytest-xdist workers), because each would otherwise
+repeat it:
+- the renders of the shipped stacks (`rendered_stack`, `stack_manifests`), the costliest work of
+  the suite, which most test modules read. The first process to ask for a stack renders it and
+  leaves it in build/test-renders for the others (and the next run) to read. The files are keyed
+  by a digest of everything that changes a render (`render_inputs`: the program's sources and data
+  files, requirements.lock, every shipped stack file; and the Python version), and the files of any
+  other key are removed when a run starts;
+- the CRD files those renders are validated against: each worker parses its share into
+  stacks/conformance.py's JSON cache (build/crd-json), which the others read back in a hundredth of
+  the time;
+- the project's bytecode, compiled once by the controller for the workers and for the tests that
+  start a fresh interpreter (`pytest_configure`).
 
 The project's modules are imported where they are used, not here: pytest-xdist's controller
 imports this file too, before it starts the workers, and needs none of them (the Pulumi SDK and the
