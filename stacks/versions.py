@@ -10,6 +10,7 @@ one is read from the registry: a stack pins them (prod must, for every image it 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,32 @@ class Image:
     @property
     def pinned(self) -> bool:
         return self.digest is not None
+
+
+class ImageOverride(Protocol):
+    """What may override a catalog image: `models[].image` and `images.<name>` alike."""
+
+    @property
+    def repository(self) -> str | None: ...
+
+    @property
+    def tag(self) -> str | None: ...
+
+    @property
+    def digest(self) -> str | None: ...
+
+
+def overridden(base: Image, override: ImageOverride | None) -> Image:
+    """A catalog image with an override applied field by field: a digest belongs to one repository and
+    tag, so the catalog's is kept only while neither changed."""
+    if override is None:
+        return base
+    keep = override.repository is None and override.tag is None
+    return Image(
+        override.repository or base.repository,
+        override.tag or base.tag,
+        override.digest or (base.digest if keep else None),
+    )
 
 
 CHARTS: dict[str, Chart] = {

@@ -17,7 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 from components.engines import ENGINES
-from components.engines.spec import EngineSpec, WorkloadSpec, no_problems, overridden
+from components.engines.spec import EngineSpec, WorkloadSpec, no_problems
 from components.engines.workload import EngineContainer, server_pods
 from components.engines.workload import manifests as workload_manifests
 from components.model_servers import model_objects, workload_spec
@@ -27,7 +27,7 @@ from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, En
 from stacks.pipeline import check_sections
 from stacks.resolve import resolve
 from stacks.resolved import MODEL_LABEL
-from stacks.versions import IMAGES, Image
+from stacks.versions import IMAGES, Image, overridden
 from tests.builders import by_kind
 from tests.engines_helpers import engine_container, example
 

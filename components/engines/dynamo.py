@@ -76,14 +76,14 @@ from stacks.groups import ReplicaGroup
 from stacks.metrics import Metric, Signal
 from stacks.naming import COMPONENT_LABEL, scanner_waivers
 from stacks.resolved import ModelEntry, PodShape, ResolvedStack, scaling_adapter_name
-from stacks.versions import IMAGES, Image
+from stacks.versions import IMAGES, Image, overridden
 
 from .. import secretfiles
 from ..secretfiles import SecretFile
 from ..storage.prepare import TOKEN_VOLUME
 from . import sglang, vllm, workers
 from .group import EFA_ENV, add_efa_env
-from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
+from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
 

@@ -23,10 +23,10 @@ from stacks.config.addons import AddonsSection
 from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.errors import Problem
 from stacks.resolved import ModelEntry, ResolvedStack
-from stacks.versions import IMAGES
+from stacks.versions import IMAGES, overridden
 
 from . import vllm
-from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
+from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
 from .vllm import served_args
 from .workload import EngineContainer, platform_model, server_pods
 from .workload import manifests as workload_manifests

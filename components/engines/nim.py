@@ -29,12 +29,12 @@ from stacks.config.base import absolute_path_problem
 from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.errors import Problem
 from stacks.resolved import CACHE_ROOT, ModelEntry, ResolvedStack
-from stacks.versions import IMAGES
+from stacks.versions import IMAGES, overridden
 
 from ..storage.cache import HF_SCHEME
 from . import vllm
 from .group import add_efa_env, leader_zone_affinity
-from .spec import EngineSpec, WorkloadSpec, no_problems, overridden
+from .spec import EngineSpec, WorkloadSpec, no_problems
 from .workload import (
     HOME,
     EngineContainer,

@@ -20,9 +20,9 @@ from stacks.config.addons import AddonsSection
 from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.errors import Problem, duplicates
 from stacks.resolved import ModelEntry, ResolvedStack
-from stacks.versions import IMAGES
+from stacks.versions import IMAGES, overridden
 
-from .spec import EngineSpec, WorkloadSpec, overridden
+from .spec import EngineSpec, WorkloadSpec
 from .workload import EngineContainer, helper_container, platform_model, server_pods
 from .workload import manifests as workload_manifests
 

@@ -67,11 +67,11 @@ from stacks.groups import ReplicaGroup
 from stacks.metrics import Metric, Signal
 from stacks.naming import COMPONENT_LABEL
 from stacks.resolved import ModelEntry, PodShape, ResolvedStack
-from stacks.versions import IMAGES, Image
+from stacks.versions import IMAGES, Image, overridden
 
 from . import workers
 from .group import add_efa_env
-from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
+from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, ZONE, hf_token, unique_volumes
 

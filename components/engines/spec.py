@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
@@ -27,32 +27,6 @@ from stacks.versions import Image
 
 from ..scheduling import Placement
 from ..storage.cache import CacheMount
-
-
-class ImageOverride(Protocol):
-    """What may override a catalog image: `models[].image` and `images.<name>` alike."""
-
-    @property
-    def repository(self) -> str | None: ...
-
-    @property
-    def tag(self) -> str | None: ...
-
-    @property
-    def digest(self) -> str | None: ...
-
-
-def overridden(base: Image, override: ImageOverride | None) -> Image:
-    """A catalog image with an override applied field by field: a digest belongs to one repository and
-    tag, so the catalog's is kept only while neither changed."""
-    if override is None:
-        return base
-    keep = override.repository is None and override.tag is None
-    return Image(
-        override.repository or base.repository,
-        override.tag or base.tag,
-        override.digest or (base.digest if keep else None),
-    )
 
 
 def repo_id(model: ModelSection) -> str | None:

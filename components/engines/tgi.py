@@ -20,9 +20,9 @@ from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.metrics import Metric, Signal
-from stacks.versions import IMAGES
+from stacks.versions import IMAGES, overridden
 
-from .spec import EngineSpec, WorkloadSpec, no_problems, overridden, repo_id
+from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
 from .workload import HF_TOKEN_KEY, HOME, EngineContainer, platform_model, server_pods
 from .workload import manifests as workload_manifests
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from components.engines.spec import overridden
-
 from ..config.addons import AddonsSection, LiteLLM
 from ..config.images import ImagePin
 from ..resolved import ImageTable, ModelEntry
-from ..versions import IMAGES, Image
+from ..versions import IMAGES, Image, overridden
 
 
 def litellm_image(addon: LiteLLM, base: Image) -> Image:
