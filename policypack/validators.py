@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from components.scheduling import ACCELERATOR_LABEL, POOL_LABEL, TAINT_KEYS
 from stacks.config.pools import NodePoolSection
-from stacks.fit import Requests, daemonset_overhead, explain_no_fit, fit
+from stacks.fit import Requests, cpu_m_of, daemonset_overhead, explain_no_fit, fit, mib_of, requests_of
 from stacks.guards import (
     QUOTA_RESOURCES,
     accelerator_taint_problem,
@@ -39,7 +39,6 @@ from stacks.guards import (
     stateful_protection_problem,
 )
 from stacks.hardware import catalog
-from stacks.quantity import QuantityError, mebibytes, millicores
 from stacks.resolved import scaling_adapter_name
 
 Report = Callable[[str, str | None], None]
@@ -170,41 +169,9 @@ def protected_stateful_resources(args: ResourceValidationArgs, report: Report) -
 # ---- stack policies --------------------------------------------------------------------------------
 
 
-def _cpu_m(value: Any) -> int:
-    """A rendered cpu quantity in millicores, rounded up as Kubernetes does (stacks/quantity.py); 0 when
-    it is not a quantity."""
-    try:
-        return millicores(str(value), exact=False)
-    except QuantityError:
-        return 0
-
-
-def _memory_mib(value: Any) -> int:
-    """A rendered memory or ephemeral-storage quantity in MiB, rounded up (stacks/quantity.py); 0 when
-    it is not a quantity."""
-    try:
-        return mebibytes(str(value), exact=False)
-    except QuantityError:
-        return 0
-
-
 def container_requests(container: Mapping[str, Any]) -> Requests:
-    """One container's requests (extended resources: the limit when no request), as written by the
-    engine builders from stacks/sizing.py `container_resources`."""
-    res = container.get("resources") or {}
-    req, lim = res.get("requests") or {}, res.get("limits") or {}
-
-    def ext(name: str) -> int:
-        return int(req.get(name) or lim.get(name) or 0)
-
-    return Requests(
-        cpu_m=_cpu_m(req.get("cpu", 0)),
-        memory_mib=_memory_mib(req.get("memory", 0)),
-        ephemeral_mib=_memory_mib(req.get("ephemeral-storage", 0)),
-        gpu=ext("nvidia.com/gpu"),
-        neuron=ext("aws.amazon.com/neuron"),
-        neuroncore=ext("aws.amazon.com/neuroncore"),
-    )
+    """One container's requests, read as the rules read the resolved pods' (stacks/fit.py requests_of)."""
+    return requests_of(container.get("resources") or {})
 
 
 def pod_requests(pod_spec: Mapping[str, Any]) -> Requests:
@@ -266,8 +233,8 @@ def quota_limits(hard: Mapping[str, Any]) -> Requests:
     unlimited = 2**62
     values = {key: hard.get(key) for key in QUOTA_RESOURCES}
     return Requests(
-        cpu_m=_cpu_m(values["requests.cpu"]) if values["requests.cpu"] is not None else unlimited,
-        memory_mib=_memory_mib(values["requests.memory"]) if values["requests.memory"] is not None else unlimited,
+        cpu_m=cpu_m_of(values["requests.cpu"]) if values["requests.cpu"] is not None else unlimited,
+        memory_mib=mib_of(values["requests.memory"]) if values["requests.memory"] is not None else unlimited,
         gpu=int(values["requests.nvidia.com/gpu"]) if values["requests.nvidia.com/gpu"] is not None else unlimited,
         neuron=int(values["requests.aws.amazon.com/neuron"])
         if values["requests.aws.amazon.com/neuron"] is not None

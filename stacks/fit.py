@@ -10,14 +10,14 @@ created."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .config.addons import AddonsSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
 from .hardware import InstanceType, expand
-from .quantity import mebibytes, millicores
+from .quantity import QuantityError, mebibytes, millicores
 
 GIB = 1024  # MiB
 
@@ -307,6 +307,41 @@ def container_resources(requests: Requests) -> dict[str, dict[str, str]]:
         if value:
             req[name] = lim[name] = str(value)
     return {"requests": req, "limits": lim}
+
+
+def cpu_m_of(value: object) -> int:
+    """A rendered cpu quantity in millicores, rounded up as Kubernetes does; 0 when it is not a quantity
+    (a hand-written object the policy pack reads may hold anything)."""
+    try:
+        return millicores(str(value), exact=False)
+    except QuantityError:
+        return 0
+
+
+def mib_of(value: object) -> int:
+    """A rendered memory or ephemeral-storage quantity in MiB, rounded up; 0 when it is not a quantity."""
+    try:
+        return mebibytes(str(value), exact=False)
+    except QuantityError:
+        return 0
+
+
+def requests_of(resources: Mapping[str, Mapping[str, object]]) -> Requests:
+    """What a container's resources ask of a node (extended resources: the limit when no request): the
+    reverse of `container_resources`, which the fit rule, `stacks plan` and the policy pack read."""
+    req, lim = resources.get("requests") or {}, resources.get("limits") or {}
+
+    def ext(name: str) -> int:
+        return int(str(req.get(name) or lim.get(name) or 0))
+
+    return Requests(
+        cpu_m=cpu_m_of(req.get("cpu", 0)),
+        memory_mib=mib_of(req.get("memory", 0)),
+        ephemeral_mib=mib_of(req.get("ephemeral-storage", 0)),
+        gpu=ext("nvidia.com/gpu"),
+        neuron=ext("aws.amazon.com/neuron"),
+        neuroncore=ext("aws.amazon.com/neuroncore"),
+    )
 
 
 def pool_types(pool: NodePoolSection) -> list[InstanceType]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.config import ModelSection
-from stacks.fit import Requests
+from stacks.fit import requests_of
 from stacks.groups import per_node
-from stacks.quantity import mebibytes, millicores
 from stacks.resolved import PodShape
 
 
@@ -28,17 +27,6 @@ def worker_resources(model: ModelSection, ephemeral_mib: int | None = None) -> d
         "requests": requests,
         "limits": {"memory": memory, "nvidia.com/gpu": str(gpus)},
     }
-
-
-def requests_of(resources: dict[str, Any]) -> Requests:
-    """The Requests a container's rendered resources ask for (the fit rule and `stacks plan` read them)."""
-    req, lim = resources.get("requests", {}), resources.get("limits", {})
-    return Requests(
-        cpu_m=millicores(req["cpu"], exact=False) if "cpu" in req else 0,
-        memory_mib=mebibytes(req["memory"], exact=False) if "memory" in req else 0,
-        ephemeral_mib=mebibytes(req["ephemeral-storage"], exact=False) if "ephemeral-storage" in req else 0,
-        gpu=int(req.get("nvidia.com/gpu") or lim.get("nvidia.com/gpu") or 0),
-    )
 
 
 def shape(
