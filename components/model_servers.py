@@ -1,12 +1,12 @@
 """Models: one serving workload per `models[]` entry of the stack file.
 
-For each resolved model (stacks/resolve.py) it builds the WorkloadSpec (placement on its pool, the
+For each resolved model (stacks/resolve) it builds the WorkloadSpec (placement on its pool, the
 model cache from the storage concern, the engine's facts) and applies what the engine module in
 components/engines returns. A custom resource (NIMService, DynamoGraphDeployment, RayService)
 depends on the release that installs its CRD (the engine's `FACTS.controller`). Pods run as the
 cache's bucket reader (`model-reader`); a model streamed from the bucket also gets the Job that fills its
 prefix, as the bucket writer (`model-writer`). A model with a canary also gets the canary's objects, from
-the canary's resolved model (stacks/resolve.py `canary_of`).
+the canary's resolved model (stacks/resolve/models.py `canary_of`).
 """
 
 from __future__ import annotations

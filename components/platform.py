@@ -1,4 +1,4 @@
-"""The root component: wires one resolved stack (stacks/resolve.py) into every concern's component.
+"""The root component: wires one resolved stack (stacks/resolve) into every concern's component.
 
 It only wires: each concern builds its own resources from its slice of the ResolvedStack; nothing
 here reads pulumi.Config or derives a fact of its own. The order below is the dependency order:
@@ -412,7 +412,7 @@ class InferencePlatform(pulumi.ComponentResource):
     # ---- stack roles (issue: self-service stacks) ------------------------------------------------
 
     def _export_platform(self, wiring: Wiring) -> None:
-        """What workloads stacks read: the platform view exactly as resolved (stacks/resolve.py
+        """What workloads stacks read: the platform view exactly as resolved (stacks/resolve
         export_platform, which a workloads stack reads back with read_platform), then the values only
         the cloud knows."""
         exports: dict[str, pulumi.Input[object]] = dict(export_platform(self.stack.platform))

@@ -4,7 +4,7 @@ A model's name becomes its Service, workload, route and label values, and the na
 and the operators derive from it (`<name>-from-gateway`, `<name>-serve-svc`, ...); the cluster's
 name becomes IAM role, SQS queue, EventBridge rule names and the model bucket's name prefix; a team
 becomes a namespace. The derivations are the components' own functions where they exist
-(`components/naming.py`, `components/capacity/karpenter.py`, each engine's `service()`), and the
+(`stacks/naming.py`, `components/capacity/karpenter.py`, each engine's `service()`), and the
 suffix tables below where a name is spelled inline in a builder or chosen by an operator;
 tests/test_guard_names.py renders every shipped stack and fails when a builder derives a name from a
 model that these tables do not list.
@@ -135,7 +135,7 @@ def model_names(entry: ModelEntry) -> list[Derived]:
     # What the engine's operator derives (KubeRay's Services and its RayService limit, Dynamo's Services).
     out += [Derived(n.name, n.what, n.limit, n.dns_1035) for n in made.names]
     if model.canary is not None:
-        # The canary's Deployment, Service and PDB (stacks/resolve.py canary_of); also a label value.
+        # The canary's Deployment, Service and PDB (stacks/resolve/models.py canary_of); also a label value.
         out.append(Derived(f"{name}{CANARY_SUFFIX}", f"canary Service ({CANARY_SUFFIX})", LABEL_MAX, dns_1035=True))
     # Routed or not: the name is checked wherever a picker could run.
     if routing_strategy(model, entry.facts, routed=True) not in (None, "round-robin"):

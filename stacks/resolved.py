@@ -1,6 +1,6 @@
 """The resolved stack: what one validated stack file means, with every derived fact computed once.
 
-`stacks/resolve.py` builds a `ResolvedStack` from the validated config (and, for a workloads stack,
+`stacks/resolve` builds a `ResolvedStack` from the validated config (and, for a workloads stack,
 the platform's exports); components and builders read slices of it and derive nothing of their own.
 The platform half (`PlatformView`) is exactly what a platform stack exports and what a workloads
 stack reads back, through the same two functions (stacks/exports.py `export_platform`, `read_platform`).
@@ -436,7 +436,7 @@ class ResolvedModel(Endpoint):
 
 @dataclass(frozen=True)
 class ImageTable:
-    """The platform's own images this stack renders (stacks/resolve.py `rendered_images`), by catalog
+    """The platform's own images this stack renders (stacks/resolve/images.py `rendered_images`), by catalog
     name, with the stack's `images` pins applied. Builders take their images only from here: a name
     the stack was not resolved to render is a bug (a builder and `rendered_images` out of step), never
     a quiet fallback to the unpinned catalog."""
@@ -449,7 +449,7 @@ class ImageTable:
         except KeyError:
             known = ", ".join(self.images) or "none"
             raise KeyError(
-                f"image {name!r} is not among the images this stack renders ({known}): stacks/resolve.py "
+                f"image {name!r} is not among the images this stack renders ({known}): stacks/resolve/images.py "
                 f"rendered_images must say when a builder renders it"
             ) from None
 

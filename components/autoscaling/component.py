@@ -22,7 +22,7 @@ from .wake import interceptor_route
 class ModelScalersArgs:
     models: list[ResolvedModel]
     provider: k8s.Provider
-    # The Prometheus the triggers query (stacks/resolve.py prometheus_url, or the platform's export).
+    # The Prometheus the triggers query (stacks/resolve/platform.py prometheus_url, or the platform's export).
     prometheus: str | None
     # The KEDA release when this stack installs it.
     keda: pulumi.Resource | None = None

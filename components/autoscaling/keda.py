@@ -5,7 +5,7 @@
   platform gives the adapter no external rules, and keeps KEDA's metrics server on: without it KEDA's
   HPAs read nothing). The `*/scale` RBAC is narrowed from the chart's every-kind default to the kinds
   the platform scales: LeaderWorkerSets and Dynamo's scaling adapters (Deployments are built in).
-- `scaled_objects`: one ScaledObject per target (stacks/resolve.py `keda_targets`: the workload, or a
+- `scaled_objects`: one ScaledObject per target (`ResolvedModel.keda_targets`: the workload, or a
   Dynamo graph's DynamoGraphDeploymentScalingAdapter), with a Prometheus trigger on the cluster total
   of the engine's queue gauge for this model (`sum(...)`: a query returning several series is an error
   to KEDA, not a sum) and the per-replica `threshold` (KEDA's default AverageValue metric type divides

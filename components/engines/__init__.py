@@ -1,6 +1,6 @@
 """Inference engines: one module per `models[].engine` value, each declaring one `EngineSpec` (`SPEC`).
 
-`ENGINES` is the registry the resolution step reads (stacks/resolve.py): adding an engine is its
+`ENGINES` is the registry the resolution step reads (stacks/resolve): adding an engine is its
 module here, one line below, its image pin in stacks/versions.py (IMAGES) and its name in
 `models[].engine` (stacks/config/models.py). A module that fails to import stops the program; it never
 silently drops a model.

@@ -71,7 +71,7 @@ class EngineContainer:
 
 
 def name_of(spec: WorkloadSpec) -> str:
-    """The workload's name: the one the resolved model's scale target names (stacks/resolve.py)."""
+    """The workload's name: the one the resolved model's scale target names (stacks/resolve/models.py)."""
     return spec.served.workload[2]
 
 

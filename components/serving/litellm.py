@@ -4,7 +4,7 @@ when listed, external providers.
 Pure builders of:
 - the router config (`config.yaml` in a ConfigMap, passed to the proxy with `--config`): one
   `model_list` entry per exposed model, pointing at its in-cluster Service with the name the
-  engine serves (`stacks/resolve.py`), plus one entry per model of each listed external
+  engine serves (`stacks/resolve`), plus one entry per model of each listed external
   provider; fallbacks exactly as configured (stacks/rules/serving.py has already refused any
   fallback to a model outside that list);
 - the Deployment: master key, provider keys and database URL come from existing Secrets through

@@ -13,10 +13,11 @@
 - the KubeRay operator, for `engine: ray-serve` models (RayServices);
 - the NIM Operator, for `engine: nim` models (NIMServices);
 - LeaderWorkerSet in `lws-system` (its CRD names its webhook Service there), for models whose
-  replicas span nodes (`addons.lws`, turned on by stacks/resolve.py `with_lws` when one does);
-- KEDA in `keda`, for models whose replicas KEDA owns (`addons.keda`, turned on by stacks/resolve.py
-  `with_keda` when one does: components/autoscaling/keda.py), and its HTTP add-on (`addons.kedaHttp`, on
-  when a model scales to zero: components/autoscaling/wake.py) after it;
+  replicas span nodes (`addons.lws`, turned on by stacks/resolve/platform.py `with_model_addons` when
+  one does);
+- KEDA in `keda`, for models whose replicas KEDA owns (`addons.keda`, turned on by
+  stacks/resolve/platform.py `with_keda` when one does: components/autoscaling/keda.py), and its HTTP
+  add-on (`addons.kedaHttp`, on when a model scales to zero: components/autoscaling/wake.py) after it;
 - LiteLLM, as plain manifests (router ConfigMap, Deployment, Service, NetworkPolicy).
 
 `ModelAddons` adds the per-model AIBrix objects (ModelAdapters, PodAutoscalers); each waits for

@@ -27,7 +27,7 @@ def dynamo_values(addon: Dynamo) -> dict[str, Any]:
     plane ZMQ by default (chart values: "NATS is optional"), so a graph's frontend and workers talk
     to each other directly, inside the model's namespace, and call nothing in the platform's.
 
-    Grove (the chart's bundled subchart) only with `addons.dynamo.grove`, which stacks/resolve.py
+    Grove (the chart's bundled subchart) only with `addons.dynamo.grove`, which stacks/resolve/platform.py
     `with_grove` turns on when some Dynamo model spans nodes: the multinode orchestrator. Both keys,
     because the chart's operator-config.yaml renders `orchestrators.grove.enabled` explicitly and a
     false there disables Grove even where its API is installed; the operator reads it at start."""
