@@ -282,3 +282,39 @@ def frozen_render(resources: list[Any], outputs: dict[str, Any]) -> Rendered:
     frozen.records = list(resources)
     frozen.outputs = dict(outputs)
     return Rendered(list(resources), dict(outputs), frozen)
+
+
+# ---- checks that need the upstream files --------------------------------------------------------------
+
+
+# Marker -> (what is missing, or None when it is on file). A fresh clone with nothing beside it has
+# neither directory: those checks are left out with one line in the summary, not skipped one by one.
+def _upstream_missing() -> dict[str, str]:
+    from stacks import charts, conformance
+
+    missing = {}
+    if conformance.schema_dir() is None:
+        missing["schemas"] = f"{conformance.ENV} (CI: ../shared/schemas)"
+    if charts.charts_dir() is None:
+        missing["charts"] = f"{charts.ENV} (CI: ../shared/charts)"
+    return missing
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    missing = _upstream_missing()
+    if not missing:
+        return
+    left_out = [i for i in items if any(i.get_closest_marker(m) for m in missing)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        gone = set(left_out)
+        items[:] = [i for i in items if i not in gone]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    missing = _upstream_missing()
+    if missing:
+        terminalreporter.write_line(
+            "upstream files not on file: the checks against the upstream CRDs, chart values and charts were left "
+            f"out (deselected); set {' and '.join(missing.values())} to run them"
+        )

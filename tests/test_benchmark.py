@@ -65,7 +65,7 @@ def test_each_concurrency_runs_guidellm_against_the_gateway_route_with_the_stack
     assert argv[argv.index("--output") + 1] == "kind=json,path=/results/concurrency-8.json"
 
 
-@pytest.mark.skipif(HELP is None, reason="set INFERENCE_PLATFORM_SCHEMAS")
+@pytest.mark.schemas
 def test_every_rendered_guidellm_flag_is_in_the_real_help_text(bench):
     _, model, _ = bench
     assert HELP is not None

@@ -23,7 +23,7 @@ from tests.test_capacity_karpenter import capacity_records
 from tests.test_capacity_rules import one, problems
 
 SCHEMAS = conformance.schema_dir()
-needs_schemas = pytest.mark.skipif(SCHEMAS is None, reason="set INFERENCE_PLATFORM_SCHEMAS")
+needs_schemas = pytest.mark.schemas
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 H100 = {

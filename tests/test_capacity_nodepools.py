@@ -44,7 +44,7 @@ VARIANTS = {
 }
 
 
-@pytest.mark.skipif(SCHEMAS is None, reason="set INFERENCE_PLATFORM_SCHEMAS to check against the Karpenter CRDs")
+@pytest.mark.schemas
 @pytest.mark.parametrize("variant", VARIANTS, ids=str)
 def test_every_variant_validates_against_the_upstream_crds(variant):
     assert SCHEMAS is not None

@@ -18,10 +18,7 @@ from stacks.pipeline import check_file
 from tests.conftest import ALL_STACKS, rendered_stack
 
 SCHEMAS = conformance.schema_dir()
-needs_schemas = pytest.mark.skipif(
-    SCHEMAS is None,
-    reason=f"set {conformance.ENV} to the schema directory (CI uses ../shared/schemas) to check CRDs and values",
-)
+needs_schemas = pytest.mark.schemas
 
 
 @cache

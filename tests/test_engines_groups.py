@@ -58,6 +58,7 @@ def _engine(template: dict[str, Any]) -> dict[str, Any]:
     return next(c for c in template["spec"]["containers"] if c["name"] == "engine")
 
 
+@pytest.mark.schemas
 def test_llama_405b_on_two_p5_nodes_is_one_leaderworkerset_group_of_two_pods_with_8_gpus_and_the_efa_devices():
     stack = stack_of(with_group())
     served = next(m for m in stack.models if m.name == "llama-405b")

@@ -57,6 +57,7 @@ def test_the_picker_watches_exactly_the_models_pods_on_their_serving_port_withou
     assert router["epp"]["resources"]["requests"]["cpu"] == "1", "not the chart's 8-core default"
 
 
+@pytest.mark.schemas
 def test_the_pickers_values_are_keys_the_chart_reads():
     stack = _stack(**{"qwen3-8b": {"strategy": "load"}})
     values = picker.values(resolved_model(stack, "qwen3-8b"), stack.images["endpoint-picker"])
@@ -75,6 +76,7 @@ def test_load_routing_scores_queue_and_kv_cache_only_and_reads_sglang_pods_as_sg
     assert extractor["parameters"] == {"defaultEngine": "sglang"}, "unlabelled pods would be read as vLLM"
 
 
+@pytest.mark.schemas
 def test_the_route_calls_its_picker_with_streamed_bodies_and_a_timeout_fit_for_long_generations():
     stack = _stack()
     model = resolved_model(stack, "qwen3-8b")
@@ -182,6 +184,7 @@ def test_routing_on_a_model_without_a_route_is_refused():
     assert any(p.startswith("inference-platform:models[0].routing: ") for p in found), found
 
 
+@pytest.mark.schemas
 def test_the_pickers_own_metrics_are_scraped_per_model_and_only_the_scraper_reaches_them():
     stack = _stack()
     model = resolved_model(stack, "qwen3-8b")

@@ -57,6 +57,7 @@ def valid_custom(obj: dict[str, Any]) -> None:
     assert conformance.validate_custom(obj, SCHEMAS) == []
 
 
+@pytest.mark.schemas
 def test_a_keda_owned_vllm_model_gets_a_scaled_object_on_its_queue_and_no_hpa(dev):
     stack = resolved_stack(keda(dev, targetValue="8"))
     obj = only_scaled_object(stack, "qwen3-8b")
@@ -129,6 +130,7 @@ def test_without_a_keda_model_keda_is_not_installed(dev_render):
     assert "keda" not in {r["name"] for r in dev_render.releases()}
 
 
+@pytest.mark.schemas
 def test_a_multi_node_group_is_scaled_through_the_leader_worker_set(dev):
     sections = sections_of(MULTINODE)
     sections["models"][0]["autoscaling"] = {"owner": "keda", "minReplicas": 1, "maxReplicas": 2}
@@ -159,6 +161,7 @@ def dynamo_sections(dev: dict[str, Any], mode: str) -> dict[str, Any]:
     return sections
 
 
+@pytest.mark.schemas
 @pytest.mark.parametrize(("mode", "component"), [("aggregated", "Worker"), ("disaggregated", "DecodeWorker")])
 def test_a_dynamo_graph_scales_through_its_scaling_adapter(dev, mode, component):
     stack = resolved_stack(dynamo_sections(dev, mode))

@@ -7,7 +7,6 @@ against the pinned chart's own templates when the charts directory is on file), 
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -19,8 +18,8 @@ from components.monitoring.collection import (
     monitoring_storage_class,
     prometheus_stack_values,
 )
+from stacks.charts import charts_dir
 from stacks.config.addons import MonitoringAddon
-from stacks.load import ROOT
 from stacks.pipeline import check_sections, stack_warnings
 from stacks.versions import chart
 from tests.conftest import DEV, EXAMPLES, rendered_stack
@@ -92,16 +91,18 @@ def test_nothing_eks_does_not_serve_is_scraped_or_alerted_on():
         assert all(v["defaultRules"]["rules"][r] is False for r in rules), component
 
 
-CHARTS = Path(os.environ.get("INFERENCE_PLATFORM_CHARTS", ROOT.parent / "shared" / "charts"))
-PINNED = CHARTS / f"kube-prometheus-stack-{chart('kube-prometheus-stack').version}"
+def pinned_chart() -> Path:
+    found = charts_dir()
+    assert found is not None
+    return found / f"kube-prometheus-stack-{chart('kube-prometheus-stack').version}"
 
 
-@pytest.mark.skipif(not PINNED.is_dir(), reason=f"{PINNED} not on file: set INFERENCE_PLATFORM_CHARTS")
+@pytest.mark.charts
 def test_every_chart_template_for_what_eks_does_not_serve_is_gated_by_a_switch_the_values_turn_off():
     """Read from the pinned chart itself: each ServiceMonitor and rule file for the controller manager,
     scheduler, etcd and kube-proxy renders only when `<component>.enabled` holds, which the values
     set false (a chart upgrade that adds an ungated one fails here)."""
-    templates = PINNED / "templates"
+    templates = pinned_chart() / "templates"
     exporters = {
         "kube-controller-manager": "kubeControllerManager",
         "kube-scheduler": "kubeScheduler",

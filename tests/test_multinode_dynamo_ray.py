@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 import yaml
 
 from components.serving.values import dynamo_values
@@ -58,6 +59,7 @@ def main_of(component: dict[str, Any]) -> dict[str, Any]:
     return component["podTemplate"]["spec"]["containers"][0]
 
 
+@pytest.mark.schemas
 def test_a_dynamo_replica_across_two_p5_nodes_is_a_multinode_worker_of_node_count_2_with_8_gpus_per_pod():
     graph = graph_of(with_model(dynamo()))
     (worker,) = workers(graph)
@@ -97,6 +99,7 @@ def test_a_multinode_dynamo_worker_on_an_efa_pool_requests_the_nodes_efa_devices
     assert "LD_LIBRARY_PATH" not in env, "the kubelet would not expand ${LD_LIBRARY_PATH}: the EFA image sets it"
 
 
+@pytest.mark.schemas
 def test_disaggregated_vllm_workers_over_efa_move_kv_blocks_with_nixls_libfabric_backend_on_both_roles():
     graph = graph_of(with_model(dynamo(dynamo={"mode": "disaggregated", "prefillWorkers": 1, "decodeWorkers": 1})))
     roles = {c["type"]: c for c in workers(graph)}
@@ -139,6 +142,7 @@ def test_a_single_node_dynamo_graph_has_no_multinode_no_efa_and_nixl_over_its_de
     assert "kv_connector_extra_config" not in yaml.safe_load(decode or "{}"), "LIBFABRIC is for EFA pools only"
 
 
+@pytest.mark.schemas
 def test_grove_is_installed_and_enabled_only_when_some_dynamo_model_spans_nodes():
     multi = stack_of(with_model(dynamo())).platform.addons
     assert multi.dynamo.grove, "a multinode DGD with no orchestrator fails: no multinode orchestrator available"
@@ -174,6 +178,7 @@ def ray_of(sections: dict[str, Any]) -> dict[str, Any]:
     return objects(stack_of(sections), "llama-405b-ray")["RayService"]
 
 
+@pytest.mark.schemas
 def test_a_ray_serve_replica_across_two_nodes_is_two_ray_worker_pods_per_replica_with_8_gpus_each():
     sections = with_model({**RAY, "rayServe": {"minWorkers": 1, "maxWorkers": 3}})
     service = ray_of(sections)

@@ -54,6 +54,7 @@ def valid(obj: dict[str, Any]) -> None:
     assert conformance.validate_custom(obj, SCHEMAS) == [], obj
 
 
+@pytest.mark.schemas
 def test_the_interceptor_route_sends_the_models_header_to_its_service_and_is_valid(idle):
     route = wake.interceptor_route(idle)
     valid(route)
@@ -66,6 +67,7 @@ def test_the_interceptor_route_sends_the_models_header_to_its_service_and_is_val
     assert route["spec"]["scalingMetric"] == {"concurrency": {"targetValue": wake.CONCURRENCY_TARGET}}
 
 
+@pytest.mark.schemas
 def test_the_scaled_object_wakes_on_the_push_trigger_first_and_sleeps_after_idle_seconds(stack, idle):
     (obj,) = scaled_objects(idle, stack.platform.prometheus or "")
     valid(obj)
@@ -172,6 +174,7 @@ def test_the_cold_start_budget_reuses_the_startup_probe_and_every_timeout_covers
     assert timeouts["request"] == f"{heavy.seconds + wake.REQUEST_SECONDS}s"
 
 
+@pytest.mark.schemas
 def test_the_http_add_on_values_are_the_charts_keys_at_its_version():
     pinned = chart("keda-http")
     values = wake.http_addon_values(pinned.version)
@@ -181,6 +184,7 @@ def test_the_http_add_on_values_are_the_charts_keys_at_its_version():
     assert values["interceptor"]["replicas"]["min"] >= 2, "one interceptor would take every sleeping model down"
 
 
+@pytest.mark.schemas
 def test_the_frontdoor_example_installs_the_add_on_after_keda_and_wires_the_interceptor_path():
     rendered = rendered_stack(FRONTDOOR)
     mocks = rendered.mocks

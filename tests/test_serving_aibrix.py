@@ -71,7 +71,7 @@ def test_the_pod_autoscaler_targets_the_models_workload_with_exactly_one_metrics
     }
 
 
-@pytest.mark.skipif(SCHEMAS is None, reason="needs INFERENCE_PLATFORM_SCHEMAS")
+@pytest.mark.schemas
 def test_every_aibrix_object_passes_the_upstream_crd():
     assert SCHEMAS is not None
     for obj in _objects():

@@ -97,7 +97,7 @@ def test_the_profiling_request_never_applies_a_second_graph():
     assert not any(o["kind"] == "DynamoGraphDeploymentRequest" for o in serving_objects("qwen3-8b-dynamo"))
 
 
-@pytest.mark.skipif(SCHEMAS is None, reason="needs INFERENCE_PLATFORM_SCHEMAS")
+@pytest.mark.schemas
 @pytest.mark.parametrize("name", ["qwen3-8b-dynamo", "qwen3-32b-disagg"])
 def test_every_dynamo_object_passes_the_upstream_crd(name):
     assert SCHEMAS is not None

@@ -67,7 +67,7 @@ def test_dependencies_reach_the_workers_through_the_image_and_runtime_env():
     assert llm["runtime_env"]["pip"] == ["transformers==4.57.1"], "runtime_env applies to replicas and engine workers"
 
 
-@pytest.mark.skipif(SCHEMAS is None, reason="needs INFERENCE_PLATFORM_SCHEMAS")
+@pytest.mark.schemas
 def test_the_rayservice_passes_the_upstream_crd():
     assert SCHEMAS is not None
     assert conformance.validate_custom(_service(), SCHEMAS) == []
