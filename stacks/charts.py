@@ -419,9 +419,13 @@ def stack(path: Path, out: Path | None, root: Path, binary: Path) -> tuple[list[
 
 def main(files: list[Path], out: Path | None) -> int:
     root = charts_dir()
-    if root is None:
-        print(f"charts: no chart directory: set {ENV} (CI: ../shared/charts)", file=sys.stderr)
+    if root is None and os.environ.get(ENV):
+        print(f"charts: {ENV} is {os.environ[ENV]}, which is not a directory", file=sys.stderr)
         return 1
+    if root is None:
+        # A fresh clone with nothing beside it: the check needs the pinned charts, which CI has.
+        print(f"charts: skipped: no chart directory (../shared/charts); set {ENV} to template every release")
+        return 0
     binary = helm()
     failed = False
     for path in files:

@@ -292,6 +292,9 @@ def frozen_render(resources: list[Any], outputs: dict[str, Any]) -> Rendered:
 def _upstream_missing() -> dict[str, str]:
     from stacks import charts, conformance
 
+    for env, found in ((conformance.ENV, conformance.schema_dir()), (charts.ENV, charts.charts_dir())):
+        if os.environ.get(env) and found is None:  # set on purpose: its absence is an error, not a skip
+            raise pytest.UsageError(f"{env} is {os.environ[env]}, which is not a directory")
     missing = {}
     if conformance.schema_dir() is None:
         missing["schemas"] = f"{conformance.ENV} (CI: ../shared/schemas)"

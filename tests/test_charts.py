@@ -122,3 +122,20 @@ def test_aibrix_runs_the_envoy_our_gateway_supports_and_a_pinned_busybox():
     assert values["gatewayPlugin"]["initContainer"]["image"] == busybox
     assert values["metadata"]["service"]["initContainer"]["image"] == busybox
     assert json.dumps(values).count("stable") == 0
+
+
+def test_without_the_charts_beside_a_fresh_clone_the_check_says_it_is_skipped_in_one_line(
+    monkeypatch, tmp_path, capsys
+):
+    monkeypatch.delenv(charts.ENV, raising=False)
+    monkeypatch.setattr(charts, "ROOT", tmp_path / "clone")  # nothing beside it: no ../shared/charts
+    assert charts.charts_dir() is None
+    assert charts.main([], None) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("charts: skipped:") and charts.ENV in out[0], out
+
+
+def test_a_chart_directory_set_but_missing_fails_the_check(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv(charts.ENV, str(tmp_path / "nowhere"))
+    assert charts.main([], None) == 1
+    assert "not a directory" in capsys.readouterr().err
