@@ -71,6 +71,10 @@ _LOADER = _Loader
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
+# Written into the render directory when the chart check was skipped (no chart directory).
+SKIPPED_MARKER = "charts-skipped"
+
+
 class ChartsError(Exception):
     """The chart check cannot run at all (no helm, no chart directory): one line, no traceback."""
 
@@ -422,10 +426,18 @@ def main(files: list[Path], out: Path | None) -> int:
     if root is None and os.environ.get(ENV):
         print(f"charts: {ENV} is {os.environ[ENV]}, which is not a directory", file=sys.stderr)
         return 1
+    marker = out / SKIPPED_MARKER if out is not None else None
     if root is None:
-        # A fresh clone with nothing beside it: the check needs the pinned charts, which CI has.
-        print(f"charts: skipped: no chart directory (../shared/charts); set {ENV} to template every release")
+        # A fresh clone with nothing beside it: the check needs the pinned charts, which CI has. The
+        # marker tells the scan (scripts/scan.sh) there are no chart renders to look for.
+        line = f"charts: skipped: no chart directory (../shared/charts); set {ENV} to template every release"
+        print(line)
+        if marker is not None:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(line + "\n")
         return 0
+    if marker is not None:
+        marker.unlink(missing_ok=True)
     binary = helm()
     failed = False
     for path in files:

@@ -322,3 +322,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             "upstream files not on file: the checks against the upstream CRDs, chart values and charts were left "
             f"out (deselected); set {' and '.join(missing.values())} to run them"
         )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A run whose every selected test needs the absent upstream files (`make scan`'s waiver tests in a
+    fresh clone) left them out on purpose: that is not the failure "no tests collected" means."""
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and _upstream_missing():
+        session.exitstatus = pytest.ExitCode.OK

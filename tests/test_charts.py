@@ -13,6 +13,7 @@ from components.serving.values import aibrix_values
 from stacks import charts
 from stacks.config.addons import Aibrix
 from stacks.config.gateway import GatewaySection
+from stacks.paths import ROOT
 from stacks.versions import IMAGES
 from tests.builders import CATALOG
 
@@ -130,9 +131,16 @@ def test_without_the_charts_beside_a_fresh_clone_the_check_says_it_is_skipped_in
     monkeypatch.delenv(charts.ENV, raising=False)
     monkeypatch.setattr(charts, "ROOT", tmp_path / "clone")  # nothing beside it: no ../shared/charts
     assert charts.charts_dir() is None
-    assert charts.main([], None) == 0
+    assert charts.main([], tmp_path / "render") == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("charts: skipped:") and charts.ENV in out[0], out
+    marker = tmp_path / "render" / charts.SKIPPED_MARKER
+    assert marker.read_text().strip() == out[0], "the scan reads why it has no chart renders"
+    monkeypatch.setattr(charts, "ROOT", ROOT)
+    monkeypatch.setattr(charts, "helm", lambda: (_ for _ in ()).throw(charts.ChartsError("stop here")))
+    with pytest.raises(charts.ChartsError):
+        charts.main([], tmp_path / "render")
+    assert not marker.exists(), "a run with the charts removes the marker before it templates anything"
 
 
 def test_a_chart_directory_set_but_missing_fails_the_check(monkeypatch, tmp_path, capsys):

@@ -231,3 +231,27 @@ def test_platform_stacks_deploy_before_workloads_stacks(tmp_path):
     (tmp_path / "Pulumi.p.yaml").write_text("config:\n  inference-platform:stack: {role: platform}\n")
     (tmp_path / "Pulumi.w.yaml").write_text("config:\n  inference-platform:stack: {role: workloads}\n")
     assert by_role(["p", "w"], root=tmp_path) == {"platform": ["p"], "workloads": ["w"]}
+
+
+def _scan(out: Path, *stacks: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CHECKOV": "/bin/false"}  # never reached: no object to scan in these trees
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts" / "scan.sh"), str(out), *stacks], capture_output=True, text=True, env=env
+    )
+
+
+def test_the_scan_fails_for_a_stack_whose_chart_render_is_missing(tmp_path):
+    (tmp_path / "dev" / "manifests").mkdir(parents=True)
+    result = _scan(tmp_path, "dev")
+    assert result.returncode == 1 and "dev/charts does not exist" in result.stderr, result
+
+
+def test_the_scan_says_once_that_the_charts_were_not_rendered_when_the_chart_check_skipped(tmp_path):
+    (tmp_path / "dev" / "manifests").mkdir(parents=True)
+    from stacks.charts import SKIPPED_MARKER
+
+    assert f'"$out/{SKIPPED_MARKER}"' in (ROOT / "scripts" / "scan.sh").read_text(), "the marker stacks charts writes"
+    (tmp_path / SKIPPED_MARKER).write_text("charts: skipped: no chart directory\n")
+    result = _scan(tmp_path, "dev")
+    assert result.returncode == 0, result
+    assert result.stdout.count("not scanned: charts: skipped: no chart directory") == 1, result.stdout
