@@ -13,7 +13,6 @@ from components.serving.values import aibrix_values
 from stacks import charts
 from stacks.config.addons import Aibrix
 from stacks.config.gateway import GatewaySection
-from stacks.paths import ROOT
 from stacks.versions import IMAGES
 from tests.builders import CATALOG
 
@@ -136,7 +135,8 @@ def test_without_the_charts_beside_a_fresh_clone_the_check_says_it_is_skipped_in
     assert len(out) == 1 and out[0].startswith("charts: skipped:") and charts.ENV in out[0], out
     marker = tmp_path / "render" / charts.SKIPPED_MARKER
     assert marker.read_text().strip() == out[0], "the scan reads why it has no chart renders"
-    monkeypatch.setattr(charts, "ROOT", ROOT)
+    (tmp_path / "charts").mkdir()
+    monkeypatch.setenv(charts.ENV, str(tmp_path / "charts"))
     monkeypatch.setattr(charts, "helm", lambda: (_ for _ in ()).throw(charts.ChartsError("stop here")))
     with pytest.raises(charts.ChartsError):
         charts.main([], tmp_path / "render")
