@@ -448,6 +448,7 @@ class InferencePlatform(pulumi.ComponentResource):
         )
         self._namespaces(name, wiring)
         child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[wiring.namespaces[team.name]])
+        assert team.quota is not None, "a workloads stack deploys against its platform's exports"
         for obj in guardrails(team.name, team.name, team.quota, stack.environment):
             k8s_objects.register(obj, child)
         team_storage = TeamStorage(

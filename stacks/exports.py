@@ -19,10 +19,11 @@ from typing import Any
 from .config.addons import AddonsSection
 from .config.gateway import GatewaySection
 from .config.pools import NodePoolSection
+from .config.stack import Quota
 from .config.storage import StorageSection
 from .fit import Installed, daemonset_overhead, daemonsets_on, pool_limits
 from .hardware import expand
-from .resolved import EXPORTS_VERSION, GatewayParent, PlatformView, ResolvedPool
+from .resolved import EXPORTS_VERSION, GatewayParent, PlatformView, ResolvedPool, Team
 
 __all__ = [
     "EXPORTS_VERSION",
@@ -120,7 +121,37 @@ def export_platform(view: PlatformView) -> dict[str, Any]:
         "customMetrics": view.custom_metrics,
         # Added within version 2: the Prometheus a team's KEDA triggers query; absent: unknown.
         "prometheus": view.prometheus,
+        # Added within version 2: the app teams the platform declares; absent: an older platform, which
+        # declares none (every workloads stack on it is refused until it does).
+        "teams": [_team_export(t) for t in view.teams],
     }
+
+
+def _team_export(team: Team) -> dict[str, Any]:
+    """What a team's stack reads of its declaration (its deployers stay with the platform)."""
+    assert team.quota is not None
+    out: dict[str, Any] = {
+        "name": team.name,
+        "namespaces": list(team.namespaces),
+        "quota": team.quota.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "apiKeysSecret": team.api_keys_secret,
+    }
+    if team.litellm_models:
+        out["litellm"] = {"models": list(team.litellm_models)}
+    return out
+
+
+def read_teams(exports: dict[str, Any]) -> tuple[Team, ...]:
+    return tuple(
+        Team(
+            name=str(t["name"]),
+            namespaces=tuple(str(n) for n in t["namespaces"]),
+            quota=Quota.model_validate(t["quota"]),
+            api_keys_secret=str(t["apiKeysSecret"]),
+            litellm_models=tuple(str(m) for m in (t.get("litellm") or {}).get("models") or ()),
+        )
+        for t in exports.get("teams") or []
+    )
 
 
 def read_addons(exports: dict[str, Any]) -> AddonsSection:
@@ -173,4 +204,5 @@ def read_platform(exports: dict[str, Any], where: str) -> PlatformView:
         neuron_scheduler=(exports.get("schedulerNames") or {}).get("neuron"),
         custom_metrics=exports.get("customMetrics"),
         prometheus=exports.get("prometheus"),
+        teams=read_teams(exports),
     )

@@ -128,6 +128,11 @@ config:
     apiKeysSecret: inference-api-keys
     tls:                        # a kubernetes.io/tls Secret in inference-gateway (e.g. from cert-manager),
       secretName: inference-tls #   or certificateArn: arn:aws:acm:... to terminate TLS on the NLB
+  # App teams, each deploying its own models from a workloads stack (docs/operator-guide.md#tenancy):
+  # {PROJECT}:teams:
+  #   - name: search
+  #     deployers: [arn:aws:iam::<account>:role/search-deployers]
+  #     quota: {{gpus: 4, cpu: "64", memory: 256Gi}}
 {model}"""
 
 
@@ -150,7 +155,7 @@ def _quota_size(platform: str, team: str, models_text: str, platforms: PlatformL
     cpu, memory = 32, 128
     source = platforms(platform)
     if source is not None:
-        stack = {"role": "workloads", "platformStack": platform, "team": team, "quota": {"cpu": "1", "memory": "1Gi"}}
+        stack = {"role": "workloads", "platformStack": platform, "team": team}
         sections = {"stack": stack, "models": yaml.safe_load(models_text)}
         resolved = resolve(parse_sections(sections, "us-west-2"), source)
         for model in resolved.models:
@@ -169,20 +174,18 @@ def workloads_text(
     cpu, memory = _quota_size(platform, team, models, platforms)
     return f"""\
 # {name}: the {team} team's models on the platform stack {platform}.
-# A workloads stack sets only `stack` and `models`: cluster, pools, add-ons, storage and gateway
-# are the platform's and are read from its exports through a StackReference.
+# A workloads stack sets only `stack` and `models`: cluster, pools, add-ons, storage, gateway and the
+# team itself are the platform's and are read from its exports through a StackReference. The team
+# must be one the platform declares; for two replicas of the starter model its entry needs at least
+#   quota: {{gpus: {gpus}, neuronDevices: {neuron}, cpu: {cpu}, memory: {memory}}}
+# (a replica's cpu/memory as the engine deploys it: stacks/sizing.py).
 {note}config:
   aws:region: us-west-2
   {PROJECT}:stack:
     role: workloads
     environment: {environment}
     platformStack: {platform}
-    team: {team}                # the namespace the models run in, and the quota's owner
-    quota:                      # a ResourceQuota on the namespace; one replica of each model must fit
-      gpus: {gpus}                   # requests.nvidia.com/gpu
-      neuronDevices: {neuron}          # requests.aws.amazon.com/neuron
-      cpu: {cpu:<21}# requests.cpu (a replica's cpu/memory: stacks/sizing.py)
-      memory: {memory:<18}# requests.memory
+    team: {team}                # declared by the platform (teams[]): its namespaces, quota, keys
   {PROJECT}:models:
 {models}"""
 

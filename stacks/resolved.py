@@ -22,6 +22,7 @@ from .config.pools import NodePoolSection
 from .config.root import StackConfig
 from .config.stack import Quota
 from .config.storage import StorageSection
+from .config.teams import PLATFORM_CLIENTS
 from .engine_facts import DerivedName, Dialect, EngineFacts, ModelFacts
 from .errors import key_path
 from .fit import NodePoolLimits, Requests
@@ -162,12 +163,17 @@ class PlatformView:
     neuron_scheduler: str | None
     # prometheus-adapter serves engine gauges to HPAs; None: an older platform that did not say.
     custom_metrics: bool | None
+    # The app teams the platform declares (`teams`); a workloads stack is one of them.
+    teams: tuple[Team, ...] = ()
     # The in-cluster Prometheus KEDA's triggers query (`http://host[:port]`); None: no Prometheus (or an
     # older platform that did not say).
     prometheus: str | None = None
 
     def pool(self, name: str) -> ResolvedPool | None:
         return next((p for p in self.pools if p.name == name), None)
+
+    def team(self, name: str) -> Team | None:
+        return next((t for t in self.teams if t.name == name), None)
 
     @property
     def accelerators(self) -> frozenset[str]:
@@ -270,6 +276,20 @@ class Endpoint:
     routing: RoutePicking | None = None
     # A model that scales to zero: its requests go through the KEDA HTTP add-on's interceptor.
     wake: Wake | None = None
+    # Who owns it: a team's name, or PLATFORM_CLIENTS for the platform's own.
+    owner: str = PLATFORM_CLIENTS
+    # Whose clients the route admits: the owner and the consumers it names (JWT: these values of the team
+    # claim), each once, the owner first.
+    callers: tuple[str, ...] = (PLATFORM_CLIENTS,)
+    # With `gateway.auth: apiKey`: the Secrets of those callers' keys (and the benchmark's own).
+    key_secrets: tuple[KeySecret, ...] = ()
+    # The route's path prefix: `/<name>` for the platform's models, `/<namespace>/<name>` for a team's, so
+    # two teams' models of one name never share a path.
+    route_prefix: str = ""
+
+    @property
+    def path_prefix(self) -> str:
+        return self.route_prefix or f"/{self.name}"
 
     @property
     def selector(self) -> dict[str, str]:
@@ -298,6 +318,8 @@ class ModelEntry:
     facts: EngineFacts
     made: ModelFacts
     namespace: str
+    # The team that owns it (a workloads stack's), or PLATFORM_CLIENTS.
+    owner: str = PLATFORM_CLIENTS
 
     @property
     def name(self) -> str:
@@ -462,10 +484,33 @@ class ImageTable:
 
 @dataclass(frozen=True, kw_only=True)
 class Team:
-    """A workloads stack's owner: its namespace and its share of the platform."""
+    """An app team as its platform declares it (`teams[]`): its namespaces (the first its home), its share
+    of the platform, the Secret its clients' gateway keys live in, and what it may call through LiteLLM.
+    `quota` is None only for a workloads stack whose platform cannot be read here."""
 
     name: str
-    quota: Quota
+    namespaces: tuple[str, ...]
+    quota: Quota | None
+    api_keys_secret: str
+    litellm_models: tuple[str, ...] = ()
+
+    @property
+    def home(self) -> str:
+        return self.namespaces[0]
+
+
+# The caller a model's benchmark Job is: its key Secret calls that model and no other.
+BENCHMARK_CALLER = "benchmark"
+
+
+@dataclass(frozen=True)
+class KeySecret:
+    """A Secret of gateway API keys a route admits: whose clients hold them (a team, the platform's own
+    clients, or one model's benchmark), and where it is."""
+
+    caller: str
+    namespace: str
+    name: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -527,5 +572,5 @@ class ResolvedStack:
         """The model namespaces this stack creates (a team's always, even with no models yet)."""
         names = {m.namespace for m in self.models}
         if self.team is not None:
-            names.add(self.team.name)
+            names.update(self.team.namespaces)
         return tuple(sorted(names))

@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     from stacks.render import Rendered
 
 DEV = ROOT / "Pulumi.dev.yaml"
-EXAMPLES = sorted((ROOT / "stacks" / "examples").glob("Pulumi.*.yaml"))
+EXAMPLES_DIR = ROOT / "stacks" / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("Pulumi.*.yaml"))
 ALL_STACKS = [DEV, *EXAMPLES]
 
 
@@ -189,6 +190,16 @@ def live_platform(live: dict[str, Any]) -> PlatformLookup:
     from stacks.pipeline import repo_platform
 
     return lambda ref: PlatformExports(live, f"stack {ref}") if ref == PLATFORM_REF else repo_platform(ref)
+
+
+def team_quota(team: str = "search", **quota: Any) -> PlatformLookup:
+    """The example platform's exports with one declared team's quota changed (a team stack cannot set its
+    own: the platform declares it)."""
+    from stacks.pipeline import exports_from_file
+
+    live = exports_from_file(EXAMPLES_DIR / "Pulumi.platform.yaml")
+    next(t for t in live["teams"] if t["name"] == team)["quota"].update(quota)
+    return live_platform(live)
 
 
 def _worker() -> tuple[int, int]:

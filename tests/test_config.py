@@ -31,7 +31,7 @@ def test_an_unknown_section_is_refused(dev):
     dev["clusters"] = {"name": "x"}
     assert problems(dev) == [
         "inference-platform:clusters: unknown section; sections are stack, cluster, nodePools, "
-        "addons, storage, gateway, models, images"
+        "addons, storage, gateway, models, images, teams"
     ]
 
 
@@ -85,7 +85,6 @@ def test_a_workloads_stack_cannot_define_platform_resources():
                 "role": "workloads",
                 "team": "search",
                 "platformStack": "acme/inference-platform/platform-prod",
-                "quota": {"gpus": 4, "cpu": "32", "memory": "256Gi"},
             },
             "cluster": {"name": "x"},
         }

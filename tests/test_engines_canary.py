@@ -19,7 +19,7 @@ from stacks.resolved import MODEL_LABEL, REVISION_LABEL, ResolvedModel, Resolved
 from tests.builders import resolved_model
 from tests.conftest import sections_of
 from tests.engines_helpers import example, stack_of
-from tests.guard_support import has, problems, warnings_of
+from tests.guard_support import has, problems
 
 CANARY = "5206a32e0bd3067aef1ce90f5528ade7d866253f"
 STABLE = "0e9e39f249a16976918f6564b8830bc894c89659"
@@ -167,12 +167,21 @@ def test_a_canary_on_the_nim_operator_or_an_unexposed_model_is_refused():
 
 
 def test_the_team_quota_counts_the_canary_beside_the_replicas():
+    from stacks.pipeline import check_sections, stack_warnings
+    from tests.conftest import team_quota
+
     sections = sections_of(ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml")
-    sections["stack"]["quota"]["gpus"] = 2  # exactly qwen3-8b's two replicas
-    assert not has(warnings_of(sections), "stack.quota.gpus"), "two replicas fit two GPUs"
+    sections["models"] = sections["models"][:1]
+    two = team_quota(gpus=2)  # exactly qwen3-8b's two replicas
+
+    def warned() -> list[str]:
+        return [str(w) for w in stack_warnings(check_sections(sections, "us-west-2", platforms=two))]
+
+    assert not any("quota.gpus" in w for w in warned()), "two replicas fit two GPUs"
     sections["models"][0]["canary"] = {"revision": "0" * 40, "weight": 10}
-    found = warnings_of(sections)
-    assert has(found, "stack.quota.gpus", "Pending"), "the canary's GPU is a third one the quota must hold"
+    assert any("stack.team" in w and "quota.gpus" in w and "Pending" in w for w in warned()), (
+        "the canary's GPU is a third one the quota must hold"
+    )
 
 
 def test_a_canary_of_a_model_across_nodes_is_a_second_leaderworkerset_group_of_the_canary_revision():

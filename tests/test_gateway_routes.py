@@ -11,6 +11,7 @@ import pytest
 from components.engines import ENGINES
 from components.gateway.routing import gateway, gateway_objects, model_routing, routed_paths
 from stacks.load import ROOT
+from stacks.pipeline import check_file
 from stacks.resolved import GATEWAY_NAMESPACE, Endpoint
 from stacks.versions import chart
 from tests.builders import resolved_stack
@@ -81,10 +82,12 @@ def test_no_exposed_route_lacks_a_security_policy(path):
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_no_management_path_is_routed(path):
     management = {p for e in ENGINES.values() for p in e.facts.management_paths}
+    served = {m.name: m for m in check_file(path).stack.models}
     for route in model_routes(manifests_of(path)):
+        name = route["metadata"]["name"]
+        prefix = served[name].path_prefix if name in served else "/" + name  # a model's, or LiteLLM's
         for rule in route["spec"]["rules"]:
             for match in rule["matches"]:
-                prefix = "/" + route["metadata"]["name"]
                 engine_path = match["path"]["value"].removeprefix(prefix)
                 assert engine_path.startswith("/v1/"), f"only OpenAI paths are routed, not {engine_path}"
                 assert not any(engine_path.startswith(m) for m in management), f"{engine_path} is a management path"

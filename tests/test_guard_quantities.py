@@ -19,6 +19,7 @@ from tests.guard_support import cli, problems_of, refused
 
 P = "inference-platform:"
 TEAM = next(p for p in EXAMPLES if p.name == "Pulumi.team-search.yaml")
+PLATFORM = next(p for p in EXAMPLES if p.name == "Pulumi.platform.yaml")
 CAPACITY = next(p for p in EXAMPLES if p.name == "Pulumi.capacity.yaml")
 
 
@@ -115,12 +116,13 @@ def test_a_replica_cpu_that_cannot_be_a_request_is_refused(value, word):
 
 
 def test_team_quota_and_container_defaults_go_through_the_same_parser():
-    s = sections_of(TEAM)
-    s["stack"]["quota"]["cpu"] = "0.0005"
-    s["stack"]["quota"]["memory"] = "384G"
-    s["stack"]["quota"]["containerDefaults"] = {"cpu": "250m", "memory": "0.5Gi"}
-    refused(s, "stack.quota.cpu", "write 1m")
-    refused(s, "stack.quota.memory", "Mi")
+    s = sections_of(PLATFORM)
+    quota = s["teams"][0]["quota"]
+    quota["cpu"] = "0.0005"
+    quota["memory"] = "384G"
+    quota["containerDefaults"] = {"cpu": "250m", "memory": "0.5Gi"}
+    refused(s, "teams[0].quota.cpu", "write 1m")
+    refused(s, "teams[0].quota.memory", "Mi")
     assert not any("containerDefaults" in p for p in problems_of(s)), "0.5Gi is 512Mi"
 
 

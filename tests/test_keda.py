@@ -311,4 +311,4 @@ def test_a_teams_quota_is_held_to_the_autoscalers_maximum_not_the_unused_replica
     gpu_model["replicas"] = 1
     gpu_model["autoscaling"] = {"owner": "keda", "minReplicas": 1, "maxReplicas": 8}
     warned = [f"{p.path}: {p.message}" for p in stack_warnings(check_sections(sections, "us-west-2"))]
-    assert any("stack.quota.gpus" in w and "all replicas together" in w for w in warned), warned
+    assert any("stack.team" in w and "quota.gpus" in w and "all replicas together" in w for w in warned), warned

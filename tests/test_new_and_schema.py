@@ -70,9 +70,16 @@ def test_a_new_prod_stack_asks_for_the_digest_of_every_image_it_renders(tmp_path
 
 
 def test_a_new_workloads_stack_lands_on_a_pool_the_platform_exports(tmp_path):
-    path = new_stack("fresh", "workloads", out_dir=tmp_path, platform="acme/inference-platform/platform", team="t")
+    path = new_stack("fresh", "workloads", out_dir=tmp_path, platform="acme/inference-platform/platform", team="chat")
     config = check_file(path).stack.config
-    assert config.models[0].pool == "gpu" and config.stack.quota is not None and config.stack.quota.gpus >= 1
+    assert config.models[0].pool == "gpu" and config.stack.quota is None, "the quota is the platform's"
+    assert "quota: {gpus: 2," in path.read_text(), "the quota to ask the platform team for, as a comment"
+
+
+def test_a_new_workloads_stack_for_a_team_the_platform_does_not_declare_is_refused(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        new_stack("fresh", "workloads", out_dir=tmp_path, platform="acme/inference-platform/platform", team="ads")
+    assert any(p.path == "inference-platform:stack.team" and "declares" in p.message for p in info.value.problems)
 
 
 def test_a_preset_puts_the_right_accelerator_pools_in_the_platform(tmp_path):
@@ -127,7 +134,7 @@ def test_the_command_line_writes_a_valid_stack_and_checks_the_schema(tmp_path):
         "--platform",
         "acme/inference-platform/platform",
         "--team",
-        "x",
+        "chat",
         "--out-dir",
         str(tmp_path),
     )

@@ -16,7 +16,7 @@ from stacks.load import ROOT
 from stacks.pipeline import PlatformLookup, check_sections, stack_warnings
 from stacks.resolve import own_platform
 from stacks.resolved import NEURON_SCHEDULER
-from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of
+from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of, team_quota
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
 TEAM = ROOT / "stacks" / "examples" / "Pulumi.team-search.yaml"
@@ -115,8 +115,7 @@ def test_a_workloads_model_on_a_pool_the_platform_does_not_export_is_refused(tea
 
 def test_a_workloads_model_that_fits_no_platform_instance_type_is_refused(team):
     team["models"][0]["acceleratorsPerReplica"] = 8
-    team["stack"]["quota"]["gpus"] = 16
-    found = problems(team)
+    found = problems(team, team_quota(gpus=16))
     assert any(
         p.startswith("inference-platform:models[0]:") and "fits no instance type of pool gpu" in p for p in found
     ), found
@@ -129,23 +128,25 @@ def test_a_workloads_model_on_the_wrong_accelerator_is_refused(team):
 
 
 def test_a_team_quota_smaller_than_one_replica_is_refused(team):
-    team["stack"]["quota"]["neuronDevices"] = 2
-    found = problems(team)
+    found = problems(team, team_quota(neuronDevices=2))
     assert any(
-        p.startswith("inference-platform:stack.quota.neuronDevices:") and "llama-3-8b-neuron" in p for p in found
+        p.startswith("inference-platform:models[1]:") and "teams[].quota.neuronDevices" in p and "ask the platform" in p
+        for p in found
     ), found
 
 
 def test_a_quota_too_small_for_stated_memory_is_refused(team):
     team["models"][0]["resources"] = {"cpu": "8", "memory": "400Gi"}
     found = problems(team)
-    assert any(p.startswith("inference-platform:stack.quota.memory:") for p in found), found
+    assert any(p.startswith("inference-platform:models[0]:") and "teams[].quota.memory" in p for p in found), found
 
 
 def test_a_quota_that_holds_one_replica_but_not_all_warns(team):
     team["models"][0]["replicas"] = 5
     config = check_sections(team, "us-west-2")
-    assert any("stack.quota.gpus" in str(w) and "Pending" in str(w) for w in stack_warnings(config))
+    assert any(
+        "stack.team" in str(w) and "quota.gpus" in str(w) and "Pending" in str(w) for w in stack_warnings(config)
+    )
 
 
 def test_an_engine_whose_add_on_the_platform_lacks_is_refused(team):
@@ -185,9 +186,10 @@ def test_a_workloads_model_in_another_namespace_is_refused(team):
     assert any(p.startswith("inference-platform:models[0].namespace:") for p in problems(team))
 
 
-def test_a_workloads_stack_needs_a_quota(team):
-    team["stack"].pop("quota")
-    assert any(p.startswith("inference-platform:stack:") and "quota is required" in p for p in problems(team))
+def test_a_workloads_stack_cannot_set_its_own_quota(team):
+    team["stack"]["quota"] = {"gpus": 64, "cpu": "512", "memory": "4Ti"}
+    found = problems(team)
+    assert any(p.startswith("inference-platform:stack.quota:") and "teams[].quota" in p for p in found), found
 
 
 def test_a_platform_stack_serves_no_models(dev):

@@ -18,7 +18,7 @@ from stacks.resolve import own_platform
 from stacks.resolved import CACHE_CLAIM, GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER
 from stacks.sizing import replica_requests
 from tests.builders import resolved_stack
-from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of
+from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of, team_quota
 from tests.test_policies import res, stack, violations
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
@@ -52,12 +52,11 @@ def team_render() -> Rendered:
 def test_a_quota_below_the_engines_default_sizing_for_one_replica_is_refused(team):
     # No models[].resources: the replica's cpu/memory come only from the engine's default sizing.
     assert "resources" not in team["models"][1]
-    team["stack"]["quota"].update(cpu="48", memory="256Gi")
-    found = problems(team)
+    found = problems(team, team_quota(cpu="48", memory="256Gi"))
     for key in ("cpu", "memory"):
-        assert any(
-            p.startswith(f"inference-platform:stack.quota.{key}:") and "llama-3-8b-neuron" in p for p in found
-        ), f"the default sizing of a 6-device inf2 replica exceeds quota.{key}: {found}"
+        assert any(p.startswith("inference-platform:models[1]:") and f"teams[].quota.{key}" in p for p in found), (
+            f"the default sizing of a 6-device inf2 replica exceeds quota.{key}: {found}"
+        )
 
 
 def test_the_quota_check_counts_exactly_what_the_engine_deploys(team):
@@ -65,13 +64,11 @@ def test_the_quota_check_counts_exactly_what_the_engine_deploys(team):
     model = seen.models[1]
     need = replica_requests(model.config, model.pool.config, seen.platform.storage)
     cpu = f"{need.cpu_m - 500}m"
-    team["stack"]["quota"]["cpu"] = cpu
-    found = problems(team)
-    assert any("stack.quota.cpu" in p and f"{need.cpu_m}m of requests.cpu" in p and cpu in p for p in found), (
+    found = problems(team, team_quota(cpu=cpu))
+    assert any("quota.cpu" in p and f"{need.cpu_m}m of requests.cpu" in p and cpu in p for p in found), (
         f"the refusal quotes the sizing's {need.cpu_m}m: {found}"
     )
-    team["stack"]["quota"]["cpu"] = f"{need.cpu_m}m"
-    check_sections(team, "us-west-2")  # exactly one replica's worth is enough
+    check_sections(team, "us-west-2", platforms=team_quota(cpu=f"{need.cpu_m}m"))  # one replica's worth is enough
 
 
 def test_the_rendered_pods_request_what_the_quota_check_assumed(team):

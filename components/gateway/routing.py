@@ -146,7 +146,8 @@ def route_duration(seconds: int) -> str:
 
 
 def route_prefix(served: Endpoint) -> str:
-    return f"/{served.name}"
+    """The resolved path prefix: `/<name>`, or `/<namespace>/<name>` for a team's model."""
+    return served.path_prefix
 
 
 def routed_paths(served: Endpoint) -> list[str]:

@@ -608,13 +608,21 @@ class ModelSection(Strict):
     )
     expose: bool = Field(
         default=True,
-        description="Route the model through the authenticated gateway at `/<name>/v1`; needs a gateway "
-        "(`gateway.enabled` or AIBrix's). `false` keeps it cluster-internal.",
+        description="Route the model through the authenticated gateway at `/<name>/v1` (a team's model at "
+        "`/<namespace>/<name>/v1`); needs a gateway (`gateway.enabled` or AIBrix's). `false` keeps it "
+        "cluster-internal.",
+    )
+    consumers: list[DnsLabel] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Teams (of the platform's `teams`) whose clients may call the model besides its own: a team's "
+        "model admits its team's keys and these; a platform model the platform's clients and these. `platform` "
+        "names the platform team's own clients.",
     )
     namespace: DnsLabel | None = Field(
         default=None,
-        description="Kubernetes namespace of the model; unset: `inference`, or the team's namespace in a "
-        "workloads stack (where it may only repeat it).",
+        description="Kubernetes namespace of the model; unset: `inference`, or the team's home namespace in a "
+        "workloads stack (where it must be one of the team's namespaces).",
     )
     slo: Slo | None = Field(
         default=None, description="Serving objectives, alerted on by Prometheus; needs `addons.monitoring`."

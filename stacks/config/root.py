@@ -15,6 +15,7 @@ from .models import ModelSection
 from .pools import NodePoolSection
 from .stack import StackSection
 from .storage import StorageSection
+from .teams import TeamSection
 
 
 def _known_region(code: str) -> str:
@@ -37,6 +38,7 @@ SECTIONS = {
     "gateway": "gateway",
     "models": "models",
     "images": "images",
+    "teams": "teams",
 }
 
 # Sections only a platform (or all-in-one) stack may set: (stack-file key, attribute).
@@ -46,6 +48,7 @@ PLATFORM_OWNED = (
     ("addons", "addons"),
     ("storage", "storage"),
     ("gateway", "gateway"),
+    ("teams", "teams"),
 )
 
 
@@ -77,6 +80,12 @@ class StackConfig(Strict):
     )
     models: list[ModelSection] = Field(
         default_factory=list, description="The served models; a `platform` stack may not have any."
+    )
+    teams: list[TeamSection] = Field(
+        default_factory=list,
+        max_length=200,
+        description="The app teams whose workloads stacks run on this platform: their namespaces, deploy "
+        "identities, quotas, client keys and LiteLLM access. Platform-owned.",
     )
     images: ImagesSection = Field(
         default_factory=ImagesSection,

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
-from .base import CpuQuantity, DnsLabel, MemoryQuantity, PositiveCpu, PositiveMemory, Strict
+from .base import CpuQuantity, DnsLabel, KeyedError, MemoryQuantity, PositiveCpu, PositiveMemory, Strict
 
 Role = Literal["all-in-one", "platform", "workloads"]
 Environment = Literal["dev", "staging", "prod"]
@@ -87,12 +87,13 @@ class StackSection(Strict):
     )
     team: DnsLabel | None = Field(
         default=None,
-        description="Workloads only (required there): the team, which names its namespace and owns its quota.",
+        description="Workloads only (required there): the team, one the platform stack declares in `teams`; its "
+        "namespaces, quota, deploy identity and client keys are the platform's declaration of it.",
     )
     quota: Quota | None = Field(
         default=None,
-        description="Workloads only (required there): the team's share of the platform, a ResourceQuota and "
-        "LimitRange on its namespace.",
+        description="Refused: a team's quota is the platform's to set (`teams[].quota` of the platform stack), "
+        "so a team cannot raise its own.",
     )
 
     @model_validator(mode="after")
@@ -104,11 +105,18 @@ class StackSection(Strict):
                     "as org/project/stack, e.g. acme/inference-platform/platform-prod"
                 )
             if self.team is None:
-                raise ValueError("team is required when role is workloads: it names the namespace and quota owner")
-            if self.quota is None:
                 raise ValueError(
-                    "quota is required when role is workloads: give the team's share of the platform, "
-                    "e.g. quota: {gpus: 4, neuronDevices: 0, cpu: '64', memory: 512Gi}"
+                    "team is required when role is workloads: name the team the platform stack declares in teams"
+                )
+            if self.quota is not None:
+                raise KeyedError(
+                    [
+                        (
+                            ("quota",),
+                            "a team's quota is the platform's to set: remove it here and give it as teams[].quota "
+                            "in the platform stack, which puts it on every namespace of the team",
+                        )
+                    ]
                 )
         else:
             if self.platform_stack is not None:

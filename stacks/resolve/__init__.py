@@ -37,17 +37,21 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
     stack = config.stack
     team: Team | None = None
     if stack.role == "workloads":
-        assert stack.team is not None and stack.quota is not None
-        team = Team(name=stack.team, quota=stack.quota)
+        assert stack.team is not None
         if platform is None:
             view = unknown_platform(f"the platform {stack.platform_stack}")
         else:
             view = read_platform(platform.exports, f"the platform {platform.where}")
+        # The platform's declaration of the team; undeclared (refused by the rules) or unknown offline:
+        # its name alone, in a namespace of that name.
+        team = view.team(stack.team) or Team(
+            name=stack.team, namespaces=(stack.team,), quota=None, api_keys_secret=view.gateway.api_keys_secret
+        )
     else:
         view = own_platform(config)
     owns = stack.role != "workloads"
     has_routes = routed(config)
-    entries = tuple(model_entry(i, m, view.addons, team.name if team else None) for i, m in enumerate(config.models))
+    entries = tuple(model_entry(i, m, view.addons, team) for i, m in enumerate(config.models))
     models = tuple(m for m in (place(e, view, has_routes) for e in entries) if m is not None)
     picked = [routing_strategy(e.config, e.facts, has_routes) not in (None, "round-robin") for e in entries]
     names = rendered_images(

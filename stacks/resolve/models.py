@@ -13,9 +13,11 @@ from components.engines import ENGINES
 from ..coldstart import cold_start, startup_allowance
 from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
+from ..config.teams import PLATFORM_CLIENTS
 from ..engine_facts import EngineFacts
 from ..groups import replica_group
 from ..resolved import (
+    BENCHMARK_CALLER,
     CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
     DEFAULT_NAMESPACE,
@@ -25,27 +27,61 @@ from ..resolved import (
     HTTPS_LISTENER,
     READER_SERVICE_ACCOUNT,
     GatewayParent,
+    KeySecret,
     ModelEntry,
     PlatformView,
     PodShape,
     ResolvedModel,
     RoutePicking,
+    Team,
     Wake,
 )
 from ..sizing import replica_requests, tensor_parallel
 from .cache import model_cache
 
 
-def model_entry(index: int, model: ModelSection, addons: AddonsSection, team: str | None) -> ModelEntry:
-    """One entry with its engine's facts and what the engine makes of it on these add-ons."""
+def model_entry(index: int, model: ModelSection, addons: AddonsSection, team: Team | None) -> ModelEntry:
+    """One entry with its engine's facts and what the engine makes of it on these add-ons; a team's
+    model is the team's, in its home namespace unless it names another of the team's."""
     spec = ENGINES[model.engine]
     return ModelEntry(
         index=index,
         config=model,
         facts=spec.facts,
         made=spec.model_facts(model, addons),
-        namespace=model.namespace or team or DEFAULT_NAMESPACE,
+        namespace=model.namespace or (team.home if team else DEFAULT_NAMESPACE),
+        owner=team.name if team else PLATFORM_CLIENTS,
     )
+
+
+def callers(entry: ModelEntry) -> tuple[str, ...]:
+    """Whose clients the model's route admits: its owner, then the consumers it names, each once."""
+    return tuple(dict.fromkeys([entry.owner, *entry.config.consumers]))
+
+
+def key_secrets(entry: ModelEntry, view: PlatformView) -> tuple[KeySecret, ...]:
+    """The Secrets of gateway API keys the model's route admits: each caller's (the platform's clients'
+    `gateway.apiKeysSecret` in the Gateway's namespace, a team's in its home namespace; a consumer the
+    platform does not declare admits nothing, and is refused by the rules), then the benchmark's own
+    key, which calls this model and no other."""
+    found = []
+    for caller in callers(entry):
+        if caller == PLATFORM_CLIENTS:
+            found.append(KeySecret(caller, GATEWAY_NAMESPACE, view.gateway.api_keys_secret))
+        elif (team := view.team(caller)) is not None:
+            found.append(KeySecret(caller, team.home, team.api_keys_secret))
+    bench = entry.config.benchmark
+    if bench is not None:
+        found.append(KeySecret(BENCHMARK_CALLER, entry.namespace, bench.api_key_secret))
+    return tuple(found)
+
+
+def route_prefix(entry: ModelEntry) -> str:
+    """`/<name>` for a platform model; `/<namespace>/<name>` for a team's, so that two teams' models of one
+    name never share a path (the platform, which sees no team stack, could not refuse the second)."""
+    if entry.owner == PLATFORM_CLIENTS:
+        return f"/{entry.name}"
+    return f"/{entry.namespace}/{entry.name}"
 
 
 def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> str | None:
@@ -117,6 +153,10 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         operator_names=made.names,
         pool=pool,
         namespace=entry.namespace,
+        owner=entry.owner,
+        callers=callers(entry),
+        key_secrets=key_secrets(entry, view),
+        route_prefix=route_prefix(entry),
         served_model_name=model.name,
         image=made.image,
         service=made.service,

@@ -21,6 +21,7 @@ from ..config.gateway import GatewaySection
 from ..config.models import ModelSection
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
+from ..config.teams import TeamSection
 from ..exports import resolve_pool
 from ..fit import Installed
 from ..groups import leader_worker_set
@@ -36,6 +37,7 @@ from ..resolved import (
     PROMETHEUS_SERVICE,
     GatewayParent,
     PlatformView,
+    Team,
 )
 
 OWN = "this stack"
@@ -145,6 +147,18 @@ def own_platform(config: StackConfig) -> PlatformView:
         neuron_scheduler=neuron_scheduler(addons, config.node_pools),
         custom_metrics=addons.monitoring.serves_custom_metrics,
         prometheus=prometheus_url(addons.monitoring),
+        teams=tuple(declared_team(t) for t in config.teams),
+    )
+
+
+def declared_team(team: TeamSection) -> Team:
+    """A `teams[]` entry as the platform resolves (and exports) it."""
+    return Team(
+        name=team.name,
+        namespaces=team.all_namespaces,
+        quota=team.quota,
+        api_keys_secret=team.api_keys_secret,
+        litellm_models=tuple(team.litellm.models) if team.litellm else (),
     )
 
 

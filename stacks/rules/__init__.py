@@ -26,6 +26,7 @@ from . import (  # noqa: F401  (each registers its rules)
     serving,
     storage,
     streaming,
+    tenancy,
     workloads,
 )
 

@@ -53,9 +53,11 @@ def one_replica(stack: ResolvedStack, entry: ModelEntry) -> tuple[Requests, bool
     return stated_requests(entry.config, entry.facts.accelerators[0]), False
 
 
-def quota_requests(stack: ResolvedStack) -> Requests:
-    assert stack.team is not None
-    quota = stack.team.quota
+def quota_requests(stack: ResolvedStack) -> Requests | None:
+    """The team's quota as requests; None when its platform (and so its quota) is not known here."""
+    quota = stack.team.quota if stack.team is not None else None
+    if quota is None:
+        return None
     return Requests(
         cpu_m=millicores(quota.cpu), memory_mib=mebibytes(quota.memory), gpu=quota.gpus, neuron=quota.neuron_devices
     )
@@ -108,9 +110,10 @@ def team_storage_is_the_platforms(stack: ResolvedStack) -> Iterable[Problem]:
 
 @rule
 def quota_holds_one_replica(stack: ResolvedStack) -> Iterable[Problem]:
-    if stack.team is None:
-        return
     limit = quota_requests(stack)
+    if limit is None:
+        return
+    assert stack.team is not None
     for entry in stack.entries:
         need, exact = one_replica(stack, entry)
         for short in quota_shortfalls(need, limit):
@@ -118,18 +121,19 @@ def quota_holds_one_replica(stack: ResolvedStack) -> Iterable[Problem]:
             sized = "" if exact else "at least "
             i = entry.index
             yield Problem(
-                key_path(["stack", "quota", key]),
-                f"one replica of models[{i}] ({entry.name}) needs {sized}{short.requested} of {short.resource} but "
-                f"the team quota allows {short.available}, so the API server would refuse every pod; raise "
-                f"quota.{key}, or set models[{i}].resources / use fewer accelerators per replica",
+                entry.key(),
+                f"one replica of {entry.name} needs {sized}{short.requested} of {short.resource} but team "
+                f"{stack.team.name}'s quota allows {short.available} ({stack.platform.where}'s teams[].quota.{key}), "
+                f"so the API server would refuse every pod; ask the platform team to raise it, or set "
+                f"models[{i}].resources / use fewer accelerators per replica",
             )
 
 
 @warning
 def quota_holds_every_replica(stack: ResolvedStack) -> Iterable[Problem]:
-    if stack.team is None:
-        return
     limit = quota_requests(stack)
+    if limit is None:
+        return
     total = Requests()
     for entry in stack.entries:
         one, _ = one_replica(stack, entry)
@@ -139,9 +143,9 @@ def quota_holds_every_replica(stack: ResolvedStack) -> Iterable[Problem]:
     for short in quota_shortfalls(total, limit):
         key = QUOTA_KEYS[short.resource]
         yield Problem(
-            key_path(["stack", "quota", key]),
-            f"all replicas together need {short.requested} of {short.resource}, more than the quota's "
-            f"{short.available}: some replicas will stay Pending",
+            key_path(["stack", "team"]),
+            f"all replicas together need {short.requested} of {short.resource}, more than the team quota's "
+            f"{short.available} (teams[].quota.{key} of the platform stack): some replicas will stay Pending",
         )
 
 
@@ -153,20 +157,6 @@ def platform_checked_offline(stack: ResolvedStack) -> Iterable[Problem]:
             f"{stack.platform_stack} has no stack file in this repository, so the models are checked against its "
             f"pools only at preview (through the StackReference)",
         )
-
-
-@rule
-def models_stay_in_the_team_namespace(stack: ResolvedStack) -> Iterable[Problem]:
-    if stack.team is None:
-        return
-    team = stack.team.name
-    for entry in stack.entries:
-        if entry.config.namespace is not None and entry.config.namespace != team:
-            yield Problem(
-                entry.key("namespace"),
-                f"a workloads stack deploys only into its team's namespace {team!r}; remove namespace (it defaults "
-                f"to the team) or set it to {team}",
-            )
 
 
 @rule

@@ -1,0 +1,87 @@
+"""The `teams` section: the app teams a platform (or all-in-one) stack declares, each with its
+namespaces, the IAM principals that deploy for it, its quota, the Secret its clients' keys live in and
+what of the platform's it may call.
+
+Tenancy is the platform's to declare: a team's workloads stack names its team (`stack.team`) and reads
+this declaration from the platform's exports; it cannot widen it.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import Field, model_validator
+
+from .addons import ServedModelName
+from .base import DnsLabel, IamArn, SecretName, Strict
+from .stack import Quota
+
+# The platform team's own clients: a consumer name meaning "the platform's clients" (its key Secret
+# is `gateway.apiKeysSecret`; with JWT, this value of the team claim). No team may take it.
+PLATFORM_CLIENTS = "platform"
+
+
+class TeamLiteLLM(Strict):
+    """What a team may call through the LiteLLM proxy with its own virtual key."""
+
+    models: list[ServedModelName] = Field(
+        min_length=1,
+        description="LiteLLM model names the team's virtual key may call: models of `addons.litellm."
+        "externalProviders` or the platform's exposed models. The team's clients reach the proxy's route "
+        "with their gateway key, and the proxy with this key.",
+    )
+
+
+class TeamSection(Strict):
+    """One app team of the platform: where it deploys, who deploys for it, its share of the platform and
+    the Secret its clients' gateway keys live in."""
+
+    name: DnsLabel = Field(
+        description="The team: its workloads stack names it in `stack.team`; its first namespace defaults to it."
+    )
+    namespaces: list[DnsLabel] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Namespaces the platform creates for the team, the only ones its deploy identity may write; "
+        "the first is its home (its keys Secret lives there). Empty: one namespace named after the team.",
+    )
+    deployers: list[IamArn] = Field(
+        min_length=1,
+        description="IAM role or user ARNs that may assume the team's deploy role, the one identity its "
+        "workloads stack deploys as (EKS access scoped to the team's namespaces, nothing cluster-wide).",
+    )
+    quota: Quota = Field(
+        description="The team's share of the platform: a ResourceQuota and LimitRange the platform puts on each "
+        "of its namespaces (the team's identity can read them, not change them)."
+    )
+    api_keys_secret: SecretName = Field(
+        default="inference-api-keys",
+        description="Existing Opaque Secret in the team's home namespace with one entry per client of the team "
+        "(key: client name, value: its API key), with `gateway.auth: apiKey`; created and rotated by the team. "
+        "A route admits the keys of its model's team and of the teams the model names as consumers.",
+    )
+    litellm: TeamLiteLLM | None = Field(
+        default=None,
+        description="Access to the LiteLLM proxy (`addons.litellm`) with a virtual key of the team's own, scoped "
+        "to these models; unset: the team's clients cannot call the proxy.",
+    )
+
+    @model_validator(mode="after")
+    def _not_the_platform(self) -> Self:
+        if self.name == PLATFORM_CLIENTS:
+            raise ValueError(
+                f"{PLATFORM_CLIENTS!r} names the platform team's own clients (gateway.apiKeysSecret); "
+                f"choose another team name"
+            )
+        if len(set(self.namespaces)) != len(self.namespaces):
+            raise ValueError("namespaces lists a namespace twice; list each once")
+        return self
+
+    @property
+    def home(self) -> str:
+        """The team's first namespace: its keys Secret and LiteLLM key live there."""
+        return self.namespaces[0] if self.namespaces else self.name
+
+    @property
+    def all_namespaces(self) -> tuple[str, ...]:
+        return tuple(self.namespaces) or (self.name,)

@@ -1,0 +1,136 @@
+"""Tenancy rules: the teams a platform declares, and a team's stack within its declaration.
+
+A platform's `teams` are disjoint: each name once, each namespace of one team only, none the platform's
+or Kubernetes' own, and none the namespace of a platform model. A team's workloads stack names a team
+its platform declares and deploys only into that team's namespaces. A model's `consumers` are teams the
+platform declares (or `platform`, its own clients), and a team's LiteLLM access names models the proxy
+serves. A platform model may not take a team namespace's name: team models' paths begin with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..checks import rule
+from ..config.teams import PLATFORM_CLIENTS
+from ..errors import Problem, duplicates, key_path
+from ..names import reserved_namespace
+from ..resolved import ResolvedStack
+
+
+def _declared(stack: ResolvedStack) -> str:
+    names = [t.name for t in stack.platform.teams]
+    return ", ".join(names) if names else "none"
+
+
+@rule
+def teams_are_disjoint(stack: ResolvedStack) -> Iterable[Problem]:
+    """Each team once, each namespace of one team, no namespace the platform or Kubernetes owns."""
+    teams = stack.config.teams
+    yield from duplicates(teams, ["teams"], "team", lambda t: t.name, "name")
+    owner: dict[str, int] = {}
+    for i, team in enumerate(teams):
+        for j, namespace in enumerate(team.all_namespaces):
+            where = key_path(["teams", i, "namespaces", j] if team.namespaces else ["teams", i, "name"])
+            why = reserved_namespace(namespace, team=True)
+            if why is not None:
+                yield Problem(where, f"{why}; give the team a namespace of its own")
+            elif namespace in owner and owner[namespace] != i:
+                other = teams[owner[namespace]].name
+                yield Problem(
+                    where,
+                    f"{namespace} is already team {other}'s namespace: a namespace belongs to one team, whose "
+                    f"quota, keys and deploy rights are its own; give each team its own",
+                )
+            owner.setdefault(namespace, i)
+
+
+@rule
+def platform_models_stay_out_of_team_namespaces(stack: ResolvedStack) -> Iterable[Problem]:
+    """A platform (all-in-one) stack's model is the platform's: not in a team's namespace, and not named
+    like one (a team's model is routed at `/<namespace>/<name>`)."""
+    if stack.team is not None:
+        return
+    by_namespace = {n: t.name for t in stack.platform.teams for n in t.namespaces}
+    for entry in stack.entries:
+        team = by_namespace.get(entry.namespace)
+        if team is not None:
+            yield Problem(
+                entry.key("namespace"),
+                f"{entry.namespace} is team {team}'s namespace; a platform model runs in a platform namespace "
+                f"(default: inference), and team {team} deploys its own models from its workloads stack",
+            )
+        team = by_namespace.get(entry.name)
+        if team is not None and entry.config.expose:
+            yield Problem(
+                entry.key("name"),
+                f"{entry.name} is team {team}'s namespace, the first segment of its models' paths "
+                f"(/{entry.name}/<model>/v1); give the platform model another name",
+            )
+
+
+@rule
+def the_team_is_declared_by_its_platform(stack: ResolvedStack) -> Iterable[Problem]:
+    if stack.team is None or not stack.platform.known:
+        return
+    if stack.platform.team(stack.team.name) is None:
+        yield Problem(
+            key_path(["stack", "team"]),
+            f"{stack.team.name} is not a team {stack.platform.where} declares (declared: {_declared(stack)}); "
+            f"ask the platform team to add it to teams (its namespaces, deployers and quota), or name a declared "
+            f"team",
+        )
+
+
+@rule
+def team_models_stay_in_the_teams_namespaces(stack: ResolvedStack) -> Iterable[Problem]:
+    team = stack.team
+    if team is None:
+        return
+    for entry in stack.entries:
+        namespace = entry.config.namespace
+        if namespace is not None and namespace not in team.namespaces:
+            yield Problem(
+                entry.key("namespace"),
+                f"{namespace} is not a namespace of team {team.name} ({', '.join(team.namespaces)}): its deploy "
+                f"identity may write only those; remove namespace (it defaults to {team.home}) or name one of them",
+            )
+
+
+@rule
+def consumers_are_declared_teams(stack: ResolvedStack) -> Iterable[Problem]:
+    if not stack.platform.known:
+        return
+    for entry in stack.entries:
+        yield from duplicates(entry.config.consumers, ["models", entry.index, "consumers"], "consumer")
+        for j, consumer in enumerate(entry.config.consumers):
+            if consumer != PLATFORM_CLIENTS and stack.platform.team(consumer) is None:
+                yield Problem(
+                    entry.key("consumers", j),
+                    f"{consumer} is no team {stack.platform.where} declares (declared: {_declared(stack)}); name a "
+                    f"declared team, or {PLATFORM_CLIENTS} for the platform team's own clients",
+                )
+
+
+@rule
+def team_litellm_access_names_what_the_proxy_serves(stack: ResolvedStack) -> Iterable[Problem]:
+    litellm = stack.config.addons.litellm
+    served = {m for p in litellm.external_providers for m in p.models} | {
+        m.name for m in stack.models if m.expose and m.owner == PLATFORM_CLIENTS
+    }
+    for i, team in enumerate(stack.config.teams):
+        if team.litellm is None:
+            continue
+        if not litellm.enabled:
+            yield Problem(
+                key_path(["teams", i, "litellm"]),
+                "the LiteLLM proxy is off (addons.litellm.enabled); enable it or remove the team's litellm access",
+            )
+            continue
+        for j, model in enumerate(team.litellm.models):
+            if model not in served:
+                yield Problem(
+                    key_path(["teams", i, "litellm", "models", j]),
+                    f"{model} is no model the proxy serves (external providers' models and this stack's exposed "
+                    f"models: {', '.join(sorted(served)) or 'none'})",
+                )
