@@ -229,7 +229,7 @@ class RoutePicking:
 
 # The header the front door and LiteLLM set (overwriting a client's) on a scale-to-zero model's requests,
 # and the KEDA HTTP add-on's InterceptorRoute matches: every model reaches the interceptor under the same
-# host and `/v1/...` paths, so the header is what tells them apart.
+# host and `/v1/...` paths, so the header is what tells them apart (its value: `Wake.header`).
 WAKE_HEADER = "x-inference-platform-model"
 
 
@@ -250,9 +250,12 @@ class ColdStart:
 @dataclass(frozen=True, kw_only=True)
 class Wake:
     """How a model that scales to zero comes back: the InterceptorRoute the KEDA HTTP add-on holds its
-    requests by (named after the model, in its namespace) and the cold start they wait through."""
+    requests by (named after the model, in its namespace), the value of WAKE_HEADER that route matches
+    (`<namespace>/<name>`: one interceptor serves every team, so the value names the model cluster-wide,
+    never a model of another namespace with the same name), and the cold start they wait through."""
 
     route: str
+    header: str
     cold_start: ColdStart
 
 

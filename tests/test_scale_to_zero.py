@@ -1,12 +1,14 @@
 """Scale to zero that wakes up (issue 17, item 2): a model with `autoscaling.minReplicas: 0` goes through
 the KEDA HTTP add-on. Its InterceptorRoute, the ScaledObject's push trigger before the engine's queue
 trigger, the authenticated HTTPRoute to the interceptor with the platform header, the ReferenceGrant,
-the NetworkPolicies on both sides, LiteLLM's way in, the cold-start budget the timeouts cover, and the
-add-on's release after KEDA's."""
+the NetworkPolicies on both sides, LiteLLM's way in, the cold-start budget the timeouts cover, the
+add-on's release after KEDA's, and (issue #25 item 3) a header value that names the model cluster-wide,
+so two teams' sleeping models of one name each wake only themselves."""
 
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -27,14 +29,16 @@ from stacks.coldstart import (
 from stacks.config.addons import LiteLLM
 from stacks.errors import ConfigError
 from stacks.pipeline import check_sections
-from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER
+from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER, ResolvedStack
 from stacks.versions import chart
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
-from tests.conftest import rendered_stack, sections_of
+from tests.conftest import EXAMPLES_DIR, rendered_stack, sections_of
 from tests.serving_support import SCHEMAS, SERVING
 from tests.test_gateway_picker import FRONTDOOR
 
 IDLE = "qwen3-8b-idle"
+SEARCH = EXAMPLES_DIR / "Pulumi.team-search.yaml"
+CHAT = EXAMPLES_DIR / "Pulumi.team-chat.yaml"
 INTERCEPTOR = ("keda-add-ons-http-interceptor-proxy", KEDA_NAMESPACE, 8080)
 
 
@@ -61,7 +65,9 @@ def test_the_interceptor_route_sends_the_models_header_to_its_service_and_is_val
     assert route["metadata"] == {**route["metadata"], "name": IDLE, "namespace": "chat"}
     assert route["spec"]["target"] == {"service": idle.service, "port": idle.port}
     (rule,) = route["spec"]["rules"]
-    assert rule["headers"] == [{"name": WAKE_HEADER, "value": IDLE}], "the header tells the models apart"
+    assert rule["headers"] == [{"name": WAKE_HEADER, "value": f"chat/{IDLE}"}], (
+        "the header tells the models apart: namespace and name, unique in the cluster"
+    )
     assert rule["hosts"] == ["*"], "the front door and LiteLLM arrive under different hosts"
     assert "paths" not in rule, "every model reaches the interceptor at /v1/...: the path tells nothing"
     assert route["spec"]["scalingMetric"] == {"concurrency": {"targetValue": wake.CONCURRENCY_TARGET}}
@@ -92,7 +98,10 @@ def test_the_route_goes_to_the_interceptor_with_the_header_set_and_stays_authent
         assert (backend["name"], backend["namespace"], backend["port"]) == INTERCEPTOR
         modifiers = [f for f in rule["filters"] if f["type"] == "RequestHeaderModifier"]
         assert modifiers == [
-            {"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": IDLE}]}}
+            {
+                "type": "RequestHeaderModifier",
+                "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": f"chat/{IDLE}"}]},
+            }
         ], "set, not add: a client's own header is overwritten"
     (policy,) = by_kind(objs, "SecurityPolicy")
     assert policy["spec"]["targetRefs"][0]["name"] == route["metadata"]["name"] == IDLE
@@ -143,7 +152,7 @@ def test_litellm_calls_a_sleeping_model_through_the_interceptor_with_its_header(
     (entry,) = litellm.router_config(LiteLLM(enabled=True), [idle], monitoring=False)["model_list"]
     params = entry["litellm_params"]
     assert params["api_base"] == "http://keda-add-ons-http-interceptor-proxy.keda.svc.cluster.local:8080/v1"
-    assert params["extra_headers"] == {WAKE_HEADER: IDLE}
+    assert params["extra_headers"] == {WAKE_HEADER: f"chat/{IDLE}"}
     assert params["timeout"] >= idle.wake.cold_start.seconds, "LiteLLM must wait out the cold start"
     egress = litellm.network_policy(LiteLLM(enabled=True), [idle])["spec"]["egress"]
     assert any(
@@ -162,9 +171,7 @@ def test_the_cold_start_budget_reuses_the_startup_probe_and_every_timeout_covers
     big = idle.config.model_copy(update={"parameters": "400B", "dtype": "fp8"})
     heavy = cold_start(startup_allowance(idle.facts, model_startup_seconds(big, neuron=False)))
     assert heavy.startup > budget.startup, "400 GB of weights take longer to load"
-    served = idle.__class__(
-        **{**idle.__dict__, "config": big, "wake": idle.wake.__class__(route=IDLE, cold_start=heavy)}
-    )
+    served = replace(idle, config=big, wake=replace(idle.wake, cold_start=heavy))
     route = http_route(stack.platform.gateway, served, stack.route_parent)
     for rule in route["spec"]["rules"]:
         timeout = int(rule["timeouts"]["request"].removesuffix("s"))
@@ -263,3 +270,43 @@ def test_zero_behind_aibrixs_gateway_is_refused():
         p.startswith(f"inference-platform:models[{i}].autoscaling.minReplicas:") and "AIBrix's Gateway" in p
         for p in found
     ), found
+
+
+# ---- two teams' same-named scale-to-zero models (issue #25 item 3) ------------------------------------
+
+
+def _to_zero(path: Any) -> ResolvedStack:
+    """The team's stack with its qwen3-8b scaling to zero, against the platform example."""
+    sections = sections_of(path)
+    model = next(m for m in sections["models"] if m["name"] == "qwen3-8b")
+    model.pop("replicas", None)
+    model["autoscaling"] = {"owner": "keda", "minReplicas": 0, "maxReplicas": 2}
+    model["routing"] = {"strategy": "round-robin"}
+    return resolved_stack(sections)
+
+
+def test_two_teams_same_named_sleeping_models_wake_only_themselves():
+    stacks = {"search": _to_zero(SEARCH), "chat": _to_zero(CHAT)}
+    models = {team: resolved_model(s, "qwen3-8b") for team, s in stacks.items()}
+    interceptor = {}  # the interceptor's routing table: header value -> (namespace, Service) it holds for
+    for model in models.values():
+        route = wake.interceptor_route(model)
+        (rule,) = route["spec"]["rules"]
+        (header,) = rule["headers"]
+        assert header["name"] == WAKE_HEADER
+        assert header["value"] not in interceptor, "one header value, one model, cluster-wide"
+        interceptor[header["value"]] = (route["metadata"]["namespace"], route["spec"]["target"]["service"])
+    assert set(interceptor) == {"search/qwen3-8b", "chat/qwen3-8b"}
+    for team, model in models.items():
+        stack = stacks[team]
+        (route,) = [
+            o for o in model_routing(stack.platform.gateway, model, stack.route_parent) if o["kind"] == "HTTPRoute"
+        ]
+        for rule in route["spec"]["rules"]:
+            (sets,) = [
+                f["requestHeaderModifier"]["set"] for f in rule["filters"] if f["type"] == "RequestHeaderModifier"
+            ]
+            (value,) = [h["value"] for h in sets if h["name"] == WAKE_HEADER]
+            assert interceptor[value] == (team, "qwen3-8b"), f"{team}'s route wakes {team}'s model and no other"
+    litellm_headers = {litellm.model_params(m)["extra_headers"][WAKE_HEADER] for m in models.values()}
+    assert litellm_headers == set(interceptor), "LiteLLM wakes each through the same header value"

@@ -159,7 +159,8 @@ def routed_paths(served: Endpoint) -> list[str]:
 def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     """`/<model>/v1/...` -> the model's Service at `/v1/...`, one rule per allowed path. A model that
     scales to zero goes to the KEDA HTTP add-on's interceptor instead, with the platform header naming
-    it (`set` overwrites whatever a client sent) and a timeout that covers its cold start too."""
+    it cluster-wide (`<namespace>/<name>`; `set` overwrites whatever a client sent) and a timeout that
+    covers its cold start too."""
     rules = []
     for path in routed_paths(served):
         filters: list[dict[str, Any]] = [
@@ -169,7 +170,7 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
             filters.append(
                 {
                     "type": "RequestHeaderModifier",
-                    "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": served.name}]},
+                    "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": served.wake.header}]},
                 }
             )
             backends = [

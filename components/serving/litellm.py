@@ -90,7 +90,7 @@ def model_params(s: Endpoint) -> dict[str, Any]:
     }
     if s.wake is not None:
         params["api_base"] = f"{wake.PROXY_URL}/v1"
-        params["extra_headers"] = {WAKE_HEADER: s.name}
+        params["extra_headers"] = {WAKE_HEADER: s.wake.header}
         # The first request after idle waits through the cold start.
         params["timeout"] = wake.request_seconds(s)
     return params

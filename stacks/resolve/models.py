@@ -84,6 +84,13 @@ def route_prefix(entry: ModelEntry) -> str:
     return f"/{entry.namespace}/{entry.name}"
 
 
+def wake_of(entry: ModelEntry, startup: int) -> Wake:
+    """The way back from zero: the InterceptorRoute named after the model in its namespace, matched by the
+    header value `<namespace>/<name>`, unique in the cluster (a namespace holds one model of a name, and one
+    interceptor serves every namespace), and the cold start its requests wait through."""
+    return Wake(route=entry.name, header=f"{entry.namespace}/{entry.name}", cold_start=cold_start(startup))
+
+
 def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> str | None:
     """The strategy the front door routes the model's requests by, the one reading of `routing`:
     the stack's; unset, `prefix-cache` for an exposed model of an engine the endpoint picker reads
@@ -179,7 +186,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
         keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
         # A model that scales to zero comes back through its InterceptorRoute (named after it).
-        wake=Wake(route=model.name, cold_start=cold_start(startup)) if model.autoscaling.to_zero else None,
+        wake=wake_of(entry, startup) if model.autoscaling.to_zero else None,
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
 
