@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.exports import export_platform
 from stacks.naming import MANAGED_BY, TOKEN, tags
-from stacks.resolved import MONITORING_NAMESPACE, ResolvedStack
+from stacks.resolved import MONITORING_NAMESPACE, TEAM_LABEL, ResolvedStack
 from stacks.versions import chart
 
 from . import k8s as k8s_objects
@@ -205,11 +206,13 @@ class InferencePlatform(pulumi.ComponentResource):
         """One Namespace per model namespace (a team's, even with no models yet), before anything is
         put into them."""
         child = pulumi.ResourceOptions(parent=self, provider=wiring.cluster.provider)
+        # Whose namespace it is (TEAM_LABEL: a team's, or the platform's own): the front door's listener
+        # admits the routes of labelled namespaces only.
+        owner = self.stack.team.name if self.stack.team is not None else PLATFORM_CLIENTS
         for ns in self.stack.namespaces:
+            labels = {**MANAGED_BY, "inference-platform.io/models": "true", TEAM_LABEL: owner}
             wiring.namespaces[ns] = k8s.core.v1.Namespace(
-                f"{name}-ns-{ns}",
-                metadata={"name": ns, "labels": {**MANAGED_BY, "inference-platform.io/models": "true"}},
-                opts=child,
+                f"{name}-ns-{ns}", metadata={"name": ns, "labels": labels}, opts=child
             )
 
     def _storage(self, name: str, wiring: Wiring) -> None:
@@ -344,6 +347,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 parent_gateway=parent,
                 served=list(stack.models),
                 owns_listener=stack.owns_platform,
+                access=stack.access,
                 litellm_route=stack.owns_platform and platform.addons.litellm.enabled,
                 depends_on=installers,
                 namespaces=dict(wiring.namespaces),

@@ -93,11 +93,16 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
     }
 
 
-def _parent_export(parent: GatewayParent | None) -> dict[str, str] | None:
+def _parent_export(parent: GatewayParent | None) -> dict[str, Any] | None:
     if parent is None:
         return None
-    out = {"namespace": parent.namespace, "name": parent.name, "listener": parent.listener}
-    return {**out, "hostname": parent.hostname} if parent.hostname else out
+    out: dict[str, Any] = {"namespace": parent.namespace, "name": parent.name, "listener": parent.listener}
+    if parent.hostname:
+        out["hostname"] = parent.hostname
+    # Added within version 2: the listener admits routes from the namespaces the platform labels (a team's
+    # routes live in the team's namespace); absent (an older platform): only its own namespace's.
+    out["shared"] = parent.shared
+    return out
 
 
 def export_platform(view: PlatformView) -> dict[str, Any]:
@@ -182,6 +187,7 @@ def read_parent(exports: dict[str, Any]) -> GatewayParent | None:
         listener=str(parent["listener"]),
         hostname=parent.get("hostname"),
         own=False,
+        shared=bool(parent.get("shared")),
     )
 
 

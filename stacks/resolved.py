@@ -46,6 +46,13 @@ GATEWAY_NAME = "inference"
 HTTPS_LISTENER = "https"
 AIBRIX_GATEWAY = ("aibrix-system", "aibrix-eg", "http")
 
+# Who a namespace belongs to: a team's name on each of the team's namespaces, `platform` (PLATFORM_CLIENTS)
+# on the platform's own model namespaces and LiteLLM's. The front door's HTTPS listener admits routes
+# from every namespace that carries the label (`allowedRoutes` selector: the key exists), so each
+# route lives beside the model it serves; a namespace without it (the Gateway's own, KEDA's, any
+# namespace the platform did not create) cannot attach a route. Only the platform labels namespaces.
+TEAM_LABEL = "inference-platform.io/team"
+
 # The model cache: the dynamic EFS StorageClass teams may claim from, and the claim name every model
 # namespace uses for a shared cache (EFS or FSx).
 EFS_STORAGE_CLASS = "efs-models"
@@ -138,6 +145,15 @@ class GatewayParent:
     hostname: str | None
     # True: this stack creates that Gateway; False: AIBrix's chart or the platform stack does.
     own: bool
+    # True: the listener admits routes from every namespace labelled TEAM_LABEL (the front door's own
+    # Gateway), so each route lives in its model's namespace. False: only routes in the Gateway's own
+    # namespace attach (AIBrix's, whose chart sets no allowedRoutes: Gateway API's default `Same`), so
+    # the routes live there, and a team, whose objects stay in its own namespaces, cannot attach one.
+    shared: bool = False
+
+    def route_namespace(self, model_namespace: str) -> str:
+        """Where a route (and its policies) to a model in `model_namespace` lives."""
+        return model_namespace if self.shared else self.namespace
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -516,6 +532,30 @@ class KeySecret:
     name: str
 
 
+@dataclass(frozen=True)
+class KeyGrant:
+    """A ReferenceGrant the platform issues beside a Secret of gateway keys: SecurityPolicies in
+    `from_namespaces` may name that one Secret (Envoy Gateway refuses a cross-namespace credentialRef
+    without one). Whether a route admits the keys is its own SecurityPolicy's, from the resolved callers."""
+
+    keys: KeySecret
+    from_namespaces: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Access:
+    """Who the front door admits where, for a stack that owns the platform's listener: the listener's
+    own backstop (the platform's clients only), the LiteLLM proxy's route, the grants that let routes
+    in other namespaces name a key Secret, and the namespaces whose routes may send to the KEDA HTTP
+    add-on's interceptor. Empty for a team's stack, which owns none of it."""
+
+    platform_keys: KeySecret | None = None
+    litellm_callers: tuple[str, ...] = ()
+    litellm_key_secrets: tuple[KeySecret, ...] = ()
+    key_grants: tuple[KeyGrant, ...] = ()
+    interceptor_routes_from: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class ResolvedStack:
     """Everything one stack file asks for, resolved."""
@@ -550,6 +590,8 @@ class ResolvedStack:
     images: ImageTable
     # (URL, port) of the Prometheus the platform's prometheus-adapter reads; None: no adapter here.
     prometheus_adapter: tuple[str, int | None] | None = None
+    # Who the front door admits where (stacks/resolve/access.py); empty for a team's stack.
+    access: Access = field(default_factory=Access)
 
     @property
     def prod(self) -> bool:

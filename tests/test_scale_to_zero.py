@@ -16,7 +16,7 @@ import pytest
 from components.autoscaling import wake
 from components.autoscaling.keda import scaled_objects
 from components.gateway import isolation
-from components.gateway.routing import http_route, interceptor_grant, model_routing, route_duration
+from components.gateway.routing import http_route, interceptor_grants, model_routing, route_duration
 from components.serving import litellm
 from stacks import conformance
 from stacks.coldstart import (
@@ -109,13 +109,20 @@ def test_the_route_goes_to_the_interceptor_with_the_header_set_and_stays_authent
     assert not by_kind(objs, "ReferenceGrant"), "the route no longer names the model's Service"
 
 
-def test_one_reference_grant_lets_the_gateways_routes_reach_only_the_interceptor(stack):
-    grant = interceptor_grant(stack.route_parent)
+def test_the_grant_lets_the_routes_of_the_known_namespaces_reach_only_the_interceptor(stack):
+    assert stack.access.interceptor_routes_from == ("chat",), "the frontdoor stack's to-zero model is in chat"
+    (grant,) = interceptor_grants(stack.access.interceptor_routes_from)
     assert grant["metadata"]["namespace"] == KEDA_NAMESPACE
-    assert grant["spec"]["from"] == [
-        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": stack.route_parent.namespace}
-    ]
+    assert grant["spec"]["from"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "chat"}]
     assert grant["spec"]["to"] == [{"group": "", "kind": "Service", "name": INTERCEPTOR[0]}]
+
+
+def test_more_namespaces_than_one_grant_holds_get_more_grants():
+    namespaces = [f"team-{i:02}" for i in range(20)]
+    grants = interceptor_grants(namespaces)
+    assert [g["metadata"]["name"] for g in grants] == ["interceptor-for-routes", "interceptor-for-routes-2"]
+    assert [len(g["spec"]["from"]) for g in grants] == [16, 4], "the CRD's from holds 16"
+    assert [f["namespace"] for g in grants for f in g["spec"]["from"]] == namespaces
 
 
 def test_the_model_admits_the_interceptor_and_the_interceptor_admits_only_envoy_litellm_and_its_scaler(idle):
@@ -205,7 +212,7 @@ def test_the_frontdoor_example_installs_the_add_on_after_keda_and_wires_the_inte
     assert route.urn in scaled.depends_on, "created after its InterceptorRoute, or KEDA falls back to CPU"
     manifests = rendered.manifests()
     kinds = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]) for m in manifests}
-    assert ("ReferenceGrant", KEDA_NAMESPACE, "interceptor-from-gateway") in kinds
+    assert ("ReferenceGrant", KEDA_NAMESPACE, "interceptor-for-routes") in kinds
     assert ("NetworkPolicy", KEDA_NAMESPACE, "interceptor-ingress") in kinds
     (httproute,) = [m for m in manifests if m["kind"] == "HTTPRoute" and m["metadata"]["name"] == IDLE]
     assert httproute["spec"]["rules"][0]["backendRefs"][0]["name"] == INTERCEPTOR[0]

@@ -58,7 +58,12 @@ def gateway_parent(addons: AddonsSection, gateway: GatewaySection) -> GatewayPar
         return GatewayParent(namespace=ns, name=name, listener=listener, hostname=gateway.hostname, own=False)
     if gateway.enabled:
         return GatewayParent(
-            namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, listener=HTTPS_LISTENER, hostname=gateway.hostname, own=True
+            namespace=GATEWAY_NAMESPACE,
+            name=GATEWAY_NAME,
+            listener=HTTPS_LISTENER,
+            hostname=gateway.hostname,
+            own=True,
+            shared=True,
         )
     return None
 

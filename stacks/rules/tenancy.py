@@ -15,6 +15,7 @@ from ..checks import rule
 from ..config.teams import PLATFORM_CLIENTS
 from ..errors import Problem, duplicates, key_path
 from ..names import reserved_namespace
+from ..resolve.access import litellm_models
 from ..resolved import ResolvedStack
 
 
@@ -115,9 +116,7 @@ def consumers_are_declared_teams(stack: ResolvedStack) -> Iterable[Problem]:
 @rule
 def team_litellm_access_names_what_the_proxy_serves(stack: ResolvedStack) -> Iterable[Problem]:
     litellm = stack.config.addons.litellm
-    served = {m for p in litellm.external_providers for m in p.models} | {
-        m.name for m in stack.models if m.expose and m.owner == PLATFORM_CLIENTS
-    }
+    served = set(litellm_models(stack.config.addons, stack.models))
     for i, team in enumerate(stack.config.teams):
         if team.litellm is None:
             continue
@@ -134,3 +133,20 @@ def team_litellm_access_names_what_the_proxy_serves(stack: ResolvedStack) -> Ite
                     f"{model} is no model the proxy serves (external providers' models and this stack's exposed "
                     f"models: {', '.join(sorted(served)) or 'none'})",
                 )
+
+
+@rule
+def team_routes_attach_from_the_teams_namespaces(stack: ResolvedStack) -> Iterable[Problem]:
+    """A team's route lives in the team's namespace: the platform's listener must admit it from there."""
+    parent = stack.platform.gateway_parent
+    if stack.team is None or not stack.platform.known or parent is None or parent.shared:
+        return
+    for entry in stack.entries:
+        if entry.config.expose:
+            yield Problem(
+                entry.key("expose"),
+                f"the listener {stack.platform.where} exports ({parent.namespace}/{parent.name}) admits routes only "
+                f"from its own namespace (AIBrix's Gateway, or a platform older than the team-namespace routes), and "
+                f"a team's objects stay in its own namespaces; set expose: false, or ask the platform team for the "
+                f"front door's own Gateway (gateway.enabled, addons.aibrix off)",
+            )
