@@ -31,6 +31,7 @@ from .model_servers import Models, ModelsArgs
 from .monitoring.component import Monitoring, MonitoringArgs
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack
+from .serving.litellm_keys import LiteLLMKeys, LiteLLMKeysArgs
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
 from .storage.cache import CacheContext, streamed_prefixes
 from .storage.component import ModelStorage, ModelStorageArgs
@@ -102,6 +103,7 @@ class InferencePlatform(pulumi.ComponentResource):
             self._model_addons(name, wiring)
             self._scalers(name, wiring)
             self._front_door(name, wiring)
+            self._litellm_keys(name, wiring)
             self._benchmarks(name, wiring)
             self._monitoring(name, wiring)
             self._export_platform(wiring)
@@ -361,8 +363,27 @@ class InferencePlatform(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
         wiring.served.append(door)
+        wiring.namespaces.update(door.created)
         if any(m.expose for m in stack.models) and (platform.gateway.enabled or not parent.own):
             self.outputs["inferenceUrl"] = door.url
+
+    def _litellm_keys(self, name: str, wiring: Wiring) -> None:
+        """The LiteLLM virtual keys of the proxy's callers (teams with access, the platform's clients)."""
+        stack = self.stack
+        if not stack.access.virtual_keys:
+            return
+        LiteLLMKeys(
+            f"{name}-litellm-keys",
+            LiteLLMKeysArgs(
+                addon=stack.platform.addons.litellm,
+                keys=stack.access.virtual_keys,
+                image=stack.images["litellm"],
+                provider=wiring.cluster.provider,
+                proxy=wiring.litellm,
+                namespaces=dict(wiring.namespaces),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
 
     def _benchmarks(self, name: str, wiring: Wiring) -> None:
         """SLO benchmark Jobs through the front door."""

@@ -142,7 +142,12 @@ def _team_export(team: Team) -> dict[str, Any]:
         "apiKeysSecret": team.api_keys_secret,
     }
     if team.litellm_models:
-        out["litellm"] = {"models": list(team.litellm_models)}
+        litellm: dict[str, Any] = {"models": list(team.litellm_models)}
+        if team.litellm_max_budget is not None:
+            litellm["maxBudget"] = team.litellm_max_budget
+        if team.litellm_budget_duration is not None:
+            litellm["budgetDuration"] = team.litellm_budget_duration
+        out["litellm"] = litellm
     return out
 
 
@@ -154,6 +159,8 @@ def read_teams(exports: dict[str, Any]) -> tuple[Team, ...]:
             quota=Quota.model_validate(t["quota"]),
             api_keys_secret=str(t["apiKeysSecret"]),
             litellm_models=tuple(str(m) for m in (t.get("litellm") or {}).get("models") or ()),
+            litellm_max_budget=(t.get("litellm") or {}).get("maxBudget"),
+            litellm_budget_duration=(t.get("litellm") or {}).get("budgetDuration"),
         )
         for t in exports.get("teams") or []
     )

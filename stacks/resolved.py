@@ -512,6 +512,9 @@ class Team:
     quota: Quota | None
     api_keys_secret: str
     litellm_models: tuple[str, ...] = ()
+    # The spend limit of the team's LiteLLM virtual key and how often it resets (None: none, never).
+    litellm_max_budget: float | None = None
+    litellm_budget_duration: str | None = None
 
     @property
     def home(self) -> str:
@@ -520,6 +523,9 @@ class Team:
 
 # The caller a model's benchmark Job is: its key Secret calls that model and no other.
 BENCHMARK_CALLER = "benchmark"
+# The Secret (entry `api-key`) in a caller's namespace that holds its LiteLLM virtual key, kept there by
+# the platform's key job (components/serving/litellm_keys.py).
+LITELLM_KEY_SECRET = "litellm-key"
 
 
 @dataclass(frozen=True)
@@ -542,18 +548,34 @@ class KeyGrant:
     from_namespaces: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class VirtualKey:
+    """A LiteLLM virtual key the platform keeps for one caller (a team with `litellm` access, or the
+    platform's own clients): which models it may call, its budget, and the Secret (entry `api-key`) in
+    the caller's namespace it is written to."""
+
+    caller: str
+    namespace: str
+    secret: str
+    models: tuple[str, ...]
+    max_budget: float | None = None
+    budget_duration: str | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Access:
     """Who the front door admits where, for a stack that owns the platform's listener: the listener's
     own backstop (the platform's clients only), the LiteLLM proxy's route, the grants that let routes
-    in other namespaces name a key Secret, and the namespaces whose routes may send to the KEDA HTTP
-    add-on's interceptor. Empty for a team's stack, which owns none of it."""
+    in other namespaces name a key Secret, the namespaces whose routes may send to the KEDA HTTP add-on's
+    interceptor, and the LiteLLM virtual keys the platform keeps. Empty for a team's stack, which owns
+    none of it."""
 
     platform_keys: KeySecret | None = None
     litellm_callers: tuple[str, ...] = ()
     litellm_key_secrets: tuple[KeySecret, ...] = ()
     key_grants: tuple[KeyGrant, ...] = ()
     interceptor_routes_from: tuple[str, ...] = ()
+    virtual_keys: tuple[VirtualKey, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -84,9 +84,9 @@ def test_the_platform_labels_its_namespaces_and_grants_each_teams_keys_to_the_ot
     sources = {ns: {f["namespace"] for f in g["spec"]["from"]} for (ns, _), g in grants.items()}
     assert sources == {
         "search": {"chat", "chat-staging"},
-        "chat": {"search", "chat-staging"},
-        "inference-gateway": {"search", "chat", "chat-staging"},
-    }, "every key Secret, to the routes of every other namespace a team may put one in"
+        "chat": {"search", "chat-staging", "litellm"},
+        "inference-gateway": {"search", "chat", "chat-staging", "litellm"},
+    }, "each key Secret, to every other team namespace and to LiteLLM's route where it admits those keys"
     for grant in grants.values():
         assert {(f["group"], f["kind"]) for f in grant["spec"]["from"]} == {("gateway.envoyproxy.io", "SecurityPolicy")}
         (target,) = grant["spec"]["to"]

@@ -102,14 +102,17 @@ class FrontDoor(pulumi.ComponentResource):
     """Gateway, routes, SecurityPolicies, rate limits, ReferenceGrants and NetworkPolicies."""
 
     url: pulumi.Output[str]
+    # The namespaces it created (the Gateway's), by name: later objects there wait for them.
+    created: dict[str, k8s.core.v1.Namespace]
 
     def __init__(self, name: str, args: FrontDoorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:FrontDoor", name, None, opts)
         gw, parent = args.gateway, args.parent_gateway
         plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespaces = dict(args.namespaces)
+        self.created = {}
         if parent.own and parent.namespace not in namespaces:
-            namespaces[parent.namespace] = k8s.core.v1.Namespace(
+            namespaces[parent.namespace] = self.created[parent.namespace] = k8s.core.v1.Namespace(
                 f"{name}-ns",
                 metadata={"name": GATEWAY_NAMESPACE, "labels": {**MANAGED_BY}},
                 opts=plain,

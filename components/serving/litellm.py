@@ -232,7 +232,7 @@ def _proxy_container(addon: LiteLLM, files: list[SecretFile], image: Image) -> d
 
 def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]:
     models = internal_models(models)
-    egress: list[dict[str, Any]] = [_dns_egress(), *_model_egress(models), *_backend_egress(addon)]
+    egress: list[dict[str, Any]] = [dns_egress(), *_model_egress(models), *_backend_egress(addon)]
     hosts = sorted({h for p in addon.external_providers for h in p.egress_hosts})
     if addon.external_providers:
         egress.append(
@@ -261,7 +261,7 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
     }
 
 
-def _dns_egress() -> dict[str, Any]:
+def dns_egress() -> dict[str, Any]:
     """Egress to the cluster DNS (kube-dns in kube-system)."""
     return {
         "to": [

@@ -1,8 +1,8 @@
 """Who may call what, resolved: each model's callers and the key Secrets its route admits, and for a
 stack that owns the platform's listener, everything the front door admits beyond one model's route
 (`Access`): the listener's backstop, the LiteLLM proxy's route, the ReferenceGrants that let a route's
-SecurityPolicy name a key Secret in another namespace, and the namespaces whose routes may reach the
-KEDA HTTP add-on's interceptor.
+SecurityPolicy name a key Secret in another namespace, the namespaces whose routes may reach the KEDA
+HTTP add-on's interceptor, and the LiteLLM virtual keys the platform keeps.
 
 Where a route lives: beside its model on the front door's own Gateway (its listener admits every
 namespace labelled `TEAM_LABEL`), in the Gateway's namespace on AIBrix's (`GatewayParent.route_namespace`).
@@ -19,6 +19,7 @@ from ..config.teams import PLATFORM_CLIENTS
 from ..resolved import (
     BENCHMARK_CALLER,
     GATEWAY_NAMESPACE,
+    LITELLM_KEY_SECRET,
     LITELLM_NAMESPACE,
     Access,
     GatewayParent,
@@ -28,6 +29,7 @@ from ..resolved import (
     PlatformView,
     ResolvedModel,
     Team,
+    VirtualKey,
 )
 
 
@@ -123,6 +125,32 @@ def interceptor_routes_from(
     return tuple(sorted(teams | mine))
 
 
+def virtual_keys(view: PlatformView, models: Sequence[ResolvedModel]) -> tuple[VirtualKey, ...]:
+    """The LiteLLM virtual keys the platform keeps (only with the proxy's database, which virtual keys
+    live in): one per team with `litellm` access, scoped to its models and budget, in its home
+    namespace; and one for the platform's own clients, scoped to every model the proxy serves, beside
+    their gateway keys. No client holds the master key."""
+    addons = view.addons
+    if not (addons.litellm.enabled and addons.litellm.database_url_secret):
+        return ()
+    keys = [
+        VirtualKey(
+            caller=t.name,
+            namespace=t.home,
+            secret=LITELLM_KEY_SECRET,
+            models=t.litellm_models,
+            max_budget=t.litellm_max_budget,
+            budget_duration=t.litellm_budget_duration,
+        )
+        for t in view.teams
+        if t.litellm_models
+    ]
+    if view.gateway_parent is not None:
+        served = litellm_models(addons, models)
+        keys.insert(0, VirtualKey(PLATFORM_CLIENTS, platform_keys(view).namespace, LITELLM_KEY_SECRET, served))
+    return tuple(keys)
+
+
 def front_door_access(view: PlatformView, parent: GatewayParent, models: Sequence[ResolvedModel]) -> Access:
     """What a stack that owns the platform's listener admits beyond its models' own routes."""
     litellm = view.addons.litellm.enabled and view.gateway_parent is not None
@@ -134,4 +162,5 @@ def front_door_access(view: PlatformView, parent: GatewayParent, models: Sequenc
         # Only API keys are Secrets a policy names; JWTs are checked against the issuer's keys.
         key_grants=key_grants(view, parent, models, litellm) if view.gateway.auth == "apiKey" else (),
         interceptor_routes_from=interceptor_routes_from(parent, view, models) if view.addons.keda_http.enabled else (),
+        virtual_keys=virtual_keys(view, models),
     )

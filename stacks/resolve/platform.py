@@ -164,6 +164,8 @@ def declared_team(team: TeamSection) -> Team:
         quota=team.quota,
         api_keys_secret=team.api_keys_secret,
         litellm_models=tuple(team.litellm.models) if team.litellm else (),
+        litellm_max_budget=team.litellm.max_budget if team.litellm else None,
+        litellm_budget_duration=team.litellm.budget_duration if team.litellm else None,
     )
 
 
