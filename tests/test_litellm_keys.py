@@ -26,7 +26,7 @@ import pytest
 from components.serving import litellm_key_sync, litellm_keys
 from stacks.resolved import LITELLM_KEY_SECRET, VirtualKey
 from tests.builders import resolved_stack
-from tests.conftest import EXAMPLES_DIR, sections_of, stack_manifests
+from tests.conftest import EXAMPLES_DIR, rendered_stack, sections_of, stack_manifests
 from tests.guard_support import has, problems
 
 PLATFORM = EXAMPLES_DIR / "Pulumi.platform.yaml"
@@ -282,3 +282,40 @@ def test_the_job_waits_for_the_proxy_and_gives_up_after_its_allowance():
     closed = litellm_key_sync.Http("http://127.0.0.1:9", "x")  # the discard port: nothing answers
     with pytest.raises(RuntimeError, match="did not become ready"):
         litellm_key_sync.wait_ready(closed, seconds=0, pause=0)
+
+
+def test_a_teams_budget_travels_in_the_platforms_exports():
+    from stacks.exports import read_teams
+    from stacks.pipeline import exports_from_file
+
+    exported = exports_from_file(PLATFORM)["teams"]
+    chat = next(t for t in exported if t["name"] == "chat")
+    assert chat["litellm"] == {"models": ["gpt-4o-mini"], "maxBudget": 50, "budgetDuration": "30d"}
+    (read,) = [t for t in read_teams({"teams": exported}) if t.name == "chat"]
+    assert (read.litellm_max_budget, read.litellm_budget_duration) == (50, "30d")
+
+
+def test_a_proxy_without_a_database_warns_that_its_clients_hold_the_master_key():
+    from stacks.pipeline import stack_warnings
+
+    serving = resolved_stack(sections_of(EXAMPLES_DIR / "Pulumi.serving.yaml"))
+    found = [str(w) for w in stack_warnings(serving)]
+    assert any("addons.litellm.databaseUrlSecret" in w and "master key" in w for w in found), found
+    assert not [str(w) for w in stack_warnings(resolved_stack(sections_of(PLATFORM))) if "databaseUrlSecret" in str(w)]
+
+
+def test_the_job_runs_after_the_proxy_and_every_object_it_touches():
+    mocks = rendered_stack(PLATFORM).mocks
+    (job,) = mocks.of_type("kubernetes:batch/v1:Job")
+    proxy = mocks.named("kubernetes:apps/v1:Deployment", "deployment-litellm-litellm")
+    assert proxy.urn in job.depends_on, "the proxy answers the key API"
+    for kind, name in [
+        ("kubernetes:core/v1:Secret", "secret-chat-litellm-key"),
+        ("kubernetes:core/v1:Secret", "secret-inference-gateway-litellm-key"),
+        ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "rolebinding-chat-litellm-keys-writer"),
+        ("kubernetes:core/v1:ConfigMap", "configmap-litellm-litellm-keys"),
+    ]:
+        assert mocks.named(kind, name).urn in job.depends_on, name
+    gateway_ns = mocks.named("kubernetes:core/v1:Namespace", "platform-front-door-ns")
+    secret = mocks.named("kubernetes:core/v1:Secret", "secret-inference-gateway-litellm-key")
+    assert gateway_ns.urn in secret.depends_on, "the Gateway's namespace exists before its Secret"
