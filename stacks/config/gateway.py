@@ -104,8 +104,10 @@ class GatewaySection(Strict):
     )
     api_keys_secret: SecretName = Field(
         default="inference-api-keys",
-        description="Existing Opaque Secret in the Gateway's namespace holding one entry per client (key: client "
-        "name, value: its API key); created and rotated outside the stack.",
+        description="The platform team's own clients' keys: an existing Opaque Secret in the Gateway's namespace, "
+        "one entry per client (key: client name, value: its API key), created and rotated outside the stack. "
+        "A route admits it when its model is the platform's or names `platform` as a consumer, and the listener "
+        "admits it alone; a team's clients use their team's `teams[].apiKeysSecret`.",
     )
     jwt: Jwt | None = Field(default=None, description="The JWT provider; required with `auth: jwt`.")
     allow_unauthenticated: bool = Field(

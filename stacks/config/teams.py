@@ -33,7 +33,9 @@ class TeamLiteLLM(Strict):
         min_length=1,
         description="LiteLLM model names the team's virtual key may call: models of `addons.litellm."
         "externalProviders` or the platform's exposed models. The team's clients reach the proxy's route "
-        "with their gateway key, and the proxy with this key.",
+        "with their gateway key, and the proxy with the team's virtual key, scoped to these models, which the "
+        "platform keeps in the Secret `litellm-key` (entry `api-key`) in the team's home namespace (needs "
+        "`addons.litellm.databaseUrlSecret`).",
     )
     max_budget: float | None = Field(
         default=None,
