@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.exports import export_platform
 from stacks.naming import MANAGED_BY, TOKEN, tags
 from stacks.resolved import MONITORING_NAMESPACE, TEAM_LABEL, ResolvedStack
@@ -210,9 +209,8 @@ class InferencePlatform(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=wiring.cluster.provider)
         # Whose namespace it is (TEAM_LABEL: a team's, or the platform's own): the front door's listener
         # admits the routes of labelled namespaces only.
-        owner = self.stack.team.name if self.stack.team is not None else PLATFORM_CLIENTS
         for ns in self.stack.namespaces:
-            labels = {**MANAGED_BY, "inference-platform.io/models": "true", TEAM_LABEL: owner}
+            labels = {**MANAGED_BY, "inference-platform.io/models": "true", TEAM_LABEL: self.stack.owner_of(ns)}
             wiring.namespaces[ns] = k8s.core.v1.Namespace(
                 f"{name}-ns-{ns}", metadata={"name": ns, "labels": labels}, opts=child
             )

@@ -634,6 +634,14 @@ class ResolvedStack:
         """The entry placed on its pool; None when the platform has no such pool (or is unknown)."""
         return next((m for m in self.models if m.index == entry.index), None)
 
+    def owner_of(self, namespace: str) -> str:
+        """Whose namespace it is (its TEAM_LABEL value): the declared team's it belongs to, this stack's
+        team's, or the platform's (PLATFORM_CLIENTS) for its own model namespaces."""
+        for team in self.platform.teams:
+            if namespace in team.namespaces:
+                return team.name
+        return self.team.name if self.team is not None else PLATFORM_CLIENTS
+
     @property
     def namespaces(self) -> tuple[str, ...]:
         """The model namespaces this stack creates (a team's always, even with no models yet)."""

@@ -122,3 +122,15 @@ def test_a_team_model_on_a_listener_that_admits_only_its_own_namespace_is_refuse
 
 def test_the_platform_exports_that_its_listener_admits_team_namespaces():
     assert rendered_stack(PLATFORM).outputs["gatewayParent"]["shared"] is True
+
+
+def test_each_namespace_is_labelled_with_its_owner_whichever_stack_creates_it():
+    platform = resolved_stack(sections_of(PLATFORM))
+    assert [platform.owner_of(ns) for ns in ("search", "chat", "chat-staging", "inference")] == [
+        "search",
+        "chat",
+        "chat",
+        "platform",
+    ], "a team namespace is its team's even when the platform creates it"
+    chat = resolved_stack(sections_of(CHAT))
+    assert {ns: chat.owner_of(ns) for ns in chat.namespaces} == {"chat": "chat", "chat-staging": "chat"}
