@@ -77,8 +77,9 @@ def objectives(slo: Slo | None) -> dict[str, float]:
 
 
 def target(model: ResolvedModel, hostname: str) -> str:
-    """The model's route through the front door (guidellm appends /v1/chat/completions)."""
-    return f"https://{hostname}/{model.name}"
+    """The model's route through the front door (guidellm appends /v1/chat/completions): `/<name>`, or
+    `/<namespace>/<name>` for a team's model (its resolved path prefix)."""
+    return f"https://{hostname}{model.path_prefix}"
 
 
 def guidellm_runs(model: ResolvedModel, bench: Benchmark, hostname: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.exports import export_platform
 from stacks.naming import MANAGED_BY, TOKEN, tags
-from stacks.resolved import MONITORING_NAMESPACE, ResolvedStack
+from stacks.resolved import MONITORING_NAMESPACE, TEAM_LABEL, ResolvedStack
 from stacks.versions import chart
 
 from . import k8s as k8s_objects
@@ -30,6 +30,7 @@ from .model_servers import Models, ModelsArgs
 from .monitoring.component import Monitoring, MonitoringArgs
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack
+from .serving.litellm_keys import LiteLLMKeys, LiteLLMKeysArgs
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
 from .storage.cache import CacheContext, streamed_prefixes
 from .storage.component import ModelStorage, ModelStorageArgs
@@ -101,6 +102,7 @@ class InferencePlatform(pulumi.ComponentResource):
             self._model_addons(name, wiring)
             self._scalers(name, wiring)
             self._front_door(name, wiring)
+            self._litellm_keys(name, wiring)
             self._benchmarks(name, wiring)
             self._monitoring(name, wiring)
             self._export_platform(wiring)
@@ -205,11 +207,12 @@ class InferencePlatform(pulumi.ComponentResource):
         """One Namespace per model namespace (a team's, even with no models yet), before anything is
         put into them."""
         child = pulumi.ResourceOptions(parent=self, provider=wiring.cluster.provider)
+        # Whose namespace it is (TEAM_LABEL: a team's, or the platform's own): the front door's listener
+        # admits the routes of labelled namespaces only.
         for ns in self.stack.namespaces:
+            labels = {**MANAGED_BY, "inference-platform.io/models": "true", TEAM_LABEL: self.stack.owner_of(ns)}
             wiring.namespaces[ns] = k8s.core.v1.Namespace(
-                f"{name}-ns-{ns}",
-                metadata={"name": ns, "labels": {**MANAGED_BY, "inference-platform.io/models": "true"}},
-                opts=child,
+                f"{name}-ns-{ns}", metadata={"name": ns, "labels": labels}, opts=child
             )
 
     def _storage(self, name: str, wiring: Wiring) -> None:
@@ -344,6 +347,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 parent_gateway=parent,
                 served=list(stack.models),
                 owns_listener=stack.owns_platform,
+                access=stack.access,
                 litellm_route=stack.owns_platform and platform.addons.litellm.enabled,
                 depends_on=installers,
                 namespaces=dict(wiring.namespaces),
@@ -357,8 +361,27 @@ class InferencePlatform(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
         wiring.served.append(door)
+        wiring.namespaces.update(door.created)
         if any(m.expose for m in stack.models) and (platform.gateway.enabled or not parent.own):
             self.outputs["inferenceUrl"] = door.url
+
+    def _litellm_keys(self, name: str, wiring: Wiring) -> None:
+        """The LiteLLM virtual keys of the proxy's callers (teams with access, the platform's clients)."""
+        stack = self.stack
+        if not stack.access.virtual_keys:
+            return
+        LiteLLMKeys(
+            f"{name}-litellm-keys",
+            LiteLLMKeysArgs(
+                addon=stack.platform.addons.litellm,
+                keys=stack.access.virtual_keys,
+                image=stack.images["litellm"],
+                provider=wiring.cluster.provider,
+                proxy=wiring.litellm,
+                namespaces=dict(wiring.namespaces),
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
 
     def _benchmarks(self, name: str, wiring: Wiring) -> None:
         """SLO benchmark Jobs through the front door."""

@@ -93,11 +93,16 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
     }
 
 
-def _parent_export(parent: GatewayParent | None) -> dict[str, str] | None:
+def _parent_export(parent: GatewayParent | None) -> dict[str, Any] | None:
     if parent is None:
         return None
-    out = {"namespace": parent.namespace, "name": parent.name, "listener": parent.listener}
-    return {**out, "hostname": parent.hostname} if parent.hostname else out
+    out: dict[str, Any] = {"namespace": parent.namespace, "name": parent.name, "listener": parent.listener}
+    if parent.hostname:
+        out["hostname"] = parent.hostname
+    # Added within version 2: the listener admits routes from the namespaces the platform labels (a team's
+    # routes live in the team's namespace); absent (an older platform): only its own namespace's.
+    out["shared"] = parent.shared
+    return out
 
 
 def export_platform(view: PlatformView) -> dict[str, Any]:
@@ -137,7 +142,12 @@ def _team_export(team: Team) -> dict[str, Any]:
         "apiKeysSecret": team.api_keys_secret,
     }
     if team.litellm_models:
-        out["litellm"] = {"models": list(team.litellm_models)}
+        litellm: dict[str, Any] = {"models": list(team.litellm_models)}
+        if team.litellm_max_budget is not None:
+            litellm["maxBudget"] = team.litellm_max_budget
+        if team.litellm_budget_duration is not None:
+            litellm["budgetDuration"] = team.litellm_budget_duration
+        out["litellm"] = litellm
     return out
 
 
@@ -149,6 +159,8 @@ def read_teams(exports: dict[str, Any]) -> tuple[Team, ...]:
             quota=Quota.model_validate(t["quota"]),
             api_keys_secret=str(t["apiKeysSecret"]),
             litellm_models=tuple(str(m) for m in (t.get("litellm") or {}).get("models") or ()),
+            litellm_max_budget=(t.get("litellm") or {}).get("maxBudget"),
+            litellm_budget_duration=(t.get("litellm") or {}).get("budgetDuration"),
         )
         for t in exports.get("teams") or []
     )
@@ -182,6 +194,7 @@ def read_parent(exports: dict[str, Any]) -> GatewayParent | None:
         listener=str(parent["listener"]),
         hostname=parent.get("hostname"),
         own=False,
+        shared=bool(parent.get("shared")),
     )
 
 

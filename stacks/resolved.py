@@ -46,6 +46,13 @@ GATEWAY_NAME = "inference"
 HTTPS_LISTENER = "https"
 AIBRIX_GATEWAY = ("aibrix-system", "aibrix-eg", "http")
 
+# Who a namespace belongs to: a team's name on each of the team's namespaces, `platform` (PLATFORM_CLIENTS)
+# on the platform's own model namespaces and LiteLLM's. The front door's HTTPS listener admits routes
+# from every namespace that carries the label (`allowedRoutes` selector: the key exists), so each
+# route lives beside the model it serves; a namespace without it (the Gateway's own, KEDA's, any
+# namespace the platform did not create) cannot attach a route. Only the platform labels namespaces.
+TEAM_LABEL = "inference-platform.io/team"
+
 # The model cache: the dynamic EFS StorageClass teams may claim from, and the claim name every model
 # namespace uses for a shared cache (EFS or FSx).
 EFS_STORAGE_CLASS = "efs-models"
@@ -138,6 +145,15 @@ class GatewayParent:
     hostname: str | None
     # True: this stack creates that Gateway; False: AIBrix's chart or the platform stack does.
     own: bool
+    # True: the listener admits routes from every namespace labelled TEAM_LABEL (the front door's own
+    # Gateway), so each route lives in its model's namespace. False: only routes in the Gateway's own
+    # namespace attach (AIBrix's, whose chart sets no allowedRoutes: Gateway API's default `Same`), so
+    # the routes live there, and a team, whose objects stay in its own namespaces, cannot attach one.
+    shared: bool = False
+
+    def route_namespace(self, model_namespace: str) -> str:
+        """Where a route (and its policies) to a model in `model_namespace` lives."""
+        return model_namespace if self.shared else self.namespace
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,7 +245,7 @@ class RoutePicking:
 
 # The header the front door and LiteLLM set (overwriting a client's) on a scale-to-zero model's requests,
 # and the KEDA HTTP add-on's InterceptorRoute matches: every model reaches the interceptor under the same
-# host and `/v1/...` paths, so the header is what tells them apart.
+# host and `/v1/...` paths, so the header is what tells them apart (its value: `Wake.header`).
 WAKE_HEADER = "x-inference-platform-model"
 
 
@@ -250,9 +266,12 @@ class ColdStart:
 @dataclass(frozen=True, kw_only=True)
 class Wake:
     """How a model that scales to zero comes back: the InterceptorRoute the KEDA HTTP add-on holds its
-    requests by (named after the model, in its namespace) and the cold start they wait through."""
+    requests by (named after the model, in its namespace), the value of WAKE_HEADER that route matches
+    (`<namespace>/<name>`: one interceptor serves every team, so the value names the model cluster-wide,
+    never a model of another namespace with the same name), and the cold start they wait through."""
 
     route: str
+    header: str
     cold_start: ColdStart
 
 
@@ -493,6 +512,9 @@ class Team:
     quota: Quota | None
     api_keys_secret: str
     litellm_models: tuple[str, ...] = ()
+    # The spend limit of the team's LiteLLM virtual key and how often it resets (None: none, never).
+    litellm_max_budget: float | None = None
+    litellm_budget_duration: str | None = None
 
     @property
     def home(self) -> str:
@@ -501,6 +523,9 @@ class Team:
 
 # The caller a model's benchmark Job is: its key Secret calls that model and no other.
 BENCHMARK_CALLER = "benchmark"
+# The Secret (entry `api-key`) in a caller's namespace that holds its LiteLLM virtual key, kept there by
+# the platform's key job (components/serving/litellm_keys.py).
+LITELLM_KEY_SECRET = "litellm-key"
 
 
 @dataclass(frozen=True)
@@ -511,6 +536,46 @@ class KeySecret:
     caller: str
     namespace: str
     name: str
+
+
+@dataclass(frozen=True)
+class KeyGrant:
+    """A ReferenceGrant the platform issues beside a Secret of gateway keys: SecurityPolicies in
+    `from_namespaces` may name that one Secret (Envoy Gateway refuses a cross-namespace credentialRef
+    without one). Whether a route admits the keys is its own SecurityPolicy's, from the resolved callers."""
+
+    keys: KeySecret
+    from_namespaces: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VirtualKey:
+    """A LiteLLM virtual key the platform keeps for one caller (a team with `litellm` access, or the
+    platform's own clients): which models it may call, its budget, and the Secret (entry `api-key`) in
+    the caller's namespace it is written to."""
+
+    caller: str
+    namespace: str
+    secret: str
+    models: tuple[str, ...]
+    max_budget: float | None = None
+    budget_duration: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Access:
+    """Who the front door admits where, for a stack that owns the platform's listener: the listener's
+    own backstop (the platform's clients only), the LiteLLM proxy's route, the grants that let routes
+    in other namespaces name a key Secret, the namespaces whose routes may send to the KEDA HTTP add-on's
+    interceptor, and the LiteLLM virtual keys the platform keeps. Empty for a team's stack, which owns
+    none of it."""
+
+    platform_keys: KeySecret | None = None
+    litellm_callers: tuple[str, ...] = ()
+    litellm_key_secrets: tuple[KeySecret, ...] = ()
+    key_grants: tuple[KeyGrant, ...] = ()
+    interceptor_routes_from: tuple[str, ...] = ()
+    virtual_keys: tuple[VirtualKey, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -547,6 +612,8 @@ class ResolvedStack:
     images: ImageTable
     # (URL, port) of the Prometheus the platform's prometheus-adapter reads; None: no adapter here.
     prometheus_adapter: tuple[str, int | None] | None = None
+    # Who the front door admits where (stacks/resolve/access.py); empty for a team's stack.
+    access: Access = field(default_factory=Access)
 
     @property
     def prod(self) -> bool:
@@ -566,6 +633,14 @@ class ResolvedStack:
     def placed(self, entry: ModelEntry) -> ResolvedModel | None:
         """The entry placed on its pool; None when the platform has no such pool (or is unknown)."""
         return next((m for m in self.models if m.index == entry.index), None)
+
+    def owner_of(self, namespace: str) -> str:
+        """Whose namespace it is (its TEAM_LABEL value): the declared team's it belongs to, this stack's
+        team's, or the platform's (PLATFORM_CLIENTS) for its own model namespaces."""
+        for team in self.platform.teams:
+            if namespace in team.namespaces:
+                return team.name
+        return self.team.name if self.team is not None else PLATFORM_CLIENTS
 
     @property
     def namespaces(self) -> tuple[str, ...]:

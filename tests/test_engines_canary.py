@@ -4,13 +4,14 @@ the model's, weighted on its route, scraped per revision, and refused where it c
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from components.autoscaling.keda import scaled_objects
 from components.engines import ENGINES
-from components.gateway.routing import http_route, reference_grant
+from components.gateway.routing import backend_grant, http_route
 from components.model_servers import model_objects, workload_spec
 from components.monitoring.collection import pod_monitor
 from components.monitoring.dashboards import engine_dashboard
@@ -95,8 +96,12 @@ def test_the_route_splits_one_rule_by_weight_and_the_grant_covers_both_services(
     for rule in route["spec"]["rules"]:
         refs = {r["name"]: r["weight"] for r in rule["backendRefs"]}
         assert refs == {"qwen3-8b": 90, "qwen3-8b-canary": 10}, refs
-    grant = reference_grant(model, stack.route_parent)
-    assert {t["name"] for t in grant["spec"]["to"]} == {"qwen3-8b", "qwen3-8b-canary"}
+    assert route["metadata"]["namespace"] == model.namespace, "beside both Services: no grant needed"
+    aibrix = replace(stack.route_parent, namespace="aibrix-system", shared=False)
+    grant = backend_grant(model, aibrix)
+    assert {t["name"] for t in grant["spec"]["to"]} == {"qwen3-8b", "qwen3-8b-canary"}, (
+        "on AIBrix's Gateway the route lives in its namespace, and the grant covers both Services"
+    )
 
 
 def test_a_model_without_a_canary_keeps_one_unweighted_backend():
@@ -106,12 +111,16 @@ def test_a_model_without_a_canary_keeps_one_unweighted_backend():
     assert rule["backendRefs"] == [{"kind": "Service", "name": "qwen3-8b", "namespace": "inference", "port": 8000}]
 
 
-def test_the_frontdoor_example_shows_a_canary_granted_across_namespaces():
+def test_the_frontdoor_example_routes_a_canary_from_its_own_namespace():
     stack = stack_of(sections_of(ROOT / "stacks" / "examples" / "Pulumi.frontdoor.yaml"))
     model = resolved_model(stack, "qwen3-8b-sglang")
     assert model.canary is not None and model.canary.namespace == "chat"
-    grant = reference_grant(model, stack.route_parent)
-    assert {t["name"] for t in grant["spec"]["to"]} == {"qwen3-8b-sglang", "qwen3-8b-sglang-canary"}
+    route = http_route(stack.platform.gateway, model, stack.route_parent)
+    assert route["metadata"]["namespace"] == "chat"
+    assert {(r["name"], r["namespace"]) for rule in route["spec"]["rules"] for r in rule["backendRefs"]} == {
+        ("qwen3-8b-sglang", "chat"),
+        ("qwen3-8b-sglang-canary", "chat"),
+    }
 
 
 def test_the_pod_monitor_keeps_the_revision_and_the_dashboard_compares_revisions(vllm):

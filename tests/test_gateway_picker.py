@@ -4,6 +4,7 @@ policy that calls it, the pick honoured in the route's one BackendTrafficPolicy,
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -80,7 +81,8 @@ def test_load_routing_scores_queue_and_kv_cache_only_and_reads_sglang_pods_as_sg
 def test_the_route_calls_its_picker_with_streamed_bodies_and_a_timeout_fit_for_long_generations():
     stack = _stack()
     model = resolved_model(stack, "qwen3-8b")
-    policy, grant = picker.picker_objects(model, stack.route_parent)
+    (policy,) = picker.picker_objects(model, stack.route_parent)
+    assert policy["metadata"]["namespace"] == model.namespace, "beside its route and the picker: no grant"
     spec = policy["spec"]
     assert spec["targetRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "qwen3-8b"}]
     (ext,) = spec["extProc"]
@@ -92,9 +94,17 @@ def test_the_route_calls_its_picker_with_streamed_bodies_and_a_timeout_fit_for_l
     ]
     assert SCHEMAS is not None
     assert conformance.validate_custom(policy, SCHEMAS) == [], "valid against Envoy Gateway v1.9.0's CRD"
+
+
+def test_on_aibrixs_gateway_the_policy_lives_with_the_route_and_a_grant_reaches_the_one_picker_service():
+    stack = _stack()
+    model = resolved_model(stack, "qwen3-8b")
+    aibrix = replace(stack.route_parent, namespace="aibrix-system", shared=False)
+    policy, grant = picker.picker_objects(model, aibrix)
+    assert policy["metadata"]["namespace"] == "aibrix-system"
     assert grant["metadata"]["namespace"] == model.namespace
     assert grant["spec"]["from"] == [
-        {"group": "gateway.envoyproxy.io", "kind": "EnvoyExtensionPolicy", "namespace": stack.route_parent.namespace}
+        {"group": "gateway.envoyproxy.io", "kind": "EnvoyExtensionPolicy", "namespace": "aibrix-system"}
     ]
     assert grant["spec"]["to"] == [{"group": "", "kind": "Service", "name": picker.service_name(model)}], "one Service"
 

@@ -52,14 +52,17 @@ def test_the_dev_stack_exposes_its_models_through_an_authenticated_https_route(d
     assert set(routes) == exposed, "one route per exposed model"
     policies = of_kind(objs, "SecurityPolicy")
     for name, route in routes.items():
+        assert route["metadata"]["namespace"] == "inference", "beside its model"
         assert route["spec"]["parentRefs"] == [
             {"name": "inference", "namespace": GATEWAY_NAMESPACE, "sectionName": "https"}
         ]
         assert route["spec"]["hostnames"] == [dev["gateway"]["hostname"]]
-        auth = [p for p in policies if ("HTTPRoute", name) in targets(p)]
+        auth = [p for p in policies if ("HTTPRoute", name) in targets(p) and p["metadata"]["namespace"] == "inference"]
         assert len(auth) == 1, f"{name}: exactly one SecurityPolicy on its route"
         key_auth = auth[0]["spec"]["apiKeyAuth"]
-        assert key_auth["credentialRefs"] == [{"group": "", "kind": "Secret", "name": dev["gateway"]["apiKeysSecret"]}]
+        assert key_auth["credentialRefs"] == [
+            {"group": "", "kind": "Secret", "name": dev["gateway"]["apiKeysSecret"], "namespace": GATEWAY_NAMESPACE}
+        ], "the platform's clients' keys, beside the Gateway"
         assert key_auth["extractFrom"] == [{"headers": ["Authorization"]}], "Authorization: Bearer <key>"
     assert dev_render.outputs["inferenceUrl"] == f"https://{dev['gateway']['hostname']}"
 
@@ -156,7 +159,9 @@ def test_jwt_authentication_checks_issuer_and_jwks(dev):
     }
     stack = resolved_stack(dev)
     policy = next(
-        o for o in gateway_objects(stack.platform.gateway, stack.route_parent) if o["kind"] == "SecurityPolicy"
+        o
+        for o in gateway_objects(stack.platform.gateway, stack.route_parent, stack.access.platform_keys)
+        if o["kind"] == "SecurityPolicy"
     )
     (provider,) = policy["spec"]["jwt"]["providers"]
     assert provider["issuer"] == "https://login.example.com/"
@@ -206,7 +211,7 @@ def test_with_aibrix_the_routes_attach_to_its_gateway_and_no_second_gateway_is_b
     stack = resolved_stack(aibrix_without_own_gateway())
     gw, parent = stack.platform.gateway, stack.route_parent
     assert (parent.namespace, parent.name, parent.listener, parent.own) == ("aibrix-system", "aibrix-eg", "http", False)
-    objs = gateway_objects(gw, parent)
+    objs = gateway_objects(gw, parent, stack.access.platform_keys)
     assert not of_kind(objs, "Gateway") and not of_kind(objs, "GatewayClass"), "AIBrix's gateway is the only one"
     routes = [o for m in stack.models if m.expose for o in model_routing(gw, m, parent) if o["kind"] == "HTTPRoute"]
     assert routes, "the exposed models are still routed, through AIBrix's gateway"
@@ -269,3 +274,59 @@ def test_the_litellm_proxy_route_is_one_of_the_routes_that_must_carry_a_security
 
     names = {r["metadata"]["name"] for r in model_routes(manifests_of(SERVING))}
     assert litellm.NAME in names, "with addons.litellm the proxy is routed, and so checked for a SecurityPolicy"
+
+
+def test_with_jwt_a_route_admits_only_tokens_whose_team_claim_names_a_caller(dev):
+    dev["gateway"] |= {
+        "auth": "jwt",
+        "jwt": {
+            "issuer": "https://login.example.com/",
+            "jwksUri": "https://login.example.com/jwks.json",
+            "teamClaim": "org.team",
+        },
+    }
+    dev["teams"] = [
+        {
+            "name": "search",
+            "deployers": ["arn:aws:iam::111122223333:role/s"],
+            "quota": {"gpus": 1, "cpu": "16", "memory": "64Gi"},
+        }
+    ]
+    dev["models"][0]["consumers"] = ["search"]
+    stack = resolved_stack(dev)
+    (policy,) = [
+        o
+        for o in model_routing(stack.platform.gateway, stack.models[0], stack.route_parent)
+        if o["kind"] == "SecurityPolicy"
+    ]
+    authz = policy["spec"]["authorization"]
+    assert authz["defaultAction"] == "Deny", "a token of any other team is refused"
+    (rule,) = authz["rules"]
+    assert rule["action"] == "Allow"
+    assert rule["principal"] == {
+        "jwt": {"provider": "stack", "claims": [{"name": "org.team", "values": ["platform", "search"]}]}
+    }, "the owner (the platform's clients) and the consumer, by the configured claim"
+    assert policy["spec"]["jwt"]["providers"][0]["name"] == "stack", "the provider the rule names is the policy's own"
+    (listener,) = [
+        o
+        for o in gateway_objects(stack.platform.gateway, stack.route_parent, stack.access.platform_keys)
+        if o["kind"] == "SecurityPolicy"
+    ]
+    assert listener["spec"]["authorization"]["rules"][0]["principal"]["jwt"]["claims"] == [
+        {"name": "org.team", "values": ["platform"]}
+    ], "the listener's backstop admits the platform's own clients only"
+
+
+@pytest.mark.schemas
+def test_the_jwt_authorization_is_valid_against_envoy_gateways_crd(dev):
+    from stacks import conformance
+
+    dev["gateway"] |= {
+        "auth": "jwt",
+        "jwt": {"issuer": "https://login.example.com/", "jwksUri": "https://login.example.com/k"},
+    }
+    stack = resolved_stack(dev)
+    schemas = conformance.schema_dir()
+    assert schemas is not None
+    for obj in model_routing(stack.platform.gateway, stack.models[0], stack.route_parent):
+        assert conformance.validate_custom(obj, schemas) == [], obj["kind"]

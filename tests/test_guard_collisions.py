@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.builders import resolved_stack
+
 from .guard_support import has, problems
 
 
@@ -35,8 +37,15 @@ def test_an_adapter_named_like_a_model_is_refused(dev):
     assert has(problems(dev), "models[0].adapters[0].name", "models[1]")
 
 
-def test_a_model_named_like_the_gateway_objects_is_refused(dev):
+def test_a_model_named_like_the_gateway_objects_is_refused_where_its_route_lives_beside_them(dev):
+    dev["addons"]["aibrix"] = {"enabled": True}  # AIBrix's Gateway: the routes live in aibrix-system
+    dev["models"][0]["name"] = "aibrix-eg"
+    assert has(problems(dev), "models[0].name", "SecurityPolicy aibrix-eg-auth")
+
+
+def test_on_the_front_doors_gateway_a_route_lives_apart_from_the_gateways_objects(dev):
     dev["models"][0]["name"] = "https-redirect"
-    assert has(problems(dev), "models[0].name", "HTTPRoute https-redirect")
-    dev["models"][0]["name"] = "inference"
-    assert has(problems(dev), "models[0].name", "SecurityPolicy inference-auth")
+    dev["models"][1]["name"] = "inference"
+    stack = resolved_stack(dev)  # accepted: the routes live in the models' namespace, not the Gateway's
+    assert {stack.route_parent.route_namespace(m.namespace) for m in stack.models} == {"inference"}
+    assert stack.route_parent.namespace == "inference-gateway"

@@ -413,9 +413,9 @@ def test_jwt_issuer_and_audiences_reach_the_security_policy_exactly_as_written()
     config = check_sections(s, "us-west-2").config
     assert config.gateway.jwt is not None
     assert config.gateway.jwt.issuer == "https://Login.Example.com", "no trailing slash added, nothing lower-cased"
-    from components.gateway.routing import security_policy
+    from components.gateway.routing import Admits, security_policy
 
-    policy = security_policy(config.gateway, "x", "inference-gateway", "HTTPRoute", "x")
+    policy = security_policy(config.gateway, "x", "inference", ("HTTPRoute", "x", None), Admits(("platform",), ()))
     provider = policy["spec"]["jwt"]["providers"][0]
     assert provider["issuer"] == "https://Login.Example.com"
     assert provider["remoteJWKS"]["uri"] == "https://login.example.com/keys?v=2"

@@ -1,12 +1,14 @@
 """Scale to zero that wakes up (issue 17, item 2): a model with `autoscaling.minReplicas: 0` goes through
 the KEDA HTTP add-on. Its InterceptorRoute, the ScaledObject's push trigger before the engine's queue
 trigger, the authenticated HTTPRoute to the interceptor with the platform header, the ReferenceGrant,
-the NetworkPolicies on both sides, LiteLLM's way in, the cold-start budget the timeouts cover, and the
-add-on's release after KEDA's."""
+the NetworkPolicies on both sides, LiteLLM's way in, the cold-start budget the timeouts cover, the
+add-on's release after KEDA's, and (issue #25 item 3) a header value that names the model cluster-wide,
+so two teams' sleeping models of one name each wake only themselves."""
 
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from components.autoscaling import wake
 from components.autoscaling.keda import scaled_objects
 from components.gateway import isolation
-from components.gateway.routing import http_route, interceptor_grant, model_routing, route_duration
+from components.gateway.routing import http_route, interceptor_grants, model_routing, route_duration
 from components.serving import litellm
 from stacks import conformance
 from stacks.coldstart import (
@@ -27,14 +29,16 @@ from stacks.coldstart import (
 from stacks.config.addons import LiteLLM
 from stacks.errors import ConfigError
 from stacks.pipeline import check_sections
-from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER
+from stacks.resolved import KEDA_NAMESPACE, WAKE_HEADER, ResolvedStack
 from stacks.versions import chart
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
-from tests.conftest import rendered_stack, sections_of
+from tests.conftest import EXAMPLES_DIR, rendered_stack, sections_of
 from tests.serving_support import SCHEMAS, SERVING
 from tests.test_gateway_picker import FRONTDOOR
 
 IDLE = "qwen3-8b-idle"
+SEARCH = EXAMPLES_DIR / "Pulumi.team-search.yaml"
+CHAT = EXAMPLES_DIR / "Pulumi.team-chat.yaml"
 INTERCEPTOR = ("keda-add-ons-http-interceptor-proxy", KEDA_NAMESPACE, 8080)
 
 
@@ -61,7 +65,9 @@ def test_the_interceptor_route_sends_the_models_header_to_its_service_and_is_val
     assert route["metadata"] == {**route["metadata"], "name": IDLE, "namespace": "chat"}
     assert route["spec"]["target"] == {"service": idle.service, "port": idle.port}
     (rule,) = route["spec"]["rules"]
-    assert rule["headers"] == [{"name": WAKE_HEADER, "value": IDLE}], "the header tells the models apart"
+    assert rule["headers"] == [{"name": WAKE_HEADER, "value": f"chat/{IDLE}"}], (
+        "the header tells the models apart: namespace and name, unique in the cluster"
+    )
     assert rule["hosts"] == ["*"], "the front door and LiteLLM arrive under different hosts"
     assert "paths" not in rule, "every model reaches the interceptor at /v1/...: the path tells nothing"
     assert route["spec"]["scalingMetric"] == {"concurrency": {"targetValue": wake.CONCURRENCY_TARGET}}
@@ -92,7 +98,10 @@ def test_the_route_goes_to_the_interceptor_with_the_header_set_and_stays_authent
         assert (backend["name"], backend["namespace"], backend["port"]) == INTERCEPTOR
         modifiers = [f for f in rule["filters"] if f["type"] == "RequestHeaderModifier"]
         assert modifiers == [
-            {"type": "RequestHeaderModifier", "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": IDLE}]}}
+            {
+                "type": "RequestHeaderModifier",
+                "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": f"chat/{IDLE}"}]},
+            }
         ], "set, not add: a client's own header is overwritten"
     (policy,) = by_kind(objs, "SecurityPolicy")
     assert policy["spec"]["targetRefs"][0]["name"] == route["metadata"]["name"] == IDLE
@@ -100,13 +109,20 @@ def test_the_route_goes_to_the_interceptor_with_the_header_set_and_stays_authent
     assert not by_kind(objs, "ReferenceGrant"), "the route no longer names the model's Service"
 
 
-def test_one_reference_grant_lets_the_gateways_routes_reach_only_the_interceptor(stack):
-    grant = interceptor_grant(stack.route_parent)
+def test_the_grant_lets_the_routes_of_the_known_namespaces_reach_only_the_interceptor(stack):
+    assert stack.access.interceptor_routes_from == ("chat",), "the frontdoor stack's to-zero model is in chat"
+    (grant,) = interceptor_grants(stack.access.interceptor_routes_from)
     assert grant["metadata"]["namespace"] == KEDA_NAMESPACE
-    assert grant["spec"]["from"] == [
-        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": stack.route_parent.namespace}
-    ]
+    assert grant["spec"]["from"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "chat"}]
     assert grant["spec"]["to"] == [{"group": "", "kind": "Service", "name": INTERCEPTOR[0]}]
+
+
+def test_more_namespaces_than_one_grant_holds_get_more_grants():
+    namespaces = [f"team-{i:02}" for i in range(20)]
+    grants = interceptor_grants(namespaces)
+    assert [g["metadata"]["name"] for g in grants] == ["interceptor-for-routes", "interceptor-for-routes-2"]
+    assert [len(g["spec"]["from"]) for g in grants] == [16, 4], "the CRD's from holds 16"
+    assert [f["namespace"] for g in grants for f in g["spec"]["from"]] == namespaces
 
 
 def test_the_model_admits_the_interceptor_and_the_interceptor_admits_only_envoy_litellm_and_its_scaler(idle):
@@ -143,7 +159,7 @@ def test_litellm_calls_a_sleeping_model_through_the_interceptor_with_its_header(
     (entry,) = litellm.router_config(LiteLLM(enabled=True), [idle], monitoring=False)["model_list"]
     params = entry["litellm_params"]
     assert params["api_base"] == "http://keda-add-ons-http-interceptor-proxy.keda.svc.cluster.local:8080/v1"
-    assert params["extra_headers"] == {WAKE_HEADER: IDLE}
+    assert params["extra_headers"] == {WAKE_HEADER: f"chat/{IDLE}"}
     assert params["timeout"] >= idle.wake.cold_start.seconds, "LiteLLM must wait out the cold start"
     egress = litellm.network_policy(LiteLLM(enabled=True), [idle])["spec"]["egress"]
     assert any(
@@ -162,9 +178,7 @@ def test_the_cold_start_budget_reuses_the_startup_probe_and_every_timeout_covers
     big = idle.config.model_copy(update={"parameters": "400B", "dtype": "fp8"})
     heavy = cold_start(startup_allowance(idle.facts, model_startup_seconds(big, neuron=False)))
     assert heavy.startup > budget.startup, "400 GB of weights take longer to load"
-    served = idle.__class__(
-        **{**idle.__dict__, "config": big, "wake": idle.wake.__class__(route=IDLE, cold_start=heavy)}
-    )
+    served = replace(idle, config=big, wake=replace(idle.wake, cold_start=heavy))
     route = http_route(stack.platform.gateway, served, stack.route_parent)
     for rule in route["spec"]["rules"]:
         timeout = int(rule["timeouts"]["request"].removesuffix("s"))
@@ -198,7 +212,7 @@ def test_the_frontdoor_example_installs_the_add_on_after_keda_and_wires_the_inte
     assert route.urn in scaled.depends_on, "created after its InterceptorRoute, or KEDA falls back to CPU"
     manifests = rendered.manifests()
     kinds = {(m["kind"], m["metadata"].get("namespace"), m["metadata"]["name"]) for m in manifests}
-    assert ("ReferenceGrant", KEDA_NAMESPACE, "interceptor-from-gateway") in kinds
+    assert ("ReferenceGrant", KEDA_NAMESPACE, "interceptor-for-routes") in kinds
     assert ("NetworkPolicy", KEDA_NAMESPACE, "interceptor-ingress") in kinds
     (httproute,) = [m for m in manifests if m["kind"] == "HTTPRoute" and m["metadata"]["name"] == IDLE]
     assert httproute["spec"]["rules"][0]["backendRefs"][0]["name"] == INTERCEPTOR[0]
@@ -263,3 +277,43 @@ def test_zero_behind_aibrixs_gateway_is_refused():
         p.startswith(f"inference-platform:models[{i}].autoscaling.minReplicas:") and "AIBrix's Gateway" in p
         for p in found
     ), found
+
+
+# ---- two teams' same-named scale-to-zero models (issue #25 item 3) ------------------------------------
+
+
+def _to_zero(path: Any) -> ResolvedStack:
+    """The team's stack with its qwen3-8b scaling to zero, against the platform example."""
+    sections = sections_of(path)
+    model = next(m for m in sections["models"] if m["name"] == "qwen3-8b")
+    model.pop("replicas", None)
+    model["autoscaling"] = {"owner": "keda", "minReplicas": 0, "maxReplicas": 2}
+    model["routing"] = {"strategy": "round-robin"}
+    return resolved_stack(sections)
+
+
+def test_two_teams_same_named_sleeping_models_wake_only_themselves():
+    stacks = {"search": _to_zero(SEARCH), "chat": _to_zero(CHAT)}
+    models = {team: resolved_model(s, "qwen3-8b") for team, s in stacks.items()}
+    interceptor = {}  # the interceptor's routing table: header value -> (namespace, Service) it holds for
+    for model in models.values():
+        route = wake.interceptor_route(model)
+        (rule,) = route["spec"]["rules"]
+        (header,) = rule["headers"]
+        assert header["name"] == WAKE_HEADER
+        assert header["value"] not in interceptor, "one header value, one model, cluster-wide"
+        interceptor[header["value"]] = (route["metadata"]["namespace"], route["spec"]["target"]["service"])
+    assert set(interceptor) == {"search/qwen3-8b", "chat/qwen3-8b"}
+    for team, model in models.items():
+        stack = stacks[team]
+        (route,) = [
+            o for o in model_routing(stack.platform.gateway, model, stack.route_parent) if o["kind"] == "HTTPRoute"
+        ]
+        for rule in route["spec"]["rules"]:
+            (sets,) = [
+                f["requestHeaderModifier"]["set"] for f in rule["filters"] if f["type"] == "RequestHeaderModifier"
+            ]
+            (value,) = [h["value"] for h in sets if h["name"] == WAKE_HEADER]
+            assert interceptor[value] == (team, "qwen3-8b"), f"{team}'s route wakes {team}'s model and no other"
+    litellm_headers = {litellm.model_params(m)["extra_headers"][WAKE_HEADER] for m in models.values()}
+    assert litellm_headers == set(interceptor), "LiteLLM wakes each through the same header value"

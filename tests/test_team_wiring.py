@@ -174,6 +174,7 @@ def test_the_platform_render_exports_gateway_storage_classes_and_reader_role():
         "name": GATEWAY_NAME,
         "listener": HTTPS_LISTENER,
         "hostname": "inference.staging.example.com",
+        "shared": True,
     }
     assert out["storageClasses"] == {"modelCache": "efs-models"}
     role = mocks.named("aws:iam/role:Role", "platform-storage-readers-role")
@@ -189,7 +190,7 @@ def test_team_routes_attach_to_the_gateway_the_platform_exports(mocks, team, mon
 
     def renamed(stack_ref: str) -> dict[str, Any]:
         out = answer(stack_ref)
-        out["outputs"]["gatewayParent"] = {"namespace": "edge", "name": "public", "listener": "tls"}
+        out["outputs"]["gatewayParent"] = {"namespace": "edge", "name": "public", "listener": "tls", "shared": True}
         return out
 
     monkeypatch.setattr(mocks, "_stack_reference_outputs", renamed)
@@ -197,11 +198,12 @@ def test_team_routes_attach_to_the_gateway_the_platform_exports(mocks, team, mon
     routes = mocks.of_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute")
     assert routes, "the team's exposed models get routes"
     for route in routes:
-        assert route.inputs["metadata"]["namespace"] == "edge"
+        assert route.inputs["metadata"]["namespace"] == "search", "in the team's namespace, beside its model"
         assert route.inputs["spec"]["parentRefs"] == [{"name": "public", "namespace": "edge", "sectionName": "tls"}]
     assert not mocks.of_type("kubernetes:gateway.networking.k8s.io/v1:Gateway"), "the team creates no Gateway"
-    grants = mocks.of_type("kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant")
-    assert grants and all(g.inputs["spec"]["from"][0]["namespace"] == "edge" for g in grants)
+    assert not mocks.of_type("kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant"), (
+        "a route beside its Services needs no grant, and a team writes none into another namespace"
+    )
 
 
 def _pod_specs(objs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -249,14 +251,14 @@ def test_the_team_render_uses_exactly_the_scheduler_storage_class_and_gateway_th
     exposed = {m["name"] for m in sections_of(TEAM)["models"] if m.get("expose")}
     assert exposed and {r["metadata"]["name"] for r in routes} == exposed, "one route per exposed team model"
     for route in routes:
-        assert route["metadata"]["namespace"] == parent["namespace"], "a route lives beside the Gateway it joins"
+        assert route["metadata"]["namespace"] == "search", "a team's route lives in the team's namespace"
         assert route["spec"]["parentRefs"] == [
             {"name": parent["name"], "namespace": parent["namespace"], "sectionName": parent["listener"]}
         ], f"{route['metadata']['name']}: attached to exactly the listener the platform exports"
 
 
 def test_parent_gateway_reads_the_exported_names_only_for_a_workloads_stack(dev, team):
-    exported = {"namespace": "edge", "name": "public", "listener": "tls"}
+    exported = {"namespace": "edge", "name": "public", "listener": "tls", "shared": True}
     live = {**platform_exports(), "gatewayParent": exported}
     own = resolved_stack(dev, exports=live).route_parent
     assert (own.namespace, own.name, own.listener, own.own) == (

@@ -6,7 +6,8 @@ requests go instead through the add-on's interceptor, which holds each one while
   chart renders a ScaledObject that scales the interceptor itself, so KEDA's CRDs come first);
 - `interceptor_route`: per model, an InterceptorRoute (http.keda.sh/v1beta1) in the model's namespace
   to its Service and port, matching the platform header the front door and LiteLLM set
-  (stacks/resolved.py WAKE_HEADER: every model reaches the interceptor under one host and `/v1/...`),
+  (stacks/resolved.py WAKE_HEADER: every model reaches the interceptor under one host and `/v1/...`)
+  with the value `<namespace>/<name>` (`Wake.header`), which no model of another namespace shares,
   with concurrency as its scaling metric and timeouts from the model's cold-start budget;
 - `push_trigger`: the ScaledObject's `external-push` trigger (0 to 1), placed before the engine's
   Prometheus trigger (1 to N). The ScaledObject is created after its InterceptorRoute: before, the
@@ -121,7 +122,7 @@ def interceptor_route(served: ResolvedModel) -> dict[str, Any]:
         },
         "spec": {
             "target": {"service": served.service, "port": served.port},
-            "rules": [{"hosts": ["*"], "headers": [{"name": WAKE_HEADER, "value": served.name}]}],
+            "rules": [{"hosts": ["*"], "headers": [{"name": WAKE_HEADER, "value": served.wake.header}]}],
             "scalingMetric": {"concurrency": {"targetValue": CONCURRENCY_TARGET}},
             "timeouts": {
                 "readiness": seconds(served.wake.cold_start.seconds),

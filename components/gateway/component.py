@@ -21,13 +21,13 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.gateway import GatewaySection
 from stacks.naming import MANAGED_BY, TOKEN
-from stacks.resolved import EG_NAMESPACE, GATEWAY_NAMESPACE, Endpoint, GatewayParent
+from stacks.resolved import EG_NAMESPACE, GATEWAY_NAMESPACE, Access, Endpoint, GatewayParent
 from stacks.versions import Chart, Image
 
 from ..k8s import register, release
 from ..serving import litellm
 from . import isolation, picker
-from .routing import envoy_gateway_values, gateway_objects, interceptor_grant, model_routing
+from .routing import envoy_gateway_values, gateway_objects, interceptor_grants, key_grant, model_routing
 
 __all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
 
@@ -75,6 +75,9 @@ class FrontDoorArgs:
     # This stack owns the listener (its Gateway, or AIBrix's): it creates the listener's policy. A
     # workloads stack attaches routes to its platform's listener and owns nothing of it.
     owns_listener: bool
+    # Who the listener, the LiteLLM route and the platform's grants admit (stacks/resolve/access.py);
+    # empty for a workloads stack.
+    access: Access = field(default_factory=Access)
     # The LiteLLM proxy runs in this stack: one more authenticated route.
     litellm_route: bool = False
     # Installers whose CRDs the objects need (Envoy Gateway; AIBrix when its gateway is the parent).
@@ -99,14 +102,17 @@ class FrontDoor(pulumi.ComponentResource):
     """Gateway, routes, SecurityPolicies, rate limits, ReferenceGrants and NetworkPolicies."""
 
     url: pulumi.Output[str]
+    # The namespaces it created (the Gateway's), by name: later objects there wait for them.
+    created: dict[str, k8s.core.v1.Namespace]
 
     def __init__(self, name: str, args: FrontDoorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:FrontDoor", name, None, opts)
         gw, parent = args.gateway, args.parent_gateway
         plain = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespaces = dict(args.namespaces)
+        self.created = {}
         if parent.own and parent.namespace not in namespaces:
-            namespaces[parent.namespace] = k8s.core.v1.Namespace(
+            namespaces[parent.namespace] = self.created[parent.namespace] = k8s.core.v1.Namespace(
                 f"{name}-ns",
                 metadata={"name": GATEWAY_NAMESPACE, "labels": {**MANAGED_BY}},
                 opts=plain,
@@ -129,29 +135,36 @@ class FrontDoor(pulumi.ComponentResource):
     def _create_routes(self, name: str, args: FrontDoorArgs, exposed: list[Endpoint], after: _After) -> None:
         """The listener's objects when this stack owns it, each exposed model's routing (and picker),
         the way to the KEDA HTTP interceptor, and LiteLLM's route."""
-        gw, parent = args.gateway, args.parent_gateway
+        gw, parent, access = args.gateway, args.parent_gateway, args.access
         if args.owns_listener:
-            for obj in gateway_objects(gw, parent):
+            for obj in gateway_objects(gw, parent, access.platform_keys):
                 register(obj, after(parent.namespace))
+            # Beside each key Secret, so the policies of routes in other namespaces may name it.
+            for obj in (o for grant in access.key_grants for o in key_grant(grant)):
+                register(obj, after(obj["metadata"]["namespace"]))
         for served in exposed:
+            route_ns = parent.route_namespace(served.namespace)
             for obj in model_routing(gw, served, parent):
-                register(obj, after(obj["metadata"].get("namespace", ""), parent.namespace))
+                register(obj, after(obj["metadata"].get("namespace", ""), route_ns))
             if served.routing is not None and served.routing.picker:
-                self._picker(name, served, args, after(served.namespace, crds=False), after(parent.namespace))
+                self._picker(name, served, args, after(served.namespace, crds=False), after(route_ns))
         if args.interceptor is not None:
             wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
-            register(interceptor_grant(parent), pulumi.ResourceOptions.merge(wake_opts, after(parent.namespace)))
+            for grant in interceptor_grants(access.interceptor_routes_from):
+                register(grant, wake_opts)
             policy = isolation.interceptor_ingress(
                 gateway_namespaces=[EG_NAMESPACE] + ([] if parent.own else [parent.namespace]),
                 litellm_proxy=args.litellm_route,
             )
             register(policy, wake_opts)
         if args.litellm_route:
-            # LiteLLM is one more authenticated route, like a model's (its namespace is LiteLLM's).
+            # LiteLLM is one more authenticated route, like a model's, admitting the platform's clients and
+            # the teams with LiteLLM access; it lives in the proxy's namespace, which LiteLLM's release makes.
             proxy_opts = after(parent.namespace)
             if args.litellm is not None:
                 proxy_opts = pulumi.ResourceOptions.merge(proxy_opts, pulumi.ResourceOptions(depends_on=[args.litellm]))
-            for obj in model_routing(gw, litellm.proxy_served(), parent):
+            proxy = litellm.proxy_served(access.litellm_callers, access.litellm_key_secrets)
+            for obj in model_routing(gw, proxy, parent):
                 register(obj, proxy_opts)
 
     def _create_namespace_policies(self, args: FrontDoorArgs, exposed: list[Endpoint], after: _After) -> None:

@@ -5,7 +5,8 @@ Per model with strategy prefix-cache or load, the llm-d-router-standalone chart 
 picker in the model's namespace: no InferencePool (Envoy Gateway 1.9.0 rejects that backendRef kind,
 internal/gatewayapi/validate.go validateBackendRefKind) and no proxy of its own. It watches the
 model's pods by their labels and scrapes each on the serving port. On the model's HTTPRoute an
-EnvoyExtensionPolicy sends every request to it over ext_proc; it answers with the chosen pod in the
+EnvoyExtensionPolicy (beside the route: in the model's namespace on the front door's Gateway) sends
+every request to it over ext_proc; it answers with the chosen pod in the
 `x-gateway-destination-endpoint` header (routing.py `PICKER_HEADER`), which the route's
 BackendTrafficPolicy turns into Envoy's pick (`loadBalancer.endpointOverride`, routing.py). The
 SecurityPolicy is untouched: Envoy Gateway orders api_key_auth and jwt_authn before every ext_proc
@@ -155,7 +156,7 @@ def extension_policy(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
         "kind": "EnvoyExtensionPolicy",
         "metadata": {
             "name": f"{served.name}-picker",
-            "namespace": parent.namespace,
+            "namespace": parent.route_namespace(served.namespace),
             "labels": {**MANAGED_BY, "app.kubernetes.io/component": "gateway"},
         },
         "spec": {
@@ -178,8 +179,8 @@ def extension_policy(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
 
 
 def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
-    """Lets the policy in the Gateway's namespace call this one picker Service (Envoy Gateway checks
-    an ext_proc backendRef across namespaces like a route's)."""
+    """Lets the policy in the Gateway's namespace (on AIBrix's Gateway, whose routes live there) call this
+    one picker Service (Envoy Gateway checks an ext_proc backendRef across namespaces like a route's)."""
     return service_grant(
         f"{served.name}-picker-from-gateway",
         served.namespace,
@@ -191,6 +192,6 @@ def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
 def picker_objects(served: Endpoint, parent: GatewayParent) -> list[dict[str, Any]]:
     """The objects beside the chart's release that wire one model's picker into its route."""
     objs = [extension_policy(served, parent)]
-    if served.namespace != parent.namespace:
+    if parent.route_namespace(served.namespace) != served.namespace:
         objs.append(reference_grant(served, parent))
     return objs

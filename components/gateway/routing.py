@@ -1,23 +1,36 @@
 """Pure builders for the front door: the Gateway, one HTTPRoute per exposed model, the
-SecurityPolicy that authenticates every route, per-client rate limits, ReferenceGrants and the
-model namespaces' NetworkPolicies. Dict in, dict out; no Pulumi.
+SecurityPolicy that authenticates and authorizes every route, per-client rate limits and
+ReferenceGrants. Dict in, dict out; no Pulumi.
 
 Routing: every model shares the gateway's hostname, and a Gateway API route cannot match on the JSON
 body's `model` field, so each model gets its own path prefix: a client's OpenAI base URL is
-`https://<hostname>/<model>/v1`. Only the engine's OpenAI-style paths are routed (each rewritten to
-the path the engine serves); management paths (Ollama's /api/pull, /api/delete, ...) never are, and
-anything else gets Envoy's 404.
+`https://<hostname>/<model>/v1` (`/<namespace>/<model>/v1` for a team's). Only the engine's
+OpenAI-style paths are routed (each rewritten to the path the engine serves); management paths
+(Ollama's /api/pull, /api/delete, ...) never are, and anything else gets Envoy's 404.
 
-Routes live in the Gateway's namespace next to their SecurityPolicy and the API-key Secret; they
-reach the model's Service across namespaces through a ReferenceGrant the model namespace issues.
+Where: on the front door's own Gateway a route, its SecurityPolicy and BackendTrafficPolicy live in the
+model's namespace, beside its Service; the HTTPS listener admits routes from every namespace labelled
+`TEAM_LABEL` (stacks/resolved.py), which only the platform sets. On AIBrix's Gateway (routes from its
+own namespace only) they live there and reach the Service through a ReferenceGrant.
+
+Who: with `auth: apiKey` a route's SecurityPolicy lists exactly its model's key Secrets (the owner's,
+its consumers', its benchmark's: `Endpoint.key_secrets`), naming a Secret in another namespace where
+the platform's ReferenceGrant lets it (`key_grant`; Envoy Gateway v1.9.0 refuses such a reference
+without one, internal/gatewayapi/validate.go validateSecretObjectRef). With `auth: jwt` the provider
+is the same everywhere and an authorization block admits only tokens whose team claim is one of the
+model's callers. A route's policy replaces the listener's (a SecurityPolicy without `mergeType` is not
+merged: the most specific one applies), which admits only the platform's own clients, for routes
+attached some other way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from stacks.config.gateway import GatewaySection
+from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.resolved import (
     GATEWAY_NAME,
@@ -25,9 +38,12 @@ from stacks.resolved import (
     HTTPS_LISTENER,
     KEDA_NAMESPACE,
     MODEL_LABEL,
+    TEAM_LABEL,
     WAKE_HEADER,
     Endpoint,
     GatewayParent,
+    KeyGrant,
+    KeySecret,
 )
 
 from ..autoscaling import wake
@@ -47,6 +63,14 @@ REQUEST_TIMEOUT = f"{wake.REQUEST_SECONDS // 60}m"
 # (llm-d-router v0.10.0 pkg/epp/metadata/consts.go; GAIE 004 endpoint-picker protocol).
 PICKER_HEADER = "x-gateway-destination-endpoint"
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+# The JWT provider's name in every SecurityPolicy (authorization rules name it).
+JWT_PROVIDER = "stack"
+# A ReferenceGrant lists at most 16 sources (the Gateway API CRD's spec.from maxItems).
+GRANT_SOURCES = 16
+# Routes of the HTTPS listener: from every namespace the platform labelled with its owner.
+LABELLED = {
+    "namespaces": {"from": "Selector", "selector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}}
+}
 
 
 def _meta(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
@@ -96,7 +120,8 @@ def gateway_class() -> dict[str, Any]:
 
 
 def gateway(gw: GatewaySection) -> dict[str, Any]:
-    """HTTPS on `hostname` (443) and HTTP (80) that only redirects. With an ACM certificate the NLB
+    """HTTPS on `hostname` (443), admitting routes from the namespaces the platform labels, and HTTP (80)
+    that only redirects (its one route, in the Gateway's namespace). With an ACM certificate the NLB
     terminates TLS and forwards plaintext to the 443 listener; otherwise Envoy terminates with the
     referenced kubernetes.io/tls Secret."""
     same = {"namespaces": {"from": "Same"}}
@@ -109,7 +134,7 @@ def gateway(gw: GatewaySection) -> dict[str, Any]:
             "port": 443,
             "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": tls_secret_name(gw)}]},
         }
-    https |= {"hostname": gw.hostname, "allowedRoutes": same}
+    https |= {"hostname": gw.hostname, "allowedRoutes": LABELLED}
     http = {"name": HTTP_LISTENER, "protocol": "HTTP", "port": 80, "hostname": gw.hostname, "allowedRoutes": same}
     return {
         "apiVersion": GATEWAY_API,
@@ -159,7 +184,8 @@ def routed_paths(served: Endpoint) -> list[str]:
 def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     """`/<model>/v1/...` -> the model's Service at `/v1/...`, one rule per allowed path. A model that
     scales to zero goes to the KEDA HTTP add-on's interceptor instead, with the platform header naming
-    it (`set` overwrites whatever a client sent) and a timeout that covers its cold start too."""
+    it cluster-wide (`<namespace>/<name>`; `set` overwrites whatever a client sent) and a timeout that
+    covers its cold start too."""
     rules = []
     for path in routed_paths(served):
         filters: list[dict[str, Any]] = [
@@ -169,7 +195,7 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
             filters.append(
                 {
                     "type": "RequestHeaderModifier",
-                    "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": served.name}]},
+                    "requestHeaderModifier": {"set": [{"name": WAKE_HEADER, "value": served.wake.header}]},
                 }
             )
             backends = [
@@ -196,7 +222,7 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
     return {
         "apiVersion": GATEWAY_API,
         "kind": "HTTPRoute",
-        "metadata": _meta(served.name, parent.namespace, **{MODEL_LABEL: served.name}),
+        "metadata": _meta(served.name, parent.route_namespace(served.namespace), **{MODEL_LABEL: served.name}),
         "spec": {
             "parentRefs": [{"name": parent.name, "namespace": parent.namespace, "sectionName": parent.listener}],
             "hostnames": [gw.hostname],
@@ -205,44 +231,80 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
     }
 
 
-def _auth(gw: GatewaySection) -> dict[str, Any]:
-    client = gw.rate_limit.client_header if gw.rate_limit else "x-client-id"
-    if gw.auth == "apiKey":
-        return {
-            "apiKeyAuth": {
-                "credentialRefs": [{"group": "", "kind": "Secret", "name": gw.api_keys_secret}],
-                "extractFrom": [{"headers": [gw.api_key_header]}],
-                # The authenticated client's name (its key in the Secret), overwriting anything the
-                # client sent: rate limits and access logs key on it.
-                "forwardClientIDHeader": client,
-                "sanitize": True,
-            }
-        }
+def credential_ref(keys: KeySecret, namespace: str) -> dict[str, str]:
+    """A SecurityPolicy's reference to a Secret of keys, by namespace when it is another than the policy's."""
+    ref = {"group": "", "kind": "Secret", "name": keys.name}
+    return ref if keys.namespace == namespace else {**ref, "namespace": keys.namespace}
+
+
+def _jwt(gw: GatewaySection, callers: tuple[str, ...]) -> dict[str, Any]:
+    """The one JWT provider, and authorization that admits only tokens whose team claim names a caller."""
     assert gw.jwt is not None
+    client = gw.rate_limit.client_header if gw.rate_limit else "x-client-id"
     provider: dict[str, Any] = {
-        "name": "stack",
+        "name": JWT_PROVIDER,
         "issuer": str(gw.jwt.issuer),
         "remoteJWKS": {"uri": str(gw.jwt.jwks_uri)},
         "claimToHeaders": [{"claim": "sub", "header": client}],
     }
     if gw.jwt.audiences:
         provider["audiences"] = list(gw.jwt.audiences)
-    return {"jwt": {"providers": [provider]}}
+    claim = {"name": gw.jwt.team_claim, "values": list(callers)}
+    allow = {"name": "callers", "action": "Allow", "principal": {"jwt": {"provider": JWT_PROVIDER, "claims": [claim]}}}
+    return {"jwt": {"providers": [provider]}, "authorization": {"defaultAction": "Deny", "rules": [allow]}}
+
+
+def _auth(gw: GatewaySection, callers: tuple[str, ...], keys: tuple[KeySecret, ...], namespace: str) -> dict[str, Any]:
+    if gw.auth == "jwt":
+        return _jwt(gw, callers)
+    client = gw.rate_limit.client_header if gw.rate_limit else "x-client-id"
+    return {
+        "apiKeyAuth": {
+            "credentialRefs": [credential_ref(k, namespace) for k in keys],
+            "extractFrom": [{"headers": [gw.api_key_header]}],
+            # The authenticated client's name (its key in the Secret), overwriting anything the
+            # client sent: rate limits and access logs key on it.
+            "forwardClientIDHeader": client,
+            "sanitize": True,
+        }
+    }
+
+
+@dataclass(frozen=True)
+class Admits:
+    """Who a SecurityPolicy lets in: callers by name (the JWT team claim's values) and, with API keys,
+    the Secrets of their keys."""
+
+    callers: tuple[str, ...]
+    keys: tuple[KeySecret, ...]
 
 
 def security_policy(
-    gw: GatewaySection, name: str, namespace: str, target_kind: str, target: str, section: str | None = None
+    gw: GatewaySection,
+    name: str,
+    namespace: str,
+    target: tuple[str, str, str | None],
+    admits: Admits,
 ) -> dict[str, Any]:
-    """Authentication in front of a route, or a Gateway listener (`section`)."""
-    ref = {"group": "gateway.networking.k8s.io", "kind": target_kind, "name": target}
+    """Authentication and authorization in front of a route or a Gateway listener: `target` is
+    (kind, name, listener or None)."""
+    kind, target_name, section = target
+    ref = {"group": "gateway.networking.k8s.io", "kind": kind, "name": target_name}
     if section:
         ref["sectionName"] = section
     return {
         "apiVersion": EG_API,
         "kind": "SecurityPolicy",
         "metadata": _meta(name, namespace),
-        "spec": {"targetRefs": [ref], **_auth(gw)},
+        "spec": {"targetRefs": [ref], **_auth(gw, admits.callers, admits.keys, namespace)},
     }
+
+
+def route_policy(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
+    """The SecurityPolicy of one model's route: exactly its callers, with exactly their keys."""
+    namespace = parent.route_namespace(served.namespace)
+    admits = Admits(served.callers, served.key_secrets)
+    return security_policy(gw, f"{served.name}-auth", namespace, ("HTTPRoute", served.name, None), admits)
 
 
 def traffic_policy_name(served: Endpoint, gw: GatewaySection) -> str:
@@ -281,7 +343,7 @@ def backend_traffic_policy(gw: GatewaySection, served: Endpoint, parent: Gateway
     return {
         "apiVersion": EG_API,
         "kind": "BackendTrafficPolicy",
-        "metadata": _meta(traffic_policy_name(served, gw), parent.namespace),
+        "metadata": _meta(traffic_policy_name(served, gw), parent.route_namespace(served.namespace)),
         "spec": {
             "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": served.name}],
             **spec,
@@ -289,23 +351,49 @@ def backend_traffic_policy(gw: GatewaySection, served: Endpoint, parent: Gateway
     }
 
 
-def service_grant(name: str, namespace: str, source: tuple[str, str, str], services: Iterable[str]) -> dict[str, Any]:
-    """A ReferenceGrant in `namespace` letting objects of `source` (group, kind, namespace) reference these
-    Services there (Envoy Gateway checks a cross-namespace backendRef, a route's or an ext_proc's)."""
-    group, kind, from_namespace = source
+def reference_grant(
+    name: str, namespace: str, sources: list[tuple[str, str, str]], targets: list[tuple[str, str, str]]
+) -> dict[str, Any]:
+    """A ReferenceGrant in `namespace` letting objects of `sources` (group, kind, namespace) reference the
+    `targets` (group, kind, name) there."""
     return {
         "apiVersion": "gateway.networking.k8s.io/v1beta1",
         "kind": "ReferenceGrant",
         "metadata": _meta(name, namespace),
         "spec": {
-            "from": [{"group": group, "kind": kind, "namespace": from_namespace}],
-            "to": [{"group": "", "kind": "Service", "name": service} for service in services],
+            "from": [{"group": g, "kind": k, "namespace": ns} for g, k, ns in sources],
+            "to": [{"group": g, "kind": k, "name": n} for g, k, n in targets],
         },
     }
 
 
-def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
-    """Lets the route in the Gateway's namespace send traffic to this model's Services (a canary's too)."""
+def service_grant(name: str, namespace: str, source: tuple[str, str, str], services: Iterable[str]) -> dict[str, Any]:
+    """A ReferenceGrant in `namespace` letting objects of `source` (group, kind, namespace) reference these
+    Services there (Envoy Gateway checks a cross-namespace backendRef, a route's or an ext_proc's)."""
+    return reference_grant(name, namespace, [source], [("", "Service", s) for s in services])
+
+
+def chunked_grants(
+    name: str,
+    namespace: str,
+    group_kind: tuple[str, str],
+    namespaces: Iterable[str],
+    targets: list[tuple[str, str, str]],
+) -> list[dict[str, Any]]:
+    """Grants for objects of `group_kind` in each of `namespaces`, 16 sources to a grant: `<name>`,
+    `<name>-2`, ..."""
+    group, kind = group_kind
+    sources = [(group, kind, ns) for ns in namespaces]
+    chunks = [sources[i : i + GRANT_SOURCES] for i in range(0, len(sources), GRANT_SOURCES)]
+    return [
+        reference_grant(name if i == 0 else f"{name}-{i + 1}", namespace, chunk, targets)
+        for i, chunk in enumerate(chunks)
+    ]
+
+
+def backend_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
+    """Lets the route in the Gateway's namespace (AIBrix's Gateway admits no other) send traffic to this
+    model's Services (a canary's too)."""
     return service_grant(
         f"{served.name}-from-gateway",
         served.namespace,
@@ -314,15 +402,28 @@ def reference_grant(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     )
 
 
-def interceptor_grant(parent: GatewayParent) -> dict[str, Any]:
-    """Lets the routes in the Gateway's namespace send traffic to the KEDA HTTP add-on's interceptor, the
-    one Service every scale-to-zero model's route points at (issued once, by the stack that installs the
-    add-on: a team's routes live in the same Gateway namespace)."""
-    return service_grant(
-        "interceptor-from-gateway",
+def interceptor_grants(namespaces: Iterable[str]) -> list[dict[str, Any]]:
+    """Let the routes in these namespaces send traffic to the KEDA HTTP add-on's interceptor, the one
+    Service every scale-to-zero model's route points at (issued by the stack that installs the add-on,
+    for every namespace a route to a model that scales to zero may live in: each team's, and the
+    platform's own such models')."""
+    return chunked_grants(
+        "interceptor-for-routes",
         KEDA_NAMESPACE,
-        ("gateway.networking.k8s.io", "HTTPRoute", parent.namespace),
-        [wake.PROXY_SERVICE],
+        ("gateway.networking.k8s.io", "HTTPRoute"),
+        namespaces,
+        [("", "Service", wake.PROXY_SERVICE)],
+    )
+
+
+def key_grant(grant: KeyGrant) -> list[dict[str, Any]]:
+    """Let the SecurityPolicies of `grant.from_namespaces` name this one Secret of keys (in its namespace)."""
+    return chunked_grants(
+        "api-keys-for-routes",
+        grant.keys.namespace,
+        ("gateway.envoyproxy.io", "SecurityPolicy"),
+        grant.from_namespaces,
+        [("", "Secret", grant.keys.name)],
     )
 
 
@@ -330,27 +431,29 @@ def model_routing(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -
     """Everything one exposed model needs at the front door."""
     objs = [http_route(gw, served, parent)]
     if gw.auth != "none":
-        objs.append(security_policy(gw, f"{served.name}-auth", parent.namespace, "HTTPRoute", served.name))
+        objs.append(route_policy(gw, served, parent))
     traffic = backend_traffic_policy(gw, served, parent)
     if traffic is not None:
         objs.append(traffic)
-    if served.namespace != parent.namespace and served.wake is None:
-        objs.append(reference_grant(served, parent))
+    if parent.route_namespace(served.namespace) != served.namespace and served.wake is None:
+        objs.append(backend_grant(served, parent))
     return objs
 
 
-def gateway_objects(gw: GatewaySection, parent: GatewayParent) -> list[dict[str, Any]]:
+def gateway_objects(gw: GatewaySection, parent: GatewayParent, platform_keys: KeySecret | None) -> list[dict[str, Any]]:
     """The Gateway itself (own gateway only) and a SecurityPolicy on the models' listener: a backstop
-    for any route attached later, by hand or by AIBrix's controller, without its own policy."""
+    for any route attached later, by hand or by AIBrix's controller, without its own policy. It admits
+    the platform's own clients only: a team's keys reach its models through their routes' policies."""
     objs: list[dict[str, Any]] = []
     if parent.own:
         objs += [gateway_class(), gateway(gw), redirect_route(gw)]
     if gw.auth != "none":
+        assert platform_keys is not None, "a stack that owns the listener resolves the platform's keys"
+        admits = Admits((PLATFORM_CLIENTS,), (platform_keys,))
         # On the listener models use: the HTTP listener of our own Gateway must still answer with its
         # redirect, not a 401.
-        objs.append(
-            security_policy(gw, f"{parent.name}-auth", parent.namespace, "Gateway", parent.name, parent.listener)
-        )
+        target = ("Gateway", parent.name, parent.listener)
+        objs.append(security_policy(gw, f"{parent.name}-auth", parent.namespace, target, admits))
     return objs
 
 

@@ -26,9 +26,10 @@ from typing import Any
 import yaml
 
 from stacks.config.addons import LiteLLM
+from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import labels as k8s_labels
 from stacks.naming import provider_env, scanner_waivers
-from stacks.resolved import KEDA_NAMESPACE, LITELLM_NAMESPACE, WAKE_HEADER, Endpoint, ImageTable
+from stacks.resolved import KEDA_NAMESPACE, LITELLM_NAMESPACE, TEAM_LABEL, WAKE_HEADER, Endpoint, ImageTable, KeySecret
 from stacks.versions import Image
 
 from .. import secretfiles
@@ -56,9 +57,10 @@ ROUTE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1
 METRICS_PATH = "/metrics"
 
 
-def proxy_served() -> Endpoint:
-    """The proxy as the front door and the scraper see it: one more authenticated route
-    (`https://<hostname>/litellm/v1`) and a metrics endpoint on the serving port."""
+def proxy_served(callers: tuple[str, ...], key_secrets: tuple[KeySecret, ...]) -> Endpoint:
+    """The proxy as the front door sees it: one more authenticated route (`https://<hostname>/litellm/v1`,
+    admitting the platform's clients and the teams with `litellm` access: stacks/resolve/access.py) and a
+    metrics endpoint on the serving port."""
     return Endpoint(
         name=NAME,
         served_model_name=NAME,
@@ -71,6 +73,8 @@ def proxy_served() -> Endpoint:
         route_paths=ROUTE_PATHS,
         management_paths=(),
         expose=True,
+        callers=callers,
+        key_secrets=key_secrets,
     )
 
 
@@ -90,7 +94,7 @@ def model_params(s: Endpoint) -> dict[str, Any]:
     }
     if s.wake is not None:
         params["api_base"] = f"{wake.PROXY_URL}/v1"
-        params["extra_headers"] = {WAKE_HEADER: s.name}
+        params["extra_headers"] = {WAKE_HEADER: s.wake.header}
         # The first request after idle waits through the cold start.
         params["timeout"] = wake.request_seconds(s)
     return params
@@ -228,7 +232,7 @@ def _proxy_container(addon: LiteLLM, files: list[SecretFile], image: Image) -> d
 
 def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]:
     models = internal_models(models)
-    egress: list[dict[str, Any]] = [_dns_egress(), *_model_egress(models), *_backend_egress(addon)]
+    egress: list[dict[str, Any]] = [dns_egress(), *_model_egress(models), *_backend_egress(addon)]
     hosts = sorted({h for p in addon.external_providers for h in p.egress_hosts})
     if addon.external_providers:
         egress.append(
@@ -257,7 +261,7 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
     }
 
 
-def _dns_egress() -> dict[str, Any]:
+def dns_egress() -> dict[str, Any]:
     """Egress to the cluster DNS (kube-dns in kube-system)."""
     return {
         "to": [
@@ -378,7 +382,12 @@ def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool, imag
     config_hash = hashlib.sha256(rendered.encode()).hexdigest()[:16]
     labels = k8s_labels(NAME, NAME)
     objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LITELLM_NAMESPACE, "labels": labels}},
+        # The platform's namespace: its route attaches to the front door's listener from here.
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": LITELLM_NAMESPACE, "labels": {**labels, TEAM_LABEL: PLATFORM_CLIENTS}},
+        },
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",

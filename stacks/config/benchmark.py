@@ -39,8 +39,9 @@ class Benchmark(Strict):
         "runs without blocking the update. A gate needs `slo` with `ttftSeconds` or `itlSeconds`.",
     )
     api_key_secret: SecretName = Field(
-        description="Existing Secret in the model's namespace whose key `api-key` is one client key the gateway "
-        "accepts (a key of `gateway.apiKeysSecret`); mounted as a file and exported to the benchmark at exec time."
+        description="Existing Secret in the model's namespace whose entry `api-key` is the benchmark's own key "
+        "(with `auth: jwt`, a token of one of the model's callers): the model's route admits it and no other route "
+        "does; mounted as a file and exported to the benchmark at exec time."
     )
 
     @model_validator(mode="after")

@@ -15,6 +15,9 @@ AcmArn = Annotated[
         max_length=2048,
     ),
 ]
+# A JWT claim's name as Envoy Gateway's authorization reads it (1 to 253 characters); a nested claim is
+# written with dots (`org.team`).
+ClaimName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.:/-]*$", max_length=253)]
 # A JWT `aud` value: printable ASCII without spaces (a StringOrURI), compared byte for byte.
 Audience = Annotated[str, StringConstraints(pattern=r"^[!-~]+$", max_length=253)]
 
@@ -35,6 +38,12 @@ class Jwt(Strict):
         max_length=8,
         description="Accepted `aud` values (at most 8, as Envoy Gateway's SecurityPolicy takes; each printable "
         "ASCII without spaces, listed once); empty: the audience is not checked.",
+    )
+    team_claim: ClaimName = Field(
+        default="team",
+        description="The token claim naming the caller's team: a model's route admits tokens whose claim is its "
+        "owner's team or a team it names in `consumers` (`platform` for the platform team's own clients), and "
+        "refuses every other token (Envoy Gateway authorization, default deny). A string claim, compared exactly.",
     )
 
 
@@ -95,8 +104,10 @@ class GatewaySection(Strict):
     )
     api_keys_secret: SecretName = Field(
         default="inference-api-keys",
-        description="Existing Opaque Secret in the Gateway's namespace holding one entry per client (key: client "
-        "name, value: its API key); created and rotated outside the stack.",
+        description="The platform team's own clients' keys: an existing Opaque Secret in the Gateway's namespace, "
+        "one entry per client (key: client name, value: its API key), created and rotated outside the stack. "
+        "A route admits it when its model is the platform's or names `platform` as a consumer, and the listener "
+        "admits it alone; a team's clients use their team's `teams[].apiKeysSecret`.",
     )
     jwt: Jwt | None = Field(default=None, description="The JWT provider; required with `auth: jwt`.")
     allow_unauthenticated: bool = Field(

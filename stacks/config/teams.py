@@ -8,9 +8,9 @@ this declaration from the platform's exports; it cannot widen it.
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Annotated, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from .addons import ServedModelName
 from .base import DnsLabel, IamArn, SecretName, Strict
@@ -21,6 +21,11 @@ from .stack import Quota
 PLATFORM_CLIENTS = "platform"
 
 
+# LiteLLM 1.100.1's durations (litellm_core_utils/duration_parser.py duration_in_seconds): a whole number
+# and a unit: seconds, minutes, hours, days, weeks or months.
+BudgetDuration = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]{0,5}(s|m|h|d|w|mo)$")]
+
+
 class TeamLiteLLM(Strict):
     """What a team may call through the LiteLLM proxy with its own virtual key."""
 
@@ -28,8 +33,28 @@ class TeamLiteLLM(Strict):
         min_length=1,
         description="LiteLLM model names the team's virtual key may call: models of `addons.litellm."
         "externalProviders` or the platform's exposed models. The team's clients reach the proxy's route "
-        "with their gateway key, and the proxy with this key.",
+        "with their gateway key, and the proxy with the team's virtual key, scoped to these models, which the "
+        "platform keeps in the Secret `litellm-key` (entry `api-key`) in the team's home namespace (needs "
+        "`addons.litellm.databaseUrlSecret`).",
     )
+    max_budget: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="The most the team's virtual key may spend (LiteLLM's `max_budget`, in the proxy's cost units, "
+        "USD); the proxy refuses its requests beyond it until the budget resets. Unset: no budget.",
+    )
+    budget_duration: BudgetDuration | None = Field(
+        default=None,
+        description="How often the spend resets (LiteLLM's `budget_duration`: a number and s, m, h, d, w or mo, "
+        "e.g. `30d`, `1mo`); needs `maxBudget`. Unset: never.",
+    )
+
+    @model_validator(mode="after")
+    def _duration_needs_a_budget(self) -> Self:
+        if self.budget_duration is not None and self.max_budget is None:
+            raise ValueError("budgetDuration resets a budget: set maxBudget too, or remove budgetDuration")
+        return self
 
 
 class TeamSection(Strict):

@@ -16,7 +16,8 @@ from components.engines import ENGINES
 
 from ..config import StackConfig
 from ..exports import PlatformExports, read_platform
-from ..resolved import ResolvedStack, Team
+from ..resolved import Access, ResolvedStack, Team
+from .access import front_door_access
 from .images import image_table, rendered_images
 from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
 from .platform import adapter_prometheus, gateway_parent, own_platform, unknown_platform
@@ -61,6 +62,7 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
     if stack.role == "platform":
         # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
         dashboards |= {name for name, e in ENGINES.items() if view.accelerators & set(e.facts.accelerators)}
+    parent = route_parent(view, owns)
     return ResolvedStack(
         config=config,
         environment=stack.environment,
@@ -72,9 +74,10 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
         team=team,
         platform_stack=stack.platform_stack,
         controller_namespaces=controller_namespaces(view.addons, {m.engine for m in config.models}),
-        route_parent=route_parent(view, owns),
+        route_parent=parent,
         engines={name: e.facts for name, e in ENGINES.items()},
         dashboard_engines=frozenset(dashboards),
         images=image_table(names, view.addons, config.images.pins()),
         prometheus_adapter=adapter_prometheus(view.addons.monitoring) if owns else None,
+        access=front_door_access(view, parent, models) if owns else Access(),
     )

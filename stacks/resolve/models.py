@@ -17,7 +17,6 @@ from ..config.teams import PLATFORM_CLIENTS
 from ..engine_facts import EngineFacts
 from ..groups import replica_group
 from ..resolved import (
-    BENCHMARK_CALLER,
     CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
     DEFAULT_NAMESPACE,
@@ -27,7 +26,6 @@ from ..resolved import (
     HTTPS_LISTENER,
     READER_SERVICE_ACCOUNT,
     GatewayParent,
-    KeySecret,
     ModelEntry,
     PlatformView,
     PodShape,
@@ -37,6 +35,7 @@ from ..resolved import (
     Wake,
 )
 from ..sizing import replica_requests, tensor_parallel
+from .access import callers, key_secrets
 from .cache import model_cache
 
 
@@ -54,34 +53,19 @@ def model_entry(index: int, model: ModelSection, addons: AddonsSection, team: Te
     )
 
 
-def callers(entry: ModelEntry) -> tuple[str, ...]:
-    """Whose clients the model's route admits: its owner, then the consumers it names, each once."""
-    return tuple(dict.fromkeys([entry.owner, *entry.config.consumers]))
-
-
-def key_secrets(entry: ModelEntry, view: PlatformView) -> tuple[KeySecret, ...]:
-    """The Secrets of gateway API keys the model's route admits: each caller's (the platform's clients'
-    `gateway.apiKeysSecret` in the Gateway's namespace, a team's in its home namespace; a consumer the
-    platform does not declare admits nothing, and is refused by the rules), then the benchmark's own
-    key, which calls this model and no other."""
-    found = []
-    for caller in callers(entry):
-        if caller == PLATFORM_CLIENTS:
-            found.append(KeySecret(caller, GATEWAY_NAMESPACE, view.gateway.api_keys_secret))
-        elif (team := view.team(caller)) is not None:
-            found.append(KeySecret(caller, team.home, team.api_keys_secret))
-    bench = entry.config.benchmark
-    if bench is not None:
-        found.append(KeySecret(BENCHMARK_CALLER, entry.namespace, bench.api_key_secret))
-    return tuple(found)
-
-
 def route_prefix(entry: ModelEntry) -> str:
     """`/<name>` for a platform model; `/<namespace>/<name>` for a team's, so that two teams' models of one
     name never share a path (the platform, which sees no team stack, could not refuse the second)."""
     if entry.owner == PLATFORM_CLIENTS:
         return f"/{entry.name}"
     return f"/{entry.namespace}/{entry.name}"
+
+
+def wake_of(entry: ModelEntry, startup: int) -> Wake:
+    """The way back from zero: the InterceptorRoute named after the model in its namespace, matched by the
+    header value `<namespace>/<name>`, unique in the cluster (a namespace holds one model of a name, and one
+    interceptor serves every namespace), and the cold start its requests wait through."""
+    return Wake(route=entry.name, header=f"{entry.namespace}/{entry.name}", cold_start=cold_start(startup))
 
 
 def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> str | None:
@@ -179,7 +163,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
         keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
         # A model that scales to zero comes back through its InterceptorRoute (named after it).
-        wake=Wake(route=model.name, cold_start=cold_start(startup)) if model.autoscaling.to_zero else None,
+        wake=wake_of(entry, startup) if model.autoscaling.to_zero else None,
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
 
@@ -242,4 +226,5 @@ def route_parent(view: PlatformView, owns_platform: bool) -> GatewayParent:
         listener=HTTPS_LISTENER,
         hostname=view.gateway.hostname,
         own=owns_platform,
+        shared=True,
     )

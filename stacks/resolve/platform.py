@@ -58,7 +58,12 @@ def gateway_parent(addons: AddonsSection, gateway: GatewaySection) -> GatewayPar
         return GatewayParent(namespace=ns, name=name, listener=listener, hostname=gateway.hostname, own=False)
     if gateway.enabled:
         return GatewayParent(
-            namespace=GATEWAY_NAMESPACE, name=GATEWAY_NAME, listener=HTTPS_LISTENER, hostname=gateway.hostname, own=True
+            namespace=GATEWAY_NAMESPACE,
+            name=GATEWAY_NAME,
+            listener=HTTPS_LISTENER,
+            hostname=gateway.hostname,
+            own=True,
+            shared=True,
         )
     return None
 
@@ -159,6 +164,8 @@ def declared_team(team: TeamSection) -> Team:
         quota=team.quota,
         api_keys_secret=team.api_keys_secret,
         litellm_models=tuple(team.litellm.models) if team.litellm else (),
+        litellm_max_budget=team.litellm.max_budget if team.litellm else None,
+        litellm_budget_duration=team.litellm.budget_duration if team.litellm else None,
     )
 
 

@@ -8,10 +8,11 @@ is read in place of another. Each derivation is the program's own:
   also gets KubeRay's `x-head-svc`, GenerateHeadServiceName), per namespace;
 - the names clients ask for: a LoRA adapter is asked for by its name like a model, so an adapter
   may not be named like a model or another model's adapter;
-- the objects at the gateway: each exposed model gets an HTTPRoute `<name>` and, with auth, a
-  SecurityPolicy `<name>-auth` in the Gateway's namespace, beside the platform's own redirect route
-  `https-redirect` and the listener's SecurityPolicy `<gateway name>-auth`
-  (components/gateway/routing.py).
+- the objects at the gateway: on a listener that admits only its own namespace's routes (AIBrix's), each
+  exposed model gets an HTTPRoute `<name>` and, with auth, a SecurityPolicy `<name>-auth` in the
+  Gateway's namespace, beside the platform's own redirect route `https-redirect` and the listener's
+  SecurityPolicy `<gateway name>-auth` (components/gateway/routing.py). On the front door's own
+  Gateway they live in the model's namespace, where no platform object is.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def adapters_are_named_apart_from_models(stack: ResolvedStack) -> Iterable[Probl
 @rule
 def routes_leave_the_gateway_its_names(stack: ResolvedStack) -> Iterable[Problem]:
     parent = stack.platform.gateway_parent
-    if parent is None:
+    if parent is None or parent.shared:
         return
     auth = stack.platform.gateway.auth != "none"
     taken: dict[tuple[str, str], str] = {}

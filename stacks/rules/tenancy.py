@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..checks import rule
+from ..checks import rule, warning
 from ..config.teams import PLATFORM_CLIENTS
 from ..errors import Problem, duplicates, key_path
 from ..names import reserved_namespace
+from ..resolve.access import litellm_models
 from ..resolved import ResolvedStack
 
 
@@ -115,9 +116,7 @@ def consumers_are_declared_teams(stack: ResolvedStack) -> Iterable[Problem]:
 @rule
 def team_litellm_access_names_what_the_proxy_serves(stack: ResolvedStack) -> Iterable[Problem]:
     litellm = stack.config.addons.litellm
-    served = {m for p in litellm.external_providers for m in p.models} | {
-        m.name for m in stack.models if m.expose and m.owner == PLATFORM_CLIENTS
-    }
+    served = set(litellm_models(stack.config.addons, stack.models))
     for i, team in enumerate(stack.config.teams):
         if team.litellm is None:
             continue
@@ -134,3 +133,47 @@ def team_litellm_access_names_what_the_proxy_serves(stack: ResolvedStack) -> Ite
                     f"{model} is no model the proxy serves (external providers' models and this stack's exposed "
                     f"models: {', '.join(sorted(served)) or 'none'})",
                 )
+
+
+@rule
+def team_litellm_keys_need_the_proxys_database(stack: ResolvedStack) -> Iterable[Problem]:
+    """A team's LiteLLM access is a virtual key of its own, which LiteLLM keeps in its database only."""
+    litellm = stack.config.addons.litellm
+    teams = [t.name for t in stack.config.teams if t.litellm is not None]
+    if teams and litellm.enabled and litellm.database_url_secret is None:
+        yield Problem(
+            key_path(["addons", "litellm", "databaseUrlSecret"]),
+            f"teams {', '.join(teams)} call the proxy with virtual keys of their own (scoped to their models and "
+            f"budget), which LiteLLM keeps only in its database: name the Secret of its PostgreSQL URL (key "
+            f"database-url), or remove the teams' litellm access",
+        )
+
+
+@warning
+def litellm_without_a_database_hands_out_its_master_key(stack: ResolvedStack) -> Iterable[Problem]:
+    """Without the proxy's database there are no virtual keys: its clients need the master key."""
+    litellm = stack.config.addons.litellm
+    if stack.owns_platform and litellm.enabled and litellm.database_url_secret is None:
+        yield Problem(
+            key_path(["addons", "litellm", "databaseUrlSecret"]),
+            "without a database the proxy keeps no virtual keys, so its clients call it with the master key, "
+            "which also manages it; name the Secret of a PostgreSQL URL (key database-url) and the platform "
+            "keeps a virtual key for its clients (Secret litellm-key beside the gateway's keys) instead",
+        )
+
+
+@rule
+def team_routes_attach_from_the_teams_namespaces(stack: ResolvedStack) -> Iterable[Problem]:
+    """A team's route lives in the team's namespace: the platform's listener must admit it from there."""
+    parent = stack.platform.gateway_parent
+    if stack.team is None or not stack.platform.known or parent is None or parent.shared:
+        return
+    for entry in stack.entries:
+        if entry.config.expose:
+            yield Problem(
+                entry.key("expose"),
+                f"the listener {stack.platform.where} exports ({parent.namespace}/{parent.name}) admits routes only "
+                f"from its own namespace (AIBrix's Gateway, or a platform older than the team-namespace routes), and "
+                f"a team's objects stay in its own namespaces; set expose: false, or ask the platform team for the "
+                f"front door's own Gateway (gateway.enabled, addons.aibrix off)",
+            )
