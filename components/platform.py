@@ -14,10 +14,11 @@ import pulumi_kubernetes as k8s
 
 from stacks.exports import export_platform
 from stacks.naming import MANAGED_BY, TOKEN, tags
-from stacks.resolved import MONITORING_NAMESPACE, ResolvedStack
+from stacks.resolved import ResolvedStack
 from stacks.versions import chart
 
 from . import k8s as k8s_objects
+from . import peers
 from .autoscaling.component import ModelScalers, ModelScalersArgs
 from .benchmark import Benchmarks, BenchmarksArgs
 from .capacity.component import Capacity, CapacityArgs
@@ -332,6 +333,7 @@ class InferencePlatform(pulumi.ComponentResource):
         """Gateway, routes, authentication, network policies (issue: front door)."""
         stack = self.stack
         platform = stack.platform
+        mon = platform.addons.monitoring
         parent = stack.route_parent
         installers = [r for r in (wiring.envoy_gateway, wiring.load_balancer) if r is not None]
         if not parent.own and "aibrix" in wiring.operators:
@@ -347,7 +349,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 litellm_route=stack.owns_platform and platform.addons.litellm.enabled,
                 depends_on=installers,
                 namespaces=dict(wiring.namespaces),
-                scraper_namespace=MONITORING_NAMESPACE if platform.addons.monitoring.enabled else None,
+                scraper=peers.prometheus(mon.existing_prometheus) if mon.enabled else None,
                 platform_namespaces=dict(stack.controller_namespaces),
                 litellm=wiring.litellm,
                 interceptor=wiring.operators.get("keda-http"),

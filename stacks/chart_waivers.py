@@ -193,7 +193,7 @@ WAIVERS: tuple[Waiver, ...] = (
     # ---- KubeRay 1.7.0
     Waiver("kuberay-operator-1.7.0", "Deployment", "kuberay-operator", {
         "CKV_K8S_38": API_TOKEN + " (RayClusters, RayServices and their pods)",
-        "CKV2_K8S_6": NO_NETPOL + " and each Ray head's dashboard",
+        "CKV2_K8S_6": NO_NETPOL + " and each Ray head's dashboard (which admits only this operator's pods)",
     }),
     # ---- prometheus-adapter 5.3.0
     Waiver("prometheus-adapter-5.3.0", "ClusterRole", "prometheus-adapter-server-resources", {
@@ -277,8 +277,8 @@ WAIVERS: tuple[Waiver, ...] = (
         "CKV_K8S_38": "the picker watches the model's pods through the API server with this token (the "
         "chart's Role `<release>-epp-sa`: pods get/list/watch, in the model's namespace only)",
         "CKV2_K8S_6": "the platform's own `<model>-picker-ingress` NetworkPolicy selects it (components/"
-        "gateway/isolation.py: only the Envoy proxies, on 9002), rendered with the program's objects, "
-        "not in this chart's directory",
+        "gateway/isolation.py: only its route's Envoy proxies on 9002 and Prometheus's pods on 9090), rendered "
+        "with the program's objects, not in this chart's directory",
     }),
     # ---- KEDA HTTP add-on 0.15.0 (interceptor, external scaler, operator, in keda).
     *(
@@ -289,8 +289,8 @@ WAIVERS: tuple[Waiver, ...] = (
         for name, why, netpol in (
             ("keda-add-ons-http-interceptor", " (it watches InterceptorRoutes and the targets' endpoints)", {
                 "CKV2_K8S_6": "the platform's keda/interceptor-ingress NetworkPolicy selects these pods "
-                "(components/gateway/isolation.py interceptor_ingress: the Envoy proxies and LiteLLM on "
-                "8080, the add-on's scaler on 9090), rendered with the program's objects, not in this "
+                "(components/gateway/isolation.py interceptor_ingress: the route's Envoy proxies and LiteLLM's "
+                "pods on 8080, the add-on's scaler on 9090), rendered with the program's objects, not in this "
                 "chart's directory",
             }),
             ("keda-add-ons-http-external-scaler", " (it watches InterceptorRoutes and the interceptor's "
