@@ -272,6 +272,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 envoy_gateway=wiring.envoy_gateway,
                 # AIBrix's chart owns its Envoy Service: it gets the front door's NLB annotations.
                 gateway_service_annotations=load_balancer_annotations(platform.gateway),
+                route_parent=self.stack.route_parent,
             ),
             pulumi.ResourceOptions(parent=self),
         )

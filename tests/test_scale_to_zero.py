@@ -144,7 +144,7 @@ def test_litellm_calls_a_sleeping_model_through_the_interceptor_with_its_header(
     assert params["api_base"] == "http://keda-add-ons-http-interceptor-proxy.keda.svc.cluster.local:8080/v1"
     assert params["extra_headers"] == {WAKE_HEADER: IDLE}
     assert params["timeout"] >= idle.wake.cold_start.seconds, "LiteLLM must wait out the cold start"
-    egress = litellm.network_policy(LiteLLM(enabled=True), [idle])["spec"]["egress"]
+    egress = litellm.network_policy(LiteLLM(enabled=True), [idle], proxies=None, scraper=None)["spec"]["egress"]
     assert any(
         rule["ports"] == [{"protocol": "TCP", "port": 8080}]
         and rule["to"][0]["podSelector"]["matchLabels"] == wake.INTERCEPTOR_POD_LABELS
