@@ -408,6 +408,8 @@ class InferencePlatform(pulumi.ComponentResource):
                 litellm=wiring.litellm,
                 images=stack.images,
                 prometheus_adapter=stack.prometheus_adapter,
+                addons=addons,
+                address_blocks=stack.cluster.vpc.address_blocks if stack.cluster is not None else (),
             ),
             pulumi.ResourceOptions(parent=self),
         )
