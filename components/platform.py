@@ -14,10 +14,11 @@ import pulumi_kubernetes as k8s
 
 from stacks.exports import export_platform
 from stacks.naming import MANAGED_BY, TOKEN, tags
-from stacks.resolved import MONITORING_NAMESPACE, TEAM_LABEL, ResolvedStack
+from stacks.resolved import TEAM_LABEL, ResolvedStack
 from stacks.versions import chart
 
 from . import k8s as k8s_objects
+from . import peers
 from .autoscaling.component import ModelScalers, ModelScalersArgs
 from .benchmark import Benchmarks, BenchmarksArgs
 from .capacity.component import Capacity, CapacityArgs
@@ -274,6 +275,8 @@ class InferencePlatform(pulumi.ComponentResource):
                 envoy_gateway=wiring.envoy_gateway,
                 # AIBrix's chart owns its Envoy Service: it gets the front door's NLB annotations.
                 gateway_service_annotations=load_balancer_annotations(platform.gateway),
+                route_parent=self.stack.route_parent,
+                virtual_keys=bool(self.stack.access.virtual_keys),
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -335,6 +338,7 @@ class InferencePlatform(pulumi.ComponentResource):
         """Gateway, routes, authentication, network policies (issue: front door)."""
         stack = self.stack
         platform = stack.platform
+        mon = platform.addons.monitoring
         parent = stack.route_parent
         installers = [r for r in (wiring.envoy_gateway, wiring.load_balancer) if r is not None]
         if not parent.own and "aibrix" in wiring.operators:
@@ -351,7 +355,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 litellm_route=stack.owns_platform and platform.addons.litellm.enabled,
                 depends_on=installers,
                 namespaces=dict(wiring.namespaces),
-                scraper_namespace=MONITORING_NAMESPACE if platform.addons.monitoring.enabled else None,
+                scraper=peers.prometheus(mon.existing_prometheus) if mon.enabled else None,
                 platform_namespaces=dict(stack.controller_namespaces),
                 litellm=wiring.litellm,
                 interceptor=wiring.operators.get("keda-http"),
@@ -428,6 +432,8 @@ class InferencePlatform(pulumi.ComponentResource):
                 litellm=wiring.litellm,
                 images=stack.images,
                 prometheus_adapter=stack.prometheus_adapter,
+                addons=addons,
+                address_blocks=stack.cluster.vpc.address_blocks if stack.cluster is not None else (),
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -28,10 +28,21 @@ class Waiver:
 # Shared reasons, each true of every object that uses it.
 API_TOKEN = "the controller watches and writes Kubernetes objects through the API server with this token"
 NO_NETPOL = (
-    "no NetworkPolicy selects it: the platform confines the model namespaces and LiteLLM, not the "
-    "add-on controllers; this one must reach the API server"
+    "no NetworkPolicy selects it: the platform confines the model namespaces, LiteLLM and monitoring, not "
+    "the add-on controllers; this one must reach the API server"
 )
 NO_PROBES = "the chart's template defines no probes and has no value for them"
+
+
+def monitoring_netpol(name: str, admits: str) -> str:
+    """CKV2_K8S_6 for a pod the monitoring namespace's own policies select: Checkov scans the chart's
+    directory alone, and the policy is one of the program's objects."""
+    return (
+        f"the platform's monitoring/{name} NetworkPolicy selects it (components/monitoring/policies.py, "
+        f"behind the namespace's default deny: {admits}), rendered with the program's objects, not in this "
+        "chart's directory"
+    )
+
 
 WAIVERS: tuple[Waiver, ...] = (
     # ---- AIBrix 0.7.0: its templates take only images and resources for these, no security contexts.
@@ -89,8 +100,8 @@ WAIVERS: tuple[Waiver, ...] = (
                 "CKV_K8S_9": NO_PROBES + " (templates/metadata-service/redis.yaml)",
                 "CKV_K8S_38": "templates/metadata-service/redis.yaml names no service account and has no "
                 "value to turn the token off: the namespace's default account, bound to no role",
-                "CKV2_K8S_6": "no NetworkPolicy selects it: the platform confines the model namespaces and "
-                "LiteLLM, not AIBrix's own store, which the gateway plugin and metadata service use",
+                "CKV2_K8S_6": "no NetworkPolicy selects it: the platform confines the model namespaces, LiteLLM "
+                "and monitoring, not AIBrix's own store, which the gateway plugin and metadata service use",
             }),
         )
     ),
@@ -140,7 +151,7 @@ WAIVERS: tuple[Waiver, ...] = (
         "context (root with SYS_ADMIN, all else dropped) is the one that matters",
         "CKV_K8S_31": "templates/daemonset.yaml takes podSecurityContext, left empty: DCGM's profiling "
         "ioctls are not in a stated seccomp profile upstream",
-        "CKV2_K8S_6": "no NetworkPolicy selects it: Prometheus scrapes it on every GPU node",
+        "CKV2_K8S_6": monitoring_netpol("dcgm-exporter", "Prometheus's pods on 9400, no egress"),
     }),
     # ---- Envoy Gateway v1.9.0
     Waiver("gateway-helm-v1.9.0", "ClusterRole", "envoy-gateway-gateway-helm-certgen:*", {
@@ -183,17 +194,19 @@ WAIVERS: tuple[Waiver, ...] = (
     }),
     Waiver("kube-prometheus-stack-81.6.2", "Deployment", "kube-prometheus-stack-operator", {
         "CKV_K8S_38": API_TOKEN + " (it reconciles Prometheus, Alertmanager and their monitors)",
-        "CKV2_K8S_6": NO_NETPOL + " and serve its admission webhook to it",
+        "CKV2_K8S_6": monitoring_netpol(
+            "prometheus-operator", "the API server and Prometheus's pods on 10250, egress to the API server"
+        ),
     }),
     Waiver("kube-prometheus-stack-81.6.2", "Job", "kube-prometheus-stack-admission-*", {
         "CKV_K8S_38": "the job writes the webhook's Secret and configuration through the API server "
         "with this token",
-        "CKV2_K8S_6": "no NetworkPolicy selects it: a run-once job that talks only to the API server",
+        "CKV2_K8S_6": monitoring_netpol("prometheus-operator-admission", "no ingress, egress to the API server"),
     }),
     # ---- KubeRay 1.7.0
     Waiver("kuberay-operator-1.7.0", "Deployment", "kuberay-operator", {
         "CKV_K8S_38": API_TOKEN + " (RayClusters, RayServices and their pods)",
-        "CKV2_K8S_6": NO_NETPOL + " and each Ray head's dashboard",
+        "CKV2_K8S_6": NO_NETPOL + " and each Ray head's dashboard (which admits only this operator's pods)",
     }),
     # ---- prometheus-adapter 5.3.0
     Waiver("prometheus-adapter-5.3.0", "ClusterRole", "prometheus-adapter-server-resources", {
@@ -209,8 +222,9 @@ WAIVERS: tuple[Waiver, ...] = (
     Waiver("prometheus-adapter-5.3.0", "Deployment", "prometheus-adapter", {
         "CKV_K8S_38": "the adapter authenticates and authorises its API clients through the API "
         "server, and maps metrics onto pods and namespaces, with this token",
-        "CKV2_K8S_6": "no NetworkPolicy selects it: the API server's aggregation layer calls it, and it "
-        "queries Prometheus",
+        "CKV2_K8S_6": monitoring_netpol(
+            "prometheus-adapter", "the API server's aggregation layer on 6443, egress to the API server and Prometheus"
+        ),
     }),
     # ---- AWS EFA device plugin v0.5.30 (only with an `efa: true` pool): privileged by the chart's own
     # values.securityContext, on the host network by templates/daemonset.yaml (no value for it).
@@ -277,8 +291,8 @@ WAIVERS: tuple[Waiver, ...] = (
         "CKV_K8S_38": "the picker watches the model's pods through the API server with this token (the "
         "chart's Role `<release>-epp-sa`: pods get/list/watch, in the model's namespace only)",
         "CKV2_K8S_6": "the platform's own `<model>-picker-ingress` NetworkPolicy selects it (components/"
-        "gateway/isolation.py: only the Envoy proxies, on 9002), rendered with the program's objects, "
-        "not in this chart's directory",
+        "gateway/isolation.py: only its route's Envoy proxies on 9002 and Prometheus's pods on 9090), rendered "
+        "with the program's objects, not in this chart's directory",
     }),
     # ---- KEDA HTTP add-on 0.15.0 (interceptor, external scaler, operator, in keda).
     *(
@@ -289,8 +303,8 @@ WAIVERS: tuple[Waiver, ...] = (
         for name, why, netpol in (
             ("keda-add-ons-http-interceptor", " (it watches InterceptorRoutes and the targets' endpoints)", {
                 "CKV2_K8S_6": "the platform's keda/interceptor-ingress NetworkPolicy selects these pods "
-                "(components/gateway/isolation.py interceptor_ingress: the Envoy proxies and LiteLLM on "
-                "8080, the add-on's scaler on 9090), rendered with the program's objects, not in this "
+                "(components/gateway/isolation.py interceptor_ingress: the route's Envoy proxies and LiteLLM's "
+                "pods on 8080, the add-on's scaler on 9090), rendered with the program's objects, not in this "
                 "chart's directory",
             }),
             ("keda-add-ons-http-external-scaler", " (it watches InterceptorRoutes and the interceptor's "

@@ -114,6 +114,8 @@ PLATFORM_SUFFIXES = {
     "-picker": "EnvoyExtensionPolicy",
     "-picker-from-gateway": "ReferenceGrant",
     "-picker-ingress": "NetworkPolicy",
+    # gateway/isolation.py ray_head_ingress: a RayService head's own policy.
+    "-ray-head": "NetworkPolicy",
     # components/storage/cache.py fill_job_name: a streamed model's (`loadFormat`) bucket fill.
     "-to-bucket": "Job",
 }

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from components.monitoring.collection import dcgm_exporter_values, neuron_monitor
+from components.peers import PROMETHEUS
 from stacks import fit as fit_arithmetic
 from stacks import hardware
 from stacks.config import StackConfig
@@ -112,7 +113,7 @@ def test_the_fsx_csi_node_costs_its_plugin_and_two_sidecars():
 
 def test_the_exporters_request_exactly_what_the_fit_check_subtracts():
     assert dcgm_exporter_values()["resources"]["requests"] == EXPORTER_REQUESTS["nvidia"]
-    daemonset = next(o for o in neuron_monitor(IMAGES["neuron-monitor"]) if o["kind"] == "DaemonSet")
+    daemonset = next(o for o in neuron_monitor(IMAGES["neuron-monitor"], PROMETHEUS) if o["kind"] == "DaemonSet")
     container = daemonset["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"] == EXPORTER_REQUESTS["neuron"]
     table = {d.name: d.requests for d in fit_arithmetic.NODE_DAEMONSETS}

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import peers
 from components.engines import ENGINES
 from components.gateway import isolation, picker
 from components.gateway.routing import PICKER_HEADER, PROXY_POD_LABELS, REQUEST_TIMEOUT, model_routing
@@ -20,7 +21,7 @@ from stacks.errors import ConfigError
 from stacks.load import ROOT
 from stacks.metrics import PICKER_METRICS
 from stacks.pipeline import check_sections
-from stacks.resolved import EG_NAMESPACE, PICKER_ENGINE_LABEL, ResolvedStack
+from stacks.resolved import PICKER_ENGINE_LABEL, PROMETHEUS_SERVICE, ResolvedStack
 from tests.builders import by_kind, engine_objects, resolved_model, resolved_stack
 from tests.conftest import DEV, rendered_stack, sections_of
 
@@ -152,18 +153,20 @@ def test_picked_sglang_pods_carry_the_pickers_engine_label_and_export_metrics():
 def test_network_policies_admit_only_proxy_to_picker_and_picker_to_pod_metrics():
     stack = _stack()
     model = resolved_model(stack, "qwen3-8b")
-    objs = isolation.namespace_policies(
-        [model], gateway_namespaces=[EG_NAMESPACE], scraper_namespace=None, platform_namespaces={}
-    )
+    front_door = peers.proxies(stack.route_parent)
+    objs = isolation.namespace_policies([model], isolation.Callers(proxies=front_door))
     (into_picker,) = [o for o in objs if o["metadata"]["name"] == "qwen3-8b-picker-ingress"]
     assert into_picker["spec"]["podSelector"] == {"matchLabels": picker.pod_labels(model)}
     (rule,) = into_picker["spec"]["ingress"]
     assert rule["ports"] == [{"protocol": "TCP", "port": picker.EXT_PROC_PORT}], "ext_proc only"
-    assert rule["from"][0]["podSelector"] == {"matchLabels": PROXY_POD_LABELS}, "the Envoy proxies only"
+    assert rule["from"] == [front_door.peer()], "the route's Envoy proxies only"
+    assert {**PROXY_POD_LABELS, peers.OWNING_GATEWAY_NAME: stack.route_parent.name}.items() <= (
+        rule["from"][0]["podSelector"]["matchLabels"].items()
+    ), "Envoy Gateway's proxy pods of this Gateway"
     (into_model,) = [o for o in objs if o["metadata"]["name"] == "qwen3-8b-ingress"]
-    from_picker = [r for r in into_model["spec"]["ingress"] if r["from"][0].get("podSelector") == {
-        "matchLabels": picker.pod_labels(model)
-    }]  # fmt: skip
+    from_picker = [r for r in into_model["spec"]["ingress"] if {
+        "podSelector": {"matchLabels": picker.pod_labels(model)}
+    } in r["from"]]  # fmt: skip
     assert [r["ports"] for r in from_picker] == [[{"protocol": "TCP", "port": model.metrics_port}]]
 
 
@@ -207,11 +210,13 @@ def test_the_pickers_own_metrics_are_scraped_per_model_and_only_the_scraper_reac
     assert SCHEMAS is not None and conformance.validate_custom(monitor, SCHEMAS) == []
     values = picker.values(model, stack.images["endpoint-picker"])
     assert values["router"]["monitoring"] == {"prometheus": {"auth": {"enabled": False}}}, "scraped without a token"
-    policy = isolation.picker_ingress(model, gateway_namespaces=[EG_NAMESPACE], scraper_namespace="monitoring")
+    callers = isolation.Callers(proxies=peers.proxies(stack.route_parent), prometheus=peers.PROMETHEUS)
+    policy = isolation.picker_ingress(model, callers)
     scraper = [r for r in policy["spec"]["ingress"] if r["ports"][0]["port"] == picker.METRICS_PORT]
-    assert [r["from"] for r in scraper] == [
-        [{"namespaceSelector": {"matchLabels": {isolation.NS_LABEL: "monitoring"}}}]
-    ]
+    assert [r["from"] for r in scraper] == [[peers.PROMETHEUS.peer()]], "Prometheus's pods, not all of monitoring"
+    assert scraper[0]["from"][0]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "prometheus", "operator.prometheus.io/name": PROMETHEUS_SERVICE}
+    }
     unrouted = resolved_model(stack, "llama-3-8b-neuron")
     assert picker_pod_monitor(unrouted) is None
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from components import peers
 from components.monitoring.collection import (
     dcgm_exporter_values,
     neuron_monitor,
@@ -113,7 +114,7 @@ def test_dcgm_runs_on_gpu_nodes_tolerating_their_taint():
 
 
 def test_neuron_monitor_runs_on_neuron_nodes_and_is_scraped():
-    daemonset, monitor, _ = neuron_monitor(IMAGES["neuron-monitor"])
+    daemonset, monitor, _ = neuron_monitor(IMAGES["neuron-monitor"], peers.PROMETHEUS)
     pod = daemonset["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"inference-platform.io/accelerator": "neuron"}
     assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
@@ -225,12 +226,18 @@ def test_grafanas_admin_comes_from_an_existing_secret_when_named(dev):
 
 
 def test_neuron_monitor_is_reachable_only_by_the_scraper_and_calls_nothing():
-    daemonset, _, policy = neuron_monitor(IMAGES["neuron-monitor"])
+    daemonset, _, policy = neuron_monitor(IMAGES["neuron-monitor"], peers.PROMETHEUS)
     assert policy["kind"] == "NetworkPolicy"
     assert policy["spec"]["podSelector"]["matchLabels"] == daemonset["spec"]["selector"]["matchLabels"]
     (ingress,) = policy["spec"]["ingress"]
-    assert ingress["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    assert ingress["from"] == [{"podSelector": {"matchLabels": dict(peers.PROMETHEUS.labels)}}], (
+        "Prometheus's own pods (the policy is in their namespace), not every pod of `monitoring`"
+    )
     assert ingress["ports"] == [{"protocol": "TCP", "port": 8000}]
+    _, _, existing = neuron_monitor(IMAGES["neuron-monitor"], peers.ANY_PROMETHEUS)
+    assert existing["spec"]["ingress"][0]["from"] == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+    ], "an existing Prometheus: any the Prometheus Operator runs in monitoring, still pods only"
     assert policy["spec"]["egress"] == [] and "Egress" in policy["spec"]["policyTypes"]
     pod = daemonset["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from components import peers
 from components.autoscaling import wake
 from components.autoscaling.keda import scaled_objects
 from components.gateway import isolation
@@ -125,33 +126,31 @@ def test_more_namespaces_than_one_grant_holds_get_more_grants():
     assert [f["namespace"] for g in grants for f in g["spec"]["from"]] == namespaces
 
 
-def test_the_model_admits_the_interceptor_and_the_interceptor_admits_only_envoy_litellm_and_its_scaler(idle):
-    ingress = isolation.model_ingress(idle, gateway_namespaces=["envoy-gateway-system"], scraper_namespace=None)
+def test_the_model_admits_the_interceptor_and_the_interceptor_admits_only_envoy_litellm_and_its_scaler(stack, idle):
+    front_door = peers.proxies(stack.route_parent)
+    ingress = isolation.model_ingress(idle, isolation.Callers(proxies=front_door))
     interceptor = {
-        "from": [
-            {
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KEDA_NAMESPACE}},
-                "podSelector": {"matchLabels": wake.INTERCEPTOR_POD_LABELS},
-            }
-        ],
-        "ports": [{"protocol": "TCP", "port": idle.port}],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KEDA_NAMESPACE}},
+        "podSelector": {"matchLabels": wake.INTERCEPTOR_POD_LABELS},
     }
-    assert interceptor in ingress["spec"]["ingress"]
-    policy = isolation.interceptor_ingress(gateway_namespaces=["envoy-gateway-system"], litellm_proxy=True)
+    (rule,) = [r for r in ingress["spec"]["ingress"] if interceptor in r["from"]]
+    assert rule["ports"] == [{"protocol": "TCP", "port": idle.port}], "on the serving port only"
+    policy = isolation.interceptor_ingress(proxies=front_door, litellm_proxy=True)
     assert policy["metadata"]["namespace"] == KEDA_NAMESPACE
     assert policy["spec"]["podSelector"] == {"matchLabels": wake.INTERCEPTOR_POD_LABELS}
     proxy, admin = policy["spec"]["ingress"]
     sources = [(p["namespaceSelector"]["matchLabels"], p["podSelector"]["matchLabels"]) for p in proxy["from"]]
     assert sources == [
-        ({"kubernetes.io/metadata.name": "envoy-gateway-system"}, isolation.PROXY_POD_LABELS),
+        ({"kubernetes.io/metadata.name": "envoy-gateway-system"}, dict(front_door.labels)),
         ({"kubernetes.io/metadata.name": "litellm"}, {"app.kubernetes.io/name": "litellm"}),
     ], "nothing else may reach a proxy that forwards by a header: it would bypass authentication"
+    assert front_door.labels[peers.OWNING_GATEWAY_NAME] == stack.route_parent.name, "this Gateway's proxies only"
     assert proxy["ports"] == [{"protocol": "TCP", "port": 8080}]
     assert admin == {
         "from": [{"podSelector": {"matchLabels": wake.SCALER_POD_LABELS}}],
         "ports": [{"protocol": "TCP", "port": 9090}],
     }, "the scaler reads the pending-request counts on the admin port"
-    alone = isolation.interceptor_ingress(gateway_namespaces=["envoy-gateway-system"], litellm_proxy=False)
+    alone = isolation.interceptor_ingress(proxies=front_door, litellm_proxy=False)
     assert len(alone["spec"]["ingress"][0]["from"]) == 1, "no LiteLLM, no LiteLLM rule"
 
 
@@ -161,7 +160,7 @@ def test_litellm_calls_a_sleeping_model_through_the_interceptor_with_its_header(
     assert params["api_base"] == "http://keda-add-ons-http-interceptor-proxy.keda.svc.cluster.local:8080/v1"
     assert params["extra_headers"] == {WAKE_HEADER: f"chat/{IDLE}"}
     assert params["timeout"] >= idle.wake.cold_start.seconds, "LiteLLM must wait out the cold start"
-    egress = litellm.network_policy(LiteLLM(enabled=True), [idle])["spec"]["egress"]
+    egress = litellm.network_policy(LiteLLM(enabled=True), [idle], proxies=None, scraper=None)["spec"]["egress"]
     assert any(
         rule["ports"] == [{"protocol": "TCP", "port": 8080}]
         and rule["to"][0]["podSelector"]["matchLabels"] == wake.INTERCEPTOR_POD_LABELS

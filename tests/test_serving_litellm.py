@@ -8,6 +8,7 @@ import json
 import pytest
 import yaml
 
+from components import peers
 from components.serving import litellm
 from stacks.errors import ConfigError
 from tests.serving_support import config_of, serving_sections, serving_stack
@@ -18,7 +19,14 @@ def _objects(sections: dict | None = None) -> dict[str, dict]:
     models, and whether monitoring is on."""
     stack = serving_stack(sections)
     addons = stack.platform.addons
-    objects = litellm.manifests(addons.litellm, stack.models, addons.monitoring.enabled, stack.images)
+    objects = litellm.manifests(
+        addons.litellm,
+        stack.models,
+        addons.monitoring.enabled,
+        stack.images,
+        proxies=peers.proxies(stack.route_parent),
+        scraper=peers.PROMETHEUS if addons.monitoring.enabled else None,
+    )
     return {f"{o['kind']}/{o['metadata']['name']}": o for o in objects}
 
 
@@ -100,6 +108,19 @@ def test_a_fallback_to_an_unlisted_provider_is_refused():
     (problem,) = err.value.problems
     assert problem.path == "inference-platform:addons.litellm.fallbacks.qwen3-8b-lora"
     assert "'claude-sonnet-4'" in problem.message and "externalProviders" in problem.message
+
+
+def test_only_the_routes_proxies_and_prometheus_pods_reach_the_proxy_on_its_port():
+    policy = _objects()["NetworkPolicy/litellm-egress"]
+    (rule,) = policy["spec"]["ingress"]
+    stack = serving_stack()
+    assert rule == {
+        "from": [peers.proxies(stack.route_parent).peer(), peers.PROMETHEUS.peer()],
+        "ports": [{"protocol": "TCP", "port": litellm.PORT}],
+    }, "the front door (its SecurityPolicy authenticates first) and the scraper (with the master key): pods only"
+    assert "Ingress" in policy["spec"]["policyTypes"]
+    alone = litellm.network_policy(stack.platform.addons.litellm, stack.models, proxies=None, scraper=None)
+    assert alone["spec"]["ingress"] == [], "no route and no scraper: nothing may call it"
 
 
 def test_egress_reaches_the_internet_only_when_an_external_provider_is_listed():

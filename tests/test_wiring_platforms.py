@@ -9,13 +9,16 @@ from typing import Any
 
 import yaml
 
+from components import peers
 from components.gateway import isolation
 from components.gateway.routing import envoy_gateway_values, load_balancer_annotations
 from components.serving import litellm
 from components.serving.values import aibrix_values
-from stacks.resolved import EG_NAMESPACE, LITELLM_NAMESPACE
-from tests.builders import resolved_stack
+from stacks.resolved import LITELLM_NAMESPACE, ResolvedModel
+from tests import netpol
+from tests.builders import resolved_model, resolved_stack
 from tests.conftest import DEV, rendered_stack, sections_of, stack_manifests
+from tests.netpol import Peer, peer_of
 from tests.serving_support import SERVING, serving_sections, serving_stack
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -42,34 +45,40 @@ def policy(objs: list[dict[str, Any]], namespace: str, name: str) -> dict[str, A
     return found
 
 
-def admitted_namespaces(spec: dict[str, Any]) -> set[str]:
+def admitted_pods(objs: list[dict[str, Any]], served: ResolvedModel, **extra: str) -> set[Peer]:
+    """Every peer any policy admits to the model's pods (with `extra` labels), on any port."""
+    labels = {**served.selector, **extra}
     return {
-        peer["namespaceSelector"]["matchLabels"][isolation.NS_LABEL]
-        for rule in spec["ingress"]
-        for peer in rule["from"]
-        if "namespaceSelector" in peer
+        peer_of(peer, served.namespace)
+        for p in netpol.policies(objs)
+        if netpol.selects(p, served.namespace, labels)
+        for _, raw in netpol.ingress_rules(p)
+        for peer in raw
     }
 
 
-# ---- 1. controller namespaces through the model namespaces' NetworkPolicies ----------------------
+# ---- 1. controllers through the model namespaces' NetworkPolicies, pod by pod --------------------
 
 
-def test_each_models_pods_admit_the_controllers_that_manage_them():
+def test_each_models_pods_admit_exactly_the_controller_pods_that_call_them():
+    """Upstream, per controller: KubeRay calls a RayService's head (dashboard, Serve proxy health); the
+    Dynamo 1.4 operator calls no pod of a graph; AIBrix's gateway plugin and controller manager call the
+    pods they find by the labels the shared workload shape sets (here the vLLM model)."""
     objs, _ = _serving()
-    expected = {"dynamo": "dynamo-system", "ray-serve": "kuberay-system"}
+    controllers = {"dynamo-system", "kuberay-system", "aibrix-system", "nim-operator"}
+    expected = {
+        "qwen3-8b-dynamo": set(),
+        "qwen3-32b-disagg": set(),
+        "qwen3-8b-lora": {Peer.of(peers.AIBRIX_GATEWAY_PLUGIN), Peer.of(peers.AIBRIX_CONTROLLER)},
+        "qwen3-4b-ray": set(),
+    }
     for served in serving_stack().models:
-        admitted = admitted_namespaces(policy(objs, served.namespace, f"{served.name}-ingress"))
-        if served.engine in expected:
-            assert expected[served.engine] in admitted, (
-                f"{served.name}: the {expected[served.engine]} operator must reach its pods "
-                "(KubeRay polls the Ray head's dashboard; Dynamo's operator its components)"
-            )
-        assert "aibrix-system" in admitted, (
-            f"{served.name}: AIBrix's controller manager (adapters, PodAutoscaler metrics) and gateway "
-            "plugin (per-pod metrics) call every model pod"
-        )
-        others = {"dynamo-system", "kuberay-system"} - {expected.get(served.engine)}
-        assert not admitted & others, f"{served.name}: only its own engine's controller is admitted"
+        got = {p for p in admitted_pods(objs, served) if p.namespace in controllers}
+        assert got == expected[served.name], f"{served.name}: {sorted(map(str, got))}"
+        head = {p for p in admitted_pods(objs, served, **peers.RAY_HEAD_LABELS) if p.namespace in controllers}
+        ray = peers.KUBERAY_OPERATOR.namespace in serving_stack().controller_namespaces.get(served.engine, ())
+        assert head == expected[served.name] | ({Peer.of(peers.KUBERAY_OPERATOR)} if ray else set()), served.name
+    assert all(p.labels for p in admitted_pods(objs, resolved_model(serving_stack(), "qwen3-8b-lora"))), "pods only"
 
 
 def test_model_pods_call_nothing_in_the_platform_namespaces():
@@ -98,11 +107,10 @@ def test_the_platform_wiring_follows_the_enabled_add_ons():
 
 
 def test_a_model_namespace_egress_is_dns_itself_https_and_the_pod_identity_agent(dev):
+    stack = resolved_stack(dev)
     policies = isolation.namespace_policies(
-        [s for s in resolved_stack(dev).models if s.namespace == "inference"],
-        gateway_namespaces=[EG_NAMESPACE],
-        scraper_namespace=None,
-        platform_namespaces={"vllm": ("aibrix-system",)},
+        [s for s in stack.models if s.namespace == "inference"],
+        isolation.Callers(proxies=peers.proxies(stack.route_parent), controllers={"vllm": ("aibrix-system",)}),
     )
     egress = next(p for p in policies if p["metadata"]["name"] == "egress")
     assert len(egress["spec"]["egress"]) == 4, "DNS, the namespace, 443 and the Pod Identity agent only"

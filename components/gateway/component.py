@@ -21,9 +21,10 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.gateway import GatewaySection
 from stacks.naming import MANAGED_BY, TOKEN
-from stacks.resolved import EG_NAMESPACE, GATEWAY_NAMESPACE, Access, Endpoint, GatewayParent
+from stacks.resolved import EG_NAMESPACE, GATEWAY_NAMESPACE, Access, Endpoint, GatewayParent, ResolvedModel
 from stacks.versions import Chart, Image
 
+from .. import peers
 from ..k8s import register, release
 from ..serving import litellm
 from . import isolation, picker
@@ -71,7 +72,7 @@ class FrontDoorArgs:
     gateway: GatewaySection
     provider: k8s.Provider
     parent_gateway: GatewayParent
-    served: list[Endpoint]
+    served: list[ResolvedModel]
     # This stack owns the listener (its Gateway, or AIBrix's): it creates the listener's policy. A
     # workloads stack attaches routes to its platform's listener and owns nothing of it.
     owns_listener: bool
@@ -84,8 +85,9 @@ class FrontDoorArgs:
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # Namespaces that already exist (created by the platform), by name.
     namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
-    scraper_namespace: str | None = None
-    # Serving-platform controller namespaces allowed into model pods, by engine.
+    # The Prometheus pods that scrape the models (components/peers.py prometheus); None: no monitoring.
+    scraper: peers.Pods | None = None
+    # Serving-platform controller namespaces whose controllers call model pods, by engine.
     platform_namespaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The LiteLLM proxy's installer, when `addons.litellm` is on: its route waits for its namespace.
     litellm: pulumi.Resource | None = None
@@ -124,7 +126,7 @@ class FrontDoor(pulumi.ComponentResource):
                 parent=self, provider=args.provider, depends_on=[*deps, *(args.depends_on if crds else [])]
             )
 
-        exposed = [s for s in args.served if s.expose]
+        exposed: list[Endpoint] = [s for s in args.served if s.expose]
         if gw.enabled or not parent.own:
             self._create_routes(name, args, exposed, after)
         self._create_namespace_policies(args, exposed, after)
@@ -152,10 +154,7 @@ class FrontDoor(pulumi.ComponentResource):
             wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
             for grant in interceptor_grants(access.interceptor_routes_from):
                 register(grant, wake_opts)
-            policy = isolation.interceptor_ingress(
-                gateway_namespaces=[EG_NAMESPACE] + ([] if parent.own else [parent.namespace]),
-                litellm_proxy=args.litellm_route,
-            )
+            policy = isolation.interceptor_ingress(proxies=peers.proxies(parent), litellm_proxy=args.litellm_route)
             register(policy, wake_opts)
         if args.litellm_route:
             # LiteLLM is one more authenticated route, like a model's, admitting the platform's clients and
@@ -168,20 +167,19 @@ class FrontDoor(pulumi.ComponentResource):
                 register(obj, proxy_opts)
 
     def _create_namespace_policies(self, args: FrontDoorArgs, exposed: list[Endpoint], after: _After) -> None:
-        """Each model namespace's NetworkPolicies: the gateway in (when some model is exposed), the
-        scraper and the serving platforms' controllers."""
-        parent = args.parent_gateway
-        by_namespace: dict[str, list[Endpoint]] = {}
+        """Each model namespace's NetworkPolicies: the route's proxies in (when some model is exposed),
+        the LiteLLM proxy, the scraper and the serving platforms' controllers, pod by pod."""
+        by_namespace: dict[str, list[ResolvedModel]] = {}
         for served in args.served:
             by_namespace.setdefault(served.namespace, []).append(served)
-        gateway_namespaces = [EG_NAMESPACE] + ([] if parent.own else [parent.namespace])
+        callers = isolation.Callers(
+            proxies=peers.proxies(args.parent_gateway) if exposed else None,
+            prometheus=args.scraper,
+            litellm=args.litellm_route,
+            controllers=args.platform_namespaces,
+        )
         for ns, models in sorted(by_namespace.items()):
-            for obj in isolation.namespace_policies(
-                models,
-                gateway_namespaces=gateway_namespaces if exposed else [],
-                scraper_namespace=args.scraper_namespace,
-                platform_namespaces=args.platform_namespaces,
-            ):
+            for obj in isolation.namespace_policies(models, callers):
                 register(obj, after(ns, crds=False))
 
     def _picker(

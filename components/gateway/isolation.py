@@ -1,24 +1,39 @@
 """NetworkPolicies for the model namespaces: default-deny ingress and egress, then only what serving
-needs. Pure builders.
+needs, pod by pod. Pure builders.
 
-Ingress to a model's pods comes only from
-- the Envoy proxies (the gateway data plane; AIBrix's gateway plugin too when AIBrix is on), on the
-  serving port, and only for exposed models;
-- the metrics scraper's namespace, on the metrics port;
-- for a model that scales to zero, the KEDA HTTP add-on's interceptor pods (namespace `keda`), on the
-  serving port: its route goes through them. The interceptor's own pods then take ingress only from
-  the Envoy proxies and the LiteLLM proxy on its proxy port and from the add-on's scaler on its admin
-  port (`interceptor_ingress`): it forwards by a header, so anything else reaching it would be an
-  unauthenticated way around the front door;
-- the model's own pods (Dynamo frontend and workers, Ray head and workers talk to each other);
-- its endpoint picker (`models[].routing`), on the metrics port it scrapes; the picker's own pods
-  take ingress only from the Envoy proxies, on its ext_proc port, and the scraper on its metrics port;
-- the serving platforms' controller namespaces the wiring names for the model's engine
-  (`platform_namespaces`, built by components/serving/platforms.py `controller_namespaces`): the
-  KubeRay operator polls the Ray head's dashboard, the Dynamo and NIM operators their pods, and
-  with AIBrix its controller manager (adapters, PodAutoscaler metrics) and gateway plugin (pod
-  metrics for routing) call every model pod.
-Egress is limited to cluster DNS, the model's own pods (Dynamo's frontend and workers, Ray's head
+Every ingress peer is a pod selector (inside a namespace selector when the caller lives elsewhere),
+never a whole namespace: a team namespace may hold several models, and a platform namespace holds
+more than the one component that must call in. Who calls a model's pods, on which port
+(components/peers.py holds each caller's pods and where upstream says so):
+
+| caller (pods)                                        | port                        | when                           |
+|------------------------------------------------------|-----------------------------|--------------------------------|
+| the model's own pods                                 | all (a Ray head: all but    | always: a Dynamo graph's and a |
+|                                                      | its dashboard, 8265)        | Ray cluster's pods talk        |
+| the route's Gateway's Envoy proxies                  | serving port                | the model is exposed           |
+| the LiteLLM proxy                                    | serving port                | this stack runs LiteLLM and it |
+|                                                      |                             | routes to the model            |
+| the KEDA HTTP add-on's interceptor                   | serving port                | the model scales to zero       |
+| its endpoint picker (`models[].routing`)             | metrics port                | a picker routes it             |
+| Prometheus                                           | metrics port                | monitoring is on               |
+| the NIM Operator                                     | serving port (/v1/models)   | the model is a NIMService      |
+| AIBrix's gateway plugin                              | 8000 (pod metrics)          | AIBrix labels the model's pods |
+| AIBrix's controller manager                          | 8000 (LoRA adapters);       | ... with adapters; with an     |
+|                                                      | metrics port (autoscaling)  | AIBrix PodAutoscaler           |
+| the KubeRay operator, to the Ray head only           | 8265 (Serve config), serve  | a RayService                   |
+|                                                      | port (proxy health)         |                                |
+
+Where an engine serves its metrics on its serving port (vLLM, SGLang, TGI, NIM, Dynamo's frontend,
+the picker's scrape), Prometheus's rule is on the serving port: a NetworkPolicy cannot tell `/metrics`
+from `/v1`, so Prometheus's own pods, which hold no client key, are the only scraper admitted there.
+The Dynamo operator calls no pod of a graph, so its namespace gets no opening at all.
+
+The picker's own pods take ingress only from the proxies, on ext_proc, and Prometheus on their metrics
+port; the KEDA HTTP add-on's interceptor only from the proxies and the LiteLLM proxy on its proxy port
+and from the add-on's scaler on its admin port (`interceptor_ingress`): it forwards by a header, so
+anything else reaching it would be an unauthenticated way around the front door.
+
+Egress is limited to cluster DNS, the namespace's own pods (Dynamo's frontend and workers, Ray's head
 and workers reach each other directly), TCP 443 and the EKS Pod Identity agent. The agent
 (169.254.170.23:80, a hostNetwork DaemonSet on a link-local address, not the node IP the VPC CNI
 always admits) is where the AWS SDK fetches the model-bucket reader's credentials: without the
@@ -34,28 +49,56 @@ Enforced only where the CNI enforces NetworkPolicy: on EKS, the VPC CNI add-on w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from stacks.naming import MANAGED_BY
-from stacks.resolved import EG_NAMESPACE, KEDA_NAMESPACE, LITELLM_NAMESPACE, Endpoint
+from stacks.resolved import KEDA_NAMESPACE, LITELLM_NAMESPACE, Endpoint, ResolvedModel
 
+from .. import peers
 from ..autoscaling import wake
+from ..peers import NS_LABEL, Pods
 from ..serving import litellm
 from . import picker
-from .routing import PROXY_POD_LABELS
 
-NS_LABEL = "kubernetes.io/metadata.name"
+__all__ = ["NS_LABEL", "Callers", "namespace_policies"]
+
 # The EKS Pod Identity agent's credential endpoint (IPv4 clusters): AWS_CONTAINER_CREDENTIALS_FULL_URI.
 POD_IDENTITY_AGENT = {"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"protocol": "TCP", "port": 80}]}
+LITELLM = Pods(LITELLM_NAMESPACE, {peers.NAME: litellm.NAME})
 
 
-def _ns(name: str) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {NS_LABEL: name}}}
+@dataclass(frozen=True, kw_only=True)
+class Callers:
+    """Who, besides a model's own pods, may call the models of this stack, as the wiring knows it."""
+
+    # The Envoy proxies of the Gateway the routes attach to (peers.proxies); None: no model is exposed.
+    proxies: Pods | None = None
+    # The Prometheus that scrapes (peers.prometheus); None: no monitoring.
+    prometheus: Pods | None = None
+    # This stack runs the LiteLLM proxy, which calls its exposed models at their Services.
+    litellm: bool = False
+    # Engine -> the serving platforms' controller namespaces the resolver names for it
+    # (stacks/resolve/models.py controller_namespaces).
+    controllers: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def run(self, controller: Pods, served: Endpoint) -> bool:
+        """Whether this controller runs for the model's engine (its namespace is named for it)."""
+        return controller.namespace in self.controllers.get(served.engine, ())
 
 
 def _meta(name: str, namespace: str) -> dict[str, Any]:
     return {"name": name, "namespace": namespace, "labels": {**MANAGED_BY, "app.kubernetes.io/component": "isolation"}}
+
+
+def _policy(name: str, namespace: str, selector: Mapping[str, str], ingress: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(name, namespace),
+        "spec": {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"], "ingress": ingress},
+    }
 
 
 def default_deny(namespace: str) -> dict[str, Any]:
@@ -69,10 +112,7 @@ def default_deny(namespace: str) -> dict[str, Any]:
 
 def egress(namespace: str) -> dict[str, Any]:
     rules: list[dict[str, Any]] = [
-        {
-            "to": [{**_ns("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-        },
+        peers.DNS,
         {"to": [{"podSelector": {}}]},  # the namespace's own pods: peers of one model
         {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]},
         POD_IDENTITY_AGENT,
@@ -85,124 +125,114 @@ def egress(namespace: str) -> dict[str, Any]:
     }
 
 
-def _proxies(gateways: Iterable[str]) -> list[dict[str, Any]]:
-    return [
-        {**_ns(ns), "podSelector": {"matchLabels": PROXY_POD_LABELS}} if ns == EG_NAMESPACE else _ns(ns)
-        for ns in gateways
-    ]
-
-
 def _picked(served: Endpoint) -> bool:
     return served.expose and served.routing is not None and served.routing.picker
 
 
-def picker_ingress(
-    served: Endpoint, *, gateway_namespaces: Iterable[str], scraper_namespace: str | None
-) -> dict[str, Any]:
-    """The picker's pods answer only the Envoy proxies, on ext_proc, and the scraper on its metrics port."""
-    rules: list[dict[str, Any]] = [
-        {
-            "from": _proxies(sorted(set(gateway_namespaces))),
-            "ports": [{"protocol": "TCP", "port": picker.EXT_PROC_PORT}],
-        }
-    ]
-    if scraper_namespace:
-        rules.append({"from": [_ns(scraper_namespace)], "ports": [{"protocol": "TCP", "port": picker.METRICS_PORT}]})
+def _aibrix_labelled(served: ResolvedModel) -> bool:
+    """AIBrix's gateway plugin and controller manager find a model's pods by the labels the shared
+    workload shape puts on them with AIBrix on (components/engines/workload.py pod_labels)."""
+    return served.aibrix and served.facts.platform_workload
+
+
+def _controller_grants(served: ResolvedModel, callers: Callers) -> list[peers.Grant]:
+    """The serving platforms' controllers that call this model's pods, each on the ports it calls
+    (components/peers.py says where upstream does)."""
+    grants: list[peers.Grant] = []
+    if callers.run(peers.NIM_OPERATOR, served):
+        grants.append((peers.NIM_OPERATOR, (served.port,)))
+    if callers.run(peers.AIBRIX_CONTROLLER, served) and _aibrix_labelled(served):
+        grants.append((peers.AIBRIX_GATEWAY_PLUGIN, (peers.AIBRIX_ENGINE_PORT,)))
+        ports: tuple[int, ...] = (peers.AIBRIX_ENGINE_PORT,) if served.config.adapters else ()
+        if served.scaler == "aibrix":  # its PodAutoscaler reads the pods' metrics (serving/aibrix.py)
+            ports += (served.metrics_port or served.port,)
+        if ports:
+            grants.append((peers.AIBRIX_CONTROLLER, ports))
+    return grants
+
+
+def _own_pods(served: ResolvedModel, callers: Callers) -> dict[str, Any]:
+    """The model's own pods reach each other on every port, except a Ray head's dashboard: that is the
+    KubeRay operator's alone (its Jobs API runs code), so a RayService's pods reach the head on every
+    other TCP port and on UDP."""
+    own = {"from": [{"podSelector": {"matchLabels": dict(served.selector)}}]}
+    if not callers.run(peers.KUBERAY_OPERATOR, served):
+        return own
+    dashboard = peers.RAY_DASHBOARD_PORT
     return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _meta(f"{served.name}-picker-ingress", served.namespace),
-        "spec": {
-            "podSelector": {"matchLabels": picker.pod_labels(served)},
-            "policyTypes": ["Ingress"],
-            "ingress": rules,
-        },
+        **own,
+        "ports": [
+            {"protocol": "TCP", "port": 1, "endPort": dashboard - 1},
+            {"protocol": "TCP", "port": dashboard + 1, "endPort": 65535},
+            {"protocol": "UDP", "port": 1, "endPort": 65535},
+        ],
     }
 
 
-def model_ingress(
-    served: Endpoint,
-    *,
-    gateway_namespaces: Iterable[str],
-    scraper_namespace: str | None,
-    platform_namespaces: Iterable[str] = (),
-) -> dict[str, Any]:
-    rules: list[dict[str, Any]] = [{"from": [{"podSelector": {"matchLabels": served.selector}}]}]
-    gateways = sorted(set(gateway_namespaces))
-    if served.expose and gateways:
-        rules.append({"from": _proxies(gateways), "ports": [{"protocol": "TCP", "port": served.port}]})
+def model_grants(served: ResolvedModel, callers: Callers) -> list[peers.Grant]:
+    """Every caller of the model's pods but their own, with its ports."""
+    grants: list[peers.Grant] = []
+    if served.expose and callers.proxies is not None:
+        grants.append((callers.proxies, (served.port,)))
+    if served.expose and callers.litellm and served.wake is None:
+        grants.append((LITELLM, (served.port,)))  # at to-zero models it calls the interceptor
     if served.wake is not None:
-        interceptor = {**_ns(KEDA_NAMESPACE), "podSelector": {"matchLabels": wake.INTERCEPTOR_POD_LABELS}}
-        rules.append({"from": [interceptor], "ports": [{"protocol": "TCP", "port": served.port}]})
+        grants.append((peers.INTERCEPTOR, (served.port,)))
     if _picked(served) and served.metrics_port:
-        rules.append(
-            {
-                "from": [{"podSelector": {"matchLabels": picker.pod_labels(served)}}],
-                "ports": [{"protocol": "TCP", "port": served.metrics_port}],
-            }
-        )
-    if scraper_namespace and served.metrics_port:
-        rules.append({"from": [_ns(scraper_namespace)], "ports": [{"protocol": "TCP", "port": served.metrics_port}]})
-    controllers = sorted(set(platform_namespaces))
-    if controllers:
-        rules.append({"from": [_ns(ns) for ns in controllers]})
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _meta(f"{served.name}-ingress", served.namespace),
-        "spec": {"podSelector": {"matchLabels": served.selector}, "policyTypes": ["Ingress"], "ingress": rules},
-    }
+        grants.append((Pods(served.namespace, picker.pod_labels(served)), (served.metrics_port,)))
+    if callers.prometheus is not None and served.metrics_port:
+        grants.append((callers.prometheus, (served.metrics_port,)))
+    return grants + _controller_grants(served, callers)
 
 
-def interceptor_ingress(*, gateway_namespaces: Iterable[str], litellm_proxy: bool) -> dict[str, Any]:
+def model_ingress(served: ResolvedModel, callers: Callers) -> dict[str, Any]:
+    rules = [_own_pods(served, callers), *peers.rules(model_grants(served, callers), served.namespace)]
+    return _policy(f"{served.name}-ingress", served.namespace, served.selector, rules)
+
+
+def ray_head_ingress(served: ResolvedModel, callers: Callers) -> dict[str, Any] | None:
+    """A RayService's head: the KubeRay operator on the dashboard (Serve config) and the serve port (its
+    proxy's health), and nothing else but what the model's policy admits."""
+    if not callers.run(peers.KUBERAY_OPERATOR, served):
+        return None
+    rules = [peers.rule([peers.KUBERAY_OPERATOR], (peers.RAY_DASHBOARD_PORT, served.port), served.namespace)]
+    selector = {**served.selector, **peers.RAY_HEAD_LABELS}
+    return _policy(f"{served.name}-ray-head", served.namespace, selector, rules)
+
+
+def picker_ingress(served: Endpoint, callers: Callers) -> dict[str, Any]:
+    """The picker's pods answer only the Envoy proxies, on ext_proc, and Prometheus on its metrics port."""
+    grants: list[peers.Grant] = []
+    if callers.proxies is not None:
+        grants.append((callers.proxies, (picker.EXT_PROC_PORT,)))
+    if callers.prometheus is not None:
+        grants.append((callers.prometheus, (picker.METRICS_PORT,)))
+    rules = peers.rules(grants, served.namespace)
+    return _policy(f"{served.name}-picker-ingress", served.namespace, picker.pod_labels(served), rules)
+
+
+def interceptor_ingress(*, proxies: Pods, litellm_proxy: bool) -> dict[str, Any]:
     """The KEDA HTTP add-on's interceptor pods: the proxy port only from the Envoy proxies (whose routes
     authenticate first) and the LiteLLM proxy when it runs (its master key), the admin port only from the
     add-on's scaler (it reads the pending-request counts there). Ingress only: the interceptor reaches
     the model pods, which admit it (`model_ingress`)."""
-    callers = _proxies(sorted(set(gateway_namespaces)))
-    if litellm_proxy:
-        callers.append(
-            {**_ns(LITELLM_NAMESPACE), "podSelector": {"matchLabels": {"app.kubernetes.io/name": litellm.NAME}}}
-        )
-    rules: list[dict[str, Any]] = [
-        {"from": callers, "ports": [{"protocol": "TCP", "port": wake.PROXY_PORT}]},
-        {
-            "from": [{"podSelector": {"matchLabels": wake.SCALER_POD_LABELS}}],
-            "ports": [{"protocol": "TCP", "port": wake.ADMIN_PORT}],
-        },
+    callers = [proxies, *([LITELLM] if litellm_proxy else [])]
+    rules = [
+        peers.rule(callers, (wake.PROXY_PORT,), KEDA_NAMESPACE),
+        peers.rule([peers.HTTP_SCALER], (wake.ADMIN_PORT,), KEDA_NAMESPACE),
     ]
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _meta("interceptor-ingress", KEDA_NAMESPACE),
-        "spec": {
-            "podSelector": {"matchLabels": wake.INTERCEPTOR_POD_LABELS},
-            "policyTypes": ["Ingress"],
-            "ingress": rules,
-        },
-    }
+    return _policy("interceptor-ingress", KEDA_NAMESPACE, wake.INTERCEPTOR_POD_LABELS, rules)
 
 
-def namespace_policies(
-    served_in_namespace: list[Endpoint],
-    *,
-    gateway_namespaces: Iterable[str],
-    scraper_namespace: str | None,
-    platform_namespaces: Mapping[str, Sequence[str]],
-) -> list[dict[str, Any]]:
+def namespace_policies(served_in_namespace: Sequence[ResolvedModel], callers: Callers) -> list[dict[str, Any]]:
     """All policies of one model namespace (its models are given; linear in their number)."""
     namespace = served_in_namespace[0].namespace
-    gateways = list(gateway_namespaces)
     objs = [default_deny(namespace), egress(namespace)]
     for served in served_in_namespace:
-        objs.append(
-            model_ingress(
-                served,
-                gateway_namespaces=gateways,
-                scraper_namespace=scraper_namespace,
-                platform_namespaces=platform_namespaces.get(served.engine, ()),
-            )
-        )
-        if _picked(served) and gateways:
-            objs.append(picker_ingress(served, gateway_namespaces=gateways, scraper_namespace=scraper_namespace))
+        objs.append(model_ingress(served, callers))
+        head = ray_head_ingress(served, callers)
+        if head is not None:
+            objs.append(head)
+        if _picked(served) and callers.proxies is not None:
+            objs.append(picker_ingress(served, callers))
     return objs

@@ -28,7 +28,9 @@ from stacks.resolved import (
 )
 from stacks.versions import Image
 
+from .. import peers
 from ..gateway import picker
+from ..peers import Pods
 from ..scheduling import ACCELERATOR_LABEL, TAINT_KEYS
 
 MONITORING_API = "monitoring.coreos.com/v1"
@@ -209,15 +211,16 @@ def dcgm_exporter_values() -> dict[str, Any]:
     }
 
 
-def neuron_monitor(img: Image, namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]]:
-    """neuron-monitor with its Prometheus exporter on every Neuron node, and its PodMonitor. Command,
-    arguments, memory cap and privilege as AWS's own DaemonSet (aws-neuron-sdk
-    src/k8/k8s-neuron-monitor-daemonset.yml): the image's entrypoint serves /metrics on the port."""
+def neuron_monitor(img: Image, scraper: Pods, namespace: str = MONITORING_NAMESPACE) -> list[dict[str, Any]]:
+    """neuron-monitor with its Prometheus exporter on every Neuron node, its PodMonitor, and its policy
+    (only `scraper`'s pods may read it). Command, arguments, memory cap and privilege as AWS's own
+    DaemonSet (aws-neuron-sdk src/k8/k8s-neuron-monitor-daemonset.yml): the image's entrypoint serves
+    /metrics on the port."""
     labels = {"app.kubernetes.io/name": "neuron-monitor"}
     return [
         _neuron_monitor_daemonset(img, namespace, labels),
         _neuron_monitor_pod_monitor(namespace, labels),
-        _neuron_monitor_network_policy(namespace, labels),
+        _neuron_monitor_network_policy(namespace, labels, scraper),
     ]
 
 
@@ -296,8 +299,8 @@ def _neuron_monitor_pod_monitor(namespace: str, labels: dict[str, str]) -> dict[
     }
 
 
-def _neuron_monitor_network_policy(namespace: str, labels: dict[str, str]) -> dict[str, Any]:
-    """Scraped by Prometheus from the monitoring namespace; calls nothing."""
+def _neuron_monitor_network_policy(namespace: str, labels: dict[str, str], scraper: Pods) -> dict[str, Any]:
+    """Scraped by Prometheus's pods, on its port; calls nothing."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -305,14 +308,7 @@ def _neuron_monitor_network_policy(namespace: str, labels: dict[str, str]) -> di
         "spec": {
             "podSelector": {"matchLabels": labels},
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [
-                {
-                    "from": [
-                        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}}
-                    ],
-                    "ports": [{"protocol": "TCP", "port": NEURON_MONITOR_PORT}],
-                }
-            ],
+            "ingress": [peers.rule([scraper], (NEURON_MONITOR_PORT,), namespace)],
             "egress": [],
         },
     }

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.config.addons import LiteLLM, MonitoringAddon
+from stacks.config.addons import AddonsSection, LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
 from stacks.naming import MANAGED_BY, TOKEN
 from stacks.resolved import ImageTable, ResolvedModel
 from stacks.versions import chart
 
+from .. import peers
 from ..k8s import register
 from ..k8s import release as release_chart
 from .autoscaling import scaling_dashboard, scaling_prometheus_rule
@@ -40,6 +41,7 @@ from .collection import (
     prometheus_stack_values,
 )
 from .dashboards import dashboard_configmap, dashboards
+from .policies import monitoring_policies
 
 __all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
 
@@ -66,6 +68,10 @@ class MonitoringArgs:
     # (URL, port) of the Prometheus prometheus-adapter queries (ResolvedStack.prometheus_adapter); None:
     # no adapter in this stack.
     prometheus_adapter: tuple[str, int | None] | None = None
+    # The platform's add-ons (who queries Prometheus, who reads the DCGM exporter) and the cluster's
+    # address blocks (where the API server calls webhooks from): the monitoring namespace's policies.
+    addons: AddonsSection | None = None
+    address_blocks: tuple[str, ...] = ()
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -112,9 +118,9 @@ class Monitoring(pulumi.ComponentResource):
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns])
         after_crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps])
         if "neuron" in accelerators:
-            for obj in neuron_monitor(args.images["neuron-monitor"]):
+            for obj in neuron_monitor(args.images["neuron-monitor"], peers.prometheus(mon.existing_prometheus)):
                 register(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
-
+        self._policies(args, after_ns)
         self._model_monitors(args, crd_deps)
         if args.litellm_addon is not None:
             deps = [*crd_deps, *([args.litellm] if args.litellm is not None else [])]
@@ -126,6 +132,19 @@ class Monitoring(pulumi.ComponentResource):
         for obj in dashboards(engines, set(accelerators)):
             register(obj, after_ns)
         self.register_outputs({})
+
+    def _policies(self, args: MonitoringArgs, opts: pulumi.ResourceOptions) -> None:
+        """The monitoring namespace's NetworkPolicies (policies.py), when this stack runs its
+        kube-prometheus-stack."""
+        if args.addons is None:
+            return
+        for obj in monitoring_policies(
+            args.addons,
+            accelerators=frozenset(args.accelerators),
+            adapter=args.prometheus_adapter is not None,
+            blocks=args.address_blocks,
+        ):
+            register(obj, opts)
 
     def _model_monitors(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
         """A PodMonitor on each model's real metrics endpoint (and on its endpoint picker's, with

@@ -32,8 +32,9 @@ from stacks.naming import provider_env, scanner_waivers
 from stacks.resolved import KEDA_NAMESPACE, LITELLM_NAMESPACE, TEAM_LABEL, WAKE_HEADER, Endpoint, ImageTable, KeySecret
 from stacks.versions import Image
 
-from .. import secretfiles
+from .. import peers, secretfiles
 from ..autoscaling import wake
+from ..peers import Pods
 from ..secretfiles import SecretFile
 
 ROOT_REASON = (
@@ -230,7 +231,19 @@ def _proxy_container(addon: LiteLLM, files: list[SecretFile], image: Image) -> d
     }
 
 
-def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]:
+def network_policy(
+    addon: LiteLLM,
+    models: Sequence[Endpoint],
+    *,
+    proxies: Pods | None,
+    scraper: Pods | None,
+    key_job: Pods | None = None,
+) -> dict[str, Any]:
+    """The proxy's pods: ingress on its port only from the Envoy proxies its route goes through (whose
+    SecurityPolicy authenticates first), for `/metrics` on that same port the scraping Prometheus's pods
+    (which send the master key) and, when the platform keeps teams' virtual keys, its key Job's pod
+    (which calls the key API with the master key); no other pod calls it. Egress to DNS, the models it routes to,
+    Redis and the database when asked, and HTTPS to the internet only with an external provider."""
     models = internal_models(models)
     egress: list[dict[str, Any]] = [dns_egress(), *_model_egress(models), *_backend_egress(addon)]
     hosts = sorted({h for p in addon.external_providers for h in p.egress_hosts})
@@ -248,6 +261,7 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
     }
     if hosts:
         metadata["annotations"] = {"inference-platform.io/allowed-egress-hosts": ",".join(hosts)}
+    callers = [c for c in (proxies, scraper, key_job) if c is not None]
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -255,7 +269,7 @@ def network_policy(addon: LiteLLM, models: Sequence[Endpoint]) -> dict[str, Any]
         "spec": {
             "podSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"ports": [{"protocol": "TCP", "port": PORT}]}],
+            "ingress": [peers.rule(callers, (PORT,), LITELLM_NAMESPACE)] if callers else [],
             "egress": egress,
         },
     }
@@ -373,9 +387,19 @@ def redis_objects(image: Image) -> list[dict[str, Any]]:
     ]
 
 
-def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool, images: ImageTable) -> list[dict[str, Any]]:
+def manifests(
+    addon: LiteLLM,
+    models: Sequence[Endpoint],
+    monitoring: bool,
+    images: ImageTable,
+    *,
+    proxies: Pods | None,
+    scraper: Pods | None,
+    key_job: Pods | None = None,
+) -> list[dict[str, Any]]:
     """The proxy's namespace, config, Deployment, Service and network policy (and Redis), in the
-    stack's `litellm` and `redis` images."""
+    stack's `litellm` and `redis` images; `proxies` and `scraper` are who may call it
+    (`network_policy`)."""
     import hashlib
 
     rendered = yaml.safe_dump(router_config(addon, models, monitoring), sort_keys=False)
@@ -409,7 +433,7 @@ def manifests(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool, imag
                 "ports": [{"name": "http", "port": PORT, "targetPort": PORT}],
             },
         },
-        network_policy(addon, models),
+        network_policy(addon, models, proxies=proxies, scraper=scraper, key_job=key_job),
     ]
     if addon.redis:
         objects += redis_objects(images["redis"])

@@ -38,10 +38,13 @@ from stacks.resolved import LITELLM_NAMESPACE, VirtualKey
 from stacks.versions import Image
 
 from ..k8s import register
+from ..peers import Pods
 from . import litellm, litellm_key_sync
 from .litellm import MASTER_KEY_KEY, NAME, PORT
 
 JOB = "litellm-keys"
+# The Job's pod, as the proxy's NetworkPolicy admits it (the key API is on the proxy's own port).
+PODS = Pods(namespace=LITELLM_NAMESPACE, labels={"app.kubernetes.io/name": JOB})
 PLAN = "keys.json"
 PROGRAM = "sync.py"
 CONFIG_DIR = "/etc/litellm-keys"

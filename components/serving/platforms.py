@@ -35,14 +35,23 @@ from stacks.config.addons import AddonsSection
 from stacks.config.gateway import GatewaySection
 from stacks.naming import TOKEN
 from stacks.naming import labels as k8s_labels
-from stacks.resolved import CONTROLLER_NAMESPACES, KEDA_NAMESPACE, LWS_NAMESPACE, Endpoint, ImageTable, ResolvedModel
+from stacks.resolved import (
+    CONTROLLER_NAMESPACES,
+    KEDA_NAMESPACE,
+    LWS_NAMESPACE,
+    Endpoint,
+    GatewayParent,
+    ImageTable,
+    ResolvedModel,
+)
 from stacks.versions import chart
 
+from .. import peers
 from ..autoscaling import wake
 from ..autoscaling.keda import keda_values
 from ..autoscaling.wake import http_addon_values
 from ..k8s import register, release
-from . import aibrix, litellm
+from . import aibrix, litellm, litellm_keys
 from .values import (
     aibrix_listener_policy,
     aibrix_values,
@@ -67,6 +76,11 @@ class ServingPlatformsArgs:
     # The front door's load-balancer annotations (components/gateway/routing.py
     # load_balancer_annotations): AIBrix's chart owns its Envoy Service and must carry them.
     gateway_service_annotations: dict[str, str] = field(default_factory=dict)
+    # The Gateway LiteLLM's route attaches to: its proxies are the only pods that may call LiteLLM
+    # (None: no route, so only the scraper may).
+    route_parent: GatewayParent | None = None
+    # The platform keeps teams' LiteLLM virtual keys: its key Job calls the proxy.
+    virtual_keys: bool = False
 
 
 class ServingPlatforms(pulumi.ComponentResource):
@@ -124,7 +138,16 @@ class ServingPlatforms(pulumi.ComponentResource):
         self.register_outputs({})
 
     def _litellm(self, args: ServingPlatformsArgs, addons: AddonsSection) -> pulumi.Resource:
-        objects = litellm.manifests(addons.litellm, args.models, addons.monitoring.enabled, args.images)
+        mon = addons.monitoring
+        objects = litellm.manifests(
+            addons.litellm,
+            args.models,
+            mon.enabled,
+            args.images,
+            proxies=peers.proxies(args.route_parent) if args.route_parent is not None else None,
+            scraper=peers.prometheus(mon.existing_prometheus) if mon.enabled else None,
+            key_job=litellm_keys.PODS if args.virtual_keys else None,
+        )
         namespace = register(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
         applied = {obj["kind"] + "/" + obj["metadata"]["name"]: register(obj, child) for obj in objects[1:]}

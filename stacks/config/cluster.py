@@ -101,6 +101,15 @@ class Vpc(Strict):
     def block(self) -> str:
         return self.cidr or "10.0.0.0/16"
 
+    @property
+    def address_blocks(self) -> tuple[str, ...]:
+        """The IPv4 blocks the cluster's nodes, pods and control-plane interfaces take addresses from:
+        a created VPC's block; an adopted VPC's block is not in the stack file, so the private ranges
+        (RFC 1918) stand for it."""
+        if self.adopted:
+            return ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+        return (self.block,)
+
 
 class ClusterEndpoint(Strict):
     """API server endpoint access. Private access is always on so nodes never leave the VPC."""
