@@ -71,8 +71,27 @@ MONITORING_NAMESPACE = "monitoring"
 PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
 LITELLM_NAMESPACE = "litellm"
 
-# Where every serving pod mounts the model cache (each model's weights under <name>/<revision>).
+# Where every serving pod mounts the model cache: each model's weights under its bucket prefix
+# (`<owner prefix>/<name>/<revision>`), so the cache mirrors the bucket (an FSx data repository association
+# imports the bucket at the file system's root, where the platform's models find their prefix).
 CACHE_ROOT = "/models"
+
+# The model bucket's layout: every owner's objects under a prefix of its own, so each reader role is
+# granted its owner's prefix and nothing else. The platform's own models under `platform/`, a team's under
+# `teams/<team>/`; within it each model's weights at `<name>/<revision>/`, and its benchmark results under
+# `_benchmarks/<name>/<revision>/` (`_` starts no model name, a DNS label, so results never share a prefix
+# with weights, and the one write a reader has cannot reach them).
+PLATFORM_PREFIX = "platform"
+TEAMS_PREFIX = "teams"
+RESULTS_DIR = "_benchmarks"
+
+
+def owner_prefix(owner: str) -> str:
+    """The bucket prefix of everything an owner's models keep there (no trailing `/`): `platform` for the
+    platform's own (PLATFORM_CLIENTS), `teams/<team>` for a team's."""
+    return PLATFORM_PREFIX if owner == PLATFORM_CLIENTS else f"{TEAMS_PREFIX}/{owner}"
+
+
 # How often a serving pod's startup probe asks: its allowance is whole periods of this.
 STARTUP_PERIOD_SECONDS = 10
 
@@ -355,14 +374,17 @@ class PodShape:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelCache:
-    """Where a model's weights are, resolved from the storage choice: the directory per model and
-    revision, compiled Neuron artifacts apart from it, the bucket prefix, whether the engine streams
+    """Where a model's weights are, resolved from the storage choice: the directory per owner, model and
+    revision, compiled Neuron artifacts apart from it, the bucket prefixes, whether the engine streams
     from the bucket instead, the claim or the node-local size of the volume, and how long reading the
     weights (and a first Neuron compile) may take."""
 
     model_dir: str
     compiled_dir: str | None
+    # `<owner prefix>/<name>/<revision>` (no trailing `/`): the weights; `results_prefix` is where its
+    # benchmark results go, `<owner prefix>/_benchmarks/<name>/<revision>`.
     bucket_prefix: str
+    results_prefix: str
     streamed: bool
     # The ReadWriteMany claim every replica shares (efs, fsx) or the stack's existing claim; None: an
     # emptyDir on the node, of `local_gib` when the weights' size is known.

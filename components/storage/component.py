@@ -1,8 +1,8 @@
-"""ModelStorage: the storage concern's one entry point. Builds the model bucket and its read-only
-Pod Identity readers (and, for models streamed from the bucket, the writer their fill Jobs run as),
-then the cache the stack file chose (EFS, FSx for Lustre, or nothing shared for `local` and `none`),
-and returns the CacheContext engines build their pods from. `exports` is what app-team (workloads)
-stacks need to reach the same cache and bucket from their own namespace (stacks/exports.py)."""
+"""ModelStorage: the storage concern's one entry point. Builds the model bucket and the platform's own
+Pod Identity readers, held to the bucket's `platform/` prefix (each team's own come with its tenancy),
+and, for models streamed from the bucket, the writer their fill Jobs run as; then the cache the stack
+file chose (EFS, FSx for Lustre, or nothing shared for `local` and `none`), and returns the
+CacheContext engines build their pods from."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.cluster import ClusterSection
 from stacks.config.storage import StorageSection
+from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import TOKEN
 
 from .bucket import ModelBucket, ModelBucketArgs, ModelReaders, ModelReadersArgs, ModelWriters, ModelWritersArgs
@@ -85,6 +86,7 @@ class ModelStorage(pulumi.ComponentResource):
                 cluster_name=args.cluster_name,
                 cluster=cluster,
                 bucket_arn=bucket.arn,
+                owner=PLATFORM_CLIENTS,
                 namespaces=args.namespaces,
                 provider=args.provider,
                 tags=args.tags,
