@@ -49,7 +49,8 @@ OUTPUT_KEYS = (
     "vpcId",
     "privateSubnetIds",
     "modelBucket",
-    "modelReaderRoleArn",
+    # Team name -> the ARN of the role its workloads stack deploys as (components/tenancy.py).
+    "teamDeployRoleArns",
 )
 SECRET_KEYS = ("kubeconfig",)
 

@@ -32,7 +32,9 @@ from .versions import Image
 
 # Bump when an export changes shape; a workloads stack refuses exports of another version.
 # 2: storage carries the cache settings, storageClasses, gatewayParent, modelBucket, modelReaderRoleArn.
-EXPORTS_VERSION = 2
+# 3: the platform creates each team's namespaces, quota, reader and deploy identity (teamDeployRoleArns
+#    replaces modelReaderRoleArn) and keeps each owner's weights under its own bucket prefix.
+EXPORTS_VERSION = 3
 
 # The Neuron chart's second kube-scheduler: the chart names its profile after
 # scheduler.customScheduler.fullnameOverride (templates/scheduler/scheduler-custom-config.yaml), which
@@ -214,6 +216,10 @@ def scaling_adapter_name(graph: str, component: str) -> str:
     cut): `<graph>-<lower-case component name>`."""
     return f"{graph}-{component.lower()}"
 
+
+# The label on every namespace of a team (its value: the team), which the platform creates: what selects
+# a team's namespaces (network policies, scrapers) without listing them.
+TEAM_LABEL = "inference-platform.io/team"
 
 # The label every pod (and the Service) of a model carries, so the gateway's network policies, the
 # scrapers and the model's own peers can select exactly that model's pods.
@@ -515,6 +521,9 @@ class Team:
     quota: Quota | None
     api_keys_secret: str
     litellm_models: tuple[str, ...] = ()
+    # The IAM principals that may assume the team's deploy role: known to the platform that declares the
+    # team (never exported), empty where the team is read back from the exports.
+    deployers: tuple[str, ...] = ()
 
     @property
     def home(self) -> str:

@@ -83,6 +83,8 @@ def test_no_model_identity_may_read_list_or_write_the_whole_bucket(path):
         for prefix in ("", "teams/", "teams/x/"):
             assert not allows(doc, "s3:ListBucket", bucket, s3__prefix=prefix), f"{name}: lists {prefix!r}"
         granted = {r.removeprefix(f"{bucket}/") for st in doc["Statement"] for r in st["Resource"] if r != bucket}
-        assert granted and all(r.startswith("platform/") for r in granted), (
-            f"{name}: a platform stack's model identities reach its own models' prefix only: {granted}"
+        team = name.removeprefix("platform-team-").removesuffix("-readers-read") if "-team-" in name else None
+        own = "platform/" if team is None else f"teams/{team}/"
+        assert granted and all(r.startswith(own) for r in granted), (
+            f"{name}: a model identity reaches its own owner's prefix ({own}) only: {granted}"
         )

@@ -49,6 +49,9 @@ class ModelStorage(pulumi.ComponentResource):
 
     context: CacheContext
     bucket_name: pulumi.Output[str]
+    bucket_arn: pulumi.Output[str]
+    # The EFS StorageClass cache claims bind through (`modelCache: efs`), else None.
+    claim_class: pulumi.Resource | None
     # For the platform's exports: the bucket reader's role.
     reader_role_arn: pulumi.Output[str]
 
@@ -65,6 +68,7 @@ class ModelStorage(pulumi.ComponentResource):
         self.reader_role_arn = readers.role_arn
         claim = self._create_cache(name, args, bucket, child)
         self.bucket_name = bucket.name
+        self.bucket_arn = bucket.arn
         self.context = CacheContext(
             storage=cfg,
             bucket=bucket.name,
@@ -127,10 +131,12 @@ class ModelStorage(pulumi.ComponentResource):
             tags=args.tags,
         )
         claim: str | None = None
+        self.claim_class = None
         if cfg.model_cache == "efs":
-            claim = EfsCache(
+            efs = EfsCache(
                 f"{name}-efs", EfsCacheArgs(config=cfg.efs, subnet_count=subnet_count(args.cluster), **common), child
-            ).claim_name
+            )
+            claim, self.claim_class = efs.claim_name, efs.storage_class
         elif cfg.model_cache == "fsx":
             claim = FsxCache(
                 f"{name}-fsx", FsxCacheArgs(config=cfg.fsx, bucket=bucket.name, **common), child

@@ -159,6 +159,7 @@ def declared_team(team: TeamSection) -> Team:
         quota=team.quota,
         api_keys_secret=team.api_keys_secret,
         litellm_models=tuple(team.litellm.models) if team.litellm else (),
+        deployers=tuple(team.deployers),
     )
 
 
