@@ -18,7 +18,7 @@ from stacks.resolve import own_platform
 from stacks.resolved import CACHE_CLAIM, GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER
 from stacks.sizing import replica_requests
 from tests.builders import resolved_stack
-from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of, team_quota
+from tests.conftest import PLATFORM_REF, live_platform, render_sections, rendered_stack, sections_of, team_quota
 from tests.test_policies import res, stack, violations
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
@@ -307,3 +307,18 @@ def test_an_exposed_team_model_on_a_platform_without_a_gateway_is_refused(team):
         model["expose"] = False
     check_sections(team, "us-west-2")  # unexposed models need no gateway
     assert any(p.startswith("inference-platform:models[0].expose:") and "gatewayParent" in p for p in found), found
+
+
+def test_a_team_model_on_a_platform_running_aibrix_gets_its_adapters_and_autoscaler(team):
+    """The AIBrix release is the platform's, not in the team's stack: the team's ModelAdapters and
+    PodAutoscaler are still rendered, in the team's namespace."""
+    live = platform_exports()
+    live["addons"]["aibrix"] = True
+    model = team["models"][0]
+    model["autoscaling"] = {"owner": "aibrix", "strategy": "KPA", "minReplicas": 1, "maxReplicas": 2}
+    model["autoscaling"] |= {"metric": "vllm:num_requests_waiting", "targetValue": "8"}
+    model.pop("replicas", None)
+    model["adapters"] = [{"name": "sql-lora", "artifactURL": "huggingface://acme/qwen3-8b-sql-lora"}]
+    objs = render_sections(team, platform_exports=live).manifests()
+    made = {(o["kind"], o["metadata"]["namespace"]) for o in objs if o["kind"] in ("ModelAdapter", "PodAutoscaler")}
+    assert made == {("ModelAdapter", "search"), ("PodAutoscaler", "search")}, made
