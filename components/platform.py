@@ -8,6 +8,7 @@ monitoring.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pulumi
@@ -34,6 +35,7 @@ from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, S
 from .storage.cache import CacheContext, streamed_prefixes
 from .storage.claims import CACHE_CLAIM, READER_SERVICE_ACCOUNT
 from .storage.component import ModelStorage, ModelStorageArgs
+from .team_access import team_kubeconfig
 from .tenancy import TeamTenancy, TeamTenancyArgs
 
 
@@ -140,6 +142,7 @@ class InferencePlatform(pulumi.ComponentResource):
             {
                 "clusterName": cluster.name,
                 "clusterEndpoint": cluster.endpoint,
+                "clusterCertificateAuthority": cluster.certificate_authority,
                 "kubeconfig": cluster.kubeconfig,
                 "oidcProviderArn": cluster.oidc_provider_arn,
                 "eksAddonVersions": cluster.addon_versions,
@@ -461,7 +464,7 @@ class InferencePlatform(pulumi.ComponentResource):
         team = stack.team
         provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=platform.output("kubeconfig"),
+            kubeconfig=self._team_kubeconfig(platform),
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -487,6 +490,28 @@ class InferencePlatform(pulumi.ComponentResource):
         self.outputs.update(
             {"team": team.name, "namespace": team.home, "namespaces": list(team.namespaces)}
             | {"models": [m.name for m in stack.models]}
+        )
+
+    def _team_kubeconfig(self, platform: PlatformStack) -> pulumi.Output[str]:
+        """The team's way into the cluster: the platform's endpoint and CA, and a token signed as the
+        team's deploy role (its access entry's group, bound in the team's namespaces only), never the
+        cluster creator's `kubeconfig` export."""
+        view, team = self.stack.platform, self.stack.team
+        assert team is not None
+        return pulumi.Output.all(
+            endpoint=platform.output("clusterEndpoint"),
+            ca=platform.output("clusterCertificateAuthority"),
+            role=platform.output("teamDeployRoleArns").apply(lambda roles: roles[team.name]),
+        ).apply(
+            lambda v: json.dumps(
+                team_kubeconfig(
+                    cluster=view.cluster_name,
+                    endpoint=v["endpoint"],
+                    certificate_authority=v["ca"],
+                    region=view.region,
+                    role_arn=v["role"],
+                )
+            )
         )
 
     def _team_cache(self, platform: PlatformStack) -> CacheContext:

@@ -281,6 +281,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         kubeconfig = _kubeconfig(cluster)
         exports.update(
             clusterEndpoint=kubeconfig["clusters"][0]["cluster"]["server"],
+            clusterCertificateAuthority=kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"],
             kubeconfig=json.dumps(kubeconfig),
             oidcProviderArn=f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.{stack_region()}.amazonaws.com/id/"
             f"{_hex(cluster, 32).upper()}",

@@ -598,10 +598,27 @@ class ResolvedStack:
         """The entry placed on its pool; None when the platform has no such pool (or is unknown)."""
         return next((m for m in self.models if m.index == entry.index), None)
 
+    def written_namespaces(self) -> tuple[tuple[str, str], ...]:
+        """(namespace, key path) of every namespace this stack writes a model's own objects to (its
+        workload and Service, scalers, scrapers, network policies, benchmark, endpoint picker: every
+        builder puts them in the model's namespace), one per model, with the key that puts them there:
+        `models[i].namespace`, or where it is unset `stack.team` (a team's home) or `models[i].name` (the
+        platform's default namespace). tests/test_team_access.py holds every team render to it."""
+        return tuple(
+            (
+                entry.namespace,
+                entry.key("namespace")
+                if entry.config.namespace is not None
+                else key_path(["stack", "team"])
+                if self.team is not None
+                else entry.key("name"),
+            )
+            for entry in self.entries
+        )
+
     @property
     def namespaces(self) -> tuple[str, ...]:
-        """The model namespaces this stack creates (a team's always, even with no models yet)."""
-        names = {m.namespace for m in self.models}
+        """The model namespaces this stack creates: a platform's own (a team's are its tenancy's)."""
         if self.team is not None:
-            names.update(self.team.namespaces)
-        return tuple(sorted(names))
+            return ()
+        return tuple(sorted({m.namespace for m in self.models}))

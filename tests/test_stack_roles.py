@@ -81,12 +81,14 @@ def test_the_workloads_stack_renders_against_the_platforms_exports():
     mocks = rendered.mocks
     ref = mocks.of_type("pulumi:pulumi:StackReference")
     assert [r.inputs.get("name") for r in ref] == [PLATFORM_REF], "the platform is read through a StackReference"
-    providers = mocks.of_type("pulumi:providers:kubernetes")
-    kubeconfig = providers[0].inputs["kubeconfig"]
-    assert len(providers) == 1 and "inference-platform" in kubeconfig["value"], (
-        "the team's provider is built from the platform's kubeconfig export"
+    (provider,) = mocks.of_type("pulumi:providers:kubernetes")
+    kubeconfig = provider.inputs["kubeconfig"]
+    assert isinstance(kubeconfig, str) and rpc._special_secret_sig not in kubeconfig, (
+        "the team's kubeconfig holds no credential (its token comes from aws eks get-token as the team's role)"
     )
-    assert rpc._special_secret_sig in kubeconfig.values(), "the kubeconfig stays a secret in the team's state"
+    assert "--role-arn" in json.loads(kubeconfig)["users"][0]["user"]["exec"]["args"], (
+        "never the platform's kubeconfig export (tests/test_team_access.py checks every team stack)"
+    )
     assert not mocks.of_type("eks:index:Cluster") and not mocks.of_type("aws:ec2/vpc:Vpc"), (
         "a workloads stack creates no platform resources"
     )

@@ -156,8 +156,8 @@ def platform_checked_offline(stack: ResolvedStack) -> Iterable[Problem]:
 
 @rule
 def workloads_stack_is_in_its_platforms_region(stack: ResolvedStack) -> Iterable[Problem]:
-    """A team stack creates its Pod Identity associations and reads its cluster through the AWS provider
-    of its own aws:region: in another region than its platform's cluster, `pulumi up` finds no cluster."""
+    """A team stack deploys into its platform's cluster, and its pods are told its own aws:region (the S3
+    clients' AWS_REGION): in another region than the cluster's, they would look for the bucket elsewhere."""
     region = stack.platform.region
     if stack.team is not None and region and region != stack.region:
         yield Problem(
