@@ -191,7 +191,8 @@ def test_the_platform_render_exports_gateway_storage_classes_and_the_teams_deplo
         assert out["teamDeployRoleArns"][team] == role.outputs["arn"], "the tenancy component's deploy role"
     answer = mocks._stack_reference_outputs(PLATFORM_REF)["outputs"]
     assert set(answer) <= set(out), f"the mocks answer only what the platform exports: {set(answer) - set(out)}"
-    for key in ("gatewayParent", "storageClasses", "storage", "exportsVersion", "clusterName", "teamDeployRoleArns"):
+    agreed = ("gatewayParent", "storageClasses", "storage", "exportsVersion", "clusterName", "region")
+    for key in (*agreed, "teamDeployRoleArns", "clusterCertificateAuthority"):
         assert answer[key] == out[key], f"the mocks' StackReference answer agrees with the render on {key}"
 
 
