@@ -25,6 +25,7 @@ from .capacity.component import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .gateway.component import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
 from .gateway.routing import load_balancer_annotations
+from .k8s import register
 from .loadbalancer import LoadBalancerController, LoadBalancerControllerArgs
 from .loadbalancer_iam import needs_load_balancer_controller
 from .model_servers import Models, ModelsArgs
@@ -35,6 +36,7 @@ from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, S
 from .storage.cache import CacheContext, streamed_prefixes
 from .storage.claims import CACHE_CLAIM, READER_SERVICE_ACCOUNT
 from .storage.component import ModelStorage, ModelStorageArgs
+from .team import stack_record
 from .team_access import team_kubeconfig
 from .tenancy import TeamTenancy, TeamTenancyArgs
 
@@ -481,6 +483,8 @@ class InferencePlatform(pulumi.ComponentResource):
             ),
             cache=self._team_cache(platform),
         )
+        record = stack_record(team.name, team.home, stack.environment, stack.platform_stack or "")
+        register(record, pulumi.ResourceOptions(parent=self, provider=provider))
         self._models(name, wiring)
         self._model_addons(name, wiring)
         self._scalers(name, wiring)

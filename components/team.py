@@ -1,5 +1,6 @@
 """What the platform puts into each namespace of a team it declares (`teams[]`), as pure builders; the
-Tenancy component (components/tenancy.py) applies them, never the team's own stack.
+Tenancy component (components/tenancy.py) applies them, never the team's own stack, which writes only
+its models and its `stack_record`.
 
 - The namespace, labelled with its team (`inference-platform.io/team`), so the platform's other
   objects (network policies, scrapers) can select a team's namespaces by label.
@@ -84,6 +85,23 @@ def limit_range(team: str, namespace: str, quota: Quota) -> dict[str, Any]:
 
 def guardrails(team: str, namespace: str, quota: Quota, environment: str = "dev") -> list[dict[str, Any]]:
     return [resource_quota(team, namespace, quota, environment), limit_range(team, namespace, quota)]
+
+
+def stack_record(team: str, namespace: str, environment: str, platform_stack: str) -> dict[str, Any]:
+    """What a team's own stack writes besides its models: a ConfigMap in the team's home namespace naming
+    the team, its platform stack and its environment, labelled with the environment, so the policy pack
+    reads a team stack's environment from the stack's own objects (it creates no tagged AWS resource,
+    and the quota that carried the label is the platform's)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{team}-stack",
+            "namespace": namespace,
+            "labels": labels("team-stack", team, **{ENV_LABEL: environment}),
+        },
+        "data": {"team": team, "platformStack": platform_stack, "environment": environment},
+    }
 
 
 def cache_claims(namespace: str, storage: StorageSection) -> list[dict[str, Any]]:

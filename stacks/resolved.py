@@ -603,8 +603,10 @@ class ResolvedStack:
         workload and Service, scalers, scrapers, network policies, benchmark, endpoint picker: every
         builder puts them in the model's namespace), one per model, with the key that puts them there:
         `models[i].namespace`, or where it is unset `stack.team` (a team's home) or `models[i].name` (the
-        platform's default namespace). tests/test_team_access.py holds every team render to it."""
-        return tuple(
+        platform's default namespace); and a team's home (`stack.team`), where its stack keeps its record.
+        tests/test_team_access.py holds every team render to it."""
+        home = ((self.team.home, key_path(["stack", "team"])),) if self.team is not None else ()
+        return home + tuple(
             (
                 entry.namespace,
                 entry.key("namespace")
