@@ -52,7 +52,7 @@ TEAM_OBJECTS: tuple[Grant, ...] = (
     Grant("policy", ("poddisruptionbudgets",), ("PodDisruptionBudget",), "a model's disruption budget"),
     Grant("autoscaling", ("horizontalpodautoscalers",), ("HorizontalPodAutoscaler",), "autoscaling.owner: hpa"),
     Grant("batch", ("jobs",), ("Job",), "a model's benchmark Job (components/benchmark.py)"),
-    Grant("", ("configmaps",), ("ConfigMap",), "a model's scaling dashboard, its picker's configuration"),
+    Grant("", ("configmaps",), ("ConfigMap",), "a model's scaling dashboard, the stack's record, the picker's"),
     Grant("", ("serviceaccounts",), ("ServiceAccount",), "the endpoint picker's account (its chart's)"),
     Grant("networking.k8s.io", ("networkpolicies",), ("NetworkPolicy",), "a model namespace's isolation"),
     Grant("leaderworkerset.x-k8s.io", ("leaderworkersets",), ("LeaderWorkerSet",), "a group across nodes"),
@@ -94,10 +94,11 @@ TEAM_READS: tuple[Grant, ...] = (
     Grant(RBAC_API, ("roles", "rolebindings"), ("Role", "RoleBinding"), "the team's own grant, the platform's"),
     Grant(
         "",
-        ("pods", "pods/log", "events", "endpoints", "persistentvolumeclaims"),
+        ("pods", "events", "endpoints", "persistentvolumeclaims"),
         ("Pod", "Event", "Endpoints", "PersistentVolumeClaim"),
         "what Pulumi's await logic and a team's debugging read",
     ),
+    Grant("", ("pods/log",), ("Pod",), "a model's logs (the Pod's log subresource)"),
     Grant("apps", ("replicasets",), ("ReplicaSet",), "a Deployment's rollout, as Pulumi awaits it"),
     Grant("discovery.k8s.io", ("endpointslices",), ("EndpointSlice",), "a Service's endpoints"),
 )

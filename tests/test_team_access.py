@@ -157,9 +157,15 @@ def group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
+# Core kinds registered under a resource the guess below does not give (the Kubernetes API reference).
+IRREGULAR = {"Endpoints": "endpoints"}
+
+
 def guessed_resource(kind: str) -> str:
     """The resource of a kind, as Kubernetes derives it (apimachinery meta.UnsafeGuessKindToResource:
     lower case, `y` -> `ies`, `s` -> `ses`, else `s`): the plural RBAC rules name."""
+    if kind in IRREGULAR:
+        return IRREGULAR[kind]
     lower = kind.lower()
     if lower.endswith("y"):
         return lower[:-1] + "ies"
@@ -320,6 +326,13 @@ def test_the_platform_binds_exactly_the_tables_role_to_each_teams_group():
             binding = made[("RoleBinding", ns, f"{render.team}-deployers")]
             assert binding["subjects"] == [{"kind": "Group", "name": team_group(render.team), "apiGroup": RBAC_API}]
             assert binding["roleRef"]["name"] == role["metadata"]["name"]
+
+
+def test_each_grant_of_the_table_names_one_kind_per_resource():
+    for grant in (*TEAM_OBJECTS, *TEAM_READS):
+        assert len(grant.kinds) == len(grant.resources) and grant.why, grant
+        for kind, resource in zip(grant.kinds, grant.resources, strict=True):
+            assert resource.split("/")[0] == guessed_resource(kind), (kind, resource)
 
 
 def test_the_role_grants_nothing_cluster_scoped_and_only_reads_quotas_limits_and_rbac():

@@ -52,8 +52,6 @@ class ModelStorage(pulumi.ComponentResource):
     bucket_arn: pulumi.Output[str]
     # The EFS StorageClass cache claims bind through (`modelCache: efs`), else None.
     claim_class: pulumi.Resource | None
-    # For the platform's exports: the bucket reader's role.
-    reader_role_arn: pulumi.Output[str]
 
     def __init__(self, name: str, args: ModelStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ModelStorage", name, None, opts)
@@ -65,7 +63,6 @@ class ModelStorage(pulumi.ComponentResource):
             child,
         )
         readers = self._create_bucket_access(name, args, bucket, child)
-        self.reader_role_arn = readers.role_arn
         claim = self._create_cache(name, args, bucket, child)
         self.bucket_name = bucket.name
         self.bucket_arn = bucket.arn
