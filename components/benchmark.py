@@ -1,15 +1,16 @@
 """SLO benchmark Jobs (`models[].benchmark`): guidellm 0.8.1 against a model's gateway route. Pure builders.
 
-One Job per model. Its pod runs as the bucket reader (`model-reader`: reads the model's prefix, and
-writes only under `benchmarks/`):
+One Job per model. Its pod runs as the bucket reader (`model-reader`: reads its owner's prefix, and
+writes only under that prefix's `_benchmarks/`):
 1. `tokenizer` (aws-cli) copies the tokenizer files from the model's bucket prefix, so guidellm never
    fetches one from the Hugging Face Hub (its default);
 2. `guidellm` runs one benchmark per concurrency of the sweep through `https://<gateway host>/<model>`
    with the client key read from its mounted Secret file and exported at exec time
    (components/secretfiles.py), never on argv or in the pod spec, then writes the verdict against
    the model's `slo` (components/benchmark_verdict.py);
-3. `upload` (aws-cli) copies the results to `s3://<bucket>/benchmarks/<model>/<revision>/<UTC time>/` and
-   exits non-zero when the verdict is a miss, which fails the Job.
+3. `upload` (aws-cli) copies the results to `s3://<bucket>/<owner prefix>/_benchmarks/<model>/<revision>/
+   <UTC time>/` (`platform` or `teams/<team>`: stacks/resolved.py `owner_prefix`) and exits non-zero
+   when the verdict is a miss, which fails the Job.
 The Job's name carries a digest of the model, revision, images, settings and objectives, so a change
 to any of them is a new Job (a Job's pod template is immutable). Gated Jobs are awaited by
 pulumi-kubernetes (its Job await logic: `pulumi up` fails when the Job fails); others carry
@@ -37,12 +38,11 @@ from . import benchmark_verdict, secretfiles
 from .k8s import register
 from .storage.prepare import TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
 
-# The bucket reader: it reads the tokenizer and may write only under `benchmarks/`
-# (components/storage/storage_iam.py benchmark_results_policy).
+# The bucket reader: it reads the tokenizer and may write only under its owner's `_benchmarks/`
+# (components/storage/storage_iam.py reader_policy).
 BENCH_SERVICE_ACCOUNT = READER_SERVICE_ACCOUNT
 # Never the model label: the model's Service and NetworkPolicy select pods by it.
 BENCH_LABEL = "inference-platform.io/benchmark"
-RESULTS_PREFIX = "benchmarks"
 GUIDELLM = "/opt/app-root/bin/guidellm"
 PYTHON = "/opt/app-root/bin/python3"
 RESULTS = "/results"
@@ -131,8 +131,8 @@ def job_name(model: ResolvedModel, images: ImageTable) -> str:
 
 
 def results_prefix(model: ResolvedModel) -> str:
-    """`benchmarks/<model>/<revision>`: the upload adds the UTC time of the run."""
-    return f"{RESULTS_PREFIX}/{model.cache.bucket_prefix}"
+    """`<owner prefix>/_benchmarks/<model>/<revision>` (resolved): the upload adds the UTC time of the run."""
+    return model.cache.results_prefix
 
 
 UPLOAD = r"""set -eu

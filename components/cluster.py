@@ -78,6 +78,8 @@ class Cluster(pulumi.ComponentResource):
 
     name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
+    # The API server's CA bundle (base64), what a team's kubeconfig trusts the endpoint by.
+    certificate_authority: pulumi.Output[str]
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
     security_group_id: pulumi.Output[str]
@@ -94,6 +96,7 @@ class Cluster(pulumi.ComponentResource):
         eks_cluster = cluster.eks_cluster
         self.name = eks_cluster.name
         self.endpoint = eks_cluster.endpoint
+        self.certificate_authority = eks_cluster.certificate_authority.apply(lambda ca: ca.data)
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer
         self.security_group_id = cluster.cluster_security_group_id

@@ -2,11 +2,13 @@
 
 It only wires: each concern builds its own resources from its slice of the ResolvedStack; nothing
 here reads pulumi.Config or derives a fact of its own. The order below is the dependency order:
-cluster, capacity, load balancing, storage, serving platforms, models, front door, monitoring.
+cluster, capacity, load balancing, storage, the teams' tenancy, serving platforms, models, front door,
+monitoring.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pulumi
@@ -17,7 +19,6 @@ from stacks.naming import MANAGED_BY, TOKEN, tags
 from stacks.resolved import TEAM_LABEL, ResolvedStack
 from stacks.versions import chart
 
-from . import k8s as k8s_objects
 from . import peers
 from .autoscaling.component import ModelScalers, ModelScalersArgs
 from .benchmark import Benchmarks, BenchmarksArgs
@@ -25,6 +26,7 @@ from .capacity.component import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .gateway.component import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
 from .gateway.routing import load_balancer_annotations
+from .k8s import register
 from .loadbalancer import LoadBalancerController, LoadBalancerControllerArgs
 from .loadbalancer_iam import needs_load_balancer_controller
 from .model_servers import Models, ModelsArgs
@@ -34,8 +36,11 @@ from .platform_stack import PlatformStack
 from .serving.litellm_keys import LiteLLMKeys, LiteLLMKeysArgs
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
 from .storage.cache import CacheContext, streamed_prefixes
+from .storage.claims import CACHE_CLAIM, READER_SERVICE_ACCOUNT
 from .storage.component import ModelStorage, ModelStorageArgs
-from .team import TeamStorage, TeamStorageArgs, guardrails
+from .team import stack_record
+from .team_access import team_kubeconfig
+from .tenancy import TeamTenancy, TeamTenancyArgs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,10 +76,12 @@ class Wiring:
     envoy_gateway: pulumi.Resource | None = None
     operators: dict[str, pulumi.Resource] = field(default_factory=dict)
     litellm: pulumi.Resource | None = None
-    namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
-    # The model cache the storage concern (or a team's storage) created.
+    namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # The model cache the storage concern created (or, in a team's stack, the platform's).
     cache: CacheContext | None = None
-    # Export keys only the cloud knows (the bucket reader's role, the cluster security group).
+    # The storage concern: the bucket and the StorageClass the teams' tenancy reads.
+    storage: ModelStorage | None = None
+    # Export keys only the cloud knows (the teams' deploy roles, the cluster security group).
     cloud_exports: dict[str, pulumi.Input[object]] = field(default_factory=dict)
     # What a benchmark Job waits for: the model servers and their routes.
     served: list[pulumi.Resource] = field(default_factory=list)
@@ -97,6 +104,7 @@ class InferencePlatform(pulumi.ComponentResource):
             self._load_balancing(name, wiring)
             self._namespaces(name, wiring)
             self._storage(name, wiring)
+            self._tenancy(name, wiring)
             self._gateway_controller(name, wiring)
             self._serving_platforms(name, wiring)
             self._models(name, wiring)
@@ -139,6 +147,7 @@ class InferencePlatform(pulumi.ComponentResource):
             {
                 "clusterName": cluster.name,
                 "clusterEndpoint": cluster.endpoint,
+                "clusterCertificateAuthority": cluster.certificate_authority,
                 "kubeconfig": cluster.kubeconfig,
                 "oidcProviderArn": cluster.oidc_provider_arn,
                 "eksAddonVersions": cluster.addon_versions,
@@ -237,8 +246,36 @@ class InferencePlatform(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
         )
         wiring.cache = storage.context
-        wiring.cloud_exports["modelReaderRoleArn"] = storage.reader_role_arn
+        wiring.storage = storage
         self.outputs["modelBucket"] = storage.bucket_name
+
+    def _tenancy(self, name: str, wiring: Wiring) -> None:
+        """Each declared team's namespaces, guardrails, cache claims, bucket reader and deploy identity
+        (issue: separate tenants): everything its own stack may not create."""
+        stack, storage = self.stack, wiring.storage
+        assert stack.cluster is not None and storage is not None
+        roles: dict[str, pulumi.Output[str]] = {}
+        for team in stack.platform.teams:
+            tenancy = TeamTenancy(
+                f"{name}-team-{team.name}",
+                TeamTenancyArgs(
+                    team=team,
+                    environment=stack.environment,
+                    cluster=stack.cluster.name,
+                    cluster_name=wiring.cluster.name,
+                    storage=stack.platform.storage,
+                    bucket_arn=storage.bucket_arn,
+                    claim_class=storage.claim_class,
+                    provider=wiring.cluster.provider,
+                    tags=tags(stack.cluster.name, stack.environment, team=team.name),
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+            roles[team.name] = tenancy.deploy_role_arn
+            # What the platform writes into a team's namespaces (its key grants, LiteLLM key Secret) waits
+            # for them.
+            wiring.namespaces.update(tenancy.namespaces)
+        wiring.cloud_exports["teamDeployRoleArns"] = pulumi.Output.all(**roles) if roles else {}
 
     def _gateway_controller(self, name: str, wiring: Wiring) -> None:
         """The Envoy Gateway controller, before anything that attaches to it (issue: front door).
@@ -451,7 +488,9 @@ class InferencePlatform(pulumi.ComponentResource):
             self.outputs.setdefault(key, value)
 
     def _workloads(self, name: str, platform: PlatformStack | None) -> None:
-        """A team's stack: its namespace, quota and models on the platform stack's cluster, nothing else."""
+        """A team's stack: its models, their routes, scalers, benchmarks and scrapers, in the team's
+        namespaces on the platform stack's cluster. The namespaces, their quota and limits, the
+        `model-reader` account and the cache claim are the platform's (components/tenancy.py)."""
         if platform is None:
             raise ValueError("a workloads stack needs InferencePlatformArgs.platform (read in __main__.py)")
         stack = self.stack
@@ -459,7 +498,7 @@ class InferencePlatform(pulumi.ComponentResource):
         team = stack.team
         provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=platform.output("kubeconfig"),
+            kubeconfig=self._team_kubeconfig(platform),
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -474,33 +513,51 @@ class InferencePlatform(pulumi.ComponentResource):
                 provider=provider,
                 tags=tags(stack.platform.cluster_name, stack.environment, team=team.name),
             ),
+            cache=self._team_cache(platform),
         )
-        self._namespaces(name, wiring)
-        child = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[wiring.namespaces[team.name]])
-        assert team.quota is not None, "a workloads stack deploys against its platform's exports"
-        for obj in guardrails(team.name, team.name, team.quota, stack.environment):
-            k8s_objects.register(obj, child)
-        team_storage = TeamStorage(
-            f"{name}-team-storage",
-            TeamStorageArgs(
-                team=team.name,
-                storage=stack.platform.storage,
-                storage_class=stack.platform.storage_classes.get("modelCache"),
-                bucket=platform.output("modelBucket"),
-                reader_role_arn=platform.output("modelReaderRoleArn"),
-                cluster_name=wiring.cluster.name,
-                region=stack.region,
-                namespace=wiring.namespaces[team.name],
-                provider=provider,
-                tags=wiring.cluster.tags,
-            ),
-            pulumi.ResourceOptions(parent=self),
-        )
-        wiring.cache = team_storage.context
+        record = stack_record(team.name, team.home, stack.environment, stack.platform_stack or "")
+        register(record, pulumi.ResourceOptions(parent=self, provider=provider))
         self._models(name, wiring)
         self._model_addons(name, wiring)
         self._scalers(name, wiring)
         self._front_door(name, wiring)
         self._benchmarks(name, wiring)
         self._monitoring(name, wiring)
-        self.outputs.update({"team": team.name, "namespace": team.name, "models": [m.name for m in stack.models]})
+        self.outputs.update(
+            {"team": team.name, "namespace": team.home, "namespaces": list(team.namespaces)}
+            | {"models": [m.name for m in stack.models]}
+        )
+
+    def _team_kubeconfig(self, platform: PlatformStack) -> pulumi.Output[str]:
+        """The team's way into the cluster: the platform's endpoint and CA, and a token signed as the
+        team's deploy role (its access entry's group, bound in the team's namespaces only), never the
+        cluster creator's `kubeconfig` export."""
+        view, team = self.stack.platform, self.stack.team
+        assert team is not None
+        return pulumi.Output.all(
+            endpoint=platform.output("clusterEndpoint"),
+            ca=platform.output("clusterCertificateAuthority"),
+            role=platform.output("teamDeployRoleArns").apply(lambda roles: roles[team.name]),
+        ).apply(
+            lambda v: json.dumps(
+                team_kubeconfig(
+                    cluster=view.cluster_name,
+                    endpoint=v["endpoint"],
+                    certificate_authority=v["ca"],
+                    region=view.region,
+                    role_arn=v["role"],
+                )
+            )
+        )
+
+    def _team_cache(self, platform: PlatformStack) -> CacheContext:
+        """The platform's cache as a team's pods reach it: the claim the platform made in each team
+        namespace (efs), the `model-reader` account bound there to the team's reader role, the bucket."""
+        storage = self.stack.platform.storage
+        return CacheContext(
+            storage=storage,
+            bucket=platform.output("modelBucket"),
+            claim_name=CACHE_CLAIM if storage.model_cache == "efs" else None,
+            reader_service_account=READER_SERVICE_ACCOUNT,
+            region=self.stack.region,
+        )

@@ -4,7 +4,8 @@ A team's stack must be checked against the platform's pools before it registers 
 own, so the exports are read as plain values here, at program start, through the engine's
 `pulumi:pulumi:readStackOutputs` invoke (what a StackReference reads: the other stack's last
 checkpoint, known at preview as well as at update), which the SDK's public `pulumi.runtime.invoke`
-answers synchronously. The kubeconfig stays an Output of the StackReference, and a secret.
+answers synchronously. A team's stack never reads the platform's secret `kubeconfig` output: it builds
+its own from the exported endpoint, CA and its deploy role (components/platform.py).
 """
 
 from __future__ import annotations

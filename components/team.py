@@ -1,36 +1,47 @@
-"""What a team's workloads stack creates in its namespace besides its models.
+"""What the platform puts into each namespace of a team it declares (`teams[]`), as pure builders; the
+Tenancy component (components/tenancy.py) applies them, never the team's own stack, which writes only
+its models and its `stack_record`.
 
+- The namespace, labelled with its team (`inference-platform.io/team`), so the platform's other
+  objects (network policies, scrapers) can select a team's namespaces by label.
 - Guardrails: a ResourceQuota on accelerators, cpu and memory, and a LimitRange so a container that
-  states no requests still counts against the quota. Pure builders; InferencePlatform._workloads applies
-  them before the team's models, so a model that would exceed the team's share is refused by the
-  API server instead of starving other teams.
-- `TeamStorage`: the team's way to the platform's model storage. The platform's storage component
-  creates the cache claim and the bucket reader's ServiceAccount only in the platform's own model
-  namespaces, so a team stack creates its own: the `model-reader` ServiceAccount with an EKS Pod
-  Identity association to the platform's read-only bucket role, and with `modelCache: efs` a
-  ReadWriteMany `model-cache` claim on the platform's EFS StorageClass (an access point of its own,
-  so a team's cache directory is not another team's). `modelCache: fsx` is refused for workloads
-  stacks before anything exists (stacks/rules/workloads.py; README "Platform team and app teams").
+  states no requests still counts against the quota. A model that would exceed the team's share is
+  refused by the API server instead of starving other teams; the team's identity may read both, not
+  change them (components/team_access.py).
+- With `modelCache: efs`, the ReadWriteMany `model-cache` claim on the platform's EFS StorageClass (an
+  access point of its own, so a namespace's cache directory is no other namespace's). The
+  `model-reader` ServiceAccount and its Pod Identity association to the team's own reader role come
+  with the team's ModelReaders (components/storage/bucket.py). `modelCache: fsx` gives a team no claim:
+  a Lustre static volume mounts the whole file system, and a workloads stack with models on an fsx
+  platform is refused (stacks/rules/workloads.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
-
-import pulumi
-import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 
 from stacks.config.stack import Quota
 from stacks.config.storage import StorageSection
-from stacks.naming import TOKEN, labels
+from stacks.naming import MANAGED_BY, labels
+from stacks.resolved import TEAM_LABEL
 
-from .k8s import register
-from .storage.cache import CacheContext
-from .storage.claims import CACHE_CLAIM, READER_SERVICE_ACCOUNT, cache_claim, service_account
+from .storage.claims import EFS_STORAGE_CLASS, cache_claim
 
 ENV_LABEL = "inference-platform.io/environment"  # read by the policy pack (image digests in prod)
+# Every namespace models run in carries it (the platform's own and its teams').
+MODELS_LABEL = "inference-platform.io/models"
+
+
+def team_namespace(team: str, namespace: str, environment: str) -> dict[str, Any]:
+    """One namespace of a team, labelled with the team (and its environment)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": namespace,
+            "labels": {**MANAGED_BY, MODELS_LABEL: "true", TEAM_LABEL: team, ENV_LABEL: environment},
+        },
+    }
 
 
 def resource_quota(team: str, namespace: str, quota: Quota, environment: str = "dev") -> dict[str, Any]:
@@ -76,59 +87,25 @@ def guardrails(team: str, namespace: str, quota: Quota, environment: str = "dev"
     return [resource_quota(team, namespace, quota, environment), limit_range(team, namespace, quota)]
 
 
-def storage_objects(team: str, storage: StorageSection, storage_class: str | None) -> list[dict[str, Any]]:
-    """The reader ServiceAccount and, on a shared EFS cache, the team's `model-cache` claim."""
-    objs = [service_account(READER_SERVICE_ACCOUNT, team)]
-    if storage.model_cache == "efs":
-        if not storage_class:
-            raise ValueError("modelCache efs needs the platform's exported storageClasses.modelCache")
-        objs.append(cache_claim(team, storage.efs.cache_size_gib, storage_class=storage_class))
-    # fsx: no claim; a team stack with models on an fsx platform is refused (stacks/rules/workloads.py).
-    return objs
+def stack_record(team: str, namespace: str, environment: str, platform_stack: str) -> dict[str, Any]:
+    """What a team's own stack writes besides its models: a ConfigMap in the team's home namespace naming
+    the team, its platform stack and its environment, labelled with the environment, so the policy pack
+    reads a team stack's environment from the stack's own objects (it creates no tagged AWS resource,
+    and the quota that carried the label is the platform's)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{team}-stack",
+            "namespace": namespace,
+            "labels": labels("team-stack", team, **{ENV_LABEL: environment}),
+        },
+        "data": {"team": team, "platformStack": platform_stack, "environment": environment},
+    }
 
 
-@dataclass(frozen=True, kw_only=True)
-class TeamStorageArgs:
-    team: str
-    storage: StorageSection  # the platform's, from its exports
-    storage_class: str | None  # the platform's exported storageClasses.modelCache
-    bucket: pulumi.Input[str]  # the platform's modelBucket export
-    reader_role_arn: pulumi.Input[str]  # the platform's modelReaderRoleArn export
-    cluster_name: pulumi.Input[str]
-    region: str
-    namespace: pulumi.Resource
-    provider: k8s.Provider
-    tags: dict[str, str]
-
-
-class TeamStorage(pulumi.ComponentResource):
-    """The team namespace's model-reader account (Pod Identity) and model cache claim."""
-
-    context: CacheContext
-
-    def __init__(self, name: str, args: TeamStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(f"{TOKEN}:TeamStorage", name, None, opts)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace])
-        account: pulumi.Resource | None = None
-        for obj in storage_objects(args.team, args.storage, args.storage_class):
-            applied = register(obj, k8s_opts, name=f"{name}-{obj['kind'].lower()}")
-            if obj["kind"] == "ServiceAccount":
-                account = applied
-        aws.eks.PodIdentityAssociation(
-            f"{name}-reader",
-            cluster_name=args.cluster_name,
-            namespace=args.team,
-            service_account=READER_SERVICE_ACCOUNT,
-            role_arn=args.reader_role_arn,
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[account] if account else []),
-        )
-        shared = args.storage.model_cache == "efs"
-        self.context = CacheContext(
-            storage=args.storage,
-            bucket=args.bucket,
-            claim_name=CACHE_CLAIM if shared else None,
-            reader_service_account=READER_SERVICE_ACCOUNT,
-            region=args.region,
-        )
-        self.register_outputs({"serviceAccount": READER_SERVICE_ACCOUNT, "claim": CACHE_CLAIM if shared else None})
+def cache_claims(namespace: str, storage: StorageSection) -> list[dict[str, Any]]:
+    """The namespace's `model-cache` claim on a shared EFS cache; none on any other cache."""
+    if storage.model_cache != "efs":
+        return []
+    return [cache_claim(namespace, storage.efs.cache_size_gib, storage_class=EFS_STORAGE_CLASS)]

@@ -43,13 +43,17 @@ _POOL_KEYS = {f.alias or n for n, f in NodePoolSection.model_fields.items()}
 # Keys whose values only exist once the platform is deployed (added by the InferencePlatform component).
 OUTPUT_KEYS = (
     "clusterEndpoint",
+    # What a team's stack builds its kubeconfig from, with clusterName, region and its deploy role.
+    "clusterCertificateAuthority",
+    # The cluster creator's kubeconfig, for the platform team: a team's stack never reads it.
     "kubeconfig",
     "oidcProviderArn",
     "clusterSecurityGroupId",
     "vpcId",
     "privateSubnetIds",
     "modelBucket",
-    "modelReaderRoleArn",
+    # Team name -> the ARN of the role its workloads stack deploys as (components/tenancy.py).
+    "teamDeployRoleArns",
 )
 SECRET_KEYS = ("kubeconfig",)
 

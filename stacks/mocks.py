@@ -21,6 +21,7 @@ from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 
 from .errors import ConfigError, Problem, key_path
 from .exports import SECRET_KEYS
+from .naming import deploy_role_purpose, iam_role_name
 from .pipeline import exports_from_file, platform_stack_file
 from .regions import region as aws_region
 
@@ -280,15 +281,20 @@ class RecordingMocks(pulumi.runtime.Mocks):
         kubeconfig = _kubeconfig(cluster)
         exports.update(
             clusterEndpoint=kubeconfig["clusters"][0]["cluster"]["server"],
+            clusterCertificateAuthority=kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"],
             kubeconfig=json.dumps(kubeconfig),
             oidcProviderArn=f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.{stack_region()}.amazonaws.com/id/"
             f"{_hex(cluster, 32).upper()}",
             clusterSecurityGroupId=f"sg-{_hex(cluster + 'cluster')}",
             vpcId=f"vpc-{_hex(cluster + 'vpc')}",
             privateSubnetIds=[f"subnet-{_hex(cluster + str(i))}" for i in range(3)],
-            # As the storage component names them: a generated bucket and the reader role.
+            # As the storage component names it: a generated bucket.
             modelBucket=f"{cluster}-models-{_hex(cluster + 'bucket', 8)}",
-            modelReaderRoleArn=f"arn:aws:iam::{ACCOUNT}:role/{cluster}-model-reader",
+            # As the tenancy component names them: each declared team's deploy role.
+            teamDeployRoleArns={
+                t["name"]: f"arn:aws:iam::{ACCOUNT}:role/{iam_role_name(cluster, deploy_role_purpose(t['name']))}"
+                for t in exports.get("teams") or []
+            },
         )
         return {"name": stack_ref, "outputs": exports, "secretOutputNames": list(SECRET_KEYS)}
 

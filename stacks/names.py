@@ -3,8 +3,9 @@
 A model's name becomes its Service, workload, route and label values, and the names the platform
 and the operators derive from it (`<name>-from-gateway`, `<name>-serve-svc`, ...); the cluster's
 name becomes IAM role, SQS queue, EventBridge rule names and the model bucket's name prefix; a team
-becomes a namespace. The derivations are the components' own functions where they exist
-(`stacks/naming.py`, `components/capacity/karpenter.py`, each engine's `service()`), and the
+becomes a namespace, and with the cluster's name its reader and deploy roles' names. The derivations
+are the components' own functions where they exist (`stacks/naming.py`,
+`components/capacity/karpenter.py`, each engine's `service()`), and the
 suffix tables below where a name is spelled inline in a builder or chosen by an operator;
 tests/test_guard_names.py renders every shipped stack and fails when a builder derives a name from a
 model that these tables do not list.
@@ -23,9 +24,18 @@ Upstream limits (each checked by `stacks/rules/names.py`):
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .naming import INTERRUPTION_EVENTS, iam_role_name, physical, queue_name, rule_name
+from .naming import (
+    INTERRUPTION_EVENTS,
+    deploy_role_purpose,
+    iam_role_name,
+    physical,
+    queue_name,
+    reader_role_purpose,
+    rule_name,
+)
 from .resolve.models import routing_strategy
 from .resolved import (
     AIBRIX_GATEWAY,
@@ -184,9 +194,17 @@ def bucket_prefix(cluster: str) -> str:
     return f"{physical(cluster, 'models', limit=36)}-"
 
 
-def aws_names(cluster: str) -> list[tuple[str, str, re.Pattern[str]]]:
-    """(name, what, rule) for every IAM role, SQS queue and EventBridge rule named after the cluster."""
-    out = [(iam_role_name(cluster, p), f"IAM role ({p})", IAM_ROLE) for p in ROLE_PURPOSES]
+def team_role_purposes(team: str) -> tuple[str, ...]:
+    """The roles the platform creates for a team it declares (components/tenancy.py): its bucket reader
+    and its deploy role."""
+    return (reader_role_purpose(team), deploy_role_purpose(team))
+
+
+def aws_names(cluster: str, teams: Sequence[str] = ()) -> list[tuple[str, str, re.Pattern[str]]]:
+    """(name, what, rule) for every IAM role, SQS queue and EventBridge rule named after the cluster (and,
+    for the teams the platform declares, the roles named after the cluster and the team)."""
+    purposes = [*ROLE_PURPOSES, *(p for t in teams for p in team_role_purposes(t))]
+    out = [(iam_role_name(cluster, p), f"IAM role ({p})", IAM_ROLE) for p in purposes]
     out.append((queue_name(cluster), "SQS queue (Karpenter interruptions)", SQS_QUEUE))
     out += [(rule_name(cluster, e), f"EventBridge rule ({e})", EVENTBRIDGE_RULE) for e in INTERRUPTION_EVENTS]
     return out

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 
+from .config.teams import PLATFORM_CLIENTS
+
 PROJECT = "inference-platform"
 TOKEN = f"{PROJECT}:components"
 
@@ -57,6 +59,17 @@ def physical(*parts: str, limit: int = 63) -> str:
 def iam_role_name(cluster: str, role: str) -> str:
     """IAM role names: at most 64 characters."""
     return physical(cluster, role, limit=64)
+
+
+def reader_role_purpose(owner: str) -> str:
+    """The bucket reader role of an owner of models: `model-reader` for the platform's own
+    (PLATFORM_CLIENTS), `model-reader-<team>` for a team's."""
+    return "model-reader" if owner == PLATFORM_CLIENTS else f"model-reader-{owner}"
+
+
+def deploy_role_purpose(team: str) -> str:
+    """The role a team's workloads stack deploys as: `deploy-<team>`."""
+    return f"deploy-{team}"
 
 
 # EventBridge events Karpenter handles through its interruption queue (upstream template rules).

@@ -178,14 +178,16 @@ def workloads_text(
 # team itself are the platform's and are read from its exports through a StackReference. The team
 # must be one the platform declares; for two replicas of the starter model its entry needs at least
 #   quota: {{gpus: {gpus}, neuronDevices: {neuron}, cpu: {cpu}, memory: {memory}}}
-# (a replica's cpu/memory as the engine deploys it: stacks/sizing.py).
+# (a replica's cpu/memory as the engine deploys it: stacks/sizing.py). Run `pulumi up` as one of the
+# team's deployers: the stack reaches the cluster as the team's deploy role, which may write only the
+# team's namespaces (docs/app-team-guide.md#deploying-as-your-team).
 {note}config:
   aws:region: us-west-2
   {PROJECT}:stack:
     role: workloads
     environment: {environment}
     platformStack: {platform}
-    team: {team}                # declared by the platform (teams[]): its namespaces, quota, keys
+    team: {team}                # declared by the platform (teams[]): its namespaces, quota, keys, deploy role
   {PROJECT}:models:
 {models}"""
 

@@ -32,7 +32,9 @@ from .versions import Image
 
 # Bump when an export changes shape; a workloads stack refuses exports of another version.
 # 2: storage carries the cache settings, storageClasses, gatewayParent, modelBucket, modelReaderRoleArn.
-EXPORTS_VERSION = 2
+# 3: the platform creates each team's namespaces, quota, reader and deploy identity (teamDeployRoleArns
+#    replaces modelReaderRoleArn) and keeps each owner's weights under its own bucket prefix.
+EXPORTS_VERSION = 3
 
 # The Neuron chart's second kube-scheduler: the chart names its profile after
 # scheduler.customScheduler.fullnameOverride (templates/scheduler/scheduler-custom-config.yaml), which
@@ -78,8 +80,27 @@ MONITORING_NAMESPACE = "monitoring"
 PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
 LITELLM_NAMESPACE = "litellm"
 
-# Where every serving pod mounts the model cache (each model's weights under <name>/<revision>).
+# Where every serving pod mounts the model cache: each model's weights under its bucket prefix
+# (`<owner prefix>/<name>/<revision>`), so the cache mirrors the bucket (an FSx data repository association
+# imports the bucket at the file system's root, where the platform's models find their prefix).
 CACHE_ROOT = "/models"
+
+# The model bucket's layout: every owner's objects under a prefix of its own, so each reader role is
+# granted its owner's prefix and nothing else. The platform's own models under `platform/`, a team's under
+# `teams/<team>/`; within it each model's weights at `<name>/<revision>/`, and its benchmark results under
+# `_benchmarks/<name>/<revision>/` (`_` starts no model name, a DNS label, so results never share a prefix
+# with weights, and the one write a reader has cannot reach them).
+PLATFORM_PREFIX = "platform"
+TEAMS_PREFIX = "teams"
+RESULTS_DIR = "_benchmarks"
+
+
+def owner_prefix(owner: str) -> str:
+    """The bucket prefix of everything an owner's models keep there (no trailing `/`): `platform` for the
+    platform's own (PLATFORM_CLIENTS), `teams/<team>` for a team's."""
+    return PLATFORM_PREFIX if owner == PLATFORM_CLIENTS else f"{TEAMS_PREFIX}/{owner}"
+
+
 # How often a serving pod's startup probe asks: its allowance is whole periods of this.
 STARTUP_PERIOD_SECONDS = 10
 
@@ -374,14 +395,17 @@ class PodShape:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelCache:
-    """Where a model's weights are, resolved from the storage choice: the directory per model and
-    revision, compiled Neuron artifacts apart from it, the bucket prefix, whether the engine streams
+    """Where a model's weights are, resolved from the storage choice: the directory per owner, model and
+    revision, compiled Neuron artifacts apart from it, the bucket prefixes, whether the engine streams
     from the bucket instead, the claim or the node-local size of the volume, and how long reading the
     weights (and a first Neuron compile) may take."""
 
     model_dir: str
     compiled_dir: str | None
+    # `<owner prefix>/<name>/<revision>` (no trailing `/`): the weights; `results_prefix` is where its
+    # benchmark results go, `<owner prefix>/_benchmarks/<name>/<revision>`.
     bucket_prefix: str
+    results_prefix: str
     streamed: bool
     # The ReadWriteMany claim every replica shares (efs, fsx) or the stack's existing claim; None: an
     # emptyDir on the node, of `local_gib` when the weights' size is known.
@@ -515,6 +539,9 @@ class Team:
     # The spend limit of the team's LiteLLM virtual key and how often it resets (None: none, never).
     litellm_max_budget: float | None = None
     litellm_budget_duration: str | None = None
+    # The IAM principals that may assume the team's deploy role: known to the platform that declares the
+    # team (never exported), empty where the team is read back from the exports.
+    deployers: tuple[str, ...] = ()
 
     @property
     def home(self) -> str:
@@ -642,10 +669,29 @@ class ResolvedStack:
                 return team.name
         return self.team.name if self.team is not None else PLATFORM_CLIENTS
 
+    def written_namespaces(self) -> tuple[tuple[str, str], ...]:
+        """(namespace, key path) of every namespace this stack writes a model's own objects to (its
+        workload and Service, scalers, scrapers, network policies, benchmark, endpoint picker: every
+        builder puts them in the model's namespace), one per model, with the key that puts them there:
+        `models[i].namespace`, or where it is unset `stack.team` (a team's home) or `models[i].name` (the
+        platform's default namespace); and a team's home (`stack.team`), where its stack keeps its record.
+        tests/test_team_access.py holds every team render to it."""
+        home = ((self.team.home, key_path(["stack", "team"])),) if self.team is not None else ()
+        return home + tuple(
+            (
+                entry.namespace,
+                entry.key("namespace")
+                if entry.config.namespace is not None
+                else key_path(["stack", "team"])
+                if self.team is not None
+                else entry.key("name"),
+            )
+            for entry in self.entries
+        )
+
     @property
     def namespaces(self) -> tuple[str, ...]:
-        """The model namespaces this stack creates (a team's always, even with no models yet)."""
-        names = {m.namespace for m in self.models}
+        """The model namespaces this stack creates: a platform's own (a team's are its tenancy's)."""
         if self.team is not None:
-            names.update(self.team.namespaces)
-        return tuple(sorted(names))
+            return ()
+        return tuple(sorted({m.namespace for m in self.models}))

@@ -82,7 +82,9 @@ def test_the_tokenizer_is_local_so_nothing_is_fetched_from_the_hub(bench):
     assert argv[argv.index("--tokenizer") + 1] == f"kind=huggingface_auto,model={TOKENIZER}"
     tokenizer = containers(obj)["tokenizer"]
     assert "s3://$BENCH_BUCKET/$MODEL_PREFIX/" in tokenizer["command"][2], "copied from the model's bucket prefix"
-    assert {"name": "MODEL_PREFIX", "value": f"qwen3-8b/{model.config.revision}"} in tokenizer["env"]
+    assert {"name": "MODEL_PREFIX", "value": f"platform/qwen3-8b/{model.config.revision}"} in tokenizer["env"], (
+        "the platform's model, under the platform's prefix"
+    )
 
 
 def test_the_api_key_is_exported_from_its_mounted_file_never_a_literal_or_secret_env(bench):
@@ -98,9 +100,12 @@ def test_the_api_key_is_exported_from_its_mounted_file_never_a_literal_or_secret
     } in volumes
 
 
-def test_results_go_to_the_bucket_under_the_model_revision_and_time(bench):
+def test_results_go_to_the_bucket_under_the_owners_prefix_the_model_revision_and_time(bench):
     _, model, obj = bench
-    assert results_prefix(model) == f"benchmarks/qwen3-8b/{model.config.revision}"
+    assert results_prefix(model) == f"platform/_benchmarks/qwen3-8b/{model.config.revision}", (
+        "the owner's own prefix, apart from every model's weights"
+    )
+    assert not f"{results_prefix(model)}/".startswith(f"{model.cache.bucket_prefix}/")
     upload = containers(obj)["upload"]
     assert "$BENCH_PREFIX/$stamp/" in upload["command"][2] and "date -u" in upload["command"][2]
     assert "exit 1" in upload["command"][2], "a missed SLO fails the Job after the upload"
@@ -177,11 +182,12 @@ def test_a_benchmark_without_the_front_door_is_refused():
     assert has(found, "models[0].benchmark", "gateway.enabled"), found
 
 
-def test_the_reader_may_write_benchmark_results_only_under_their_prefix():
-    from components.storage.storage_iam import benchmark_results_policy
+def test_the_reader_may_write_benchmark_results_only_under_their_owners_prefix():
+    from components.storage.storage_iam import reader_policy
 
-    (st,) = benchmark_results_policy("arn:aws:s3:::models")["Statement"]
-    assert st["Action"] == ["s3:PutObject"] and st["Resource"] == ["arn:aws:s3:::models/benchmarks/*"]
+    for prefix in ("platform", "teams/search"):
+        (st,) = [s for s in reader_policy("arn:aws:s3:::models", prefix)["Statement"] if "s3:PutObject" in s["Action"]]
+        assert st["Action"] == ["s3:PutObject"] and st["Resource"] == [f"arn:aws:s3:::models/{prefix}/_benchmarks/*"]
 
 
 def test_the_job_pod_is_never_selected_as_a_model_pod(bench):

@@ -173,11 +173,23 @@ def test_every_name_derived_from_a_long_cluster_name_satisfies_iam_sqs_and_event
 def test_the_role_purposes_checked_are_the_roles_the_render_creates():
     from stacks.names import ROLE_PURPOSES, aws_names
 
-    for path in (DEV, next(p for p in EXAMPLES if p.name == "Pulumi.storage-fsx.yaml")):
-        cluster = sections_of(path)["cluster"]["name"]
+    shipped = [next(p for p in EXAMPLES if p.name == f"Pulumi.{n}.yaml") for n in ("storage-fsx", "platform")]
+    for path in (DEV, *shipped):
+        sections = sections_of(path)
+        cluster, teams = sections["cluster"]["name"], [t["name"] for t in sections.get("teams", [])]
         rendered = {r.inputs.get("name") for r in rendered_stack(path).resources if r.type == "aws:iam/role:Role"}
-        checked = {n for n, what, _ in aws_names(cluster) if what.startswith("IAM role")}
+        checked = {n for n, what, _ in aws_names(cluster, teams) if what.startswith("IAM role")}
         assert rendered <= checked, (rendered - checked, ROLE_PURPOSES)
+    assert teams, "the platform example declares teams, whose reader and deploy roles are checked"
+
+
+def test_a_team_whose_role_names_run_long_still_gets_valid_distinct_role_names():
+    from stacks.names import IAM_ROLE, aws_names
+
+    long_team = "t" * 40
+    roles = [n for n, what, _ in aws_names("c" * 60, [long_team, long_team[:-1] + "u"]) if what.startswith("IAM role")]
+    assert all(IAM_ROLE.match(n) for n in roles), roles
+    assert len(set(roles)) == len(roles), "cut to 64 with a digest, every role keeps a name of its own"
 
 
 # ---- hostnames -------------------------------------------------------------------------------------
@@ -314,6 +326,7 @@ def test_the_reserved_namespaces_include_every_namespace_the_render_creates_or_i
         rendered = rendered_stack(path)
         config = check_sections(sections_of(path), "us-west-2").config
         own = {m.namespace or DEFAULT_NAMESPACE for m in config.models} | {config.stack.team}
+        own |= {ns for team in config.teams for ns in team.all_namespaces}  # a platform creates its teams'
         spaces = {r["namespace"] for r in rendered.releases()} | {
             o["metadata"]["name"] for o in rendered.manifests() if o["kind"] == "Namespace"
         }

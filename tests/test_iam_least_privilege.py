@@ -5,7 +5,8 @@ to the same rules, so a new role cannot regress them.
 - a statement on `Resource: "*"` (or an ARN that leaves the account or region open) is one of
   components/iam.py WILDCARD_STATEMENTS, named by its Sid, and the README lists it with its reason;
 - every Pod Identity trust names this account (aws:SourceAccount) and this cluster's associations
-  (aws:SourceArn); every EC2 trust is for ec2.amazonaws.com only;
+  (aws:SourceArn); every EC2 trust is for ec2.amazonaws.com only; a team's deploy role trusts exactly
+  the principals the platform lists as the team's deployers;
 - AWS managed policies are only those the EKS user guide names for nodes and CSI drivers (no
   FullAccess policy anywhere).
 """
@@ -21,7 +22,9 @@ import pytest
 
 from components.iam import WILDCARD_STATEMENTS, Scope, pod_identity_trust
 from stacks.mocks import ACCOUNT
-from tests.conftest import ALL_STACKS, ROOT, rendered_stack
+from stacks.naming import deploy_role_purpose, iam_role_name
+from stacks.pipeline import check_sections
+from tests.conftest import ALL_STACKS, ROOT, rendered_stack, sections_of
 
 POLICY_TYPES = {"aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy"}
 MANAGED = {
@@ -82,8 +85,19 @@ def test_every_trust_is_for_one_service_and_pod_identity_is_held_to_this_account
     roles = rec.of_type("aws:iam/role:Role")
     assert roles or path.name.startswith("Pulumi.team-")
     cluster = next((r.inputs["name"] for r in rec.of_type("eks:index:Cluster")), None)
+    config = check_sections(sections_of(path), "us-west-2").config
+    deployers = {
+        iam_role_name(config.cluster.name, deploy_role_purpose(t.name)): sorted(t.deployers)
+        for t in config.teams
+        if config.cluster is not None
+    }
     for role in roles:
         (st,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+        if "AWS" in st["Principal"]:
+            assert role.inputs["name"] in deployers, f"{role.name}: only a team's deploy role trusts IAM principals"
+            assert st["Principal"]["AWS"] == deployers[role.inputs["name"]], role.name
+            assert st["Action"] == "sts:AssumeRole" and "Condition" not in st, role.name
+            continue
         service = st["Principal"]["Service"]
         if service == "ec2.amazonaws.com":
             assert st["Action"] == "sts:AssumeRole" and "Condition" not in st, role.name

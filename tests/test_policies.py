@@ -376,3 +376,14 @@ def test_the_policy_pack_passes_on_every_shipped_stacks_render(path):
 
     found = pack_violations(rendered_stack(path))
     assert not found, found
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
+def test_the_pack_reads_every_shipped_stacks_environment_from_its_own_render(path):
+    """Without pack config (the workflows set none), `image-digests-in-prod` knows a stack's environment
+    only from the tags and labels of what it renders: a team's stack too, which creates no AWS resource
+    and whose quota is the platform's."""
+    from tests.conftest import rendered_stack, sections_of
+
+    want = sections_of(path)["stack"].get("environment", "dev")
+    assert v.environment(pack_resources(rendered_stack(path)), None) == want

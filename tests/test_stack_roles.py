@@ -1,5 +1,6 @@
-"""Stack roles: a platform stack exports what teams need; a team's workloads stack reads it through a
-StackReference, gets a quota'd namespace, and is refused when its models cannot run on the platform."""
+"""Stack roles: a platform stack exports what teams need and makes each team's quota'd namespaces; a
+team's workloads stack reads the exports through a StackReference and is refused when its models cannot
+run on the platform."""
 
 from __future__ import annotations
 
@@ -80,18 +81,26 @@ def test_the_workloads_stack_renders_against_the_platforms_exports():
     mocks = rendered.mocks
     ref = mocks.of_type("pulumi:pulumi:StackReference")
     assert [r.inputs.get("name") for r in ref] == [PLATFORM_REF], "the platform is read through a StackReference"
-    providers = mocks.of_type("pulumi:providers:kubernetes")
-    kubeconfig = providers[0].inputs["kubeconfig"]
-    assert len(providers) == 1 and "inference-platform" in kubeconfig["value"], (
-        "the team's provider is built from the platform's kubeconfig export"
+    (provider,) = mocks.of_type("pulumi:providers:kubernetes")
+    kubeconfig = provider.inputs["kubeconfig"]
+    assert isinstance(kubeconfig, str) and rpc._special_secret_sig not in kubeconfig, (
+        "the team's kubeconfig holds no credential (its token comes from aws eks get-token as the team's role)"
     )
-    assert rpc._special_secret_sig in kubeconfig.values(), "the kubeconfig stays a secret in the team's state"
+    assert "--role-arn" in json.loads(kubeconfig)["users"][0]["user"]["exec"]["args"], (
+        "never the platform's kubeconfig export (tests/test_team_access.py checks every team stack)"
+    )
     assert not mocks.of_type("eks:index:Cluster") and not mocks.of_type("aws:ec2/vpc:Vpc"), (
         "a workloads stack creates no platform resources"
     )
     for obj in mocks.kubernetes_objects():
         assert "::platform-k8s::" in obj.provider, f"{obj.type} {obj.name} must use the team's provider"
-    quota = mocks.named("kubernetes:core/v1:ResourceQuota", "resourcequota-search-search-quota").inputs
+    assert not mocks.of_type("kubernetes:core/v1:ResourceQuota"), "the team's quota is the platform's, not its own"
+    assert rendered.outputs["namespace"] == "search"
+
+
+def test_the_platform_puts_each_teams_quota_and_limits_on_its_namespaces():
+    platform = rendered_stack(PLATFORM).mocks
+    quota = platform.named("kubernetes:core/v1:ResourceQuota", "resourcequota-search-search-quota").inputs
     assert quota["metadata"]["namespace"] == "search"
     assert quota["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "4",
@@ -100,11 +109,17 @@ def test_the_workloads_stack_renders_against_the_platforms_exports():
         "requests.memory": "384Gi",
         "pods": "100",
     }
-    limits = mocks.named("kubernetes:core/v1:LimitRange", "limitrange-search-search-defaults").inputs
+    limits = platform.named("kubernetes:core/v1:LimitRange", "limitrange-search-search-defaults").inputs
     assert limits["spec"]["limits"][0]["defaultRequest"] == {"cpu": "250m", "memory": "512Mi"}, (
         "a container without requests still counts against the quota"
     )
-    assert rendered.outputs["namespace"] == "search"
+    chat = {
+        q.inputs["metadata"]["namespace"]: q.inputs["spec"]["hard"]
+        for q in platform.of_type("kubernetes:core/v1:ResourceQuota")
+        if q.inputs["metadata"]["name"] == "chat-quota"
+    }
+    assert set(chat) == {"chat", "chat-staging"}, "each of the team's namespaces carries the team's quota"
+    assert chat["chat"]["requests.nvidia.com/gpu"] == "4" and chat["chat"]["requests.cpu"] == "32"
 
 
 def test_a_workloads_model_on_a_pool_the_platform_does_not_export_is_refused(team):

@@ -47,7 +47,9 @@ def test_a_shared_cache_mounts_the_namespace_claim_and_prepares_into_it():
     mount, model = mount_for("storage-efs", claim_name="model-cache")
     assert mount.volumes[0] == {"name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache"}}
     assert mount.volume_mounts == [{"name": "model-cache", "mountPath": "/models"}]
-    assert mount.model_dir == f"/models/{model.name}/{model.revision}", "weights per model and pinned revision"
+    assert mount.model_dir == f"/models/platform/{model.name}/{model.revision}", (
+        "weights per owner, model and pinned revision: the cache mirrors the bucket's layout"
+    )
     assert mount.ephemeral_storage is None, "the weights are on the claim, not on the node's disk"
     assert not any("ephemeral" in v for v in mount.volumes), "one claim shared by every replica, none per replica"
     assert [c["name"] for c in mount.init_containers] == ["model-from-bucket", "model-from-hub"]

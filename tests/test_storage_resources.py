@@ -123,7 +123,7 @@ def test_an_adopted_bucket_is_not_created_and_readers_get_its_arn():
     (reader,) = [r for r in of_type("storage-fsx", "aws:iam/rolePolicy:RolePolicy") if r.name.endswith("-read")]
     policy = json.loads(reader.inputs["policy"])
     resources = [r for s in policy["Statement"] for r in s["Resource"]]
-    assert "arn:aws:s3:::acme-models" in resources and "arn:aws:s3:::acme-models/*" in resources
+    assert "arn:aws:s3:::acme-models" in resources and "arn:aws:s3:::acme-models/platform/*" in resources
 
 
 def test_serving_pods_read_the_bucket_through_pod_identity_not_the_node_role():
@@ -135,12 +135,13 @@ def test_serving_pods_read_the_bucket_through_pod_identity_not_the_node_role():
         r.name.rsplit("-", 1)[1]: json.loads(r.inputs["policy"])
         for r in of_type("storage-efs", "aws:iam/rolePolicy:RolePolicy")
     }
-    assert set(policies) == {"read", "benchmarks"}
-    actions = {a for s in policies["read"]["Statement"] for a in s["Action"]}
-    assert actions == {"s3:ListBucket", "s3:GetBucketLocation", "s3:GetObject"}, "read-only, nothing else"
-    (write,) = policies["benchmarks"]["Statement"]
+    assert set(policies) == {"read"}
+    statements = policies["read"]["Statement"]
+    actions = {a for s in statements for a in s["Action"]}
+    assert actions == {"s3:ListBucket", "s3:GetBucketLocation", "s3:GetObject", "s3:PutObject"}, "nothing else"
+    (write,) = [s for s in statements if "s3:PutObject" in s["Action"]]
     assert write["Action"] == ["s3:PutObject"], "the one write: benchmark results"
-    assert all(r.endswith("/benchmarks/*") for r in write["Resource"]), "never beside the weights"
+    assert all(r.endswith("/platform/_benchmarks/*") for r in write["Resource"]), "never beside the weights"
     readers = [
         a
         for a in of_type("storage-efs", "aws:eks/podIdentityAssociation:PodIdentityAssociation")

@@ -49,8 +49,10 @@ def test_vllm_streams_the_bucket_prefix_with_the_runai_loader_under_the_models_n
     stack = stack_of(streamed_example())
     model = next(m for m in stack.models if m.name == "qwen3-8b")
     args = engine_container(by_kind(engine_objects(stack, "qwen3-8b"), "Deployment")[0])["args"]
-    prefix = f"{model.name}/{model.config.revision}/"
-    assert args[0] == f"s3://$(MODEL_BUCKET)/{prefix}", "the bucket prefix is the model; the kubelet expands the bucket"
+    prefix = f"platform/{model.name}/{model.config.revision}/"
+    assert args[0] == f"s3://$(MODEL_BUCKET)/{prefix}", (
+        "the bucket prefix is the owner's and the model's; the kubelet expands the bucket"
+    )
     assert flag(args, "--load-format") == "runai_streamer"
     extra = json.loads(flag(args, "--model-loader-extra-config") or "{}")
     assert set(extra) <= {"distributed", "concurrency", "memory_limit"}, "vLLM 0.29 refuses any other key"
@@ -73,7 +75,7 @@ def test_sglang_streams_the_bucket_prefix_with_the_runai_loader_under_the_models
     stack = stack_of(streamed_example())
     container = engine_container(by_kind(engine_objects(stack, "qwen3-8b-sglang"), "Deployment")[0])
     args = container["args"]
-    assert (flag(args, "--model-path") or "").startswith("s3://$(MODEL_BUCKET)/qwen3-8b-sglang/")
+    assert (flag(args, "--model-path") or "").startswith("s3://$(MODEL_BUCKET)/platform/qwen3-8b-sglang/")
     assert flag(args, "--load-format") == "runai_streamer"
     assert flag(args, "--served-model-name") == "qwen3-8b-sglang"
     env = env_of(container)
@@ -103,7 +105,7 @@ def test_the_streamed_pod_waits_read_only_for_the_fill_jobs_marker():
     assert job["metadata"]["name"] == "qwen3-8b-to-bucket"
     wait = pod_of(objs)["initContainers"][0]
     env = env_of(wait)
-    assert env["MODEL_PREFIX"] == f"qwen3-8b/{REVISION}"
+    assert env["MODEL_PREFIX"] == f"platform/qwen3-8b/{REVISION}"
     assert "${src}.prepared" in wait["command"][-1] and "sync" not in wait["command"][-1], "it only lists"
 
 
@@ -146,7 +148,7 @@ def test_the_storage_example_binds_the_writer_only_where_a_model_streams():
     assert [a.inputs["metadata"]["namespace"] for a in accounts] == ["inference"]
     (policy,) = [r for r in rec.of_type("aws:iam/rolePolicy:RolePolicy") if r.name.endswith("writers-write")]
     resources = json.loads(policy.inputs["policy"])["Statement"][1]["Resource"]
-    assert resources == [f"arn:aws:s3:::acme-models/qwen3-8b/{REVISION}/*"]
+    assert resources == [f"arn:aws:s3:::acme-models/platform/qwen3-8b/{REVISION}/*"], "the platform's prefix only"
 
 
 def test_the_model_namespaces_egress_admits_s3_and_the_pod_identity_agent_for_every_pod():
@@ -213,7 +215,9 @@ def test_a_streamed_canary_has_its_own_fill_job_and_prefix_at_its_revision():
     model = next(x for x in stack.models if x.name == "qwen3-8b")
     assert model.canary is not None
     prefixes = streamed_prefixes(stack.models)["inference"]
-    assert {"qwen3-8b/" + "0" * 40, f"qwen3-8b/{REVISION}"} <= set(prefixes), "the writer may fill both revisions"
+    assert {"platform/qwen3-8b/" + "0" * 40, f"platform/qwen3-8b/{REVISION}"} <= set(prefixes), (
+        "the writer may fill both revisions"
+    )
     (job,) = by_kind(model_objects(spec_of(stack, model.canary), streaming_context(stack, model.canary)), "Job")
     assert job["metadata"]["name"] == "qwen3-8b-canary-to-bucket"
 

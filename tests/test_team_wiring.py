@@ -1,6 +1,6 @@
 """The seams between a team's workloads stack and the platform it runs on: the quota and the fit use
-the engines' real sizing, the team gets its own way to the platform's model cache and bucket, and
-its routes attach to the Gateway the platform exports."""
+the engines' real sizing, the team's pods reach the platform's model cache and bucket through what the
+platform made in the team's namespace, and its routes attach to the Gateway the platform exports."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from stacks.resolve import own_platform
 from stacks.resolved import CACHE_CLAIM, GATEWAY_NAME, GATEWAY_NAMESPACE, HTTPS_LISTENER
 from stacks.sizing import replica_requests
 from tests.builders import resolved_stack
-from tests.conftest import PLATFORM_REF, live_platform, rendered_stack, sections_of, team_quota
+from tests.conftest import PLATFORM_REF, live_platform, render_sections, rendered_stack, sections_of, team_quota
 from tests.test_policies import res, stack, violations
 
 PLATFORM = ROOT / "stacks" / "examples" / "Pulumi.platform.yaml"
@@ -85,9 +85,14 @@ def test_the_rendered_pods_request_what_the_quota_check_assumed(team):
 
 
 def test_the_policy_pack_refuses_a_team_quota_smaller_than_a_rendered_pod():
-    mocks = team_render().mocks
-    deployment = mocks.named("kubernetes:apps/v1:Deployment", "platform-models-deployment-llama-3-8b-neuron")
-    quota = mocks.named("kubernetes:core/v1:ResourceQuota", "resourcequota-search-search-quota")
+    """The quota is the platform's (its stack renders it); the pack compares it with a team's pods
+    wherever both are in one preview, and `stacks validate` always does (quota_holds_one_replica)."""
+    deployment = team_render().mocks.named(
+        "kubernetes:apps/v1:Deployment", "platform-models-deployment-llama-3-8b-neuron"
+    )
+    quota = rendered_stack(PLATFORM).mocks.named(
+        "kubernetes:core/v1:ResourceQuota", "resourcequota-search-search-quota"
+    )
     pod = res(v.WORKLOADS[0], deployment.inputs, "llama")
     assert not violations(v.replicas_within_team_quota, stack(res(v.RESOURCE_QUOTA, quota.inputs), pod))
     small = {**quota.inputs, "spec": {"hard": {**quota.inputs["spec"]["hard"], "requests.cpu": "48"}}}
@@ -107,14 +112,20 @@ def test_a_pod_counts_its_largest_init_container_and_its_ephemeral_storage():
 # ---- 2. the model cache and bucket reader in the team namespace ---------------------------------------
 
 
-def test_the_team_stack_creates_its_cache_claim_on_the_platforms_efs_storage_class():
-    mocks = team_render().mocks
-    claims = mocks.of_type("kubernetes:core/v1:PersistentVolumeClaim")
-    assert len(claims) == 1, "one model-cache claim in the team namespace"
-    claim = claims[0].inputs
+def test_the_team_mounts_the_cache_claim_the_platform_made_on_its_efs_storage_class():
+    platform = rendered_stack(PLATFORM).mocks
+    claims = [
+        c.inputs
+        for c in platform.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if c.inputs["metadata"]["namespace"] == "search"
+    ]
+    assert len(claims) == 1, "one model-cache claim in the team namespace, the platform's"
+    claim = claims[0]
     assert claim["metadata"] == {**claim["metadata"], "name": "model-cache", "namespace": "search"}
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"], "every replica on every node shares it"
     assert claim["spec"]["storageClassName"] == platform_exports()["storageClasses"]["modelCache"] == "efs-models"
+    mocks = team_render().mocks
+    assert not mocks.of_type("kubernetes:core/v1:PersistentVolumeClaim"), "the team stack makes no claim"
     for deployment in mocks.of_type("kubernetes:apps/v1:Deployment"):
         volumes = deployment.inputs["spec"]["template"]["spec"]["volumes"]
         cache = next(vol for vol in volumes if vol["name"] == "model-cache")
@@ -123,19 +134,25 @@ def test_the_team_stack_creates_its_cache_claim_on_the_platforms_efs_storage_cla
         )
 
 
-def test_the_team_stack_reads_the_bucket_as_model_reader_through_pod_identity():
-    mocks = team_render().mocks
-    account = mocks.named("kubernetes:core/v1:ServiceAccount", "platform-team-storage-serviceaccount").inputs
+def test_the_teams_pods_read_the_bucket_as_the_model_reader_the_platform_bound_to_the_teams_role():
+    platform = rendered_stack(PLATFORM).mocks
+    account = platform.named("kubernetes:core/v1:ServiceAccount", "platform-team-search-readers-sa-search").inputs
     assert account["metadata"]["name"] == "model-reader" and account["metadata"]["namespace"] == "search"
-    (assoc,) = mocks.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assoc = platform.named(
+        "aws:eks/podIdentityAssociation:PodIdentityAssociation", "platform-team-search-readers-search"
+    ).inputs
+    role = platform.named("aws:iam/role:Role", "platform-team-search-readers-role")
+    assert assoc["roleArn"] == role.outputs["arn"], "the team's own reader role, not the platform's"
+    assert (assoc["namespace"], assoc["serviceAccount"]) == ("search", "model-reader")
+    mocks = team_render().mocks
+    assert not mocks.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation"), "the team stack binds none"
     answer = mocks._stack_reference_outputs(PLATFORM_REF)["outputs"]
-    assert assoc.inputs["clusterName"] == answer["clusterName"], "associated in the platform's cluster"
-    assert assoc.inputs["roleArn"] == answer["modelReaderRoleArn"], "the platform's read-only bucket role"
-    assert (assoc.inputs["namespace"], assoc.inputs["serviceAccount"]) == ("search", "model-reader")
     deployment = mocks.named("kubernetes:apps/v1:Deployment", "platform-models-deployment-qwen3-8b")
+    assert deployment.inputs["spec"]["template"]["spec"]["serviceAccountName"] == "model-reader"
     inits = deployment.inputs["spec"]["template"]["spec"]["initContainers"]
     env = {e["name"]: e.get("value") for c in inits for e in c.get("env", [])}
     assert env.get("MODEL_BUCKET") == answer["modelBucket"], "the cache is filled from the platform's bucket"
+    assert env.get("MODEL_PREFIX", "").startswith("teams/search/qwen3-8b/"), "from the team's own prefix"
 
 
 def test_a_team_stack_on_an_fsx_platform_is_refused_with_the_alternative(team):
@@ -148,13 +165,6 @@ def test_a_team_stack_on_an_fsx_platform_is_refused_with_the_alternative(team):
     ), found
 
 
-def test_an_efs_platform_that_exports_no_storage_class_is_refused(team):
-    live = platform_exports()
-    live["storageClasses"] = {}
-    found = problems(team, live_platform(live))
-    assert any("stack.platformStack" in p and "storageClasses.modelCache" in p for p in found), found
-
-
 def test_exports_of_the_previous_contract_version_are_refused(team):
     live = platform_exports()
     live["exportsVersion"] = 1
@@ -165,7 +175,7 @@ def test_exports_of_the_previous_contract_version_are_refused(team):
 # ---- 3. exports: gateway and storage classes ----------------------------------------------------------
 
 
-def test_the_platform_render_exports_gateway_storage_classes_and_reader_role():
+def test_the_platform_render_exports_gateway_storage_classes_and_the_teams_deploy_roles():
     rendered = rendered_stack(PLATFORM)
     mocks = rendered.mocks
     out = rendered.outputs
@@ -177,11 +187,13 @@ def test_the_platform_render_exports_gateway_storage_classes_and_reader_role():
         "shared": True,
     }
     assert out["storageClasses"] == {"modelCache": "efs-models"}
-    role = mocks.named("aws:iam/role:Role", "platform-storage-readers-role")
-    assert out["modelReaderRoleArn"] == role.outputs["arn"], "the storage component's reader role"
+    for team in ("search", "chat"):
+        role = mocks.named("aws:iam/role:Role", f"platform-team-{team}-deploy")
+        assert out["teamDeployRoleArns"][team] == role.outputs["arn"], "the tenancy component's deploy role"
     answer = mocks._stack_reference_outputs(PLATFORM_REF)["outputs"]
     assert set(answer) <= set(out), f"the mocks answer only what the platform exports: {set(answer) - set(out)}"
-    for key in ("gatewayParent", "storageClasses", "storage", "exportsVersion", "clusterName"):
+    agreed = ("gatewayParent", "storageClasses", "storage", "exportsVersion", "clusterName", "region")
+    for key in (*agreed, "teamDeployRoleArns", "clusterCertificateAuthority"):
         assert answer[key] == out[key], f"the mocks' StackReference answer agrees with the render on {key}"
 
 
@@ -240,8 +252,13 @@ def test_the_team_render_uses_exactly_the_scheduler_storage_class_and_gateway_th
             f"{name}: a Neuron pod must name the scheduler the platform's chart installs, or it stays Pending"
         )
 
-    (claim,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] == CACHE_CLAIM]
-    assert claim["metadata"]["namespace"] == "search"
+    (claim,) = [
+        o
+        for o in rendered_stack(PLATFORM).manifests()
+        if o["kind"] == "PersistentVolumeClaim"
+        and o["metadata"]["name"] == CACHE_CLAIM
+        and o["metadata"]["namespace"] == "search"
+    ]
     assert claim["spec"]["storageClassName"] == out["storageClasses"]["modelCache"], (
         "the team's cache claim binds through the StorageClass the platform exports"
     )
@@ -293,3 +310,18 @@ def test_an_exposed_team_model_on_a_platform_without_a_gateway_is_refused(team):
         model["expose"] = False
     check_sections(team, "us-west-2")  # unexposed models need no gateway
     assert any(p.startswith("inference-platform:models[0].expose:") and "gatewayParent" in p for p in found), found
+
+
+def test_a_team_model_on_a_platform_running_aibrix_gets_its_adapters_and_autoscaler(team):
+    """The AIBrix release is the platform's, not in the team's stack: the team's ModelAdapters and
+    PodAutoscaler are still rendered, in the team's namespace."""
+    live = platform_exports()
+    live["addons"]["aibrix"] = True
+    model = team["models"][0]
+    model["autoscaling"] = {"owner": "aibrix", "strategy": "KPA", "minReplicas": 1, "maxReplicas": 2}
+    model["autoscaling"] |= {"metric": "vllm:num_requests_waiting", "targetValue": "8"}
+    model.pop("replicas", None)
+    model["adapters"] = [{"name": "sql-lora", "artifactURL": "huggingface://acme/qwen3-8b-sql-lora"}]
+    objs = render_sections(team, platform_exports=live).manifests()
+    made = {(o["kind"], o["metadata"]["namespace"]) for o in objs if o["kind"] in ("ModelAdapter", "PodAutoscaler")}
+    assert made == {("ModelAdapter", "search"), ("PodAutoscaler", "search")}, made

@@ -133,4 +133,5 @@ def test_each_namespace_is_labelled_with_its_owner_whichever_stack_creates_it():
         "platform",
     ], "a team namespace is its team's even when the platform creates it"
     chat = resolved_stack(sections_of(CHAT))
-    assert {ns: chat.owner_of(ns) for ns in chat.namespaces} == {"chat": "chat", "chat-staging": "chat"}
+    assert chat.team is not None
+    assert {ns: chat.owner_of(ns) for ns in chat.team.namespaces} == {"chat": "chat", "chat-staging": "chat"}

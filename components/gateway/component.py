@@ -84,7 +84,7 @@ class FrontDoorArgs:
     # Installers whose CRDs the objects need (Envoy Gateway; AIBrix when its gateway is the parent).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     # Namespaces that already exist (created by the platform), by name.
-    namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
+    namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
     # The Prometheus pods that scrape the models (components/peers.py prometheus); None: no monitoring.
     scraper: peers.Pods | None = None
     # Serving-platform controller namespaces whose controllers call model pods, by engine.

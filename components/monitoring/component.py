@@ -58,7 +58,7 @@ class MonitoringArgs:
     dashboard_engines: frozenset[str] = frozenset()
     # The LiteLLM proxy, when it runs in this stack: its PodMonitor.
     litellm_addon: LiteLLM | None = None
-    namespaces: dict[str, k8s.core.v1.Namespace] = field(default_factory=dict)
+    namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
     # A workloads stack: only its models' PodMonitors and rules; the platform stack owns the rest.
     models_only: bool = False
     # The LiteLLM proxy's installer (its namespace must exist before its PodMonitor).

@@ -168,15 +168,14 @@ class ModelAddons(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ModelAddons", name, None, opts)
-        if args.aibrix is not None:
-            for served in args.models:
-                objects = aibrix.model_objects(served, k8s_labels(served.name, served.name))
-                if not objects:
-                    continue
-                depends: list[pulumi.Resource] = [args.aibrix]
-                if served.namespace in args.namespaces:
-                    depends.append(args.namespaces[served.namespace])
-                child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends)
-                for obj in objects:
-                    register(obj, child)
+        # A model has adapters or the AIBrix autoscaler only on a platform that runs AIBrix (the serving
+        # rules refuse them otherwise): this stack's release, or, in a team's stack, the platform's.
+        for served in args.models:
+            objects = aibrix.model_objects(served, k8s_labels(served.name, served.name))
+            if not objects:
+                continue
+            depends = [r for r in (args.aibrix, args.namespaces.get(served.namespace)) if r is not None]
+            child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends)
+            for obj in objects:
+                register(obj, child)
         self.register_outputs({})

@@ -1,19 +1,23 @@
-"""The model bucket and the read-only identity serving pods use to read it.
+"""The model bucket and the read-only identities serving pods use to read it.
 
 `ModelBucket` creates an S3 bucket (SSE-S3 encryption, which an FSx data repository association reads
 without extra key grants; versioning, every public-access block, owner-
-enforced objects, a TLS-only policy) or adopts an existing one by name. `ModelReaders` creates one
-IAM role trusted by EKS Pod Identity with list/read access to that bucket, and, in every model
-namespace, a ServiceAccount `model-reader` plus the Pod Identity association binding the two. Serving
-pods get bucket credentials only through that account, never from the node's instance role.
-`ModelWriters` exists only for models streamed from the bucket (`models[].loadFormat`): one role that
-may write only those models' `<model>/<revision>/` prefixes, and a ServiceAccount `model-writer` with
-its association only in the namespaces of those models; only their one-time fill Jobs run as it.
+enforced objects, a TLS-only policy) or adopts an existing one by name. `ModelReaders` creates, for
+one owner of models (the platform, or one team), an IAM role trusted by EKS Pod Identity that may list
+and read that owner's prefix of the bucket only (`platform/` or `teams/<team>/`, stacks/resolved.py
+`owner_prefix`) and write its benchmark results there, and, in each of the owner's namespaces, a
+ServiceAccount `model-reader` plus the Pod Identity association binding the two. Serving pods get
+bucket credentials only through that account, never from the node's instance role, so one team's pods
+cannot read another team's weights. `ModelWriters` exists only for models streamed from the bucket
+(`models[].loadFormat`, the platform's own models): one role that may write only those models'
+`platform/<model>/<revision>/` prefixes, and a ServiceAccount `model-writer` with its association only
+in the namespaces of those models; only their one-time fill Jobs run as it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -21,13 +25,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.storage import ModelBucketSettings
-from stacks.naming import TOKEN, physical
-from stacks.resolved import WRITER_SERVICE_ACCOUNT
+from stacks.naming import TOKEN, physical, reader_role_purpose
+from stacks.resolved import WRITER_SERVICE_ACCOUNT, owner_prefix
 
 from .. import podidentity
 from ..k8s import register
 from .claims import READER_SERVICE_ACCOUNT, service_account
-from .storage_iam import benchmark_results_policy, prefix_writer_policy, read_only_policy, tls_only_policy
+from .storage_iam import prefix_writer_policy, reader_policy, tls_only_policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,40 +120,34 @@ class ModelReadersArgs:
     cluster_name: pulumi.Input[str]
     cluster: str  # the stack's cluster name, for physical names
     bucket_arn: pulumi.Input[str]
-    namespaces: dict[str, k8s.core.v1.Namespace]
+    # Whose models read: PLATFORM_CLIENTS (the platform's own) or a team's name; it names the role and the
+    # bucket prefix the role may read.
+    owner: str
+    # The owner's namespaces: a ServiceAccount and its association in each.
+    namespaces: Mapping[str, pulumi.Resource]
     provider: k8s.Provider
     tags: dict[str, str]
 
 
 class ModelReaders(pulumi.ComponentResource):
-    """Read-only bucket access for serving pods (and a write under `benchmarks/` for benchmark Jobs):
-    one role, one ServiceAccount and one Pod Identity
-    association per model namespace."""
+    """One owner's bucket access for serving pods: read its prefix, write its benchmark results (and
+    nothing of another owner's); one role, and one ServiceAccount and Pod Identity association per
+    namespace of the owner."""
 
     role_arn: pulumi.Output[str]
     service_account: str = READER_SERVICE_ACCOUNT
 
     def __init__(self, name: str, args: ModelReadersArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ModelReaders", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         role = podidentity.role(
-            f"{name}-role", cluster=args.cluster, purpose="model-reader", tags=args.tags, parent=self
+            f"{name}-role", cluster=args.cluster, purpose=reader_role_purpose(args.owner), tags=args.tags, parent=self
         )
+        prefix = owner_prefix(args.owner)
         aws.iam.RolePolicy(
             f"{name}-read",
             role=role.id,
-            policy=pulumi.Output.from_input(args.bucket_arn).apply(lambda arn: json.dumps(read_only_policy(arn))),
-            opts=child,
-        )
-        # Benchmark Jobs run as the reader and upload their results; a team's stack cannot change this
-        # role, so the grant is the platform's, on the `benchmarks/` prefix only.
-        aws.iam.RolePolicy(
-            f"{name}-benchmarks",
-            role=role.id,
-            policy=pulumi.Output.from_input(args.bucket_arn).apply(
-                lambda arn: json.dumps(benchmark_results_policy(arn))
-            ),
-            opts=child,
+            policy=pulumi.Output.from_input(args.bucket_arn).apply(lambda arn: json.dumps(reader_policy(arn, prefix))),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         bind_accounts(
             self, name, READER_SERVICE_ACCOUNT, sorted(args.namespaces.items()), role,
@@ -195,7 +193,7 @@ class ModelWritersArgs:
     bucket_arn: pulumi.Input[str]
     # Model namespace -> the streamed models' bucket prefixes there (components/storage/cache.py).
     prefixes: dict[str, tuple[str, ...]]
-    namespaces: dict[str, k8s.core.v1.Namespace]
+    namespaces: dict[str, pulumi.Resource]
     provider: k8s.Provider
     tags: dict[str, str]
 

@@ -1,8 +1,8 @@
-"""ModelStorage: the storage concern's one entry point. Builds the model bucket and its read-only
-Pod Identity readers (and, for models streamed from the bucket, the writer their fill Jobs run as),
-then the cache the stack file chose (EFS, FSx for Lustre, or nothing shared for `local` and `none`),
-and returns the CacheContext engines build their pods from. `exports` is what app-team (workloads)
-stacks need to reach the same cache and bucket from their own namespace (stacks/exports.py)."""
+"""ModelStorage: the storage concern's one entry point. Builds the model bucket and the platform's own
+Pod Identity readers, held to the bucket's `platform/` prefix (each team's own come with its tenancy),
+and, for models streamed from the bucket, the writer their fill Jobs run as; then the cache the stack
+file chose (EFS, FSx for Lustre, or nothing shared for `local` and `none`), and returns the
+CacheContext engines build their pods from."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.cluster import ClusterSection
 from stacks.config.storage import StorageSection
+from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import TOKEN
 
 from .bucket import ModelBucket, ModelBucketArgs, ModelReaders, ModelReadersArgs, ModelWriters, ModelWritersArgs
@@ -35,7 +36,7 @@ class ModelStorageArgs:
     vpc_id: pulumi.Input[str]
     private_subnet_ids: pulumi.Input[list[str]]
     cluster_security_group_id: pulumi.Input[str]
-    namespaces: dict[str, k8s.core.v1.Namespace]
+    namespaces: dict[str, pulumi.Resource]
     provider: k8s.Provider
     tags: dict[str, str]
     region: str
@@ -48,8 +49,9 @@ class ModelStorage(pulumi.ComponentResource):
 
     context: CacheContext
     bucket_name: pulumi.Output[str]
-    # For the platform's exports: the bucket reader's role.
-    reader_role_arn: pulumi.Output[str]
+    bucket_arn: pulumi.Output[str]
+    # The EFS StorageClass cache claims bind through (`modelCache: efs`), else None.
+    claim_class: pulumi.Resource | None
 
     def __init__(self, name: str, args: ModelStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ModelStorage", name, None, opts)
@@ -61,9 +63,9 @@ class ModelStorage(pulumi.ComponentResource):
             child,
         )
         readers = self._create_bucket_access(name, args, bucket, child)
-        self.reader_role_arn = readers.role_arn
         claim = self._create_cache(name, args, bucket, child)
         self.bucket_name = bucket.name
+        self.bucket_arn = bucket.arn
         self.context = CacheContext(
             storage=cfg,
             bucket=bucket.name,
@@ -85,6 +87,7 @@ class ModelStorage(pulumi.ComponentResource):
                 cluster_name=args.cluster_name,
                 cluster=cluster,
                 bucket_arn=bucket.arn,
+                owner=PLATFORM_CLIENTS,
                 namespaces=args.namespaces,
                 provider=args.provider,
                 tags=args.tags,
@@ -125,10 +128,12 @@ class ModelStorage(pulumi.ComponentResource):
             tags=args.tags,
         )
         claim: str | None = None
+        self.claim_class = None
         if cfg.model_cache == "efs":
-            claim = EfsCache(
+            efs = EfsCache(
                 f"{name}-efs", EfsCacheArgs(config=cfg.efs, subnet_count=subnet_count(args.cluster), **common), child
-            ).claim_name
+            )
+            claim, self.claim_class = efs.claim_name, efs.storage_class
         elif cfg.model_cache == "fsx":
             claim = FsxCache(
                 f"{name}-fsx", FsxCacheArgs(config=cfg.fsx, bucket=bucket.name, **common), child

@@ -38,7 +38,7 @@ class EfsCacheArgs:
     private_subnet_ids: pulumi.Input[list[str]]
     subnet_count: int  # known from the stack file (zones created, or subnets adopted)
     cluster_security_group_id: pulumi.Input[str]
-    namespaces: dict[str, k8s.core.v1.Namespace]
+    namespaces: dict[str, pulumi.Resource]
     provider: k8s.Provider
     protect: bool
     tags: dict[str, str]
@@ -48,6 +48,8 @@ class EfsCache(pulumi.ComponentResource):
     """A shared EFS model cache reachable from every private subnet."""
 
     file_system_id: pulumi.Output[str]
+    # The StorageClass every claim on the cache binds through (a team's too, components/tenancy.py).
+    storage_class: pulumi.Resource
     claim_name: str = CACHE_CLAIM
 
     def __init__(self, name: str, args: EfsCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -86,7 +88,7 @@ class EfsCache(pulumi.ComponentResource):
             tags=args.tags,
             parent=self,
         )
-        self._create_claims(name, args, fs, driver, targets)
+        self.storage_class = self._create_claims(name, args, fs, driver, targets)
         self.file_system_id = fs.id
         self.register_outputs({"fileSystemId": fs.id})
 
@@ -120,9 +122,9 @@ class EfsCache(pulumi.ComponentResource):
         fs: aws.efs.FileSystem,
         driver: aws.eks.Addon,
         targets: list[aws.efs.MountTarget],
-    ) -> None:
+    ) -> pulumi.Resource:
         """The EFS StorageClass, after the CSI driver and every mount target, and a `model-cache`
-        claim from it in every model namespace."""
+        claim from it in every model namespace; the StorageClass."""
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[driver, *targets])
         storage_class = register(efs_storage_class(fs.id, retain=args.protect), k8s_opts, name=f"{name}-class")
         for ns, namespace in sorted(args.namespaces.items()):
@@ -131,3 +133,4 @@ class EfsCache(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[storage_class, namespace]),
                 name=f"{name}-claim-{ns}",
             )
+        return storage_class

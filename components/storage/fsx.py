@@ -46,7 +46,7 @@ class FsxCacheArgs:
     private_subnet_ids: pulumi.Input[list[str]]
     cluster_security_group_id: pulumi.Input[str]
     bucket: pulumi.Input[str]
-    namespaces: dict[str, k8s.core.v1.Namespace]
+    namespaces: dict[str, pulumi.Resource]
     provider: k8s.Provider
     protect: bool
     tags: dict[str, str]

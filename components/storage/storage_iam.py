@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.resolved import RESULTS_DIR
+
 from ..iam import AWS_MANAGED
 
 # AWS managed policies the EKS user guide names for each CSI driver add-on's controller.
@@ -49,46 +51,48 @@ def tls_only_policy(bucket_arn: str) -> dict[str, Any]:
     }
 
 
-def read_only_policy(bucket_arn: str) -> dict[str, Any]:
-    """What a serving pod may do with the model bucket: list it and read objects, nothing else."""
+def reader_policy(bucket_arn: str, prefix: str) -> dict[str, Any]:
+    """What a serving pod (and its model's benchmark Job) may do with the model bucket: list and read
+    its owner's prefix (`platform` or `teams/<team>`, stacks/resolved.py `owner_prefix`) and nothing
+    else, and write objects only under that prefix's `_benchmarks/` (no delete, no ACLs), never beside
+    the weights. Listing is held to the prefix by the `s3:prefix` condition key (the IAM User Guide's
+    per-folder example): a List request without a prefix, or with another owner's, is denied."""
+    folder = f"{prefix.strip('/')}/"
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
-                "Sid": "ListModelBucket",
+                "Sid": "LocateModelBucket",
                 "Effect": "Allow",
-                "Action": ["s3:ListBucket", "s3:GetBucketLocation"],
+                "Action": ["s3:GetBucketLocation"],
                 "Resource": [bucket_arn],
             },
             {
-                "Sid": "ReadModelObjects",
+                "Sid": "ListOwnersPrefix",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [bucket_arn],
+                "Condition": {"StringLike": {"s3:prefix": [f"{folder}*"]}},
+            },
+            {
+                "Sid": "ReadOwnersObjects",
                 "Effect": "Allow",
                 "Action": ["s3:GetObject"],
-                "Resource": [f"{bucket_arn}/*"],
+                "Resource": [f"{bucket_arn}/{folder}*"],
             },
-        ],
-    }
-
-
-def benchmark_results_policy(bucket_arn: str) -> dict[str, Any]:
-    """The one write a bucket reader has: benchmark results (`models[].benchmark`, components/benchmark.py)
-    under `benchmarks/`, objects only (no delete, no ACLs), never beside the weights."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
             {
                 "Sid": "WriteBenchmarkResults",
                 "Effect": "Allow",
                 "Action": ["s3:PutObject"],
-                "Resource": [f"{bucket_arn}/benchmarks/*"],
-            }
+                "Resource": [f"{bucket_arn}/{folder}{RESULTS_DIR}/*"],
+            },
         ],
     }
 
 
 def prefix_writer_policy(bucket_arn: str, prefixes: list[str]) -> dict[str, Any]:
     """What the one-time fill of a streamed model's prefix may do: list the bucket only under those
-    prefixes, and read and write objects only inside them (`<model>/<revision>/`). No delete: a fill
+    prefixes, and read and write objects only inside them (`platform/<model>/<revision>/`). No delete: a fill
     that finds its prefix filled (the `.prepared` marker) stops; it never rewrites what is there."""
     folders = sorted({p.rstrip("/") + "/" for p in prefixes})
     return {

@@ -397,7 +397,7 @@ S3Url = Annotated[str, StringConstraints(max_length=1100), AfterValidator(_s3_ur
 # ---- identifiers that become paths or arguments ----------------------------------------------------
 
 # A model revision: a 40-hex commit, or a branch or tag name of one path segment (no `/`, no `..`, no
-# whitespace): it becomes a directory of the model cache and the bucket (`<model>/<revision>/`).
+# whitespace): it becomes a directory of the model cache and the bucket (`<owner>/<model>/<revision>/`).
 _REVISION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$", re.ASCII)
 
 

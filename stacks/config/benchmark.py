@@ -15,7 +15,7 @@ from .base import SecretName, Strict
 
 class Benchmark(Strict):
     """A concurrency sweep with synthetic prompts of a fixed shape, sent through the authenticated
-    gateway with one client key; results go to the model bucket under `benchmarks/`."""
+    gateway with one client key; results go to the model bucket under the model owner's `_benchmarks/`."""
 
     concurrency: list[int] = Field(
         default_factory=lambda: [1, 8, 32],

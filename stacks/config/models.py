@@ -577,8 +577,8 @@ class ModelSection(Strict):
     load_format: Literal["runai-streamer"] | None = Field(
         default=None,
         description="`runai-streamer`: the engine streams safetensors straight from the model bucket "
-        "(`s3://<bucket>/<name>/<revision>/`) with the Run:ai Model Streamer instead of loading a prepared cache "
-        "copy; a one-time Job fills an empty prefix from Hugging Face. vLLM and SGLang only. Unset: the cache.",
+        "(`s3://<bucket>/platform/<name>/<revision>/`) with the Run:ai Model Streamer instead of loading a prepared "
+        "cache copy; a one-time Job fills an empty prefix from Hugging Face. vLLM and SGLang only. Unset: the cache.",
     )
     engine_args: list[str] = Field(
         default_factory=list,
@@ -630,7 +630,8 @@ class ModelSection(Strict):
     benchmark: Benchmark | None = Field(
         default=None,
         description="An SLO benchmark Job (guidellm 0.8.1) against the model's gateway route; its verdict is `slo` "
-        "and its results go to the model bucket under `benchmarks/<name>/<revision>/`. Needs `expose: true`.",
+        "and its results go to the model bucket under its owner's prefix, `<platform/ or teams/<team>/>_benchmarks/"
+        "<name>/<revision>/`. Needs `expose: true`.",
     )
     routing: Routing | None = Field(
         default=None,

@@ -175,7 +175,8 @@ class StorageSection(Strict):
     )
     model_bucket: ModelBucketSettings = Field(
         default_factory=ModelBucketSettings,
-        description="The S3 bucket weights are kept in, under `<model>/<revision>/`.",
+        description="The S3 bucket weights are kept in: the platform's models under `platform/<model>/<revision>/`, "
+        "each team's under `teams/<team>/<model>/<revision>/`, each owner's role reading its own prefix only.",
     )
     protect: bool = Field(
         default=True,

@@ -7,8 +7,10 @@ builders render volumes, init containers and the engine's paths from this and co
   `storage.local.headroomPercent`, plus compiled artifacts on Neuron), the same size the pod's
   ephemeral-storage request counts (stacks/sizing.py);
 - none: an emptyDir on the node's root volume, or `storage.existingClaim` when given.
-Weights live per model and revision (`/models/<name>/<revision>`), so a new revision never mixes
-with an old one; compiled Neuron artifacts live in a tree of their own.
+Weights live per owner, model and revision, in the bucket (`<owner prefix>/<name>/<revision>/`,
+stacks/resolved.py `owner_prefix`: `platform/` or `teams/<team>/`) and in the cache below `/models` at
+the same path, so a new revision never mixes with an old one and each owner's reader role is granted its
+own prefix only; compiled Neuron artifacts live in a tree of their own.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..coldstart import model_startup_seconds
 from ..config.models import ModelSection
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
-from ..resolved import CACHE_CLAIM, CACHE_ROOT, ModelCache
+from ..resolved import CACHE_CLAIM, CACHE_ROOT, RESULTS_DIR, ModelCache, owner_prefix
 from ..sizing import cache_on_node, local_cache_gib, weights
 
 # Compiled Neuron artifacts: a separate tree, so weights and compiler output never mix. `_` cannot
@@ -28,8 +30,18 @@ COMPILED_ROOT = f"{CACHE_ROOT}/_neuron"
 
 
 def revision_path(model: ModelSection) -> str:
-    """`<name>/<revision>`: the model's directory under the cache root and its prefix in the bucket."""
+    """`<name>/<revision>`: the model's path under its owner's prefix (and its compiled artifacts')."""
     return f"{model.name}/{model.revision or 'latest'}"
+
+
+def bucket_prefix(model: ModelSection, owner: str) -> str:
+    """`<owner prefix>/<name>/<revision>`: the model's weights in the bucket and under the cache root."""
+    return f"{owner_prefix(owner)}/{revision_path(model)}"
+
+
+def results_prefix(model: ModelSection, owner: str) -> str:
+    """`<owner prefix>/_benchmarks/<name>/<revision>`: its benchmark results (the run adds its UTC time)."""
+    return f"{owner_prefix(owner)}/{RESULTS_DIR}/{revision_path(model)}"
 
 
 def claim(storage: StorageSection) -> str | None:
@@ -50,14 +62,17 @@ def staging_gib(model: ModelSection, storage: StorageSection) -> int | None:
     return max(1, math.ceil(w.bytes * (1 + headroom / 100) / 2**30)) if w else None
 
 
-def model_cache(model: ModelSection, pool: NodePoolSection, storage: StorageSection) -> ModelCache:
+def model_cache(model: ModelSection, pool: NodePoolSection, storage: StorageSection, owner: str) -> ModelCache:
+    """The cache of `owner`'s model (a team's name, or PLATFORM_CLIENTS)."""
     neuron = pool.accelerator == "neuron"
     streamed = model.load_format == "runai-streamer"
     on_node = cache_on_node(storage) and not streamed
+    prefix = bucket_prefix(model, owner)
     return ModelCache(
-        model_dir=f"{CACHE_ROOT}/{revision_path(model)}",
+        model_dir=f"{CACHE_ROOT}/{prefix}",
         compiled_dir=f"{COMPILED_ROOT}/{revision_path(model)}" if neuron else None,
-        bucket_prefix=revision_path(model),
+        bucket_prefix=prefix,
+        results_prefix=results_prefix(model, owner),
         streamed=streamed,
         claim=None if streamed else claim(storage),
         local_gib=local_cache_gib(model, pool, storage.local.headroom_percent) if on_node else None,

@@ -122,7 +122,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         return None
     requests = replica_requests(model, pool.config, view.storage)
     group = replica_group(model, facts.groups)
-    cache = model_cache(model, pool.config, view.storage)
+    cache = model_cache(model, pool.config, view.storage, entry.owner)
     startup = startup_allowance(facts, cache.startup_seconds)
     served = ResolvedModel(
         name=model.name,

@@ -166,6 +166,7 @@ def declared_team(team: TeamSection) -> Team:
         litellm_models=tuple(team.litellm.models) if team.litellm else (),
         litellm_max_budget=team.litellm.max_budget if team.litellm else None,
         litellm_budget_duration=team.litellm.budget_duration if team.litellm else None,
+        deployers=tuple(team.deployers),
     )
 
 

@@ -9,7 +9,8 @@
   each object it names (and a RayService's, KubeRay's 47).
 - Models and teams keep out of Kubernetes' namespaces and the platform's own.
 - The cluster's name, as the IAM roles, SQS queue, EventBridge rules and generated model bucket it
-  names, satisfies those services' rules (the bucket prefix: S3's, so no `_` and no reserved prefix).
+  names, satisfies those services' rules (the bucket prefix: S3's, so no `_` and no reserved prefix);
+  with a team's name, its reader and deploy roles' names too, each unlike every other role's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,18 @@ from ..checks import rule
 from ..config import StackConfig
 from ..config.base import bucket_name_problem
 from ..errors import Problem, duplicates, key_path
-from ..names import BUCKET_SUFFIX, aws_names, bucket_prefix, model_names, name_problem, reserved_namespace
+from ..names import (
+    BUCKET_SUFFIX,
+    IAM_ROLE,
+    ROLE_PURPOSES,
+    aws_names,
+    bucket_prefix,
+    model_names,
+    name_problem,
+    reserved_namespace,
+    team_role_purposes,
+)
+from ..naming import iam_role_name
 from ..resolved import ResolvedStack
 
 Path = list[str | int]
@@ -122,3 +134,27 @@ def cluster_derived_aws_names(stack: ResolvedStack) -> Iterable[Problem]:
     for name, what, pattern in aws_names(cluster.name):
         if not pattern.match(name):
             yield Problem(path, f"names the {what} {name!r}, which AWS refuses; use letters, digits and '-'")
+    yield from _team_role_names(stack)
+
+
+def _team_role_names(stack: ResolvedStack) -> Iterable[Problem]:
+    """A team's reader and deploy roles, named after the cluster and the team: valid IAM names, and none
+    the name of another role of the platform's."""
+    cluster = stack.config.cluster
+    assert cluster is not None
+    taken = {iam_role_name(cluster.name, p) for p in ROLE_PURPOSES}
+    for i, team in enumerate(stack.config.teams):
+        for purpose in team_role_purposes(team.name):
+            name = iam_role_name(cluster.name, purpose)
+            if not IAM_ROLE.match(name):
+                yield Problem(
+                    key_path(["teams", i, "name"]),
+                    f"names the IAM role ({purpose}) {name!r}, which AWS refuses; use letters, digits and '-'",
+                )
+            elif name in taken:
+                yield Problem(
+                    key_path(["teams", i, "name"]),
+                    f"names the IAM role ({purpose}) {name!r}, which another of the platform's roles has; choose "
+                    f"another team name",
+                )
+            taken.add(name)

@@ -2,7 +2,8 @@
 
 A platform's `teams` are disjoint: each name once, each namespace of one team only, none the platform's
 or Kubernetes' own, and none the namespace of a platform model. A team's workloads stack names a team
-its platform declares and deploys only into that team's namespaces. A model's `consumers` are teams the
+its platform declares and writes only into that team's namespaces (the platform creates them, with
+everything cluster-scoped: components/tenancy.py). A model's `consumers` are teams the
 platform declares (or `platform`, its own clients), and a team's LiteLLM access names models the proxy
 serves. A platform model may not take a team namespace's name: team models' paths begin with it.
 """
@@ -84,15 +85,18 @@ def the_team_is_declared_by_its_platform(stack: ResolvedStack) -> Iterable[Probl
 
 
 @rule
-def team_models_stay_in_the_teams_namespaces(stack: ResolvedStack) -> Iterable[Problem]:
+def a_team_stack_writes_only_into_its_teams_namespaces(stack: ResolvedStack) -> Iterable[Problem]:
+    """Every object of a team's stack goes into one of the team's namespaces, the only ones its deploy
+    identity may write (components/team_access.py): each namespace the stack writes to
+    (ResolvedStack.written_namespaces, which the tests hold every team render to) is named by the key
+    that puts an object there."""
     team = stack.team
     if team is None:
         return
-    for entry in stack.entries:
-        namespace = entry.config.namespace
-        if namespace is not None and namespace not in team.namespaces:
+    for namespace, key in stack.written_namespaces():
+        if namespace not in team.namespaces:
             yield Problem(
-                entry.key("namespace"),
+                key,
                 f"{namespace} is not a namespace of team {team.name} ({', '.join(team.namespaces)}): its deploy "
                 f"identity may write only those; remove namespace (it defaults to {team.home}) or name one of them",
             )

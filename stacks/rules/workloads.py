@@ -87,7 +87,8 @@ def team_models_have_what_the_platform_serves(stack: ResolvedStack) -> Iterable[
 
 @rule
 def team_storage_is_the_platforms(stack: ResolvedStack) -> Iterable[Problem]:
-    """A team's pods reach the platform's cache from the team's own namespace (components/team.py)."""
+    """A team's pods reach the platform's cache through what the platform made in the team's namespaces
+    (components/tenancy.py): an EFS claim, or the node; never a Lustre file system."""
     storage = stack.platform.storage
     if stack.team is None or not stack.platform.known:
         return
@@ -99,12 +100,6 @@ def team_storage_is_the_platforms(stack: ResolvedStack) -> Iterable[Problem]:
             f"(and each other's completion markers). Ask the platform team for storage.modelCache: efs (one "
             f"access point per team namespace), local or none, or serve these models from the platform's own "
             f"(all-in-one) stack",
-        )
-    if storage.model_cache == "efs" and not stack.platform.storage_classes.get("modelCache"):
-        yield Problem(
-            key_path(["stack", "platformStack"]),
-            f"{stack.platform.where} sets storage.modelCache: efs but exports no storageClasses.modelCache for the "
-            f"team's cache claim; update and deploy the platform stack",
         )
 
 
@@ -161,8 +156,8 @@ def platform_checked_offline(stack: ResolvedStack) -> Iterable[Problem]:
 
 @rule
 def workloads_stack_is_in_its_platforms_region(stack: ResolvedStack) -> Iterable[Problem]:
-    """A team stack creates its Pod Identity associations and reads its cluster through the AWS provider
-    of its own aws:region: in another region than its platform's cluster, `pulumi up` finds no cluster."""
+    """A team stack deploys into its platform's cluster, and its pods are told its own aws:region (the S3
+    clients' AWS_REGION): in another region than the cluster's, they would look for the bucket elsewhere."""
     region = stack.platform.region
     if stack.team is not None and region and region != stack.region:
         yield Problem(
