@@ -22,6 +22,12 @@ kubeconfig its workloads stack reaches the cluster with.
   Pods, PersistentVolumeClaims, Endpoints). The one exception to "what a team stack renders": Secrets,
   which the team creates and rotates itself (its clients' API keys, its Hugging Face token, a
   benchmark's key) and in which Helm keeps a release's record.
+- Roles and RoleBindings are written because a team stack renders them (the endpoint picker's chart binds
+  its account to a Role reading pods). That is no way up: the API server admits a Role only if its
+  author already holds every permission in it, and a binding only of such a Role, unless the author
+  holds `escalate` / `bind`, which no team does (Kubernetes docs, "Privilege escalation prevention and
+  bootstrapping"). So a team can delegate what it holds in its own namespaces, and nothing more: not a
+  write on its quota or limits, not a namespace it has no grant in.
 """
 
 from __future__ import annotations
@@ -84,11 +90,18 @@ TEAM_OBJECTS: tuple[Grant, ...] = (
     Grant("model.aibrix.ai", ("modeladapters",), ("ModelAdapter",), "a model's LoRA adapters under AIBrix"),
     Grant("autoscaling.aibrix.ai", ("podautoscalers",), ("PodAutoscaler",), "autoscaling.owner: aibrix"),
     Grant("", ("secrets",), ("Secret",), "the one exception: the team's own key and token Secrets, Helm's records"),
+    Grant(
+        RBAC_API,
+        ("roles", "rolebindings"),
+        ("Role", "RoleBinding"),
+        "the endpoint picker chart's own Role (pods: get, watch, list) and its binding to the picker's account; "
+        "Kubernetes' escalation check admits only a Role granting what the team already holds, and a binding "
+        "of such a Role (the team holds neither `escalate` nor `bind`)",
+    ),
 )
 
 TEAM_READS: tuple[Grant, ...] = (
     Grant("", ("resourcequotas", "limitranges"), ("ResourceQuota", "LimitRange"), "the team's share, the platform's"),
-    Grant(RBAC_API, ("roles", "rolebindings"), ("Role", "RoleBinding"), "the team's own grant, the platform's"),
     Grant(
         "",
         ("pods", "events", "endpoints", "persistentvolumeclaims"),

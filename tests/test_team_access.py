@@ -180,6 +180,26 @@ def rbac_allows(rules: list[dict[str, Any]], group: str, resource: str, verb: st
     )
 
 
+def escalations(role: dict[str, Any], held: list[dict[str, Any]]) -> list[str]:
+    """What a Role grants that the team's own rules do not: what the API server's escalation check
+    refuses to let the team write (rbac/validation: every rule of the new Role must be covered)."""
+    return [
+        f"{g}/{r}:{v}"
+        for rule in role.get("rules") or []
+        for g in rule.get("apiGroups", [""])
+        for r in rule.get("resources", [])
+        for v in rule.get("verbs", [])
+        if not rbac_allows(held, g, r, v)
+    ]
+
+
+def test_the_escalation_check_sees_a_role_granting_more_than_the_team_holds():
+    held = team_role("search", "search")["rules"]
+    assert escalations({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}, held) == []
+    wider = {"rules": [{"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["update"]}]}
+    assert escalations(wider, held) == ["/resourcequotas:update"], "a team cannot write itself a bigger quota"
+
+
 # ---- where a team stack writes ----------------------------------------------------------------------
 
 
@@ -326,9 +346,9 @@ def test_each_grant_of_the_table_names_one_kind_per_resource():
             assert resource.split("/")[0] == guessed_resource(kind), (kind, resource)
 
 
-def test_the_role_grants_nothing_cluster_scoped_and_only_reads_quotas_limits_and_rbac():
+def test_the_role_grants_nothing_cluster_scoped_only_reads_quotas_and_limits_and_cannot_escalate():
     rules = team_role("search", "search")["rules"]
-    read_only = {("", "resourcequotas"), ("", "limitranges"), (RBAC_API, "roles"), (RBAC_API, "rolebindings")}
+    read_only = {("", "resourcequotas"), ("", "limitranges")}
     for rule in rules:
         assert "*" not in rule["apiGroups"] + rule["resources"] + rule["verbs"], rule
         assert "resourceNames" not in rule and "nonResourceURLs" not in rule, rule
@@ -341,16 +361,18 @@ def test_the_role_grants_nothing_cluster_scoped_and_only_reads_quotas_limits_and
                 if (group, resource) in read_only:
                     assert tuple(rule["verbs"]) == READ, rule
     assert all(rbac_allows(rules, g, r, "get") and not rbac_allows(rules, g, r, "update") for g, r in read_only)
-    assert not rbac_allows(rules, RBAC_API, "roles", "create"), "a team never grants itself more"
+    # A Role it writes can hold only what it holds: Kubernetes' escalation check, which `escalate` and
+    # `bind` (asserted absent above) would lift.
+    assert rbac_allows(rules, RBAC_API, "roles", "create") and rbac_allows(rules, RBAC_API, "rolebindings", "create")
 
 
 def test_every_kind_the_role_writes_is_one_a_team_stack_renders():
     """No grant for what no team stack renders; the exceptions are Secrets (the team's own key and token
-    Secrets, and Helm's records) and the endpoint picker's chart objects (its ServiceAccount), which the
-    chart test below finds in the releases."""
+    Secrets, and Helm's records) and the endpoint picker's chart objects (its ServiceAccount, Role and
+    RoleBinding), which the chart test below finds in the releases."""
     rendered = {o["kind"] for label in LABELS for o in team_render(label).manifests}
     granted = {k for g in TEAM_OBJECTS for k in g.kinds}
-    assert granted - rendered == {"Secret", "ServiceAccount"}, granted - rendered
+    assert granted - rendered == {"Secret", "ServiceAccount", "Role", "RoleBinding"}, granted - rendered
     assert rendered <= granted, rendered - granted
 
 
@@ -377,14 +399,13 @@ def test_every_custom_kind_the_team_is_granted_is_namespaced_upstream_under_the_
 
 
 # The endpoint picker's chart (llm-d-router-standalone v0.10.0, charts/router/templates/_rbac.yaml)
-# renders its own Role and RoleBinding (pods: get, watch, list) unconditionally. A team's identity may
-# not write RBAC, so a team's `routing` picker cannot install as that chart until the front door renders
-# the picker's objects without it; listed here so the gap is seen, and the test fails once it closes.
-CHART_GAPS = {("llm-d-router-standalone", "Role"), ("llm-d-router-standalone", "RoleBinding")}
+# renders its own Role and RoleBinding (pods: get, watch, list) unconditionally; the team writes them, and
+# the API server admits the Role only because the team holds every permission in it (checked below).
+CHART_GAPS: set[tuple[str, str]] = set()
 
 
 @pytest.mark.charts
-def test_every_object_of_a_team_stacks_helm_releases_is_allowed_but_the_pickers_own_rbac():
+def test_every_object_of_a_team_stacks_helm_releases_is_allowed_and_no_role_it_renders_escalates():
     from stacks import charts
 
     root, binary = charts.charts_dir(), charts.helm()
@@ -401,10 +422,13 @@ def test_every_object_of_a_team_stacks_helm_releases_is_allowed_but_the_pickers_
                 seen.add(obj["kind"])
                 group, resource = group_of(obj["apiVersion"]), guessed_resource(obj["kind"])
                 rules = team_role(render.team, obj["metadata"].get("namespace", ""))["rules"]
+                if obj["kind"] == "Role":
+                    assert not escalations(obj, rules), (release["name"], escalations(obj, rules))
                 assert obj["metadata"].get("namespace") == release["namespace"], obj["metadata"]
                 if not all(rbac_allows(rules, group, resource, verb) for verb in WRITES):
                     gaps.add((done.chart.split("-v")[0], obj["kind"]))
     assert gaps == CHART_GAPS, (
         f"release objects a team's Role does not allow: {gaps - CHART_GAPS}; closed: {CHART_GAPS - gaps}"
     )
+    assert {"Role", "RoleBinding"} <= seen, "the picker's chart renders its RBAC in a team stack"
     assert "ServiceAccount" in seen, "the picker's account is what the table's ServiceAccount grant is for"
