@@ -7,8 +7,10 @@ Two components, because other concerns sit between them: `GatewayController` ins
 the LiteLLM proxy's route and SecurityPolicy under `/litellm/v1/...`; with `models[].routing`, each
 model's endpoint picker release and the policy that calls it; with the KEDA HTTP add-on, the grant that
 lets routes reach its interceptor and the policy that admits only the front door, LiteLLM and the
-add-on's scaler to it). Manifests and values come from the
-pure builders in `routing.py`, `picker.py` and `isolation.py`.
+add-on's scaler to it). A third, `RouteAdmission`, is the platform stack's admission policy on
+teams' HTTPRoutes (`admission.py`: what a team's route may claim); the platform creates it before any
+team's deploy identity is bound, ahead of the other two. Manifests and values come from the pure
+builders in `routing.py`, `picker.py`, `isolation.py` and `admission.py`.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from stacks.versions import Chart, Image
 from .. import peers
 from ..k8s import register, release
 from ..serving import litellm
-from . import isolation, picker
+from . import admission, isolation, picker
 from .routing import envoy_gateway_values, gateway_objects, interceptor_grants, key_grant, model_routing
 
-__all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
+__all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs", "RouteAdmission"]
 
 # FrontDoor's options for an object after the namespaces it names (those this stack creates) and,
 # unless `crds=False`, after the installers of the CRDs it needs.
@@ -65,6 +67,23 @@ class GatewayController(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         self.register_outputs({"release": self.release.name})
+
+
+class RouteAdmission(pulumi.ComponentResource):
+    """The ValidatingAdmissionPolicy on teams' HTTPRoutes and its binding (admission.py), cluster-scoped,
+    the binding after the policy: a binding whose policy does not exist is ignored, so in the other
+    order routes would be admitted unchecked in between (and, on destroy, the binding goes first)."""
+
+    binding: pulumi.Resource
+
+    def __init__(self, name: str, provider: k8s.Provider, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:RouteAdmission", name, None, opts)
+        policy = register(admission.team_routes_policy(), pulumi.ResourceOptions(parent=self, provider=provider))
+        self.binding = register(
+            admission.team_routes_binding(),
+            pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy]),
+        )
+        self.register_outputs({})
 
 
 @dataclass(frozen=True, kw_only=True)
