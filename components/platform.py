@@ -2,8 +2,8 @@
 
 It only wires: each concern builds its own resources from its slice of the ResolvedStack; nothing
 here reads pulumi.Config or derives a fact of its own. The order below is the dependency order:
-cluster, capacity, load balancing, storage, the admission policy on teams' routes, the teams' tenancy
-(whose deploy identity is bound only once that policy is), serving platforms, models, front door,
+cluster, capacity, load balancing, storage, the admission policies on teams' routes, the teams' tenancy
+(whose deploy identity is bound only once those policies are), serving platforms, models, front door,
 monitoring.
 """
 
@@ -86,8 +86,8 @@ class Wiring:
     cloud_exports: dict[str, pulumi.Input[object]] = field(default_factory=dict)
     # What a benchmark Job waits for: the model servers and their routes.
     served: list[pulumi.Resource] = field(default_factory=list)
-    # The admission policy on teams' HTTPRoutes, in force (its binding): a team's deploy identity waits for it.
-    route_admission: pulumi.Resource | None = None
+    # The admission policies on teams' routes, in force (their bindings): a team's deploy identity waits for them.
+    route_admission: list[pulumi.Resource] = field(default_factory=list)
 
 
 class InferencePlatform(pulumi.ComponentResource):
@@ -254,14 +254,14 @@ class InferencePlatform(pulumi.ComponentResource):
         self.outputs["modelBucket"] = storage.bucket_name
 
     def _route_admission(self, name: str, wiring: Wiring) -> None:
-        """What a team's HTTPRoute may claim (issue: front door, tenancy): the platform's admission policy
-        and its binding, in every stack that owns the cluster, whether or not it declares teams or runs a
-        Gateway yet: the API server never re-checks a route that exists, so the policy is there before
-        any team namespace can hold one."""
+        """What a team's HTTPRoutes and InterceptorRoutes may claim (issue: front door, tenancy): the
+        platform's admission policies and their bindings, in every stack that owns the cluster, whether
+        or not it declares teams or runs a Gateway yet: the API server never re-checks an object that
+        exists, so the policies are there before any team namespace can hold a route."""
         admission = RouteAdmission(
             f"{name}-route-admission", wiring.cluster.provider, pulumi.ResourceOptions(parent=self)
         )
-        wiring.route_admission = admission.binding
+        wiring.route_admission = admission.bindings
 
     def _tenancy(self, name: str, wiring: Wiring) -> None:
         """Each declared team's namespaces, guardrails, cache claims, bucket reader and deploy identity
@@ -282,7 +282,7 @@ class InferencePlatform(pulumi.ComponentResource):
                     claim_class=storage.claim_class,
                     provider=wiring.cluster.provider,
                     tags=tags(stack.cluster.name, stack.environment, team=team.name),
-                    bound_after=[r for r in (wiring.route_admission,) if r is not None],
+                    bound_after=list(wiring.route_admission),
                 ),
                 pulumi.ResourceOptions(parent=self),
             )

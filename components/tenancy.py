@@ -46,8 +46,8 @@ class TeamTenancyArgs:
     provider: k8s.Provider
     tags: dict[str, str]
     # What must be in force before the team's deploy identity is bound in its namespaces: the admission
-    # policy on teams' HTTPRoutes (components/gateway/admission.py), so no route of the team is ever
-    # written unchecked.
+    # policies on teams' HTTPRoutes and InterceptorRoutes (components/gateway/admission.py,
+    # interceptor_admission.py), so no route of the team is ever written unchecked.
     bound_after: list[pulumi.Resource] = field(default_factory=list)
 
 

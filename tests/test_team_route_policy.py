@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from components.autoscaling import wake
-from components.gateway import admission
+from components.gateway import admission, interceptor_admission
 from stacks import conformance
 from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.resolved import KEDA_NAMESPACE, TEAM_LABEL, WAKE_HEADER
@@ -107,7 +107,8 @@ def test_a_request_the_policy_does_not_name_is_not_matched():
 def test_every_message_names_the_route_its_namespace_and_stays_one_line(check):
     validation = next(v for v in POLICY["spec"]["validations"] if v["expression"] == check.expression)
     assert validation["reason"] == "Forbidden"
-    assert "\n" not in validation["message"] and "<namespace>" in validation["message"]
+    assert validation["message"].startswith("HTTPRoute: ") and "<namespace>" in validation["message"]
+    assert "\n" not in validation["message"] and "{" not in validation["message"]
     route = search_route()
     activation = Request(route, "search", {TEAM_LABEL: "search"}).activation()
     text = evaluate_cel(validation["messageExpression"], activation)
@@ -417,28 +418,43 @@ def test_the_wake_header_set_to_the_routes_own_namespace_is_admitted_on_any_rule
 
 # ---- wired: who creates them, and when ------------------------------------------------------------------
 
+PAIRS = [
+    (POLICY, BINDING),
+    (interceptor_admission.team_interceptor_routes_policy(), interceptor_admission.team_interceptor_routes_binding()),
+]
 
-def _by_type(path: Path, kind: str) -> list[Any]:
-    return [r for r in rendered_stack(path).resources if r.type == f"kubernetes:admissionregistration.k8s.io/v1:{kind}"]
+
+def _registered(path: Path, kind: str) -> dict[str, Any]:
+    """The stack's records of one admission kind, by object name."""
+    return {
+        r.inputs["metadata"]["name"]: r
+        for r in rendered_stack(path).resources
+        if r.type == f"kubernetes:admissionregistration.k8s.io/v1:{kind}"
+    }
 
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
-def test_every_stack_that_owns_the_cluster_registers_the_policy_and_then_its_binding(path):
-    policies, bindings = _by_type(path, "ValidatingAdmissionPolicy"), _by_type(path, "ValidatingAdmissionPolicyBinding")
+def test_every_stack_that_owns_the_cluster_registers_each_policy_and_then_its_binding(path):
+    policies, bindings = (
+        _registered(path, "ValidatingAdmissionPolicy"),
+        _registered(path, "ValidatingAdmissionPolicyBinding"),
+    )
     if "team-" in path.name:
         assert not policies and not bindings, "a team's stack creates nothing cluster-scoped"
         return
-    ((policy,), (binding,)) = policies, bindings
-    assert policy.urn in binding.depends_on, "a binding whose policy does not exist yet is ignored"
-    manifests = {o["kind"]: o for o in stack_manifests(path) if o["kind"].startswith("ValidatingAdmissionPolicy")}
-    assert manifests == {"ValidatingAdmissionPolicy": POLICY, "ValidatingAdmissionPolicyBinding": BINDING}
+    names = [p["metadata"]["name"] for p, _ in PAIRS]
+    assert sorted(policies) == sorted(bindings) == sorted(names)
+    for name in names:
+        assert policies[name].urn in bindings[name].depends_on, "a binding whose policy does not exist is ignored"
+    manifests = [o for o in stack_manifests(path) if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    assert sorted(manifests, key=repr) == sorted([o for pair in PAIRS for o in pair], key=repr)
 
 
-def test_no_team_is_bound_to_its_deploy_identity_before_the_policy_is_in_force():
+def test_no_team_is_bound_to_its_deploy_identity_before_the_policies_are_in_force():
     path = Path(__file__).parent.parent / "stacks/examples/Pulumi.platform.yaml"
-    (binding,) = _by_type(path, "ValidatingAdmissionPolicyBinding")
+    bindings = _registered(path, "ValidatingAdmissionPolicyBinding").values()
     resources = rendered_stack(path).resources
     bound = [r for r in resources if r.type.endswith(":RoleBinding") and r.name.endswith("-deployers")]
     assert {r.inputs["metadata"]["namespace"] for r in bound} == {"search", "chat", "chat-staging"}
     for r in bound:
-        assert binding.urn in r.depends_on, f"{r.name} binds the team's deploy identity"
+        assert {b.urn for b in bindings} <= set(r.depends_on), f"{r.name} binds the team's deploy identity"

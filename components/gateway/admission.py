@@ -59,7 +59,6 @@ from ..autoscaling import wake
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 POLICY_NAME = f"{PROJECT}-team-routes"
-BINDING_NAME = POLICY_NAME
 ROUTE_GROUP = "gateway.networking.k8s.io"
 ROUTE_RESOURCE = "httproutes"
 # The namespaces the binding selects: a team's (TEAM_LABEL set, and not to the platform's own value).
@@ -85,7 +84,7 @@ _WAKE_PREFIX = "variables.wakePrefix"
 assert re.fullmatch(r"[a-z0-9-]+", WAKE_HEADER), "WAKE_HEADER is used unescaped in a CEL pattern"
 
 
-def _is_wake(name: str) -> str:
+def is_wake(name: str) -> str:
     return f"{name}.matches('(?i)^{WAKE_HEADER}$')"
 
 
@@ -164,7 +163,7 @@ def _wake_set() -> Check:
     sets_own = (
         "r.filters.exists(f, f.type == 'RequestHeaderModifier' && has(f.requestHeaderModifier)"
         " && has(f.requestHeaderModifier.set) && f.requestHeaderModifier.set.exists(h,"
-        f" {_is_wake('h.name')} && h.value.startsWith({_WAKE_PREFIX})))"
+        f" {is_wake('h.name')} && h.value.startsWith({_WAKE_PREFIX})))"
     )
     to_interceptor = f"r.backendRefs.exists(b, has(b.namespace) && b.namespace == '{KEDA_NAMESPACE}')"
     return Check(
@@ -181,9 +180,9 @@ def _modifier_keeps_wake(f: str) -> str:
     to a value of the route's namespace."""
     mod = f"{f}.requestHeaderModifier"
     return (
-        f"(!has({mod}) || ((!has({mod}.add) || !{mod}.add.exists(h, {_is_wake('h.name')}))"
-        f" && (!has({mod}.remove) || !{mod}.remove.exists(n, {_is_wake('n')}))"
-        f" && (!has({mod}.set) || {mod}.set.all(h, !{_is_wake('h.name')} || h.value.startsWith({_WAKE_PREFIX})))))"
+        f"(!has({mod}) || ((!has({mod}.add) || !{mod}.add.exists(h, {is_wake('h.name')}))"
+        f" && (!has({mod}.remove) || !{mod}.remove.exists(n, {is_wake('n')}))"
+        f" && (!has({mod}.set) || {mod}.set.all(h, !{is_wake('h.name')} || h.value.startsWith({_WAKE_PREFIX})))))"
     )
 
 
@@ -209,12 +208,12 @@ CHECKS: tuple[Check, ...] = (
 
 
 def static_message(check: Check) -> str:
-    """The message without the route's names (what the API server shows if the expression fails)."""
-    return check.message.replace("HTTPRoute {name}: ", "a team's HTTPRoute: ").replace("{ns}", "<namespace>")
+    """The message without the object's names (what the API server shows if the messageExpression fails)."""
+    return check.message.replace(" {name}", "").replace("{ns}", "<namespace>")
 
 
 def message_expression(check: Check) -> str:
-    """The message as CEL, naming the route and its namespace."""
+    """The message as CEL, naming the object and its namespace."""
     names = {"{ns}": "request.namespace", "{name}": "object.metadata.name"}
     parts = re.split(r"(\{ns\}|\{name\})", check.message)
     assert not any("'" in p or "\\" in p for p in parts), "a message part is a single-quoted CEL literal"
@@ -234,36 +233,44 @@ def _meta(name: str) -> dict[str, Any]:
     return {"name": name, "labels": {**MANAGED_BY, "app.kubernetes.io/component": "gateway"}}
 
 
-def team_routes_policy() -> dict[str, Any]:
-    """The policy: every check on HTTPRoutes (v1, and any version equivalent to it) on create and update."""
-    rule = {
-        "apiGroups": [ROUTE_GROUP],
-        "apiVersions": ["v1"],
-        "resources": [ROUTE_RESOURCE],
-        "operations": ["CREATE", "UPDATE"],
-    }
+def resource_rule(group: str, version: str, resource: str) -> dict[str, list[str]]:
+    """Creates and updates of one resource, in this version or any equivalent one (matchPolicy)."""
+    return {"apiGroups": [group], "apiVersions": [version], "resources": [resource], "operations": ["CREATE", "UPDATE"]}
+
+
+def policy(name: str, rule: dict[str, list[str]], checks: tuple[Check, ...]) -> dict[str, Any]:
+    """A policy failing closed with these checks on the resource of `rule`, read in the rule's version."""
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": _meta(POLICY_NAME),
+        "metadata": _meta(name),
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {"resourceRules": [rule], "matchPolicy": "Equivalent"},
             "variables": [{"name": n, "expression": e} for n, e in VARIABLES],
-            "validations": [validation(c) for c in CHECKS],
+            "validations": [validation(c) for c in checks],
         },
     }
 
 
-def team_routes_binding() -> dict[str, Any]:
-    """The binding: the policy, denying, on the team namespaces."""
+def binding(policy_name: str) -> dict[str, Any]:
+    """The policy's binding: denying, on the team namespaces (named after the policy)."""
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": _meta(BINDING_NAME),
+        "metadata": _meta(policy_name),
         "spec": {
-            "policyName": POLICY_NAME,
+            "policyName": policy_name,
             "validationActions": ["Deny"],
             "matchResources": {"namespaceSelector": TEAM_NAMESPACES},
         },
     }
+
+
+def team_routes_policy() -> dict[str, Any]:
+    """Every check on HTTPRoutes (gateway.networking.k8s.io v1)."""
+    return policy(POLICY_NAME, resource_rule(ROUTE_GROUP, "v1", ROUTE_RESOURCE), CHECKS)
+
+
+def team_routes_binding() -> dict[str, Any]:
+    return binding(POLICY_NAME)
