@@ -43,6 +43,14 @@ TYPED: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "rbac.v1.ClusterRole",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "rbac.v1.ClusterRoleBinding",
     ("scheduling.k8s.io/v1", "PriorityClass"): "scheduling.v1.PriorityClass",
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+    ): "admissionregistration.v1.ValidatingAdmissionPolicy",
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+    ): "admissionregistration.v1.ValidatingAdmissionPolicyBinding",
 }
 
 

@@ -2,7 +2,8 @@
 
 It only wires: each concern builds its own resources from its slice of the ResolvedStack; nothing
 here reads pulumi.Config or derives a fact of its own. The order below is the dependency order:
-cluster, capacity, load balancing, storage, the teams' tenancy, serving platforms, models, front door,
+cluster, capacity, load balancing, storage, the admission policies on teams' routes, the teams' tenancy
+(whose deploy identity is bound only once those policies are), serving platforms, models, front door,
 monitoring.
 """
 
@@ -24,7 +25,7 @@ from .autoscaling.component import ModelScalers, ModelScalersArgs
 from .benchmark import Benchmarks, BenchmarksArgs
 from .capacity.component import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
-from .gateway.component import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs
+from .gateway.component import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs, RouteAdmission
 from .gateway.routing import load_balancer_annotations
 from .k8s import register
 from .loadbalancer import LoadBalancerController, LoadBalancerControllerArgs
@@ -85,6 +86,8 @@ class Wiring:
     cloud_exports: dict[str, pulumi.Input[object]] = field(default_factory=dict)
     # What a benchmark Job waits for: the model servers and their routes.
     served: list[pulumi.Resource] = field(default_factory=list)
+    # The admission policies on teams' routes, in force (their bindings): a team's deploy identity waits for them.
+    route_admission: list[pulumi.Resource] = field(default_factory=list)
 
 
 class InferencePlatform(pulumi.ComponentResource):
@@ -104,6 +107,7 @@ class InferencePlatform(pulumi.ComponentResource):
             self._load_balancing(name, wiring)
             self._namespaces(name, wiring)
             self._storage(name, wiring)
+            self._route_admission(name, wiring)
             self._tenancy(name, wiring)
             self._gateway_controller(name, wiring)
             self._serving_platforms(name, wiring)
@@ -249,6 +253,16 @@ class InferencePlatform(pulumi.ComponentResource):
         wiring.storage = storage
         self.outputs["modelBucket"] = storage.bucket_name
 
+    def _route_admission(self, name: str, wiring: Wiring) -> None:
+        """What a team's HTTPRoutes and InterceptorRoutes may claim (issue: front door, tenancy): the
+        platform's admission policies and their bindings, in every stack that owns the cluster, whether
+        or not it declares teams or runs a Gateway yet: the API server never re-checks an object that
+        exists, so the policies are there before any team namespace can hold a route."""
+        admission = RouteAdmission(
+            f"{name}-route-admission", wiring.cluster.provider, pulumi.ResourceOptions(parent=self)
+        )
+        wiring.route_admission = admission.bindings
+
     def _tenancy(self, name: str, wiring: Wiring) -> None:
         """Each declared team's namespaces, guardrails, cache claims, bucket reader and deploy identity
         (issue: separate tenants): everything its own stack may not create."""
@@ -268,6 +282,7 @@ class InferencePlatform(pulumi.ComponentResource):
                     claim_class=storage.claim_class,
                     provider=wiring.cluster.provider,
                     tags=tags(stack.cluster.name, stack.environment, team=team.name),
+                    bound_after=list(wiring.route_admission),
                 ),
                 pulumi.ResourceOptions(parent=self),
             )

@@ -17,7 +17,7 @@ components/team_access.py:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -45,6 +45,10 @@ class TeamTenancyArgs:
     claim_class: pulumi.Resource | None
     provider: k8s.Provider
     tags: dict[str, str]
+    # What must be in force before the team's deploy identity is bound in its namespaces: the admission
+    # policies on teams' HTTPRoutes and InterceptorRoutes (components/gateway/admission.py,
+    # interceptor_admission.py), so no route of the team is ever written unchecked.
+    bound_after: list[pulumi.Resource] = field(default_factory=list)
 
 
 class TeamTenancy(pulumi.ComponentResource):
@@ -66,8 +70,13 @@ class TeamTenancy(pulumi.ComponentResource):
             )
             self.namespaces[ns] = namespace
             inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
-            for obj in [*guardrails(team.name, ns, team.quota, args.environment), *access_objects(team.name, ns)]:
+            for obj in guardrails(team.name, ns, team.quota, args.environment):
                 register(obj, inside)
+            bound = pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[namespace, *args.bound_after]
+            )
+            for obj in access_objects(team.name, ns):
+                register(obj, bound)
             claim_deps = [namespace, *([args.claim_class] if args.claim_class is not None else [])]
             for obj in cache_claims(ns, args.storage):
                 register(obj, pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=claim_deps))

@@ -7,8 +7,11 @@ Two components, because other concerns sit between them: `GatewayController` ins
 the LiteLLM proxy's route and SecurityPolicy under `/litellm/v1/...`; with `models[].routing`, each
 model's endpoint picker release and the policy that calls it; with the KEDA HTTP add-on, the grant that
 lets routes reach its interceptor and the policy that admits only the front door, LiteLLM and the
-add-on's scaler to it). Manifests and values come from the
-pure builders in `routing.py`, `picker.py` and `isolation.py`.
+add-on's scaler to it). A third, `RouteAdmission`, is the platform stack's admission policies on
+teams' HTTPRoutes and InterceptorRoutes (`admission.py`, `interceptor_admission.py`: what a team's
+route may claim); the platform creates it before any
+team's deploy identity is bound, ahead of the other two. Manifests and values come from the pure
+builders in `routing.py`, `picker.py`, `isolation.py`, `admission.py` and `interceptor_admission.py`.
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ from stacks.versions import Chart, Image
 from .. import peers
 from ..k8s import register, release
 from ..serving import litellm
-from . import isolation, picker
+from . import admission, interceptor_admission, isolation, picker
 from .routing import envoy_gateway_values, gateway_objects, interceptor_grants, key_grant, model_routing
 
-__all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs"]
+__all__ = ["FrontDoor", "FrontDoorArgs", "GatewayController", "GatewayControllerArgs", "RouteAdmission"]
 
 # FrontDoor's options for an object after the namespaces it names (those this stack creates) and,
 # unless `crds=False`, after the installers of the CRDs it needs.
@@ -65,6 +68,31 @@ class GatewayController(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
         )
         self.register_outputs({"release": self.release.name})
+
+
+class RouteAdmission(pulumi.ComponentResource):
+    """The ValidatingAdmissionPolicies on teams' HTTPRoutes (admission.py) and InterceptorRoutes
+    (interceptor_admission.py), cluster-scoped, each binding after its policy: a binding whose policy does
+    not exist is ignored, so in the other order objects would be admitted unchecked in between (and, on
+    destroy, the bindings go first)."""
+
+    bindings: list[pulumi.Resource]
+
+    def __init__(self, name: str, provider: k8s.Provider, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:RouteAdmission", name, None, opts)
+        pairs = [
+            (admission.team_routes_policy(), admission.team_routes_binding()),
+            (
+                interceptor_admission.team_interceptor_routes_policy(),
+                interceptor_admission.team_interceptor_routes_binding(),
+            ),
+        ]
+        self.bindings = []
+        for policy_obj, binding_obj in pairs:
+            policy = register(policy_obj, pulumi.ResourceOptions(parent=self, provider=provider))
+            after = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[policy])
+            self.bindings.append(register(binding_obj, after))
+        self.register_outputs({})
 
 
 @dataclass(frozen=True, kw_only=True)
