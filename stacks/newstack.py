@@ -58,8 +58,7 @@ MODELS = {
       revision: b968826d9c46dd6066d109eabc6255188de91218   # the Hugging Face commit: pin it
       pool: {pool}
       acceleratorsPerReplica: 1   # GPUs per replica (the tensor-parallel group)
-      replicas: 1
-      maxModelLen: 8192
+{replicas}      maxModelLen: 8192
       parameters: 8B              # with dtype, the weights are checked against GPU memory
       dtype: bf16
       secrets: {{huggingFaceToken: hf-token}}   # an existing Secret, mounted as a file
@@ -72,14 +71,21 @@ MODELS = {
       revision: 0e9e39f249a16976918f6564b8830bc894c89659   # the Hugging Face commit: pin it
       pool: {pool}
       acceleratorsPerReplica: 1   # whole Neuron devices (2 NeuronCores and 32 GiB HBM each)
-      replicas: 1
-      maxModelLen: 4096
+{replicas}      maxModelLen: 4096
       parameters: 8B
       dtype: bf16
       secrets: {{huggingFaceToken: hf-token}}
       expose: true
 {image}""",
 }
+
+
+def replicas_line(environment: str) -> str:
+    """Prod starts with two replicas: with one, every rollout and node replacement stops the model
+    (stacks/rules/upgrades.py refuses that in prod unless the stack accepts the downtime)."""
+    if environment == "prod":
+        return "      replicas: 2                 # one keeps serving while a rollout or a node replacement stops the other\n"
+    return "      replicas: 1\n"
 
 
 def image_line(digest: str | None) -> str:
@@ -93,7 +99,9 @@ def platform_text(name: str, role: str, preset: str, environment: str, ami: str,
     model = ""
     if role == "all-in-one":
         first = "nvidia" if "gpu" in pools else "neuron"
-        model = f"  {PROJECT}:models:\n" + MODELS[first].format(pool=pools[0], image=image_line(digest))
+        model = f"  {PROJECT}:models:\n" + MODELS[first].format(
+            pool=pools[0], image=image_line(digest), replicas=replicas_line(environment)
+        )
     on = str("inferentia" in pools).lower()
     return f"""\
 # {name}: a {role} stack (preset {preset}). Validate with `python -m stacks validate {name}`,
@@ -170,7 +178,7 @@ def workloads_text(
     """A team's stack on `platform`, whose exports `platforms` finds (its stack file in this repository)."""
     accelerator, pool, note = _team_model(platform, platforms)
     gpus, neuron = (2, 0) if accelerator == "nvidia" else (0, 2)
-    models = MODELS[accelerator].format(pool=pool, image=image_line(digest))
+    models = MODELS[accelerator].format(pool=pool, image=image_line(digest), replicas=replicas_line(environment))
     cpu, memory = _quota_size(platform, team, models, platforms)
     return f"""\
 # {name}: the {team} team's models on the platform stack {platform}.
