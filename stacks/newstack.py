@@ -84,7 +84,7 @@ def replicas_line(environment: str) -> str:
     """Prod starts with two replicas: with one, every rollout and node replacement stops the model
     (stacks/rules/upgrades.py refuses that in prod unless the stack accepts the downtime)."""
     if environment == "prod":
-        return "      replicas: 2                 # one keeps serving while a rollout or a node replacement stops the other\n"
+        return "      replicas: 2                 # one serves while a rollout or node replacement stops the other\n"
     return "      replicas: 1\n"
 
 
