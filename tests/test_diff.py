@@ -148,3 +148,31 @@ def test_a_git_revision_base_is_rendered_with_its_own_code_and_a_refusal_exits_1
     result = json.loads(done.stdout)
     assert any(d["type"] == "kubernetes:apps/v1:Deployment" for d in result["deleted"]), "the removed model's"
     assert {r["name"] for r in result["refused"]} >= {"platform-cluster-eks", "platform-storage-bucket-bucket"}
+
+
+def test_the_pr_preview_shows_stacks_diff_against_the_base_commit_beside_the_preview():
+    doc = yaml.safe_load((ROOT / ".github" / "workflows" / "pr.yml").read_text())
+    steps = doc["jobs"]["preview"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0, "the base commit is fetched, so diff can render it"
+    previews = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+    diffs = [i for i, s in enumerate(steps) if "-m stacks diff" in str(s.get("run", ""))]
+    assert previews and diffs and diffs[0] > previews[0], "stacks diff runs in the preview job, after the preview"
+    step = steps[diffs[0]]
+    assert '"$BASE_SHA:Pulumi.$STACK.yaml" "Pulumi.$STACK.yaml"' in step["run"], "the base commit against this one"
+    assert step["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    assert step["env"]["STACK"] == "${{ matrix.stack }}" and "GITHUB_STEP_SUMMARY" in step["run"]
+    assert step["if"] == "${{ !cancelled() }}" and 'exit "$status"' in step["run"], "shown even if the preview fails"
+
+
+def test_the_operator_guide_and_the_readme_document_stacks_diff_and_the_upgrade_rules():
+    guide = (ROOT / "docs" / "operator-guide.md").read_text()
+    section = guide.split("\n## Upgrades\n", 1)[1].split("\n## ", 1)[0]
+    for words in (
+        "stacks diff",
+        "intendedReplacements",
+        "acceptDowntime",
+        "terminationGracePeriod",
+        "modelBucket.name",
+    ):
+        assert words in section, f"the Upgrades section explains {words}"
+    assert "| `diff BASE NEW [--json]` |" in (ROOT / "README.md").read_text(), "the README's command list has diff"
