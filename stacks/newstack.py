@@ -58,7 +58,8 @@ MODELS = {
       revision: b968826d9c46dd6066d109eabc6255188de91218   # the Hugging Face commit: pin it
       pool: {pool}
       acceleratorsPerReplica: 1   # GPUs per replica (the tensor-parallel group)
-{replicas}      maxModelLen: 8192
+      replicas: 1
+      maxModelLen: 8192
       parameters: 8B              # with dtype, the weights are checked against GPU memory
       dtype: bf16
       secrets: {{huggingFaceToken: hf-token}}   # an existing Secret, mounted as a file
@@ -71,7 +72,8 @@ MODELS = {
       revision: 0e9e39f249a16976918f6564b8830bc894c89659   # the Hugging Face commit: pin it
       pool: {pool}
       acceleratorsPerReplica: 1   # whole Neuron devices (2 NeuronCores and 32 GiB HBM each)
-{replicas}      maxModelLen: 4096
+      replicas: 1
+      maxModelLen: 4096
       parameters: 8B
       dtype: bf16
       secrets: {{huggingFaceToken: hf-token}}
@@ -88,6 +90,12 @@ def replicas_line(environment: str) -> str:
     return "      replicas: 1\n"
 
 
+def starter_model(accelerator: str, pool: str, digest: str | None, environment: str) -> str:
+    """The starter model entry of MODELS on `pool`, with its image pin and its environment's replicas."""
+    text = MODELS[accelerator].format(pool=pool, image=image_line(digest))
+    return text.replace("      replicas: 1\n", replicas_line(environment))
+
+
 def image_line(digest: str | None) -> str:
     if digest is None:
         return ""
@@ -99,9 +107,7 @@ def platform_text(name: str, role: str, preset: str, environment: str, ami: str,
     model = ""
     if role == "all-in-one":
         first = "nvidia" if "gpu" in pools else "neuron"
-        model = f"  {PROJECT}:models:\n" + MODELS[first].format(
-            pool=pools[0], image=image_line(digest), replicas=replicas_line(environment)
-        )
+        model = f"  {PROJECT}:models:\n" + starter_model(first, pools[0], digest, environment)
     on = str("inferentia" in pools).lower()
     return f"""\
 # {name}: a {role} stack (preset {preset}). Validate with `python -m stacks validate {name}`,
@@ -178,7 +184,7 @@ def workloads_text(
     """A team's stack on `platform`, whose exports `platforms` finds (its stack file in this repository)."""
     accelerator, pool, note = _team_model(platform, platforms)
     gpus, neuron = (2, 0) if accelerator == "nvidia" else (0, 2)
-    models = MODELS[accelerator].format(pool=pool, image=image_line(digest), replicas=replicas_line(environment))
+    models = starter_model(accelerator, pool, digest, environment)
     cpu, memory = _quota_size(platform, team, models, platforms)
     return f"""\
 # {name}: the {team} team's models on the platform stack {platform}.
