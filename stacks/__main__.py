@@ -183,12 +183,7 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
     pl.add_argument("--json", action="store_true", help="print the plan as JSON (pools, and every model's pods)")
     pl.set_defaults(fn=cmd_plan)
-    lc = sub.add_parser(
-        "lifecycle", help="offline model of the first pulumi up and of destroy: waves, critical path, awaits, hazards"
-    )
-    lc.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
-    lc.add_argument("--json", action="store_true", help="print the model as JSON")
-    lc.set_defaults(fn=cmd_lifecycle)
+    _lifecycle_parser(sub)
     b = sub.add_parser("bench", help="render synthetic stacks of growing size and report wall time")
     b.add_argument("--sizes", default="2,8,32", help="comma-separated pool/model counts")
     b.add_argument("--repeat", type=int, default=3)
@@ -231,6 +226,15 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("head", nargs="?", default="HEAD")
     c.set_defaults(fn=cmd_changed)
     return p
+
+
+def _lifecycle_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    lc = sub.add_parser(
+        "lifecycle", help="offline model of the first pulumi up and of destroy: waves, critical path, awaits, hazards"
+    )
+    lc.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
+    lc.add_argument("--json", action="store_true", help="print the model as JSON")
+    lc.set_defaults(fn=cmd_lifecycle)
 
 
 def unexpected(source: str, exc: BaseException) -> str:
