@@ -1,4 +1,5 @@
-"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,reference,golden,charts,diff,changed}`.
+"""Command line: `python -m stacks COMMAND`, COMMAND one of render, validate, plan, lifecycle, bench,
+new, schema, reference, golden, charts, diff, changed.
 
 Every command validates the stack file first; a bad file prints one line per problem on stderr and
 exits 1, with no traceback and nothing written. Anything unexpected is caught at the top too, as one
@@ -68,6 +69,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .plan import plan, plan_json
 
     print(json.dumps(plan_json(stack), indent=2) if args.json else plan(stack), end="\n" if args.json else "")
+    return 0
+
+
+def cmd_lifecycle(args: argparse.Namespace) -> int:
+    path = stack_path(args.stack)
+    check_file(path)  # a refused file is refused before the Pulumi SDK is even imported
+    from .lifecycle_report import as_json, as_text, lifecycle
+    from .render import render_file, stack_name
+
+    model = lifecycle(render_file(path).resources)
+    print(json.dumps(as_json(model), indent=2) if args.json else as_text(model, stack_name(path)), end="")
+    if args.json:
+        print()
     return 0
 
 
@@ -186,6 +200,7 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
     pl.add_argument("--json", action="store_true", help="print the plan as JSON (pools, and every model's pods)")
     pl.set_defaults(fn=cmd_plan)
+    _lifecycle_parser(sub)
     b = sub.add_parser("bench", help="render synthetic stacks of growing size and report wall time")
     b.add_argument("--sizes", default="2,8,32", help="comma-separated pool/model counts")
     b.add_argument("--repeat", type=int, default=3)
@@ -229,6 +244,15 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("head", nargs="?", default="HEAD")
     c.set_defaults(fn=cmd_changed)
     return p
+
+
+def _lifecycle_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    lc = sub.add_parser(
+        "lifecycle", help="offline model of the first pulumi up and of destroy: waves, critical path, awaits, hazards"
+    )
+    lc.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
+    lc.add_argument("--json", action="store_true", help="print the model as JSON")
+    lc.set_defaults(fn=cmd_lifecycle)
 
 
 def unexpected(source: str, exc: BaseException) -> str:

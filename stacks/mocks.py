@@ -49,6 +49,12 @@ class Record:
     # The URNs its `aliases=` option names (in the mocks' URN form): the resource it was before a
     # rename, which `pulumi up` updates in place instead of replacing.
     aliases: list[str] = field(default_factory=list)
+    # Options the engine applies on create, update, replace and delete, as the SDK sent them:
+    # customTimeouts ({"create": "30m", ...}), deleteBeforeReplace and replaceOnChanges. The
+    # lifecycle model (stacks/lifecycle.py) reads them; goldens and resources.json leave them out.
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    delete_before_replace: bool = False
+    replace_on_changes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +69,23 @@ class Record:
             "retainOnDelete": self.retain_on_delete,
             **({"aliases": self.aliases} if self.aliases else {}),
         }
+
+
+@dataclass
+class _Registration:
+    """What RegisterResource carried for one resource, kept until the mock's new_resource runs."""
+
+    parent: str = ""
+    urn: str = ""
+    depends_on: list[str] = field(default_factory=list)
+    provider: str = ""
+    protect: bool = False
+    retain_on_delete: bool = False
+    remote: bool = False
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    delete_before_replace: bool = False
+    replace_on_changes: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
 
 
 def _hex(seed: str, n: int = 17) -> str:
@@ -111,7 +134,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.records: list[Record] = []
         self.outputs: dict[str, Any] = {}
         self.monitor: RecordingMonitor | None = None
-        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool, bool, list[str]]] = {}
+        self._pending: dict[tuple[str, str], _Registration] = {}
         self.urns: set[str] = set()  # as the engine forms them
         self.engine_urns: dict[str, str] = {}  # the mock's URN -> the engine's
         self.duplicate_urns: list[str] = []
@@ -183,25 +206,26 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     # -- pulumi.runtime.Mocks --------------------------------------------------------------------
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        parent, urn, deps, provider, protect, retain, remote, aliases = self._pending.pop(
-            (args.typ, args.name), ("", "", [], "", False, False, False, [])
-        )
+        seen = self._pending.pop((args.typ, args.name), _Registration())
         resource_id, outputs = self._outputs(args)
         self.records.append(
             Record(
                 type=args.typ,
                 name=args.name,
-                urn=urn,
-                parent=parent,
-                provider=provider or (args.provider or ""),
-                depends_on=deps,
+                urn=seen.urn,
+                parent=seen.parent,
+                provider=seen.provider or (args.provider or ""),
+                depends_on=seen.depends_on,
                 inputs=args.inputs,
                 custom=bool(args.custom),
                 outputs=outputs,
-                protect=protect,
-                retain_on_delete=retain,
-                remote=remote,
-                aliases=aliases,
+                protect=seen.protect,
+                retain_on_delete=seen.retain_on_delete,
+                remote=seen.remote,
+                custom_timeouts=seen.custom_timeouts,
+                delete_before_replace=seen.delete_before_replace,
+                replace_on_changes=seen.replace_on_changes,
+                aliases=seen.aliases,
             )
         )
         return resource_id, outputs
@@ -473,15 +497,19 @@ class RecordingMonitor(MockMonitor):
             if engine_urn in self.recording.urns:
                 self.recording.duplicate_urns.append(engine_urn)
             self.recording.urns.add(engine_urn)
-            self.recording._pending[(request.type, request.name)] = (
-                request.parent,
-                urn,
-                sorted(set(request.dependencies)),
-                request.provider,
-                bool(request.protect),
-                bool(getattr(request, "retainOnDelete", False)),
-                bool(request.remote),
-                self.alias_urns(request),
+            timeouts = request.customTimeouts
+            self.recording._pending[(request.type, request.name)] = _Registration(
+                parent=request.parent,
+                urn=urn,
+                depends_on=sorted(set(request.dependencies)),
+                provider=request.provider,
+                protect=bool(request.protect),
+                retain_on_delete=bool(getattr(request, "retainOnDelete", False)),
+                remote=bool(request.remote),
+                custom_timeouts={k: v for k in ("create", "update", "delete") if (v := getattr(timeouts, k, ""))},
+                delete_before_replace=bool(request.deleteBeforeReplace),
+                replace_on_changes=sorted(request.replaceOnChanges),
+                aliases=self.alias_urns(request),
             )
         return super().RegisterResource(request)
 

@@ -128,7 +128,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rules", ("stacks.rules", "stacks.rules.*", "stacks.checks", "stacks.guards", "stacks.names")),
     ("pipeline", ("stacks.pipeline",)),
     ("components", ("components", "components.*")),
-    ("commands", ("stacks.*", "policypack", "policypack.*")),
+    (
+        "commands",
+        (
+            "stacks.lifecycle",
+            "stacks.lifecycle_facts",
+            "stacks.lifecycle_hazards",
+            "stacks.lifecycle_report",
+            "stacks.*",
+            "policypack",
+            "policypack.*",
+        ),
+    ),
 )
 
 
