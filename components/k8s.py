@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.versions import Chart
+from stacks.versions import Chart, release_wait
 
 # (apiVersion, kind) -> the typed resource class's path under pulumi_kubernetes, looked up on first
 # use: each API group's module is large, and a program (or a test) pays only for the kinds it applies.
@@ -117,7 +117,8 @@ def release(
     skip_crds: bool = False,
 ) -> k8s.helm.v3.Release:
     """Install a pinned chart of the catalog (stacks/versions.py) as a Helm release: the one way every
-    release of the platform is created, so chart sources, versions and options are handled once."""
+    release of the platform is created, so chart sources, versions and options are handled once. Its
+    timeout covers what the release waits for (stacks/versions.py RELEASE_WAITS), not Helm's 5 minutes."""
     ref, repo = chart_source(release_name, pinned)
     extra: dict[str, Any] = {}
     if create_namespace:
@@ -132,6 +133,7 @@ def release(
         repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
         namespace=namespace,
         values=values,
+        timeout=release_wait(pinned).timeout,
         opts=opts,
         **extra,
     )
