@@ -126,6 +126,9 @@ class FrontDoorArgs:
     # The KEDA HTTP add-on's release, when this stack installs it: the routes' grant to its interceptor
     # and the interceptor's ingress policy go with it (a team's scale-to-zero routes use the platform's).
     interceptor: pulumi.Resource | None = None
+    # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
+    # closed, so every Service, and every release creating one, waits for it.
+    service_webhook: pulumi.Resource | None = None
 
 
 class FrontDoor(pulumi.ComponentResource):
@@ -228,6 +231,7 @@ class FrontDoor(pulumi.ComponentResource):
             namespace=served.namespace,
             values=picker.values(served, args.picker_image),
             opts=opts,
+            service_webhook=args.service_webhook,
         )
         wired = pulumi.ResourceOptions.merge(policy_opts, pulumi.ResourceOptions(depends_on=[picker_release]))
         for obj in picker.picker_objects(served, args.parent_gateway):
