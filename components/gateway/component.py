@@ -183,8 +183,12 @@ class FrontDoor(pulumi.ComponentResource):
                 self._picker(name, served, args, after(served.namespace, crds=False), after(route_ns))
         if args.interceptor is not None:
             wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
+            # A ReferenceGrant is a Gateway API kind: its CRD comes with the installers (Envoy Gateway).
+            grant_opts = pulumi.ResourceOptions.merge(
+                wake_opts, pulumi.ResourceOptions(depends_on=list(args.depends_on))
+            )
             for grant in interceptor_grants(access.interceptor_routes_from):
-                register(grant, wake_opts)
+                register(grant, grant_opts)
             policy = isolation.interceptor_ingress(proxies=peers.proxies(parent), litellm_proxy=args.litellm_route)
             register(policy, wake_opts)
         if args.litellm_route:
