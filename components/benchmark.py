@@ -29,6 +29,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.awaits import await_job, skip_await
 from stacks.config.benchmark import Benchmark
 from stacks.config.slo import Slo
 from stacks.naming import MANAGED_BY, TOKEN, physical, scanner_waivers
@@ -225,9 +226,12 @@ def _annotations(bench: Benchmark) -> dict[str, str]:
             "the pod has neither"
         }
     )
-    if not bench.gate:
-        annotations["pulumi.com/skipAwait"] = "true"
-    return annotations
+    if bench.gate:
+        # `pulumi up` fails with the Job: the await outlasts its whole run (activeDeadlineSeconds).
+        return annotations | await_job(DEADLINE_SECONDS)
+    # Nothing waits for an ungated benchmark: its verdict goes to the bucket, and the model it measures
+    # was awaited already (the Job depends on it).
+    return annotations | skip_await()
 
 
 def _work_mounts() -> list[dict[str, Any]]:

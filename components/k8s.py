@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from stacks.versions import Chart
+from stacks.versions import Chart, release_wait
 
 # (apiVersion, kind) -> the typed resource class's path under pulumi_kubernetes, looked up on first
 # use: each API group's module is large, and a program (or a test) pays only for the kinds it applies.
@@ -72,9 +72,26 @@ def logical_name(obj: dict[str, Any]) -> str:
     return "-".join(p for p in parts if p)
 
 
-def register(obj: dict[str, Any], opts: pulumi.ResourceOptions, name: str | None = None) -> pulumi.CustomResource:
-    """Register `obj` (which must carry metadata.name) with the options given."""
+def after(opts: pulumi.ResourceOptions, *resources: pulumi.Resource | None) -> pulumi.ResourceOptions:
+    """`opts`, also depending on each resource given (None: not in this stack)."""
+    depends = [r for r in resources if r is not None]
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=depends)) if depends else opts
+
+
+def register(
+    obj: dict[str, Any],
+    opts: pulumi.ResourceOptions,
+    name: str | None = None,
+    *,
+    service_webhook: pulumi.Resource | None = None,
+) -> pulumi.CustomResource:
+    """Register `obj` (which must carry metadata.name) with the options given. A Service waits for
+    `service_webhook`, the AWS Load Balancer Controller's release: its Service mutating webhook fails
+    closed for every Service in the cluster, so a Service created while the controller is not yet
+    serving is refused."""
     api_version, kind = obj["apiVersion"], obj["kind"]
+    if (api_version, kind) == ("v1", "Service"):
+        opts = after(opts, service_webhook)
     resource_name = name or logical_name(obj)
     cls = typed_class(api_version, kind)
     if cls is None:
@@ -115,10 +132,17 @@ def release(
     values: dict[str, Any] | None = None,
     create_namespace: bool = False,
     skip_crds: bool = False,
+    service_webhook: pulumi.Resource | None = None,
 ) -> k8s.helm.v3.Release:
     """Install a pinned chart of the catalog (stacks/versions.py) as a Helm release: the one way every
-    release of the platform is created, so chart sources, versions and options are handled once."""
+    release of the platform is created, so chart sources, versions and options are handled once. Its
+    timeout covers what the release waits for (stacks/versions.py RELEASE_WAITS), not Helm's 5 minutes.
+    A chart that creates Services waits for `service_webhook` (the AWS Load Balancer Controller's
+    release, whose Service webhook fails closed), as `register` makes a Service do."""
     ref, repo = chart_source(release_name, pinned)
+    wait = release_wait(pinned)
+    if wait.services:
+        opts = after(opts, service_webhook)
     extra: dict[str, Any] = {}
     if create_namespace:
         extra["create_namespace"] = True
@@ -132,6 +156,7 @@ def release(
         repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
         namespace=namespace,
         values=values,
+        timeout=wait.timeout,
         opts=opts,
         **extra,
     )

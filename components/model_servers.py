@@ -41,6 +41,12 @@ class ModelsArgs:
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
     # The serving platforms' releases by add-on name: a custom resource waits for its CRD's.
     operators: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # Each pool's NodePool by pool name (components/capacity): a model's objects wait for its pool's,
+    # which waits for the pool's EC2NodeClass; empty in a team's stack (the platform's pools exist).
+    node_pools: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
+    # closed, so every Service, and every release creating one, waits for it.
+    service_webhook: pulumi.Resource | None = None
 
 
 def workload_spec(
@@ -81,6 +87,10 @@ class Models(pulumi.ComponentResource):
             deps: list[pulumi.Resource] = []
             if ns := args.namespaces.get(model.namespace):
                 deps.append(ns)
+            # Scheduled on the pool's nodes: pods created before Karpenter knows the pool wait Pending,
+            # and on destroy the pool (and its nodes) outlives them.
+            if pool := args.node_pools.get(model.pool.name):
+                deps.append(pool)
             # A group across nodes is a LeaderWorkerSet, whose CRD the LWS release installs.
             installer = "lws" if leader_worker_set(model.config, model.facts.groups) else model.facts.controller
             for obj in objs:
@@ -98,6 +108,7 @@ class Models(pulumi.ComponentResource):
                     obj,
                     pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=obj_deps),
                     name=f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",
+                    service_webhook=args.service_webhook,
                 )
         self.register_outputs({})
 

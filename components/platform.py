@@ -2,9 +2,11 @@
 
 It only wires: each concern builds its own resources from its slice of the ResolvedStack; nothing
 here reads pulumi.Config or derives a fact of its own. The order below is the dependency order:
-cluster, capacity, load balancing, storage, the admission policies on teams' routes, the teams' tenancy
-(whose deploy identity is bound only once those policies are), serving platforms, models, front door,
-monitoring.
+cluster, load balancing (the AWS Load Balancer Controller's Service webhook fails closed for every
+Service in the cluster, so every Service and every release creating one waits for its release),
+capacity (a model's workload waits for its pool's NodePool), storage, the admission policies on teams'
+routes, the teams' tenancy (whose deploy identity is bound only once those policies are), serving
+platforms, models, front door, monitoring.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class Wiring:
     # Envoy Gateway (Gateway API CRDs), the serving platforms' releases by add-on name (the engines'
     # `FACTS.controller`, and AIBrix), the LiteLLM proxy.
     load_balancer: pulumi.Resource | None = None
+    # Each pool's NodePool by pool name: the models scheduled on it wait for it.
+    node_pools: dict[str, pulumi.Resource] = field(default_factory=dict)
     envoy_gateway: pulumi.Resource | None = None
     operators: dict[str, pulumi.Resource] = field(default_factory=dict)
     litellm: pulumi.Resource | None = None
@@ -103,8 +107,8 @@ class InferencePlatform(pulumi.ComponentResource):
             self._workloads(name, args.platform)
         else:
             wiring = self._foundation(name)
-            self._capacity(name, wiring)
             self._load_balancing(name, wiring)
+            self._capacity(name, wiring)
             self._namespaces(name, wiring)
             self._storage(name, wiring)
             self._route_admission(name, wiring)
@@ -177,7 +181,7 @@ class InferencePlatform(pulumi.ComponentResource):
         platform = self.stack.platform
         if not platform.addons.karpenter.enabled:
             return
-        Capacity(
+        capacity = Capacity(
             f"{name}-capacity",
             CapacityArgs(
                 cluster_name=platform.cluster_name,
@@ -188,9 +192,11 @@ class InferencePlatform(pulumi.ComponentResource):
                 vpc_id=wiring.cluster.vpc_id,
                 provider=wiring.cluster.provider,
                 tags=wiring.cluster.tags,
+                service_webhook=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),
         )
+        wiring.node_pools.update(capacity.node_pools)
         self.outputs["nodePools"] = [
             {"name": p.name, "accelerator": p.accelerator, "instanceTypes": [t.name for t in p.instance_types]}
             for p in platform.pools
@@ -329,6 +335,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 gateway_service_annotations=load_balancer_annotations(platform.gateway),
                 route_parent=self.stack.route_parent,
                 virtual_keys=bool(self.stack.access.virtual_keys),
+                service_webhook=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -350,6 +357,8 @@ class InferencePlatform(pulumi.ComponentResource):
                 images=self.stack.images,
                 namespaces=dict(wiring.namespaces),
                 operators=dict(wiring.operators),
+                node_pools=dict(wiring.node_pools),
+                service_webhook=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -413,6 +422,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 interceptor=wiring.operators.get("keda-http"),
                 picker_chart=chart("llm-d-router-standalone"),
                 picker_image=stack.images.images.get("endpoint-picker"),
+                service_webhook=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -486,6 +496,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 prometheus_adapter=stack.prometheus_adapter,
                 addons=addons,
                 address_blocks=stack.cluster.vpc.address_blocks if stack.cluster is not None else (),
+                service_webhook=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import lifecycle_facts as facts
+from .awaits import IMAGE_PULL_SECONDS
 from .mocks import Record
+from .versions import CHARTS, RELEASE_WAITS
 
 HELM = "kubernetes:helm.sh/v3:Release"
 WORKLOAD_KINDS = {"apps/Deployment", "apps/StatefulSet", "apps/DaemonSet", "batch/Job"}
@@ -287,6 +289,10 @@ def startup(record: Record, pools: dict[str, Record]) -> Startup | None:
         return None
     accelerated = [p for p in pools_of(record, pools) if is_accelerator_pool(p)]
     node = facts.ACCELERATOR_NODE.seconds if accelerated else 0
+    if accelerated and is_daemon_set(record):
+        # A DaemonSet is ready when every node that exists runs its pod (desired = the matching nodes):
+        # no node is launched for it; one that joins while it is awaited adds a pod and its image pull.
+        node = IMAGE_PULL_SECONDS
     pool = str((accelerated[0].inputs.get("metadata") or {}).get("name")) if accelerated else ""
     return Startup(node, probe_window(record), pool)
 
@@ -314,10 +320,22 @@ def _values_selectors(value: Any) -> Iterable[dict[str, Any]]:
             yield from _values_selectors(item)
 
 
+def is_daemon_set(record: Record) -> bool:
+    return kind_of(record) == "apps/DaemonSet"
+
+
+def daemon_sets_only(record: Record) -> bool:
+    """A release whose pods on Karpenter's nodes are DaemonSets' only (the catalog's RELEASE_WAITS
+    placement): Helm waits for the nodes that exist, never for one to launch."""
+    chart = chart_of(record)
+    return any(e.chart == chart and RELEASE_WAITS[n].placement == "daemonset" for n, e in CHARTS.items())
+
+
 def helm_need(record: Record, pools: dict[str, Record]) -> Step:
-    """What a waiting Helm release waits for: a new accelerator node when its values put pods on one."""
+    """What a waiting Helm release waits for: a new accelerator node when its values put pods on one
+    (a Deployment's; a DaemonSet's pods need no node launched for them)."""
     accelerated = [p for s in _values_selectors(record.inputs.get("values")) for p in selects(s, pools)]
-    if any(is_accelerator_pool(p) for p in accelerated):
+    if any(is_accelerator_pool(p) for p in accelerated) and not daemon_sets_only(record):
         d = facts.ACCELERATOR_NODE
         return Step(d.seconds + facts.HELM_READY.seconds, f"{d.what}, then {facts.HELM_READY.what}", d.source)
     return Step(facts.HELM_READY.seconds, facts.HELM_READY.what, facts.HELM_READY.source)

@@ -17,6 +17,7 @@ from .lifecycle import (
     chart_of,
     group_of,
     helm_need,
+    is_daemon_set,
     kind_of,
     node_pools,
     pools_of,
@@ -132,6 +133,8 @@ def unowned_pool(records: list[Record], graph: Graph) -> Iterator[Hazard]:
     """A workload scheduled on a NodePool it does not wait for."""
     pools = node_pools(records)
     for r in records:
+        if is_daemon_set(r):
+            continue  # its pods exist only on nodes that exist: nothing is Pending for want of the pool
         for pool in pools_of(r, pools):
             if pool.urn not in graph.upstream(r.urn):
                 yield Hazard(

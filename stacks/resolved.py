@@ -278,10 +278,13 @@ class ColdStart:
     node_launch: int
     image_pull: int
     startup: int
+    # The preparation init containers filling the cache first (a model's first start; a model woken
+    # from zero finds its cache filled).
+    fill: int = 0
 
     @property
     def seconds(self) -> int:
-        return self.node_launch + self.image_pull + self.startup
+        return self.node_launch + self.image_pull + self.fill + self.startup
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -448,6 +451,12 @@ class ResolvedModel(Endpoint):
     cache: ModelCache
     # Seconds the startup probe allows: the engine's own allowance, or the cache's budget when larger.
     startup_seconds: int
+    # What `pulumi up` waits for the model's workload (stacks/coldstart.py first_start): a fresh node, the
+    # image, the cache fill and the startup probe's allowance; its workload's await annotation.
+    allowance: ColdStart
+    # The workload's `pulumi.com/timeoutSeconds`: the allowance for every step of a rollout (coldstart.py
+    # await_seconds).
+    await_seconds: int
     # (apiVersion, kind, name) of the workload the engine builds; what a scaler targets.
     workload: tuple[str, str, str]
     # The pods' service account: read-only bucket access through Pod Identity.

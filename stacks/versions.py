@@ -10,7 +10,9 @@ one is read from the registry: a stack pins them (prod must, for every image it 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Literal, Protocol
+
+from .awaits import IMAGE_PULL_SECONDS, NODE_LAUNCH_SECONDS, SERVICE_START_SECONDS
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,101 @@ CHARTS: dict[str, Chart] = {
     "prometheus-adapter": Chart("prometheus-adapter", "5.3.0", "https://prometheus-community.github.io/helm-charts"),
     "dcgm-exporter": Chart("dcgm-exporter", "4.8.2", "https://nvidia.github.io/dcgm-exporter/helm-charts"),
 }
+
+# Where a release's pods run, which decides what its `helm --wait` waits through:
+# - `none`: no pods (CRDs only): the API calls alone;
+# - `system`: pinned to the system nodes (or kept off Karpenter's by the chart), which exist: the images'
+#   pull and the pods' start;
+# - `anywhere`: not pinned; with an untainted Karpenter pool they may land on a node launched for them:
+#   the node too;
+# - `daemonset`: one pod per existing node it selects (a DaemonSet never launches a node), however many
+#   accelerator nodes run: the pull and the start.
+Placement = Literal["none", "system", "anywhere", "daemonset"]
+# Helm's own default timeout (pulumi-kubernetes helm.v3.Release `timeout`: 300 seconds), what a release
+# with no pods is given.
+HELM_DEFAULT_TIMEOUT_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class ReleaseWait:
+    """What a pinned chart's release waits for (`helm.v3.Release` waits until its resources are ready,
+    `timeout` seconds per operation): where its pods run, any wait beyond pull and start (`extra`:
+    volumes, hook Jobs), whether it creates Services (which the AWS Load Balancer Controller's
+    fail-closed Service webhook admits), and why."""
+
+    placement: Placement
+    services: bool
+    reason: str
+    extra: int = 0
+
+    @property
+    def timeout(self) -> int:
+        if self.placement == "none":
+            return HELM_DEFAULT_TIMEOUT_SECONDS + self.extra
+        node = NODE_LAUNCH_SECONDS if self.placement == "anywhere" else 0
+        return node + IMAGE_PULL_SECONDS + SERVICE_START_SECONDS + self.extra
+
+
+# One entry per catalog chart (tests/test_awaits.py checks every CHARTS key has one, and the pinned
+# charts on file for their Services and webhooks).
+RELEASE_WAITS: dict[str, ReleaseWait] = {
+    "karpenter": ReleaseWait(
+        "system", True, "the controller's Deployment: the chart's affinity keeps it off Karpenter's nodes"
+    ),
+    "karpenter-crd": ReleaseWait("none", False, "CRDs only"),
+    "nvidia-device-plugin": ReleaseWait("daemonset", False, "a DaemonSet on the GPU nodes that exist"),
+    "neuron": ReleaseWait(
+        "anywhere",
+        True,
+        "the device plugin DaemonSet on the Neuron nodes, and the scheduler extension's Deployment and "
+        "Service (chart not on file: taken to create Services)",
+    ),
+    "aws-efa-k8s-device-plugin": ReleaseWait("daemonset", False, "a DaemonSet on the EFA nodes that exist"),
+    "dynamo": ReleaseWait(
+        "anywhere",
+        True,
+        "the operator's Deployment, whose init container applies the CRDs first",
+        extra=SERVICE_START_SECONDS,
+    ),
+    "aibrix": ReleaseWait(
+        "anywhere",
+        True,
+        "the controller manager, gateway plugin, metadata service with its Redis, and their Envoy proxy",
+        extra=SERVICE_START_SECONDS,
+    ),
+    "kuberay": ReleaseWait("anywhere", True, "the operator's Deployment"),
+    "nim-operator": ReleaseWait(
+        "anywhere", True, "the operator's Deployment (chart not on file: taken to create Services)"
+    ),
+    "lws": ReleaseWait("anywhere", True, "the controller's Deployment and its webhook Service"),
+    "keda": ReleaseWait("anywhere", True, "the operator, metrics API server and admission webhook Deployments"),
+    "keda-http": ReleaseWait("anywhere", True, "the interceptor, scaler and operator Deployments"),
+    "aws-load-balancer-controller": ReleaseWait(
+        "system", True, "the controller's Deployment on the system nodes (its own Services are exempt from its webhook)"
+    ),
+    "envoy-gateway": ReleaseWait(
+        "anywhere", True, "the controller's Deployment, after the certgen Job hook", extra=SERVICE_START_SECONDS
+    ),
+    "llm-d-router-standalone": ReleaseWait("system", True, "the endpoint picker's Deployment on the system nodes"),
+    "kube-prometheus-stack": ReleaseWait(
+        "system",
+        True,
+        "Prometheus, Alertmanager and Grafana on the system nodes, Prometheus's EBS volume, the admission "
+        "webhook's certificate Jobs",
+        extra=SERVICE_START_SECONDS,
+    ),
+    "prometheus-adapter": ReleaseWait("system", True, "the adapter's Deployment on the system nodes"),
+    "dcgm-exporter": ReleaseWait("daemonset", True, "a DaemonSet on the GPU nodes that exist, and its Service"),
+}
+
+
+def release_wait(pinned: Chart) -> ReleaseWait:
+    """The wait of a pinned chart's release, by the chart it installs."""
+    for name, entry in CHARTS.items():
+        if entry.chart == pinned.chart:
+            return RELEASE_WAITS[name]
+    raise KeyError(f"chart {pinned.chart} is not in the catalog (stacks/versions.py CHARTS)")
+
 
 # The images a model runs (its engine's, or its serving platform's runtime), each named by its engine
 # module (components/engines/<engine>.py): `models[].image` overrides them, per model.

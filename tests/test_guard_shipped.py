@@ -23,6 +23,10 @@ VERIFIED_REVISIONS = {
     # The snapshot directory of meta-llama/Meta-Llama-3.1-405B-Instruct (the repository since renamed
     # Llama-3.1-405B-Instruct) in ROCm/vllm docs and in an independent HPC evaluation script.
     ("meta-llama/Llama-3.1-405B-Instruct", "069992c75aed59df00ec06c17177e76c63296a26"),
+    # The snapshot directory of meta-llama/Llama-3.3-70B-Instruct in several independent public
+    # repositories (vLLM launch scripts and a model-config note reading its config.json); the prod-70b
+    # example.
+    ("meta-llama/Llama-3.3-70B-Instruct", "6f6073b423013f6a7d4d9f39144961bfbfbc386b"),
     ("mistralai/Mistral-7B-Instruct-v0.3", "e0bc86c23ce5aae1db576c8cca6f06f1f73af2db"),
 }
 

@@ -173,9 +173,25 @@ def test_a_model_awaited_for_less_than_its_startup_allowance_is_a_hazard_naming_
 def test_a_helm_release_that_waits_for_an_accelerator_node_within_300_seconds_is_a_hazard():
     pool = gpu_pool()
     values = {"nodeSelector": {"inference-platform.io/pool": "gpu"}}
-    (message,) = detected([pool, release("dcgm", "dcgm-exporter", values=values)], "helm-timeout")
-    assert "dcgm" in message and "set its timeout to at least" in message, message
-    assert not detected([pool, release("dcgm", "dcgm-exporter", values=values, timeout=1800)], "helm-timeout")
+    (message,) = detected([pool, release("svc", "gpu-service", values=values)], "helm-timeout")
+    assert "svc" in message and "set its timeout to at least" in message, message
+    assert not detected([pool, release("svc", "gpu-service", values=values, timeout=1800)], "helm-timeout")
+
+
+def test_a_daemon_set_on_an_accelerator_pool_waits_for_the_nodes_that_exist_not_for_one_to_launch():
+    """A DaemonSet's desired pods are the matching nodes that exist: no node is launched for it, so
+    neither its await nor its chart's Helm wait needs a node launch, and it need not wait for the pool
+    (a node that joins meanwhile adds one pod, whose image pull the await covers)."""
+    pool = gpu_pool()
+    pod = {"nodeSelector": {"inference-platform.io/pool": "gpu"}, "containers": [{"name": "m"}]}
+    daemon = k8s("DaemonSet", "exporter", spec={"template": {"spec": pod}}, annotations={facts.TIMEOUT_SECONDS: "300"})
+    assert not detected([pool, daemon], "workload-before-nodepool")
+    (message,) = detected([pool, daemon], "workload-timeout")
+    assert f'{facts.TIMEOUT_SECONDS}: "{IMAGE_PULL_SECONDS}"' in message, "an image pull, no node launch"
+    values = {"nodeSelector": {"inference-platform.io/pool": "gpu"}}
+    assert not detected([pool, release("dcgm", "dcgm-exporter", values=values)], "helm-timeout"), (
+        "dcgm-exporter's pods are a DaemonSet's (RELEASE_WAITS placement): Helm's 300 s cover them"
+    )
 
 
 def test_a_service_created_before_the_load_balancer_controllers_fail_closed_webhook_is_a_hazard():
@@ -238,16 +254,6 @@ def test_every_detector_is_exercised_by_a_test_above():
 KNOWN_UNTIL_26_LANDS = {
     *((s, "helm-crds-directory") for s in ("dev", "capacity", "engines", "frontdoor", "multinode", "platform")),
     *((s, "helm-crds-directory") for s in ("serving", "storage-efs", "storage-fsx", "storage-local")),
-    *((s, "helm-timeout") for s in ("dev", "capacity", "engines", "frontdoor", "multinode", "platform")),
-    *((s, "helm-timeout") for s in ("serving", "storage-efs", "storage-fsx", "storage-local")),
-    *((s, "webhook-order") for s in ("dev", "engines", "frontdoor", "multinode", "platform", "serving")),
-    *((s, "webhook-order") for s in ("storage-efs", "storage-fsx", "storage-local")),
-    *((s, "workload-before-nodepool") for s in ("dev", "engines", "frontdoor", "platform", "serving")),
-    *((s, "workload-before-nodepool") for s in ("storage-efs", "storage-fsx", "storage-local")),
-    *((s, "workload-timeout") for s in ("dev", "engines", "frontdoor", "platform", "serving", "storage-efs")),
-    *((s, "workload-timeout") for s in ("storage-fsx", "storage-local", "team-chat", "team-search")),
-    ("frontdoor", "custom-resource-order"),
-    ("platform", "custom-resource-order"),
     ("storage-fsx", "retained-storage-in-deleted-vpc"),
 }
 

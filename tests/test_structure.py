@@ -93,6 +93,7 @@ FLOOR = (
     "stacks.config",
     "stacks.config.*",
     "stacks.architectures",
+    "stacks.awaits",
     "stacks.engine_facts",
     "stacks.errors",
     "stacks.exports",

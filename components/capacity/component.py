@@ -52,6 +52,9 @@ class CapacityArgs:
     vpc_id: pulumi.Input[str]  # the cluster's VPC: the EFA security group lives there
     provider: k8s.Provider
     tags: dict[str, str]
+    # The AWS Load Balancer Controller's release (its Service webhook fails closed): Karpenter's and the
+    # Neuron chart's Services wait for it.
+    service_webhook: pulumi.Resource | None = None
 
 
 class Capacity(pulumi.ComponentResource):
@@ -59,6 +62,9 @@ class Capacity(pulumi.ComponentResource):
 
     node_role_name: pulumi.Output[str]
     release: pulumi.Resource  # Karpenter's: NodePools and EC2NodeClasses wait for it
+    # Each pool's NodePool by pool name: a model's workload waits for its pool's (and, through it, the
+    # pool's EC2NodeClass).
+    node_pools: dict[str, pulumi.Resource]
 
     def __init__(self, name: str, args: CapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Capacity", name, None, opts)
@@ -75,11 +81,13 @@ class Capacity(pulumi.ComponentResource):
                 static_capacity=needs_static_capacity(args.pools),
                 provider=args.provider,
                 tags=args.tags,
+                service_webhook=args.service_webhook,
             ),
             pulumi.ResourceOptions(parent=self),
         )
         self.release = karpenter.release
         self.node_role_name = karpenter.node_role_name
+        self.node_pools = {}
         self._create_node_pools(name, args, karpenter, k8s_opts)
         self._install_device_plugins(name, args, k8s_opts)
         self.register_outputs(
@@ -105,7 +113,7 @@ class Capacity(pulumi.ComponentResource):
                 after_crds,
                 name=f"{name}-nodeclass-{pool.name}",
             )
-            register(
+            self.node_pools[pool.name] = register(
                 node_pool(pool),
                 pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=[node_class])),
                 name=f"{name}-nodepool-{pool.name}",
@@ -123,6 +131,7 @@ class Capacity(pulumi.ComponentResource):
                 namespace="kube-system",
                 values=nvidia_values(),
                 opts=k8s_opts,
+                service_webhook=args.service_webhook,
             )
         if needs_neuron_chart(addons, args.pools):
             release(
@@ -132,6 +141,7 @@ class Capacity(pulumi.ComponentResource):
                 namespace="kube-system",
                 values=neuron_values(addons.neuron),
                 opts=k8s_opts,
+                service_webhook=args.service_webhook,
             )
         if needs_efa_plugin(args.pools):
             release(
@@ -141,6 +151,7 @@ class Capacity(pulumi.ComponentResource):
                 namespace="kube-system",
                 values=efa_values(args.pools),
                 opts=k8s_opts,
+                service_webhook=args.service_webhook,
             )
 
     def _efa_security_group(self, name: str, args: CapacityArgs) -> list[pulumi.Resource]:

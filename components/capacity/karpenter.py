@@ -39,6 +39,8 @@ class KarpenterArgs:
     static_capacity: bool = False  # some pool is static: the staticCapacity feature gate on
     provider: k8s.Provider
     tags: dict[str, str]
+    # The AWS Load Balancer Controller's release: the controller chart's Service waits for its webhook.
+    service_webhook: pulumi.Resource | None = None
 
 
 def _dump(key: str, documents: dict[str, dict[str, Any]]) -> str:
@@ -184,4 +186,5 @@ class Karpenter(pulumi.ComponentResource):
                 # crashes, launches nothing, or launches nodes that never join.
                 depends_on=[crds, *aws_side],
             ),
+            service_webhook=args.service_webhook,
         )

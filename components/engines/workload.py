@@ -21,6 +21,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from stacks.awaits import await_for
 from stacks.config import ModelSection
 from stacks.engine_facts import SHUTDOWN_SECONDS, Dialect, EngineFacts, ModelFacts
 from stacks.fit import Requests, container_resources
@@ -364,7 +365,17 @@ def workload(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     if replicas is not None:  # (None: the autoscaler's; stacks/resolved.py PodShape.replicas)
         body["replicas"] = replicas
     body["strategy"] = {"type": "RollingUpdate", "rollingUpdate": rolling_update(spec.model)}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(spec, annotations=waiver), "spec": body}
+    # A new pod may take its whole allowance (a node, the image, the cache fill, the startup probe)
+    # before it is ready: the controller reports no stalled rollout before that, and `pulumi up` waits
+    # for every step of the rollout (ResolvedModel.await_seconds) instead of the provider's 10 minutes.
+    body["progressDeadlineSeconds"] = spec.served.allowance.seconds
+    annotations = {**waiver, **await_for(spec.served.await_seconds)}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(spec, annotations=annotations),
+        "spec": body,
+    }
 
 
 def rolling_update(model: ModelSection) -> dict[str, int]:

@@ -126,6 +126,9 @@ class FrontDoorArgs:
     # The KEDA HTTP add-on's release, when this stack installs it: the routes' grant to its interceptor
     # and the interceptor's ingress policy go with it (a team's scale-to-zero routes use the platform's).
     interceptor: pulumi.Resource | None = None
+    # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
+    # closed, so every Service, and every release creating one, waits for it.
+    service_webhook: pulumi.Resource | None = None
 
 
 class FrontDoor(pulumi.ComponentResource):
@@ -180,8 +183,12 @@ class FrontDoor(pulumi.ComponentResource):
                 self._picker(name, served, args, after(served.namespace, crds=False), after(route_ns))
         if args.interceptor is not None:
             wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
+            # A ReferenceGrant is a Gateway API kind: its CRD comes with the installers (Envoy Gateway).
+            grant_opts = pulumi.ResourceOptions.merge(
+                wake_opts, pulumi.ResourceOptions(depends_on=list(args.depends_on))
+            )
             for grant in interceptor_grants(access.interceptor_routes_from):
-                register(grant, wake_opts)
+                register(grant, grant_opts)
             policy = isolation.interceptor_ingress(proxies=peers.proxies(parent), litellm_proxy=args.litellm_route)
             register(policy, wake_opts)
         if args.litellm_route:
@@ -228,6 +235,7 @@ class FrontDoor(pulumi.ComponentResource):
             namespace=served.namespace,
             values=picker.values(served, args.picker_image),
             opts=opts,
+            service_webhook=args.service_webhook,
         )
         wired = pulumi.ResourceOptions.merge(policy_opts, pulumi.ResourceOptions(depends_on=[picker_release]))
         for obj in picker.picker_objects(served, args.parent_gateway):

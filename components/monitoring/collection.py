@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from stacks.awaits import await_service
 from stacks.config import ModelSection
 from stacks.config.addons import LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
@@ -244,7 +245,9 @@ def _neuron_monitor_daemonset(img: Image, namespace: str, labels: dict[str, str]
                     "claimed: it runs privileged, as AWS's own neuron-monitor DaemonSet does, to read the Neuron "
                     "devices and sysfs",
                 }
-            ),
+            )
+            # The provider waits for a pod on every Neuron node that exists: its image and its start.
+            | await_service(),
         },
         "spec": {
             "selector": {"matchLabels": labels},

@@ -72,6 +72,9 @@ class MonitoringArgs:
     # address blocks (where the API server calls webhooks from): the monitoring namespace's policies.
     addons: AddonsSection | None = None
     address_blocks: tuple[str, ...] = ()
+    # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
+    # closed, so every Service, and every release creating one, waits for it.
+    service_webhook: pulumi.Resource | None = None
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -102,6 +105,7 @@ class Monitoring(pulumi.ComponentResource):
                 namespace=MONITORING_NAMESPACE,
                 values=values,
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends_on),
+                service_webhook=args.service_webhook,
             )
 
         if not mon.existing_prometheus:

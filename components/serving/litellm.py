@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from stacks.awaits import await_service
 from stacks.config.addons import LiteLLM
 from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import labels as k8s_labels
@@ -171,7 +172,8 @@ def deployment(addon: LiteLLM, config_hash: str, image: Image) -> dict[str, Any]
                     "CKV_K8S_22": "a proxy running as its image's root user writes where the image expects "
                     "(Python caches, temporary files); no capabilities, no privilege escalation",
                 }
-            ),
+            )
+            | await_service(),
         },
         "spec": {
             "replicas": addon.replicas,
@@ -354,7 +356,12 @@ def redis_objects(image: Image) -> list[dict[str, Any]]:
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"name": name, "namespace": LITELLM_NAMESPACE, "labels": labels},
+            "metadata": {
+                "name": name,
+                "namespace": LITELLM_NAMESPACE,
+                "labels": labels,
+                "annotations": await_service(),
+            },
             "spec": {
                 "replicas": 1,
                 "selector": {"matchLabels": selector},

@@ -31,6 +31,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from stacks.awaits import await_job
 from stacks.config.addons import LiteLLM
 from stacks.naming import TOKEN, scanner_waivers
 from stacks.naming import labels as k8s_labels
@@ -53,6 +54,8 @@ MASTER_DIR = "/var/run/secrets/litellm/master"
 UID = 65532
 # How long the job waits for the proxy (its pods pull the image and connect to the database first).
 READY_SECONDS = 600
+# The whole Job: the proxy's readiness wait, then the keys' calls.
+DEADLINE_SECONDS = READY_SECONDS + 300
 
 
 def alias(key: VirtualKey) -> str:
@@ -173,16 +176,19 @@ def job(addon: LiteLLM, keys: Sequence[VirtualKey], image: Image) -> dict[str, A
             "name": job_name(keys, image),
             "namespace": LITELLM_NAMESPACE,
             "labels": _labels(),
+            # `pulumi up` waits for the keys (a caller's Secret is empty until the Job writes it), as long
+            # as the Job may run.
             "annotations": scanner_waivers(
                 {
                     "CKV_K8S_38": "the job reads and writes the callers' key Secrets through the Kubernetes API, "
                     "as its own account, whose Roles allow get and patch of exactly those Secrets"
                 }
-            ),
+            )
+            | await_job(DEADLINE_SECONDS),
         },
         "spec": {
             "backoffLimit": 3,
-            "activeDeadlineSeconds": READY_SECONDS + 300,
+            "activeDeadlineSeconds": DEADLINE_SECONDS,
             "template": {"metadata": {"labels": _labels()}, "spec": pod},
         },
     }

@@ -81,6 +81,9 @@ class ServingPlatformsArgs:
     route_parent: GatewayParent | None = None
     # The platform keeps teams' LiteLLM virtual keys: its key Job calls the proxy.
     virtual_keys: bool = False
+    # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
+    # closed, so every Service, and every release creating one, waits for it.
+    service_webhook: pulumi.Resource | None = None
 
 
 class ServingPlatforms(pulumi.ComponentResource):
@@ -128,6 +131,7 @@ class ServingPlatforms(pulumi.ComponentResource):
                 create_namespace=True,
                 values=build(),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
+                service_webhook=args.service_webhook,
             )
         if "aibrix" in self.releases:
             # After the release: the chart creates the Gateway it targets (and the CRD is Envoy Gateway's).
@@ -150,7 +154,10 @@ class ServingPlatforms(pulumi.ComponentResource):
         )
         namespace = register(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
-        applied = {obj["kind"] + "/" + obj["metadata"]["name"]: register(obj, child) for obj in objects[1:]}
+        applied = {
+            obj["kind"] + "/" + obj["metadata"]["name"]: register(obj, child, service_webhook=args.service_webhook)
+            for obj in objects[1:]
+        }
         return applied[f"Deployment/{litellm.NAME}"]
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.awaits import skip_await
 from stacks.resolved import ImageTable
 
 TOKEN_DIR = "/var/run/secrets/huggingface"
@@ -345,7 +346,9 @@ def fill_job(
             "name": name,
             "namespace": namespace,
             "labels": labels,
-            "annotations": {"pulumi.com/skipAwait": "true"},
+            # Not awaited: the serving pods' preparation step waits for the marker this Job's upload
+            # writes, so the model's own workload (and its await) gates readiness.
+            "annotations": skip_await(),
         },
         "spec": {
             "backoffLimit": 2,

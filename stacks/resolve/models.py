@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from components.engines import ENGINES
 
-from ..coldstart import cold_start, startup_allowance
+from ..coldstart import await_seconds, cold_start, first_start, startup_allowance
 from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
 from ..config.teams import PLATFORM_CLIENTS
@@ -124,6 +124,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
     group = replica_group(model, facts.groups)
     cache = model_cache(model, pool.config, view.storage, entry.owner)
     startup = startup_allowance(facts, cache.startup_seconds)
+    allowance = first_start(model, made.prepared, startup)
     served = ResolvedModel(
         name=model.name,
         engine=model.engine,
@@ -159,6 +160,8 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         tensor_parallel=tensor_parallel(model, pool.config, facts.groups),
         cache=cache,
         startup_seconds=startup,
+        allowance=allowance,
+        await_seconds=await_seconds(model, allowance),
         routing=route_picking(model, facts, routed),
         # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
         keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
