@@ -329,6 +329,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 gateway_service_annotations=load_balancer_annotations(platform.gateway),
                 route_parent=self.stack.route_parent,
                 virtual_keys=bool(self.stack.access.virtual_keys),
+                load_balancer=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -406,6 +407,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 access=stack.access,
                 litellm_route=stack.owns_platform and platform.addons.litellm.enabled,
                 depends_on=installers,
+                load_balancer=wiring.load_balancer,
                 namespaces=dict(wiring.namespaces),
                 scraper=peers.prometheus(mon.existing_prometheus) if mon.enabled else None,
                 platform_namespaces=dict(stack.controller_namespaces),
