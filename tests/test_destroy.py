@@ -14,6 +14,7 @@ with `pulumi.com/skipAwait`). So what a destroy waits for is exactly what the gr
   its NodeClaims' instances), Karpenter's release on the cluster, on the node role's access and policies,
   and the Kubernetes provider on the system nodes and every EKS add-on (CoreDNS resolves the AWS APIs
   the controllers call while they clean up);
+- nothing retained or protected has a network interface in the VPC the stack deletes, or depends on it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ STACKS = stack_files()
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CLUSTER = "eks:index:Cluster"
+# What holds a network interface in (or is) the VPC: a retained one would fail the VPC's deletion.
+IN_THE_VPC = (
+    "aws:ec2/vpc:Vpc",
+    "aws:ec2/subnet:Subnet",
+    "aws:ec2/securityGroup:SecurityGroup",
+    "aws:efs/mountTarget:MountTarget",
+    "aws:fsx/lustreFileSystem:LustreFileSystem",
+    "aws:ec2/natGateway:NatGateway",
+    "aws:ec2/internetGateway:InternetGateway",
+)
 
 
 def ids(path: Path) -> str:
@@ -228,3 +239,35 @@ def test_the_kubernetes_provider_outlives_no_system_node_and_no_eks_add_on(path)
             "every Kubernetes object is deleted while the system nodes and add-ons still run (CoreDNS resolves "
             f"the AWS APIs the controllers call to delete instances and load balancers): {missing}"
         )
+
+
+@pytest.mark.parametrize("path", STACKS, ids=ids)
+def test_nothing_kept_after_destroy_has_an_interface_in_the_vpc_or_holds_it(path):
+    g = graph(path)
+    kept = [r for r in g.records if r.retain_on_delete or r.protect]
+    for r in kept:
+        assert r.type not in IN_THE_VPC, f"{r.name} ({r.type}) is kept, and its network interfaces keep the VPC"
+        held = sorted(g.by_urn[u].name for u in g.after(r) if u in g.by_urn and g.by_urn[u].type in IN_THE_VPC)
+        assert not held, f"{r.name} is kept and depends on {held}: `--exclude-protected` would keep them too"
+
+
+def test_the_fsx_cache_goes_with_the_stack_and_the_bucket_is_the_retained_copy():
+    g = graph(Path("stacks/examples/Pulumi.storage-fsx.yaml").resolve())
+    (fs,) = g.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert not fs.protect and not fs.retain_on_delete, "a cache of the bucket, deleted before its subnet and VPC"
+    efs = graph(Path("stacks/examples/Pulumi.storage-efs.yaml").resolve())
+    (bucket,) = efs.of_type("aws:s3/bucket:Bucket")
+    assert bucket.protect and bucket.retain_on_delete, "the weights' one retained copy, outside the VPC"
+    settings = [r for r in efs.records if r.parent == bucket.parent and r.urn != bucket.urn and r.custom]
+    assert {r.type.rsplit(":", 1)[-1] for r in settings} >= {
+        "BucketPolicy",
+        "BucketPublicAccessBlock",
+        "BucketVersioning",
+        "BucketServerSideEncryptionConfiguration",
+    }
+    for r in settings:
+        assert r.retain_on_delete, f"{r.name}: a retained bucket keeps its settings (versioning, TLS-only policy)"
+    (file_system,) = efs.of_type("aws:efs/fileSystem:FileSystem")
+    assert file_system.protect and file_system.retain_on_delete
+    for target in efs.of_type("aws:efs/mountTarget:MountTarget"):
+        assert not target.protect and not target.retain_on_delete, "mount targets go with the VPC"
