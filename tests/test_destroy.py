@@ -271,3 +271,21 @@ def test_the_fsx_cache_goes_with_the_stack_and_the_bucket_is_the_retained_copy()
     assert file_system.protect and file_system.retain_on_delete
     for target in efs.of_type("aws:efs/mountTarget:MountTarget"):
         assert not target.protect and not target.retain_on_delete, "mount targets go with the VPC"
+
+
+def test_the_operator_guide_says_how_a_stack_is_destroyed_and_what_it_keeps():
+    guide = (Path(__file__).parent.parent / "docs" / "operator-guide.md").read_text()
+    assert "\n## Destroying a stack\n" in guide, "the operator guide has a Destroying a stack section"
+    section = guide.split("\n## Destroying a stack\n", 1)[1].split("\n## ", 1)[0]
+    for words in (
+        "inference-gateway",
+        "aibrix-system",
+        "EC2NodeClass",
+        "CoreDNS",
+        "--exclude-protected",
+        "delete-file-system",
+        "delete-bucket",
+        "FSx",
+        "deletion protection",
+    ):
+        assert words in section, f"the section says {words!r}: the order, what each step waits for, what is kept"
