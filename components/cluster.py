@@ -116,11 +116,16 @@ class Cluster(pulumi.ComponentResource):
                 addons[addon] = self._addon(name, addon, args, before)
         self.addon_versions = pulumi.Output.all(**{a: r.addon_version for a, r in addons.items()})
 
+        # Every Kubernetes object goes through this provider, so it is created after, and deleted before,
+        # the system nodes and every add-on: on destroy the controllers that clean up AWS resources
+        # (Karpenter terminating its instances, the load balancer controller deleting NLBs) keep their
+        # nodes, their Pod Identity credentials and CoreDNS, without which they cannot resolve the AWS
+        # APIs they call.
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group, *addons.values()]),
         )
         self.register_outputs(
             {

@@ -8,9 +8,10 @@ the cluster's VPC (`api_server`).
 
 Sources, one per caller:
 - Envoy Gateway v1.9.0 proxies: `EnvoyAppLabel` (internal/infrastructure/kubernetes/proxy/resource.go)
-  and `GatewayOwnerLabels` (internal/gatewayapi/helpers.go; no `mergeGateways` here), in the controller's
-  namespace (the default ControllerNamespace deploy mode); AIBrix 0.7.0's EnvoyProxy patch keeps the
-  same app labels on its Gateway's proxies (dist/chart templates/gateway-instance).
+  and `GatewayOwnerLabels` (internal/gatewayapi/helpers.go; no `mergeGateways` here), in the Gateway's
+  own namespace (GatewayNamespace deploy mode: internal/infrastructure/kubernetes/proxy_infra.go
+  GetResourceNamespace); AIBrix 0.7.0's EnvoyProxy patch keeps the same app labels on its Gateway's
+  proxies (dist/chart templates/gateway-instance).
 - Prometheus and Alertmanager: the pods the Prometheus Operator v0.88.1 makes for the chart's CRs
   (`makeSelectorLabels`, pkg/prometheus/server/operator.go and pkg/alertmanager/operator.go), which are
   also the selectors of kube-prometheus-stack 81.6.2's own Services.
@@ -32,7 +33,6 @@ from typing import Any
 from stacks.engine_facts import EngineFacts
 from stacks.resolved import (
     CONTROLLER_NAMESPACES,
-    EG_NAMESPACE,
     KEDA_NAMESPACE,
     MONITORING_NAMESPACE,
     PROMETHEUS_SERVICE,
@@ -104,9 +104,10 @@ OWNING_GATEWAY_NAMESPACE = "gateway.envoyproxy.io/owning-gateway-namespace"
 
 def proxies(parent: GatewayParent) -> Pods:
     """The Envoy proxies of the Gateway a stack's routes attach to (the front door's own, or AIBrix's):
-    every Gateway's proxies run in Envoy Gateway's namespace, told apart by their owner labels."""
+    Envoy Gateway runs in GatewayNamespace mode (gateway/routing.py DEPLOY_MODE), so each Gateway's
+    proxies run in the Gateway's own namespace, told apart by their owner labels."""
     return Pods(
-        EG_NAMESPACE,
+        parent.namespace,
         {**PROXY_POD_LABELS, OWNING_GATEWAY_NAMESPACE: parent.namespace, OWNING_GATEWAY_NAME: parent.name},
     )
 

@@ -415,6 +415,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 access=stack.access,
                 litellm_route=stack.owns_platform and platform.addons.litellm.enabled,
                 depends_on=installers,
+                load_balancer=wiring.load_balancer,
                 namespaces=dict(wiring.namespaces),
                 scraper=peers.prometheus(mon.existing_prometheus) if mon.enabled else None,
                 platform_namespaces=dict(stack.controller_namespaces),

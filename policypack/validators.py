@@ -59,8 +59,9 @@ STATEFUL = {
     "aws:s3/bucket:Bucket": "the S3 bucket",
     "aws:s3/bucketV2:BucketV2": "the S3 bucket",
     "aws:efs/fileSystem:FileSystem": "the EFS file system",
-    "aws:fsx/lustreFileSystem:LustreFileSystem": "the FSx for Lustre file system",
 }
+# Not stateful: the FSx for Lustre file system is a cache of the model bucket, deleted with its VPC
+# (components/storage/fsx.py says why it is neither protected nor retained).
 AUTH_FIELDS = ("apiKeyAuth", "jwt", "extAuth", "oidc", "basicAuth")
 ENV_TAG = "inference-platform:environment"
 ENV_LABEL = "inference-platform.io/environment"

@@ -165,6 +165,12 @@ COMMENTED_KEYS: dict[tuple[str, str], str] = {
         "checked below) and rendered as the EnvoyProxy's envoyService by dist/chart/templates/"
         "gateway-instance/gateway.yaml"
     ),
+    ("gateway-helm", "config.envoyGateway.provider.kubernetes"): (
+        "values.tmpl.yaml sets only provider.type; templates/envoy-gateway-config.yaml merges the whole "
+        "config.envoyGateway map into the EnvoyGateway configuration (api/v1alpha1/envoygateway_types.go "
+        "EnvoyGatewayKubernetesProvider.deploy.type), and templates/infra-manager-rbac.yaml grants the "
+        "cluster-wide infra role when provider.kubernetes.deploy.type is GatewayNamespace"
+    ),
     # Keys of maps the chart renders whole (`toYaml`), set for the chart scan (stacks/chart_waivers.py).
     ("aws-load-balancer-controller", "securityContext.capabilities"): (
         "commented out in values.yaml (`# capabilities: drop: [ALL]`); templates/deployment.yaml renders "

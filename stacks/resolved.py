@@ -68,9 +68,10 @@ WRITER_SERVICE_ACCOUNT = "model-writer"
 # Models without a namespace of their own (all-in-one stacks); a team's models run in the team's.
 DEFAULT_NAMESPACE = "inference"
 
-# Where the platform's own controllers run. Envoy Gateway's controller namespace: in its default
-# ControllerNamespace mode the Envoy proxies run here too, which is where model pods receive gateway
-# traffic from. Karpenter and the load balancer controller run in kube-system beside the EKS add-ons.
+# Where the platform's own controllers run. Envoy Gateway's controller namespace: only the controller;
+# it runs in GatewayNamespace mode, so each Gateway's Envoy proxies and LoadBalancer Service run in the
+# Gateway's own namespace (which the program owns, and deletes while the load balancer controller runs).
+# Karpenter and the load balancer controller run in kube-system beside the EKS add-ons.
 EG_NAMESPACE = "envoy-gateway-system"
 KARPENTER_NAMESPACE = "kube-system"
 LOAD_BALANCER_NAMESPACE = "kube-system"

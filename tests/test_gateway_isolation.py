@@ -38,16 +38,16 @@ def test_every_model_namespace_denies_ingress_and_egress_by_default(dev_render, 
         assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}, ns
 
 
-def test_the_proxies_admitted_are_the_routes_gateways_own_pods_in_envoy_gateways_namespace(dev):
+def test_the_proxies_admitted_are_the_routes_gateways_own_pods_in_the_gateways_namespace(dev):
     own = peers.proxies(resolved_stack(dev).route_parent)
-    assert own.namespace == EG_NAMESPACE
+    assert own.namespace == GATEWAY_NAMESPACE != EG_NAMESPACE, "GatewayNamespace mode: proxies beside their Gateway"
     assert dict(own.labels) == {
         **PROXY_POD_LABELS,
         "gateway.envoyproxy.io/owning-gateway-namespace": GATEWAY_NAMESPACE,
         "gateway.envoyproxy.io/owning-gateway-name": GATEWAY_NAME,
     }, "Envoy Gateway 1.9.0 labels every proxy pod with the app labels and its Gateway's name and namespace"
     aibrix = peers.proxies(serving_stack().route_parent)
-    assert aibrix.namespace == EG_NAMESPACE, "AIBrix's Gateway's proxies run in Envoy Gateway's namespace too"
+    assert aibrix.namespace == AIBRIX_GATEWAY[0], "AIBrix's Gateway's proxies run in AIBrix's namespace"
     assert aibrix.labels[peers.OWNING_GATEWAY_NAMESPACE] == AIBRIX_GATEWAY[0]
     assert aibrix.labels[peers.OWNING_GATEWAY_NAME] == AIBRIX_GATEWAY[1]
     team = peers.proxies(resolved_stack(sections_of(TEAM_SEARCH)).route_parent)

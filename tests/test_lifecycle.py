@@ -254,7 +254,6 @@ def test_every_detector_is_exercised_by_a_test_above():
 KNOWN_UNTIL_26_LANDS = {
     *((s, "helm-crds-directory") for s in ("dev", "capacity", "engines", "frontdoor", "multinode", "platform")),
     *((s, "helm-crds-directory") for s in ("serving", "storage-efs", "storage-fsx", "storage-local")),
-    ("storage-fsx", "retained-storage-in-deleted-vpc"),
 }
 
 

@@ -141,7 +141,7 @@ def test_the_model_admits_the_interceptor_and_the_interceptor_admits_only_envoy_
     proxy, admin = policy["spec"]["ingress"]
     sources = [(p["namespaceSelector"]["matchLabels"], p["podSelector"]["matchLabels"]) for p in proxy["from"]]
     assert sources == [
-        ({"kubernetes.io/metadata.name": "envoy-gateway-system"}, dict(front_door.labels)),
+        ({"kubernetes.io/metadata.name": "inference-gateway"}, dict(front_door.labels)),
         ({"kubernetes.io/metadata.name": "litellm"}, {"app.kubernetes.io/name": "litellm"}),
     ], "nothing else may reach a proxy that forwards by a header: it would bypass authentication"
     assert front_door.labels[peers.OWNING_GATEWAY_NAME] == stack.route_parent.name, "this Gateway's proxies only"

@@ -101,11 +101,14 @@ def test_stateful_storage_is_protected_and_retained_by_default():
     for example, typ in (
         ("storage-efs", "aws:s3/bucket:Bucket"),
         ("storage-efs", "aws:efs/fileSystem:FileSystem"),
-        ("storage-fsx", "aws:fsx/lustreFileSystem:LustreFileSystem"),
     ):
         record = one(example, typ)
         assert record.protect, f"{typ} must not be deleted by a stray `pulumi destroy`"
         assert record.retain_on_delete, f"{typ} survives being removed from the program"
+    # The FSx cache is not state: the bucket above is the retained copy, and a retained file system's
+    # network interfaces would fail the VPC's deletion (tests/test_destroy.py).
+    fsx = one("storage-fsx", "aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert not fsx.protect and not fsx.retain_on_delete, "the FSx cache is deleted with its VPC"
 
 
 def test_switching_protect_off_leaves_stateful_storage_deletable(mocks):

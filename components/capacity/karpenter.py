@@ -57,16 +57,19 @@ class Karpenter(pulumi.ComponentResource):
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Karpenter", name, None, opts)
         # The AWS side (what terraform-aws-eks's karpenter submodule holds), then what runs in the cluster.
-        node_role, access = self._node_role(name, args)
+        node_role, node_access = self._node_role(name, args)
         queue = self._interruption_queue(name, args)
         credentials = self._controller_identity(name, args, node_role, queue)
-        self.release = self._controller(name, args, queue, [access, *credentials])
+        self.release = self._controller(name, args, queue, [*node_access, *credentials])
         self.node_role_name = node_role.name
         self.queue_name = queue.name
         self.register_outputs({"nodeRoleName": self.node_role_name, "queueName": self.queue_name})
 
-    def _node_role(self, name: str, args: KarpenterArgs) -> tuple[aws.iam.Role, aws.eks.AccessEntry]:
-        """The role Karpenter's nodes run as, and the access entry that lets them join the cluster."""
+    def _node_role(self, name: str, args: KarpenterArgs) -> tuple[aws.iam.Role, list[pulumi.Resource]]:
+        """The role Karpenter's nodes run as, and what a node needs of it: the access entry that lets it
+        join the cluster and the role's policy attachments. The release waits for all of them, so on
+        destroy they outlive the EC2NodeClasses (which wait for their nodes to be gone): a draining node
+        keeps its credentials and its place in the cluster until Karpenter has terminated it."""
         child = pulumi.ResourceOptions(parent=self)
         node_role = aws.iam.Role(
             f"{name}-node",
@@ -75,8 +78,10 @@ class Karpenter(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        for i, arn in enumerate(karpenter_iam.NODE_POLICIES):
+        attachments = [
             aws.iam.RolePolicyAttachment(f"{name}-node-{i}", role=node_role.name, policy_arn=arn, opts=child)
+            for i, arn in enumerate(karpenter_iam.NODE_POLICIES)
+        ]
         access = aws.eks.AccessEntry(
             f"{name}-node",
             cluster_name=args.cluster,
@@ -85,7 +90,7 @@ class Karpenter(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        return node_role, access
+        return node_role, [access, *attachments]
 
     def _interruption_queue(self, name: str, args: KarpenterArgs) -> aws.sqs.Queue:
         """The SQS queue EventBridge feeds with spot interruptions, rebalances and health events."""
@@ -182,8 +187,8 @@ class Karpenter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
-                # CRDs, credentials and the node access entry first: a controller without them
-                # crashes, launches nothing, or launches nodes that never join.
+                # CRDs, credentials, the node access entry and the node role's policies first: a
+                # controller without them crashes, launches nothing, or launches nodes that never join.
                 depends_on=[crds, *aws_side],
             ),
             service_webhook=args.service_webhook,

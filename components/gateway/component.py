@@ -111,6 +111,9 @@ class FrontDoorArgs:
     litellm_route: bool = False
     # Installers whose CRDs the objects need (Envoy Gateway; AIBrix when its gateway is the parent).
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    # The AWS Load Balancer Controller's release, when this stack installs it: the Gateway's namespace
+    # (where its proxies' LoadBalancer Service lives) is created after it and deleted before it.
+    load_balancer: pulumi.Resource | None = None
     # Namespaces that already exist (created by the platform), by name.
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
     # The Prometheus pods that scrape the models (components/peers.py prometheus); None: no monitoring.
@@ -145,10 +148,15 @@ class FrontDoor(pulumi.ComponentResource):
         namespaces = dict(args.namespaces)
         self.created = {}
         if parent.own and parent.namespace not in namespaces:
+            # The Gateway's data plane lives here (Envoy Gateway's GatewayNamespace mode). Pulumi deletes a
+            # Namespace and waits until it is gone, its contents' finalizers included, so on destroy the
+            # proxies' LoadBalancer Service is gone, and its NLB, security groups and ENIs with it, before
+            # the load balancer controller that removes them is uninstalled.
+            lb = [args.load_balancer] if args.load_balancer is not None else []
             namespaces[parent.namespace] = self.created[parent.namespace] = k8s.core.v1.Namespace(
                 f"{name}-ns",
                 metadata={"name": GATEWAY_NAMESPACE, "labels": {**MANAGED_BY}},
-                opts=plain,
+                opts=pulumi.ResourceOptions.merge(plain, pulumi.ResourceOptions(depends_on=lb)),
             )
 
         def after(*namespaces_used: str, crds: bool = True) -> pulumi.ResourceOptions:

@@ -457,11 +457,28 @@ def gateway_objects(gw: GatewaySection, parent: GatewayParent, platform_keys: Ke
     return objs
 
 
+# Where Envoy Gateway puts each Gateway's data plane (api/v1alpha1/envoygateway_types.go
+# KubernetesDeployModeType): in `GatewayNamespace` mode the proxy Deployment, its LoadBalancer Service and
+# ServiceAccount live in the Gateway's own namespace, owned by the Gateway (proxy/resource_provider.go
+# ownerReferences), instead of in the controller's namespace.
+DEPLOY_MODE = "GatewayNamespace"
+
+
 def envoy_gateway_values(*, prod: bool, aibrix: bool) -> dict[str, Any]:
-    """gateway-helm values (keys from the v1.9.0 chart's values.tmpl.yaml). With AIBrix, the
-    controller must accept EnvoyPatchPolicy (`config.envoyGateway.extensionApis`; off by default):
-    AIBrix's chart patches its Gateway's route and cluster config with one, and without it the
-    gateway plugin's routing never reaches Envoy."""
+    """gateway-helm values (keys from the v1.9.0 chart's values.tmpl.yaml). Every Gateway's proxies
+    and LoadBalancer Service run in the Gateway's namespace (DEPLOY_MODE): a namespace the program
+    owns and deletes, awaited, while the AWS Load Balancer Controller still runs, so on destroy the
+    controller removes the Service's NLB (and its finalizer) before it is uninstalled itself. In the
+    default ControllerNamespace mode they would sit in `envoy-gateway-system`, which the Helm release
+    creates and never deletes, and nothing would wait for the NLB. With AIBrix, the controller must
+    accept EnvoyPatchPolicy (`config.envoyGateway.extensionApis`; off by default): AIBrix's chart
+    patches its Gateway's route and cluster config with one, and without it the gateway plugin's
+    routing never reaches Envoy."""
+    envoy_gateway: dict[str, Any] = {
+        "provider": {"type": "Kubernetes", "kubernetes": {"deploy": {"type": DEPLOY_MODE}}}
+    }
+    if aibrix:
+        envoy_gateway["extensionApis"] = {"enableEnvoyPatchPolicy": True}
     values: dict[str, Any] = {
         "deployment": {
             "replicas": 2 if prod else 1,
@@ -470,7 +487,6 @@ def envoy_gateway_values(*, prod: bool, aibrix: bool) -> dict[str, Any]:
         "podDisruptionBudget": {"minAvailable": 1 if prod else 0},
         # The certificate job's requests and memory bound (the chart leaves them empty).
         "certgen": {"job": {"resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}}},
+        "config": {"envoyGateway": envoy_gateway},
     }
-    if aibrix:
-        values["config"] = {"envoyGateway": {"extensionApis": {"enableEnvoyPatchPolicy": True}}}
     return values

@@ -33,7 +33,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
 from stacks.config.gateway import GatewaySection
-from stacks.naming import TOKEN
+from stacks.naming import MANAGED_BY, TOKEN
 from stacks.naming import labels as k8s_labels
 from stacks.resolved import (
     CONTROLLER_NAMESPACES,
@@ -82,7 +82,8 @@ class ServingPlatformsArgs:
     # The platform keeps teams' LiteLLM virtual keys: its key Job calls the proxy.
     virtual_keys: bool = False
     # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
-    # closed, so every Service, and every release creating one, waits for it.
+    # closed, so every Service, and every release creating one, waits for it; and AIBrix's namespace,
+    # where its Gateway's LoadBalancer Service lives, is created after it and deleted (awaited) before it.
     service_webhook: pulumi.Resource | None = None
 
 
@@ -120,6 +121,8 @@ class ServingPlatforms(pulumi.ComponentResource):
             if not addon.enabled:
                 continue
             depends = [args.envoy_gateway] if key == "aibrix" and args.envoy_gateway is not None else []
+            if key == "aibrix":
+                depends.append(self._aibrix_namespace(name, args))
             if key == "keda-http":
                 # The chart renders a ScaledObject for its own interceptor: KEDA's CRDs come first.
                 depends = [self.releases["keda"]]
@@ -128,7 +131,7 @@ class ServingPlatforms(pulumi.ComponentResource):
                 chart(key, addon.version),
                 release_name=release_names.get(key, key),
                 namespace=namespaces.get(key) or CONTROLLER_NAMESPACES[key],
-                create_namespace=True,
+                create_namespace=key != "aibrix",
                 values=build(),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
                 service_webhook=args.service_webhook,
@@ -140,6 +143,22 @@ class ServingPlatforms(pulumi.ComponentResource):
         if addons.litellm.enabled:
             self.litellm = self._litellm(args, addons)
         self.register_outputs({})
+
+    def _aibrix_namespace(self, name: str, args: ServingPlatformsArgs) -> pulumi.Resource:
+        """AIBrix's namespace, owned by the program rather than made by Helm (which never deletes it):
+        its Gateway's proxies and their LoadBalancer Service run there (Envoy Gateway's GatewayNamespace
+        mode), and Pulumi deletes a Namespace and waits until it is gone, finalizers included, so on
+        destroy the NLB is removed while the load balancer controller still runs."""
+        lb = [args.service_webhook] if args.service_webhook is not None else []
+        return register(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": CONTROLLER_NAMESPACES["aibrix"], "labels": dict(MANAGED_BY)},
+            },
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=lb),
+            name=f"{name}-aibrix-ns",
+        )
 
     def _litellm(self, args: ServingPlatformsArgs, addons: AddonsSection) -> pulumi.Resource:
         mon = addons.monitoring

@@ -61,8 +61,10 @@ class ModelBucket(pulumi.ComponentResource):
         self.register_outputs({"name": self.name, "arn": self.arn})
 
     def _create(self, name: str, args: ModelBucketArgs) -> None:
-        child = pulumi.ResourceOptions(parent=self)
         stateful = pulumi.ResourceOptions(parent=self, protect=args.protect, retain_on_delete=args.protect)
+        # The bucket's settings stay with a retained bucket: deleting them would suspend its versioning,
+        # lift its public access block and drop its TLS-only policy while the weights stay behind.
+        child = pulumi.ResourceOptions(parent=self, retain_on_delete=args.protect)
         bucket = aws.s3.Bucket(
             f"{name}-bucket",
             bucket=args.config.name,
@@ -109,7 +111,7 @@ class ModelBucket(pulumi.ComponentResource):
             f"{name}-tls-only",
             bucket=bucket.id,
             policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_policy(arn))),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[block]),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[block])),
         )
         self.name = bucket.bucket
         self.arn = bucket.arn

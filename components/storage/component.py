@@ -124,14 +124,15 @@ class ModelStorage(pulumi.ComponentResource):
             cluster_security_group_id=args.cluster_security_group_id,
             namespaces=args.namespaces,
             provider=args.provider,
-            protect=cfg.protect,
             tags=args.tags,
         )
         claim: str | None = None
         self.claim_class = None
         if cfg.model_cache == "efs":
             efs = EfsCache(
-                f"{name}-efs", EfsCacheArgs(config=cfg.efs, subnet_count=subnet_count(args.cluster), **common), child
+                f"{name}-efs",
+                EfsCacheArgs(config=cfg.efs, subnet_count=subnet_count(args.cluster), protect=cfg.protect, **common),
+                child,
             )
             claim, self.claim_class = efs.claim_name, efs.storage_class
         elif cfg.model_cache == "fsx":

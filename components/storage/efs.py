@@ -2,7 +2,12 @@
 mount target in every private subnet behind a security group that admits NFS (2049) only from the
 cluster security group, the EFS CSI driver as an EKS add-on with its Pod Identity role, a
 StorageClass for dynamic access points, and one ReadWriteMany `model-cache` claim per model
-namespace."""
+namespace.
+
+With `storage.protect` the file system is protected and retained, but never its mount targets: they
+are the cache's only network interfaces in the VPC, so `pulumi destroy` deletes them (and their
+security group) with the VPC, and the retained file system, a regional resource outside any VPC,
+blocks nothing."""
 
 from __future__ import annotations
 
@@ -73,7 +78,8 @@ class EfsCache(pulumi.ComponentResource):
                 file_system_id=fs.id,
                 subnet_id=subnets.apply(functools.partial(_nth, i)),
                 security_groups=[sg.id],
-                opts=child,
+                # Never protected or retained, even when the file system is: see the module's docstring.
+                opts=pulumi.ResourceOptions(parent=self, protect=False, retain_on_delete=False),
             )
             for i in range(args.subnet_count)
         ]

@@ -6,6 +6,13 @@ Pod Identity role, and per model namespace a static PersistentVolume bound to a 
 
 Files appear in Lustre as S3 metadata first; content is loaded from S3 on first read. The cache does
 not push anything back to S3.
+
+The file system is a cache of the bucket, so it is neither protected nor retained, whatever
+`storage.protect` says: the bucket (outside the VPC) is the retained copy, and a cache refills itself
+(the preparation init containers). A retained file system would keep its network interfaces in the
+stack's private subnet and its security group, and the VPC's deletion would fail on them; a protected
+one would stop `pulumi destroy` and, with `--exclude-protected`, keep everything it depends on (its
+subnet, the VPC, the cluster whose security group its rules name).
 """
 
 from __future__ import annotations
@@ -48,7 +55,6 @@ class FsxCacheArgs:
     bucket: pulumi.Input[str]
     namespaces: dict[str, pulumi.Resource]
     provider: k8s.Provider
-    protect: bool
     tags: dict[str, str]
 
 
@@ -131,9 +137,8 @@ class FsxCache(pulumi.ComponentResource):
             automatic_backup_retention_days=0,
             skip_final_backup=True,
             tags={**args.tags, "Name": f"{args.cluster}-models"},
-            opts=pulumi.ResourceOptions(
-                parent=self, protect=args.protect, retain_on_delete=args.protect, depends_on=rules
-            ),
+            # Deleted with the stack, before its subnet, security group and VPC (see the module's docstring).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=rules),
         )
 
     def _create_association(

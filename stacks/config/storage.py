@@ -180,8 +180,10 @@ class StorageSection(Strict):
     )
     protect: bool = Field(
         default=True,
-        description="Protect the model bucket and file systems: `pulumi destroy` stops at them and removing them "
-        "from the stack leaves them in the account. Refused `false` in `environment: prod`.",
+        description="Protect the model bucket (with its settings) and the EFS file system: `pulumi destroy` stops "
+        "at them and removing them from the stack leaves them in the account (EFS without its mount targets, "
+        "which go with the VPC). The FSx for Lustre cache is never protected or retained: the bucket is the "
+        "retained copy. Refused `false` in `environment: prod`.",
     )
 
     @model_validator(mode="after")

@@ -135,7 +135,7 @@ def production_storage_is_protected(stack: ResolvedStack) -> Iterable[Problem]:
     if stack.prod and not stack.config.storage.protect:
         yield Problem(
             key_path(["storage", "protect"]),
-            "production keeps the model bucket and file systems protected from deletion; remove "
+            "production keeps the model bucket and the EFS file system protected from deletion; remove "
             "protect: false (unprotect deliberately with `pulumi state unprotect` when retiring them)",
         )
 
