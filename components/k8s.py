@@ -115,6 +115,7 @@ def release(
     values: dict[str, Any] | None = None,
     create_namespace: bool = False,
     skip_crds: bool = False,
+    take_ownership: bool = False,
 ) -> k8s.helm.v3.Release:
     """Install a pinned chart of the catalog (stacks/versions.py) as a Helm release: the one way every
     release of the platform is created, so chart sources, versions and options are handled once."""
@@ -124,6 +125,8 @@ def release(
         extra["create_namespace"] = True
     if skip_crds:
         extra["skip_crds"] = True
+    if take_ownership:
+        extra["take_ownership"] = True
     return k8s.helm.v3.Release(
         resource_name,
         name=release_name,

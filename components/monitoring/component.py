@@ -22,9 +22,9 @@ from stacks.config.addons import AddonsSection, LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
 from stacks.naming import MANAGED_BY, TOKEN
 from stacks.resolved import ImageTable, ResolvedModel
-from stacks.versions import chart
+from stacks.versions import chart, crd_source
 
-from .. import peers
+from .. import crds, peers
 from ..k8s import register
 from ..k8s import release as release_chart
 from .autoscaling import scaling_dashboard, scaling_prometheus_rule
@@ -88,11 +88,12 @@ class Monitoring(pulumi.ComponentResource):
         ns = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": MONITORING_NAMESPACE, "labels": {**MANAGED_BY}}, opts=plain
         )
-        # An existing Prometheus's operator CRDs already exist; ours arrive with kube-prometheus-stack.
+        # An existing Prometheus's operator CRDs already exist; ours are the program's (prometheus-operator-crds
+        # at the operator version the kube-prometheus-stack release runs), then the operator's release.
         crd_deps: list[pulumi.Resource] = []
 
         def release(
-            key: str, version: str | None, values: dict, depends_on: list[pulumi.Resource]
+            key: str, version: str | None, values: dict, depends_on: list[pulumi.Resource], skip_crds: bool = False
         ) -> k8s.helm.v3.Release:
             """A pinned chart of the catalog (`key` is also the release name) in the monitoring namespace."""
             return release_chart(
@@ -101,12 +102,16 @@ class Monitoring(pulumi.ComponentResource):
                 release_name=key,
                 namespace=MONITORING_NAMESPACE,
                 values=values,
+                skip_crds=skip_crds,
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends_on),
             )
 
         if not mon.existing_prometheus:
             volumes = register(monitoring_storage_class(), plain)
-            crd_deps.append(release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns, volumes]))
+            source = crd_source("kube-prometheus-stack", mon.version, mon.crds_version)
+            crd_deps.append(crds.install(f"{name}-crds", source, plain))
+            values = prometheus_stack_values(mon)
+            crd_deps.append(release("kube-prometheus-stack", mon.version, values, [ns, volumes, *crd_deps], True))
         prometheus = args.prometheus_adapter
         if prometheus is not None:
             workload_engines = [e for e in args.engines.values() if e.platform_workload]
