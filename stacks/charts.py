@@ -138,6 +138,10 @@ class ChartRender:
     skipped: str | None = None  # why the release was not templated at all
     notes: list[str] = field(default_factory=list)  # what was templated with something left out
     problems: list[str] = field(default_factory=list)
+    # The chart's crds/ CRDs when the release skips them: the program applies the same CRDs at the chart's
+    # version itself (stacks/versions.py CRD_SOURCES, tests/test_crds.py), so its custom resources are
+    # still validated against them; they are not the release's objects (neither checked nor scanned here).
+    crds: list[dict[str, Any]] = field(default_factory=list)
 
 
 def chart_key(release: dict[str, Any]) -> str:
@@ -215,9 +219,7 @@ def template(
         values_file = Path(work) / "values.json"
         values_file.write_text(json.dumps(values))
         args = [str(binary), "template", release["name"], str(chart), "--namespace", release["namespace"]]
-        args += ["--values", str(values_file), "--kube-version", kube_version, "--skip-tests"]
-        if not release.get("skipCrds"):
-            args.append("--include-crds")
+        args += ["--values", str(values_file), "--kube-version", kube_version, "--skip-tests", "--include-crds"]
         for api in sorted(set(api_versions)):
             args += ["--api-versions", api]
         done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=300)
@@ -226,13 +228,34 @@ def template(
         return out
     docs = [d for d in map(_document, _DOCUMENT_START.split(done.stdout)) if isinstance(d, dict)]
     docs = [item for d in docs for item in (d.get("items") or [] if d.get("kind") == "List" else [d])]
+    from_crds_dir = _crds_dir_names(chart) if release.get("skipCrds") else set()
     for doc in docs:
+        if _is_crd(doc) and doc.get("metadata", {}).get("name") in from_crds_dir:
+            out.crds.append(doc)
+            continue
         if isinstance(doc, dict) and doc.get("kind"):
             meta = doc.setdefault("metadata", {})
             if _namespaced(doc):
                 meta.setdefault("namespace", release["namespace"])  # as helm install puts it
             out.objects.append(doc)
     return out
+
+
+def _is_crd(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
+
+
+def _crds_dir_names(chart: Path) -> set[str]:
+    """The names of the CRDs in the crds/ directories of a chart and its subcharts (what `--skip-crds`
+    leaves out)."""
+    names = set()
+    for path in sorted((chart / "crds").rglob("*.y*ml")):
+        for doc in yaml.load_all(path.read_text(), Loader=_LOADER):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                names.add(doc.get("metadata", {}).get("name"))
+    for sub in sorted((chart / "charts").glob("*/")) if (chart / "charts").is_dir() else []:
+        names |= _crds_dir_names(sub)
+    return names
 
 
 _CLUSTER_SCOPED = {
@@ -306,7 +329,7 @@ def installed_crds(renders: Iterable[ChartRender]) -> CrdSchemas:
     """(group, version, kind) -> the strict openAPIV3Schema of each CRD the stack's charts install."""
     found: CrdSchemas = {}
     for r in renders:
-        for obj in r.objects:
+        for obj in [*r.objects, *r.crds]:
             if obj.get("kind") != "CustomResourceDefinition":
                 continue
             spec = obj.get("spec") or {}

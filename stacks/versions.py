@@ -250,7 +250,7 @@ class CrdRecipe:
     files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-class UnknownCrdVersion(LookupError):
+class UnknownCrdVersionError(LookupError):
     """The catalog cannot say where a chart's CRDs are at this version (stacks/rules/crds.py refuses it)."""
 
 
@@ -275,7 +275,9 @@ CRD_SOURCES: dict[str, CrdRecipe] = {
         "renders the Gateway API safe-upgrade ValidatingAdmissionPolicy gateway-helm would (crds.enabled: false)",
         apply="template",
         chart=Chart("gateway-crds-helm", "", "oci://docker.io/envoyproxy"),
-        values={"crds": {"gatewayAPI": {"enabled": True, "channel": "experimental"}, "envoyGateway": {"enabled": True}}},
+        values={
+            "crds": {"gatewayAPI": {"enabled": True, "channel": "experimental"}, "envoyGateway": {"enabled": True}}
+        },
         crds=(
             "backendtlspolicies.gateway.networking.k8s.io",
             "gatewayclasses.gateway.networking.k8s.io",
@@ -311,10 +313,18 @@ CRD_SOURCES: dict[str, CrdRecipe] = {
         crds=tuple(
             f"{plural}.monitoring.coreos.com"
             for plural in (
-                "alertmanagerconfigs", "alertmanagers", "podmonitors", "probes", "prometheusagents",
-                "prometheuses", "prometheusrules", "scrapeconfigs", "servicemonitors", "thanosrulers",
+                "alertmanagerconfigs",
+                "alertmanagers",
+                "podmonitors",
+                "probes",
+                "prometheusagents",
+                "prometheuses",
+                "prometheusrules",
+                "scrapeconfigs",
+                "servicemonitors",
+                "thanosrulers",
             )
-        ),  # fmt: skip
+        ),
     ),
     "kuberay": CrdRecipe(
         why="KubeRay publishes no CRD chart; its chart's crds/ is helm-chart/kuberay-operator/crds at tag v<version>",
@@ -322,9 +332,12 @@ CRD_SOURCES: dict[str, CrdRecipe] = {
         url="https://raw.githubusercontent.com/ray-project/kuberay/{tag}/helm-chart/kuberay-operator/crds/{file}",
         files={
             "1.7.0": (
-                "ray.io_rayclusters.yaml", "ray.io_raycronjobs.yaml", "ray.io_rayjobs.yaml", "ray.io_rayservices.yaml"
+                "ray.io_rayclusters.yaml",
+                "ray.io_raycronjobs.yaml",
+                "ray.io_rayjobs.yaml",
+                "ray.io_rayservices.yaml",
             )
-        },  # fmt: skip
+        },
         crds=("rayclusters.ray.io", "raycronjobs.ray.io", "rayjobs.ray.io", "rayservices.ray.io"),
     ),
     "lws": CrdRecipe(
@@ -395,24 +408,43 @@ CRD_SOURCES: dict[str, CrdRecipe] = {
         "at tag v<version> (its own pre-upgrade crd-apply hook is turned off: one owner per CRD)",
         apply="files",
         url="https://raw.githubusercontent.com/NVIDIA/k8s-nim-operator/{tag}/deployments/helm/k8s-nim-operator/crds/{file}",
-        files={"3.1.2": tuple(f"apps.nvidia.com_{p}.yaml" for p in (
-            "nemocustomizers", "nemodatastores", "nemoentitystores", "nemoevaluators", "nemoguardrails",
-            "nimbuilds", "nimcaches", "nimpipelines", "nimservices",
-        ))},  # fmt: skip
+        files={
+            "3.1.2": tuple(
+                f"apps.nvidia.com_{p}.yaml"
+                for p in (
+                    "nemocustomizers",
+                    "nemodatastores",
+                    "nemoentitystores",
+                    "nemoevaluators",
+                    "nemoguardrails",
+                    "nimbuilds",
+                    "nimcaches",
+                    "nimpipelines",
+                    "nimservices",
+                )
+            )
+        },
         crds=tuple(
             f"{p}.apps.nvidia.com"
             for p in (
-                "nemocustomizers", "nemodatastores", "nemoentitystores", "nemoevaluators", "nemoguardrails",
-                "nimbuilds", "nimcaches", "nimpipelines", "nimservices",
+                "nemocustomizers",
+                "nemodatastores",
+                "nemoentitystores",
+                "nemoevaluators",
+                "nemoguardrails",
+                "nimbuilds",
+                "nimcaches",
+                "nimpipelines",
+                "nimservices",
             )
-        ),  # fmt: skip
+        ),
     ),
 }
 
 
 def crd_source(owner: str, version: str | None = None, crd_version: str | None = None) -> CrdSource:
     """Where the CRDs of catalog chart `owner` at `version` (default: its pin) come from. `crd_version`
-    overrides a CRD chart's own version (addons.monitoring.crdsVersion). UnknownCrdVersion when the
+    overrides a CRD chart's own version (addons.monitoring.crdsVersion). UnknownCrdVersionError when the
     catalog cannot say: a version it has no CRD chart version or crds/ file list for."""
     recipe = CRD_SOURCES[owner]
     version = version or CHARTS[owner].version
@@ -421,16 +453,20 @@ def crd_source(owner: str, version: str | None = None, crd_version: str | None =
             recipe.chart_versions.get(version) if recipe.chart_versions is not None else version
         )
         if crd_chart_version is None:
-            raise UnknownCrdVersion(
+            raise UnknownCrdVersionError(
                 f"the catalog has no {recipe.chart.chart} version for {CHARTS[owner].chart} {version}"
             )
         return CrdSource(
-            owner, version, recipe.apply, recipe.crds, chart=recipe.chart.with_version(crd_chart_version),
+            owner,
+            version,
+            recipe.apply,
+            recipe.crds,
+            chart=recipe.chart.with_version(crd_chart_version),
             values=recipe.values,
-        )  # fmt: skip
+        )
     files = recipe.files.get(version)
     if files is None:
-        raise UnknownCrdVersion(f"the catalog has no crds/ file list for {CHARTS[owner].chart} {version}")
+        raise UnknownCrdVersionError(f"the catalog has no crds/ file list for {CHARTS[owner].chart} {version}")
     tag = recipe.tag.format(version=version)
     urls = tuple(recipe.url.format(tag=tag, file=f) for f in files)
     return CrdSource(owner, version, recipe.apply, recipe.crds, urls=urls)

@@ -69,9 +69,7 @@ class GatewayController(pulumi.ComponentResource):
             create_namespace=True,
             skip_crds=True,
             values=envoy_gateway_values(prod=args.prod, aibrix=args.aibrix),
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[applied, *args.depends_on]
-            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[applied, *args.depends_on]),
         )
         self.register_outputs({"release": self.release.name})
 
@@ -185,7 +183,10 @@ class FrontDoor(pulumi.ComponentResource):
             if served.routing is not None and served.routing.picker:
                 self._picker(name, served, args, after(served.namespace, crds=False), after(route_ns))
         if args.interceptor is not None:
-            wake_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.interceptor])
+            # The grant is a Gateway API object: after its CRD's installer too, not only the interceptor's.
+            wake_opts = pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[args.interceptor, *args.depends_on]
+            )
             for grant in interceptor_grants(access.interceptor_routes_from):
                 register(grant, wake_opts)
             policy = isolation.interceptor_ingress(proxies=peers.proxies(parent), litellm_proxy=args.litellm_route)

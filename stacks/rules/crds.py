@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from stacks.versions import CHARTS, CRD_SOURCES, UnknownCrdVersion, crd_source
+from stacks.versions import CHARTS, CRD_SOURCES, UnknownCrdVersionError, crd_source
 
 from ..checks import rule
 from ..errors import Problem
@@ -40,7 +40,7 @@ def crds_have_a_source_at_the_installed_version(stack: ResolvedStack) -> Iterabl
             continue
         try:
             crd_source(owner, addon.version)
-        except UnknownCrdVersion:
+        except UnknownCrdVersionError:
             pinned = CHARTS[owner].version
             yield Problem(
                 f"addons.{key}.version",
@@ -53,7 +53,7 @@ def crds_have_a_source_at_the_installed_version(stack: ResolvedStack) -> Iterabl
     if mon.enabled and not mon.existing_prometheus:
         try:
             crd_source("kube-prometheus-stack", mon.version, mon.crds_version)
-        except UnknownCrdVersion:
+        except UnknownCrdVersionError:
             known = ", ".join(sorted(CRD_SOURCES["kube-prometheus-stack"].chart_versions or {}))
             yield Problem(
                 "addons.monitoring.crdsVersion",
