@@ -219,7 +219,9 @@ def template(
         values_file = Path(work) / "values.json"
         values_file.write_text(json.dumps(values))
         args = [str(binary), "template", release["name"], str(chart), "--namespace", release["namespace"]]
-        args += ["--values", str(values_file), "--kube-version", kube_version, "--skip-tests", "--include-crds"]
+        args += ["--values", str(values_file), "--kube-version", kube_version, "--skip-tests"]
+        if not release.get("skipCrds"):
+            args.append("--include-crds")
         for api in sorted(set(api_versions)):
             args += ["--api-versions", api]
         done = subprocess.run(args, capture_output=True, text=True, check=False, timeout=300)
@@ -228,11 +230,9 @@ def template(
         return out
     docs = [d for d in map(_document, _DOCUMENT_START.split(done.stdout)) if isinstance(d, dict)]
     docs = [item for d in docs for item in (d.get("items") or [] if d.get("kind") == "List" else [d])]
-    from_crds_dir = _crds_dir_names(chart) if release.get("skipCrds") else set()
+    if release.get("skipCrds"):
+        out.crds = _crds_dir(root / key)  # the chart on file, not a copy made above
     for doc in docs:
-        if _is_crd(doc) and doc.get("metadata", {}).get("name") in from_crds_dir:
-            out.crds.append(doc)
-            continue
         if isinstance(doc, dict) and doc.get("kind"):
             meta = doc.setdefault("metadata", {})
             if _namespaced(doc):
@@ -245,17 +245,15 @@ def _is_crd(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
 
 
-def _crds_dir_names(chart: Path) -> set[str]:
-    """The names of the CRDs in the crds/ directories of a chart and its subcharts (what `--skip-crds`
-    leaves out)."""
-    names = set()
+def _crds_dir(chart: Path) -> list[dict[str, Any]]:
+    """The CRDs in the crds/ directories of a chart and its subcharts (what `--skip-crds` leaves out),
+    read from the files, so a subchart the values turn off still contributes them."""
+    found = []
     for path in sorted((chart / "crds").rglob("*.y*ml")):
-        for doc in yaml.load_all(path.read_text(), Loader=_LOADER):
-            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                names.add(doc.get("metadata", {}).get("name"))
+        found += [d for d in yaml.load_all(path.read_text(), Loader=_LOADER) if _is_crd(d)]
     for sub in sorted((chart / "charts").glob("*/")) if (chart / "charts").is_dir() else []:
-        names |= _crds_dir_names(sub)
-    return names
+        found += _crds_dir(sub)
+    return found
 
 
 _CLUSTER_SCOPED = {
