@@ -133,6 +133,7 @@ def release(
     create_namespace: bool = False,
     skip_crds: bool = False,
     service_webhook: pulumi.Resource | None = None,
+    take_ownership: bool = False,
 ) -> k8s.helm.v3.Release:
     """Install a pinned chart of the catalog (stacks/versions.py) as a Helm release: the one way every
     release of the platform is created, so chart sources, versions and options are handled once. Its
@@ -148,6 +149,8 @@ def release(
         extra["create_namespace"] = True
     if skip_crds:
         extra["skip_crds"] = True
+    if take_ownership:
+        extra["take_ownership"] = True
     return k8s.helm.v3.Release(
         resource_name,
         name=release_name,

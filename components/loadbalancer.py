@@ -30,9 +30,9 @@ import pulumi_kubernetes as k8s
 
 from stacks.naming import SYSTEM_NODE_LABEL, TOKEN, physical
 from stacks.resolved import LOAD_BALANCER_NAMESPACE
-from stacks.versions import Chart
+from stacks.versions import Chart, CrdSource
 
-from . import podidentity
+from . import crds, podidentity
 from .k8s import release
 from .loadbalancer_iam import SERVICE_ACCOUNT, controller_policy
 
@@ -69,6 +69,7 @@ class LoadBalancerControllerArgs:
     region: str
     vpc_id: pulumi.Input[str]
     chart: Chart
+    crds: CrdSource  # the chart's crds/ files at its tag (TargetGroupBinding, IngressClassParams, ...)
     provider: k8s.Provider
     tags: dict[str, str]
 
@@ -108,17 +109,20 @@ class LoadBalancerController(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        applied = crds.install(f"{name}-crds", args.crds, pulumi.ResourceOptions(parent=self, provider=args.provider))
         self.release = release(
             f"{name}-release",
             args.chart,
             release_name="aws-load-balancer-controller",
             namespace=LOAD_BALANCER_NAMESPACE,
+            skip_crds=True,
             values=controller_values(cluster=args.cluster, region=args.region, vpc_id=args.vpc_id, tags=args.tags),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
-                # Credentials first: without them the controller starts but every AWS call fails.
-                depends_on=[association, attachment],
+                # Credentials first: without them the controller starts but every AWS call fails. Its CRDs
+                # first too: it watches TargetGroupBindings from its first start.
+                depends_on=[applied, association, attachment],
             ),
         )
         self.register_outputs({"release": self.release.name})

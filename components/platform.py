@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 from stacks.exports import export_platform
 from stacks.naming import MANAGED_BY, TOKEN, tags
 from stacks.resolved import TEAM_LABEL, ResolvedStack
-from stacks.versions import chart
+from stacks.versions import chart, crd_source
 
 from . import peers
 from .autoscaling.component import ModelScalers, ModelScalersArgs
@@ -216,6 +216,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 region=platform.region,
                 vpc_id=wiring.cluster.vpc_id,
                 chart=chart("aws-load-balancer-controller", platform.addons.aws_load_balancer_controller.version),
+                crds=crd_source("aws-load-balancer-controller", platform.addons.aws_load_balancer_controller.version),
                 provider=wiring.cluster.provider,
                 tags=wiring.cluster.tags,
             ),
@@ -309,6 +310,7 @@ class InferencePlatform(pulumi.ComponentResource):
             f"{name}-gateway-controller",
             GatewayControllerArgs(
                 chart=chart("envoy-gateway", addons.envoy_gateway.version),
+                crds=crd_source("envoy-gateway", addons.envoy_gateway.version),
                 prod=self.stack.prod,
                 aibrix=addons.aibrix.enabled,
                 provider=wiring.cluster.provider,

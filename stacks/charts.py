@@ -138,6 +138,10 @@ class ChartRender:
     skipped: str | None = None  # why the release was not templated at all
     notes: list[str] = field(default_factory=list)  # what was templated with something left out
     problems: list[str] = field(default_factory=list)
+    # The chart's crds/ CRDs when the release skips them: the program applies the same CRDs at the chart's
+    # version itself (stacks/versions.py CRD_SOURCES, tests/test_crds.py), so its custom resources are
+    # still validated against them; they are not the release's objects (neither checked nor scanned here).
+    crds: list[dict[str, Any]] = field(default_factory=list)
 
 
 def chart_key(release: dict[str, Any]) -> str:
@@ -226,6 +230,8 @@ def template(
         return out
     docs = [d for d in map(_document, _DOCUMENT_START.split(done.stdout)) if isinstance(d, dict)]
     docs = [item for d in docs for item in (d.get("items") or [] if d.get("kind") == "List" else [d])]
+    if release.get("skipCrds"):
+        out.crds = _crds_dir(root / key)  # the chart on file, not a copy made above
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind"):
             meta = doc.setdefault("metadata", {})
@@ -233,6 +239,21 @@ def template(
                 meta.setdefault("namespace", release["namespace"])  # as helm install puts it
             out.objects.append(doc)
     return out
+
+
+def _is_crd(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
+
+
+def _crds_dir(chart: Path) -> list[dict[str, Any]]:
+    """The CRDs in the crds/ directories of a chart and its subcharts (what `--skip-crds` leaves out),
+    read from the files, so a subchart the values turn off still contributes them."""
+    found = []
+    for path in sorted((chart / "crds").rglob("*.y*ml")):
+        found += [d for d in yaml.load_all(path.read_text(), Loader=_LOADER) if _is_crd(d)]
+    for sub in sorted((chart / "charts").glob("*/")) if (chart / "charts").is_dir() else []:
+        found += _crds_dir(sub)
+    return found
 
 
 _CLUSTER_SCOPED = {
@@ -306,7 +327,7 @@ def installed_crds(renders: Iterable[ChartRender]) -> CrdSchemas:
     """(group, version, kind) -> the strict openAPIV3Schema of each CRD the stack's charts install."""
     found: CrdSchemas = {}
     for r in renders:
-        for obj in r.objects:
+        for obj in [*r.objects, *r.crds]:
             if obj.get("kind") != "CustomResourceDefinition":
                 continue
             spec = obj.get("spec") or {}

@@ -93,7 +93,7 @@ CHART_VALUES: dict[str, tuple[list[tuple[str, str]], str | None]] = {
 }
 
 # Charts installed with their defaults: a release of one must pass no values at all.
-VALUELESS_CHARTS = {"karpenter-crd"}
+VALUELESS_CHARTS = {"karpenter-crd", "prometheus-operator-crds"}
 
 # values files of CHART_VALUES that the shared schema directory does not carry -> where upstream keeps
 # them. A release of such a chart is reported as skipped, by name, until the file is fetched (README,

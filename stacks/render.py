@@ -276,6 +276,8 @@ def release(record: Record) -> dict[str, Any]:
         "repository": (i.get("repositoryOpts") or {}).get("repo"),
         "version": i.get("version"),
         "values": i.get("values") or {},
+        # Said only when set: the CRDs in its crds/ are applied by the program instead (components/crds.py).
+        **({"skipCrds": True} if i.get("skipCrds") else {}),
     }
 
 

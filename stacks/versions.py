@@ -9,8 +9,9 @@ one is read from the registry: a stack pins them (prod must, for every image it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 from .awaits import IMAGE_PULL_SECONDS, NODE_LAUNCH_SECONDS, SERVICE_START_SECONDS
 
@@ -101,7 +102,7 @@ CHARTS: dict[str, Chart] = {
     # InferencePool, no proxy with the values the front door sets); hack/push-chart.sh publishes it
     # with --version v0.10.0 to ghcr.io/llm-d/charts.
     "llm-d-router-standalone": Chart("llm-d-router-standalone", "v0.10.0", "oci://ghcr.io/llm-d/charts"),
-    # gateway-helm installs the Gateway API CRDs and Envoy Gateway's own CRDs (crds.enabled).
+    # Its Gateway API and Envoy Gateway CRDs come from gateway-crds-helm (CRD_SOURCES), not its crds/.
     "kube-prometheus-stack": Chart(
         "kube-prometheus-stack", "81.6.2", "https://prometheus-community.github.io/helm-charts"
     ),
@@ -144,13 +145,15 @@ class ReleaseWait:
         return node + IMAGE_PULL_SECONDS + SERVICE_START_SECONDS + self.extra
 
 
+CRDS_ONLY = ReleaseWait("none", False, "CRDs only")
+
 # One entry per catalog chart (tests/test_awaits.py checks every CHARTS key has one, and the pinned
 # charts on file for their Services and webhooks).
 RELEASE_WAITS: dict[str, ReleaseWait] = {
     "karpenter": ReleaseWait(
         "system", True, "the controller's Deployment: the chart's affinity keeps it off Karpenter's nodes"
     ),
-    "karpenter-crd": ReleaseWait("none", False, "CRDs only"),
+    "karpenter-crd": CRDS_ONLY,
     "nvidia-device-plugin": ReleaseWait("daemonset", False, "a DaemonSet on the GPU nodes that exist"),
     "neuron": ReleaseWait(
         "anywhere",
@@ -202,6 +205,8 @@ def release_wait(pinned: Chart) -> ReleaseWait:
     for name, entry in CHARTS.items():
         if entry.chart == pinned.chart:
             return RELEASE_WAITS[name]
+    if any(r.chart is not None and r.chart.chart == pinned.chart for r in CRD_SOURCES.values()):
+        return CRDS_ONLY  # a CRD chart of CRD_SOURCES (prometheus-operator-crds): nothing to wait for
     raise KeyError(f"chart {pinned.chart} is not in the catalog (stacks/versions.py CHARTS)")
 
 
@@ -287,3 +292,282 @@ EKS_ADDONS: dict[str, dict[str, str]] = {}
 
 def chart(name: str, override: str | None = None) -> Chart:
     return CHARTS[name].with_version(override)
+
+
+# ---- CRDs -----------------------------------------------------------------------------------------
+# Helm installs a chart's crds/ directory on the first install and never again: a version bump would
+# leave the old CRDs in place. So every chart whose CRDs the platform relies on gets them from a source
+# the program applies on every `pulumi up`, at the version tied to the chart's own, and its release skips
+# crds/ (components/crds.py). Three upstream mechanisms, chosen per chart below:
+#   "release":  a chart that renders the CRDs as templates, installed as a Helm release (`helm upgrade`
+#               patches templates), adopting CRDs an earlier crds/ install left (take_ownership);
+#   "template": such a chart rendered client-side and applied server-side by Pulumi, object by object
+#               (`helm template | kubectl apply --server-side`), for CRDs too large for a Helm release;
+#   "files":    the chart's own crds/ files at its release tag (raw.githubusercontent.com URLs), applied
+#               server-side as Pulumi resources (yaml ConfigGroup), so an upgrade is a server-side patch.
+# Charts that need nothing here: keda and keda-add-ons-http render their CRDs as templates
+# (`crds.install`, on by default), dynamo-platform 1.4 ships none (its operator's crd-apply init container
+# applies them), and the device-plugin, exporter, adapter and picker charts install no CRDs.
+
+CrdApply = Literal["release", "template", "files"]
+
+
+@dataclass(frozen=True)
+class CrdSource:
+    """The CRDs of the catalog chart `owner` at `version`, as the program applies them: `chart` (with
+    `values`) for "release" and "template", `urls` for "files". `crds` names them (plural.group)."""
+
+    owner: str
+    version: str
+    apply: CrdApply
+    crds: tuple[str, ...]
+    chart: Chart | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+    urls: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """What is applied, as a person would name it: the CRD chart and version, or the tag's files."""
+        if self.chart is not None:
+            return f"{self.chart.chart} {self.chart.version}"
+        return f"{self.owner} {self.version} crds/ ({len(self.urls)} files)"
+
+
+@dataclass(frozen=True)
+class CrdRecipe:
+    """How to get one chart's CRDs at any version the catalog knows: a CRD chart (`chart`; its version
+    is the owner's, or `chart_versions[owner version]` when the CRD chart has its own numbering), or the
+    owner's crds/ `files[owner version]` at `url` (with `{tag}` and `{file}`; the tag is `tag` with the
+    version). `why` says why this mechanism for this chart; `crds` names the CRDs of the pinned version."""
+
+    why: str
+    apply: CrdApply
+    crds: tuple[str, ...]
+    chart: Chart | None = None
+    chart_versions: Mapping[str, str] | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+    url: str = ""
+    tag: str = "v{version}"
+    files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+class UnknownCrdVersionError(LookupError):
+    """The catalog cannot say where a chart's CRDs are at this version (stacks/rules/crds.py refuses it)."""
+
+
+CRD_SOURCES: dict[str, CrdRecipe] = {
+    "karpenter": CrdRecipe(
+        why="aws/karpenter-provider-aws publishes karpenter-crd, the same CRDs as templates, at every controller "
+        "version (its upgrade guide installs it beside the controller)",
+        apply="release",
+        chart=CHARTS["karpenter-crd"],
+        crds=(
+            "capacitybuffers.autoscaling.x-k8s.io",
+            "ec2nodeclasses.karpenter.k8s.aws",
+            "nodeclaims.karpenter.sh",
+            "nodeoverlays.karpenter.sh",
+            "nodepools.karpenter.sh",
+        ),
+    ),
+    "envoy-gateway": CrdRecipe(
+        why="envoyproxy/gateway publishes gateway-crds-helm at every release; its install guide applies it with "
+        "`helm template | kubectl apply --server-side` because the CRDs are too large for a Helm release "
+        "(helm/helm#12277). The experimental Gateway API channel, as gateway-helm's own crds/ carries; it also "
+        "renders the Gateway API safe-upgrade ValidatingAdmissionPolicy gateway-helm would (crds.enabled: false)",
+        apply="template",
+        chart=Chart("gateway-crds-helm", "", "oci://docker.io/envoyproxy"),
+        values={
+            "crds": {"gatewayAPI": {"enabled": True, "channel": "experimental"}, "envoyGateway": {"enabled": True}}
+        },
+        crds=(
+            "backendtlspolicies.gateway.networking.k8s.io",
+            "gatewayclasses.gateway.networking.k8s.io",
+            "gateways.gateway.networking.k8s.io",
+            "grpcroutes.gateway.networking.k8s.io",
+            "httproutes.gateway.networking.k8s.io",
+            "listenersets.gateway.networking.k8s.io",
+            "referencegrants.gateway.networking.k8s.io",
+            "tcproutes.gateway.networking.k8s.io",
+            "tlsroutes.gateway.networking.k8s.io",
+            "udproutes.gateway.networking.k8s.io",
+            "xbackends.gateway.networking.x-k8s.io",
+            "xbackendtrafficpolicies.gateway.networking.x-k8s.io",
+            "xmeshes.gateway.networking.x-k8s.io",
+            "backends.gateway.envoyproxy.io",
+            "backendtrafficpolicies.gateway.envoyproxy.io",
+            "clienttrafficpolicies.gateway.envoyproxy.io",
+            "envoyextensionpolicies.gateway.envoyproxy.io",
+            "envoypatchpolicies.gateway.envoyproxy.io",
+            "envoyproxies.gateway.envoyproxy.io",
+            "httproutefilters.gateway.envoyproxy.io",
+            "securitypolicies.gateway.envoyproxy.io",
+        ),
+    ),
+    "kube-prometheus-stack": CrdRecipe(
+        why="prometheus-community publishes prometheus-operator-crds, the operator's CRDs as templates, installed "
+        "with `helm install` (its README); its version follows its own numbering, so each kube-prometheus-stack "
+        "version maps to the release with the same operator appVersion (81.6.2 and 26.0.1: v0.88.1; 77.0.1 and "
+        "23.0.0: v0.85.0; read from both charts' Chart.yaml at their tags)",
+        apply="release",
+        chart=Chart("prometheus-operator-crds", "", "https://prometheus-community.github.io/helm-charts"),
+        chart_versions={"81.6.2": "26.0.1", "77.0.1": "23.0.0"},
+        crds=tuple(
+            f"{plural}.monitoring.coreos.com"
+            for plural in (
+                "alertmanagerconfigs",
+                "alertmanagers",
+                "podmonitors",
+                "probes",
+                "prometheusagents",
+                "prometheuses",
+                "prometheusrules",
+                "scrapeconfigs",
+                "servicemonitors",
+                "thanosrulers",
+            )
+        ),
+    ),
+    "kuberay": CrdRecipe(
+        why="KubeRay publishes no CRD chart; its chart's crds/ is helm-chart/kuberay-operator/crds at tag v<version>",
+        apply="files",
+        url="https://raw.githubusercontent.com/ray-project/kuberay/{tag}/helm-chart/kuberay-operator/crds/{file}",
+        files={
+            "1.7.0": (
+                "ray.io_rayclusters.yaml",
+                "ray.io_raycronjobs.yaml",
+                "ray.io_rayjobs.yaml",
+                "ray.io_rayservices.yaml",
+            )
+        },
+        crds=("rayclusters.ray.io", "raycronjobs.ray.io", "rayjobs.ray.io", "rayservices.ray.io"),
+    ),
+    "lws": CrdRecipe(
+        why="LWS publishes no CRD chart; its chart's crds/ is charts/lws/crds at the tag (the chart version, "
+        "which carries the v)",
+        apply="files",
+        url="https://raw.githubusercontent.com/kubernetes-sigs/lws/{tag}/charts/lws/crds/{file}",
+        tag="{version}",
+        files={
+            "v0.10.0": (
+                "disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml",
+                "disaggregatedset.x-k8s.io_disaggregatedsets.yaml",
+                "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+            )
+        },
+        crds=(
+            "disaggregatedsetrolescalers.disaggregatedset.x-k8s.io",
+            "disaggregatedsets.disaggregatedset.x-k8s.io",
+            "leaderworkersets.leaderworkerset.x-k8s.io",
+        ),
+    ),
+    "aws-load-balancer-controller": CrdRecipe(
+        why="aws/eks-charts keeps no tags; the controller's repository carries the same chart under "
+        "helm/aws-load-balancer-controller at tag v<version> (its crds/ files identical to the 3.5.0 chart's)",
+        apply="files",
+        url="https://raw.githubusercontent.com/kubernetes-sigs/aws-load-balancer-controller/{tag}/"
+        "helm/aws-load-balancer-controller/crds/{file}",
+        files={"3.5.0": ("crds.yaml", "gateway-crds.yaml")},
+        crds=(
+            "albtargetcontrolconfigs.elbv2.k8s.aws",
+            "globalaccelerators.aga.k8s.aws",
+            "ingressclassparams.elbv2.k8s.aws",
+            "listenerruleconfigurations.gateway.k8s.aws",
+            "loadbalancerconfigurations.gateway.k8s.aws",
+            "targetgroupbindings.elbv2.k8s.aws",
+            "targetgroupconfigurations.gateway.k8s.aws",
+        ),
+    ),
+    "aibrix": CrdRecipe(
+        why="AIBrix publishes its chart only in git: its crds/ is dist/chart/crds at tag v<version>",
+        apply="files",
+        url="https://raw.githubusercontent.com/vllm-project/aibrix/{tag}/dist/chart/crds/{file}",
+        files={
+            "0.7.0": (
+                "autoscaling.aibrix.ai_podautoscalers.yaml",
+                "model.aibrix.ai_modeladapters.yaml",
+                "orchestration.aibrix.ai_kvcaches.yaml",
+                "orchestration.aibrix.ai_podsets.yaml",
+                "orchestration.aibrix.ai_rayclusterfleets.yaml",
+                "orchestration.aibrix.ai_rayclusterreplicasets.yaml",
+                "orchestration.aibrix.ai_rolesets.yaml",
+                "orchestration.aibrix.ai_stormservices.yaml",
+            )
+        },
+        crds=(
+            "podautoscalers.autoscaling.aibrix.ai",
+            "modeladapters.model.aibrix.ai",
+            "kvcaches.orchestration.aibrix.ai",
+            "podsets.orchestration.aibrix.ai",
+            "rayclusterfleets.orchestration.aibrix.ai",
+            "rayclusterreplicasets.orchestration.aibrix.ai",
+            "rolesets.orchestration.aibrix.ai",
+            "stormservices.orchestration.aibrix.ai",
+        ),
+    ),
+    "nim-operator": CrdRecipe(
+        why="the NIM Operator publishes no CRD chart; its chart's crds/ is deployments/helm/k8s-nim-operator/crds "
+        "at tag v<version> (its own pre-upgrade crd-apply hook is turned off: one owner per CRD)",
+        apply="files",
+        url="https://raw.githubusercontent.com/NVIDIA/k8s-nim-operator/{tag}/deployments/helm/k8s-nim-operator/crds/{file}",
+        files={
+            "3.1.2": tuple(
+                f"apps.nvidia.com_{p}.yaml"
+                for p in (
+                    "nemocustomizers",
+                    "nemodatastores",
+                    "nemoentitystores",
+                    "nemoevaluators",
+                    "nemoguardrails",
+                    "nimbuilds",
+                    "nimcaches",
+                    "nimpipelines",
+                    "nimservices",
+                )
+            )
+        },
+        crds=tuple(
+            f"{p}.apps.nvidia.com"
+            for p in (
+                "nemocustomizers",
+                "nemodatastores",
+                "nemoentitystores",
+                "nemoevaluators",
+                "nemoguardrails",
+                "nimbuilds",
+                "nimcaches",
+                "nimpipelines",
+                "nimservices",
+            )
+        ),
+    ),
+}
+
+
+def crd_source(owner: str, version: str | None = None, crd_version: str | None = None) -> CrdSource:
+    """Where the CRDs of catalog chart `owner` at `version` (default: its pin) come from. `crd_version`
+    overrides a CRD chart's own version (addons.monitoring.crdsVersion). UnknownCrdVersionError when the
+    catalog cannot say: a version it has no CRD chart version or crds/ file list for."""
+    recipe = CRD_SOURCES[owner]
+    version = version or CHARTS[owner].version
+    if recipe.chart is not None:
+        crd_chart_version = crd_version or (
+            recipe.chart_versions.get(version) if recipe.chart_versions is not None else version
+        )
+        if crd_chart_version is None:
+            raise UnknownCrdVersionError(
+                f"the catalog has no {recipe.chart.chart} version for {CHARTS[owner].chart} {version}"
+            )
+        return CrdSource(
+            owner,
+            version,
+            recipe.apply,
+            recipe.crds,
+            chart=recipe.chart.with_version(crd_chart_version),
+            values=recipe.values,
+        )
+    files = recipe.files.get(version)
+    if files is None:
+        raise UnknownCrdVersionError(f"the catalog has no crds/ file list for {CHARTS[owner].chart} {version}")
+    tag = recipe.tag.format(version=version)
+    urls = tuple(recipe.url.format(tag=tag, file=f) for f in files)
+    return CrdSource(owner, version, recipe.apply, recipe.crds, urls=urls)

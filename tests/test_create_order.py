@@ -16,7 +16,7 @@ import pytest
 from stacks.golden import stack_files
 from stacks.mocks import Record
 from stacks.pipeline import check_file
-from stacks.versions import CHARTS, RELEASE_WAITS
+from stacks.versions import CHARTS, CRD_SOURCES, CRDS_ONLY, RELEASE_WAITS
 from tests.conftest import rendered_stack
 
 SHIPPED = stack_files()
@@ -75,6 +75,8 @@ class Graph:
     def releases(self) -> dict[str, Record]:
         """This stack's releases by catalog key."""
         keys = {c.chart: key for key, c in CHARTS.items()}
+        # CRD charts (CRD_SOURCES: prometheus-operator-crds) by their owner's key and "-crds".
+        keys |= {r.chart.chart: f"{owner}-crds" for owner, r in CRD_SOURCES.items() if r.chart is not None}
         return {keys[r.inputs["chart"].rsplit("/", 1)[-1]]: r for r in self.records if r.type == RELEASE}
 
 
@@ -99,7 +101,7 @@ def service_problems(g: Graph) -> list[str]:
     lb = g.releases().get(LB)
     if lb is None:
         return []
-    creates = {r.urn for key, r in g.releases().items() if RELEASE_WAITS[key].services and key != LB}
+    creates = {r.urn for key, r in g.releases().items() if RELEASE_WAITS.get(key, CRDS_ONLY).services and key != LB}
     return [
         f"{r.name} is created without waiting for the load balancer controller"
         for r in g.records

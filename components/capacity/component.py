@@ -24,7 +24,7 @@ import pulumi_kubernetes as k8s
 from stacks.config.addons import AddonsSection
 from stacks.naming import TOKEN
 from stacks.resolved import ResolvedPool
-from stacks.versions import chart
+from stacks.versions import chart, crd_source
 
 from ..k8s import register, release
 from .karpenter import Karpenter, KarpenterArgs
@@ -77,7 +77,7 @@ class Capacity(pulumi.ComponentResource):
                 cluster=args.cluster,
                 region=args.region,
                 chart=chart("karpenter", args.addons.karpenter.version),
-                crd_chart=chart("karpenter-crd"),
+                crd_chart=crd_source("karpenter", args.addons.karpenter.version).chart,
                 static_capacity=needs_static_capacity(args.pools),
                 provider=args.provider,
                 tags=args.tags,

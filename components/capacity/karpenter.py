@@ -35,7 +35,7 @@ class KarpenterArgs:
     cluster: pulumi.Input[str]  # the same name as the Cluster component's output: waits for the cluster
     region: str
     chart: Chart
-    crd_chart: Chart  # karpenter-crd, installed at `chart`'s version
+    crd_chart: Chart | None  # karpenter-crd (stacks/versions.py CRD_SOURCES), installed at `chart`'s version
     static_capacity: bool = False  # some pool is static: the staticCapacity feature gate on
     provider: k8s.Provider
     tags: dict[str, str]
@@ -170,6 +170,7 @@ class Karpenter(pulumi.ComponentResource):
         """What runs in the cluster: the CRD chart, then the controller on the system nodes."""
         # CRDs from their own chart at the controller's version: Helm never upgrades a chart's crds/
         # directory, so CRDs installed with the controller chart would stay at the first version.
+        assert args.crd_chart is not None, "Karpenter's CRDs come from a chart"
         crds = release(
             f"{name}-crd",
             args.crd_chart.with_version(args.chart.version),

@@ -25,9 +25,9 @@ import pulumi_kubernetes as k8s
 from stacks.config.gateway import GatewaySection
 from stacks.naming import MANAGED_BY, TOKEN
 from stacks.resolved import EG_NAMESPACE, GATEWAY_NAMESPACE, Access, Endpoint, GatewayParent, ResolvedModel
-from stacks.versions import Chart, Image
+from stacks.versions import Chart, CrdSource, Image
 
-from .. import peers
+from .. import crds, peers
 from ..k8s import register, release
 from ..serving import litellm
 from . import admission, interceptor_admission, isolation, picker
@@ -43,6 +43,7 @@ _After = Callable[..., pulumi.ResourceOptions]
 @dataclass(frozen=True, kw_only=True)
 class GatewayControllerArgs:
     chart: Chart  # gateway-helm, pinned
+    crds: CrdSource  # gateway-crds-helm at the same version: the Gateway API and Envoy Gateway CRDs
     prod: bool  # two replicas under a PDB
     aibrix: bool  # AIBrix patches its Gateway through EnvoyPatchPolicy
     provider: k8s.Provider
@@ -52,20 +53,23 @@ class GatewayControllerArgs:
 
 
 class GatewayController(pulumi.ComponentResource):
-    """Envoy Gateway (gateway-helm) in envoy-gateway-system, with its CRDs."""
+    """Envoy Gateway (gateway-helm) in envoy-gateway-system, after its CRDs (gateway-crds-helm, applied
+    by the program on every update: the chart's crds/ would never be upgraded)."""
 
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: GatewayControllerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:GatewayController", name, None, opts)
+        applied = crds.install(f"{name}-crds", args.crds, pulumi.ResourceOptions(parent=self, provider=args.provider))
         self.release = release(
             f"{name}-envoy-gateway",
             args.chart,
             release_name="envoy-gateway",
             namespace=EG_NAMESPACE,
             create_namespace=True,
+            skip_crds=True,
             values=envoy_gateway_values(prod=args.prod, aibrix=args.aibrix),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[applied, *args.depends_on]),
         )
         self.register_outputs({"release": self.release.name})
 

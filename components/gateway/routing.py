@@ -488,5 +488,8 @@ def envoy_gateway_values(*, prod: bool, aibrix: bool) -> dict[str, Any]:
         # The certificate job's requests and memory bound (the chart leaves them empty).
         "certgen": {"job": {"resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}}},
         "config": {"envoyGateway": envoy_gateway},
+        # The CRDs and the Gateway API safe-upgrade policy come from gateway-crds-helm (components/crds.py):
+        # off here, as Envoy Gateway's install guide says when they are managed separately.
+        "crds": {"enabled": False},
     }
     return values

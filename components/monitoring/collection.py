@@ -116,6 +116,9 @@ def prometheus_stack_values(mon: MonitoringAddon) -> dict[str, Any]:
     if mon.alertmanager_config_secret:
         alertmanager |= {"useExistingSecret": True, "configSecret": mon.alertmanager_config_secret}
     return {
+        # The operator's CRDs are the program's (prometheus-operator-crds, components/crds.py): the crds
+        # subchart off, as the chart's README says when they are managed separately.
+        "crds": {"enabled": False},
         "defaultRules": {"rules": {rule: False for rules in EKS_UNSERVED.values() for rule in rules}},
         **{component: {"enabled": False} for component in EKS_UNSERVED},
         "prometheus": {

@@ -22,9 +22,9 @@ from stacks.config.addons import AddonsSection, LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
 from stacks.naming import MANAGED_BY, TOKEN
 from stacks.resolved import ImageTable, ResolvedModel
-from stacks.versions import chart
+from stacks.versions import chart, crd_source
 
-from .. import peers
+from .. import crds, peers
 from ..k8s import register
 from ..k8s import release as release_chart
 from .autoscaling import scaling_dashboard, scaling_prometheus_rule
@@ -91,11 +91,12 @@ class Monitoring(pulumi.ComponentResource):
         ns = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": MONITORING_NAMESPACE, "labels": {**MANAGED_BY}}, opts=plain
         )
-        # An existing Prometheus's operator CRDs already exist; ours arrive with kube-prometheus-stack.
+        # An existing Prometheus's operator CRDs already exist; ours are the program's (prometheus-operator-crds
+        # at the operator version the kube-prometheus-stack release runs), then the operator's release.
         crd_deps: list[pulumi.Resource] = []
 
         def release(
-            key: str, version: str | None, values: dict, depends_on: list[pulumi.Resource]
+            key: str, version: str | None, values: dict, depends_on: list[pulumi.Resource], skip_crds: bool = False
         ) -> k8s.helm.v3.Release:
             """A pinned chart of the catalog (`key` is also the release name) in the monitoring namespace."""
             return release_chart(
@@ -104,13 +105,17 @@ class Monitoring(pulumi.ComponentResource):
                 release_name=key,
                 namespace=MONITORING_NAMESPACE,
                 values=values,
+                skip_crds=skip_crds,
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends_on),
                 service_webhook=args.service_webhook,
             )
 
         if not mon.existing_prometheus:
             volumes = register(monitoring_storage_class(), plain)
-            crd_deps.append(release("kube-prometheus-stack", mon.version, prometheus_stack_values(mon), [ns, volumes]))
+            source = crd_source("kube-prometheus-stack", mon.version, mon.crds_version)
+            crd_deps.append(crds.install(f"{name}-crds", source, plain))
+            values = prometheus_stack_values(mon)
+            crd_deps.append(release("kube-prometheus-stack", mon.version, values, [ns, volumes, *crd_deps], True))
         prometheus = args.prometheus_adapter
         if prometheus is not None:
             workload_engines = [e for e in args.engines.values() if e.platform_workload]
@@ -126,16 +131,21 @@ class Monitoring(pulumi.ComponentResource):
                 register(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
         self._policies(args, after_ns)
         self._model_monitors(args, crd_deps)
-        if args.litellm_addon is not None:
-            deps = [*crd_deps, *([args.litellm] if args.litellm is not None else [])]
-            register(
-                litellm_pod_monitor(args.litellm_addon),
-                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps),
-            )
+        self._litellm_monitor(args, crd_deps)
         engines = {name: args.engines[name] for name in args.dashboard_engines}
         for obj in dashboards(engines, set(accelerators)):
             register(obj, after_ns)
         self.register_outputs({})
+
+    def _litellm_monitor(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
+        """LiteLLM's PodMonitor, after the operator's CRDs and the proxy, when the stack runs LiteLLM."""
+        if args.litellm_addon is None:
+            return
+        deps = [*crd_deps, *([args.litellm] if args.litellm is not None else [])]
+        register(
+            litellm_pod_monitor(args.litellm_addon),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=deps),
+        )
 
     def _policies(self, args: MonitoringArgs, opts: pulumi.ResourceOptions) -> None:
         """The monitoring namespace's NetworkPolicies (policies.py), when this stack runs its

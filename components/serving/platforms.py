@@ -44,9 +44,9 @@ from stacks.resolved import (
     ImageTable,
     ResolvedModel,
 )
-from stacks.versions import chart
+from stacks.versions import CRD_SOURCES, chart, crd_source
 
-from .. import peers
+from .. import crds, peers
 from ..autoscaling import wake
 from ..autoscaling.keda import keda_values
 from ..autoscaling.wake import http_addon_values
@@ -126,12 +126,19 @@ class ServingPlatforms(pulumi.ComponentResource):
             if key == "keda-http":
                 # The chart renders a ScaledObject for its own interceptor: KEDA's CRDs come first.
                 depends = [self.releases["keda"]]
+            # A chart whose CRDs sit in its crds/ gets them from the program, upgraded with its version.
+            owns_crds = key in CRD_SOURCES
+            if owns_crds:
+                source = crd_source(key, addon.version)
+                child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+                depends = [crds.install(f"{name}-{key}-crds", source, child), *depends]
             self.releases[key] = release(
                 f"{name}-{key}",
                 chart(key, addon.version),
                 release_name=release_names.get(key, key),
                 namespace=namespaces.get(key) or CONTROLLER_NAMESPACES[key],
                 create_namespace=key != "aibrix",
+                skip_crds=owns_crds,
                 values=build(),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=depends),
                 service_webhook=args.service_webhook,

@@ -166,9 +166,11 @@ def kuberay_values(addon: KubeRay) -> dict[str, Any]:
 
 
 def nim_operator_values() -> dict[str, Any]:
-    """The NIM Operator with its CRD upgrade hook; the admission controller needs cert-manager,
-    which this platform does not install, so it stays off (the chart default)."""
-    return {"operator": {"upgradeCRD": True, "admissionController": {"enabled": False}}}
+    """The NIM Operator. Its CRDs are the program's (components/crds.py, the chart's crds/ at the tag), so
+    the chart's pre-upgrade hook that applies them again from the operator image stays off: one owner per
+    CRD. The admission controller needs cert-manager, which this platform does not install, so it stays
+    off (the chart default)."""
+    return {"operator": {"upgradeCRD": False, "admissionController": {"enabled": False}}}
 
 
 def lws_values(version: str) -> dict[str, Any]:

@@ -194,6 +194,13 @@ class MonitoringAddon(Addon):
     version: VersionKey | None = Field(
         default=None, description="Exact kube-prometheus-stack chart version overriding the pin."
     )
+    crds_version: VersionKey | None = Field(
+        default=None,
+        description="Exact prometheus-operator-crds chart version: the Prometheus Operator CRDs the program applies "
+        "(kube-prometheus-stack's own crds/ are never upgraded by Helm). Unset: the catalog's match for `version` "
+        "(the release whose appVersion is the operator version kube-prometheus-stack runs); needed when `version` "
+        "is one the catalog does not map.",
+    )
     existing_prometheus: bool = Field(
         default=False,
         description="Use a Prometheus the cluster already runs instead of installing kube-prometheus-stack; "

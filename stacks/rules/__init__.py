@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (each registers its rules)
     benchmark,
     canary,
     collisions,
+    crds,
     engine_args,
     engines,
     gateway,
