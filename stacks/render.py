@@ -31,7 +31,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .config import PROJECT
 from .errors import ConfigError, Problem
-from .load import ROOT, read_stack, sections_to_pulumi_config
+from .load import ROOT, offline_secret_keys, read_stack, sections_to_pulumi_config
 from .mocks import Record, RecordingMocks, install
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -82,7 +82,7 @@ def run_program(
     recording = mocks()
     recording.reset()
     recording.platform_exports.update(platform_exports or {})
-    pulumi.runtime.set_all_config(pulumi_config)
+    pulumi.runtime.set_all_config(pulumi_config, offline_secret_keys(pulumi_config))
     root = pulumi.runtime.get_root_resource()
     if root is not None and hasattr(root, "outputs"):
         root.outputs = {}  # type: ignore[attr-defined]
