@@ -41,6 +41,9 @@ class ModelsArgs:
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
     # The serving platforms' releases by add-on name: a custom resource waits for its CRD's.
     operators: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # The Secrets the program created from Pulumi secrets, by namespace: a model's objects wait for those
+    # of its namespace (its pods mount them).
+    secrets: dict[str, list[pulumi.Resource]] = field(default_factory=dict)
 
 
 def workload_spec(
@@ -81,6 +84,7 @@ class Models(pulumi.ComponentResource):
             deps: list[pulumi.Resource] = []
             if ns := args.namespaces.get(model.namespace):
                 deps.append(ns)
+            deps += args.secrets.get(model.namespace, [])
             # A group across nodes is a LeaderWorkerSet, whose CRD the LWS release installs.
             installer = "lws" if leader_worker_set(model.config, model.facts.groups) else model.facts.controller
             for obj in objs:

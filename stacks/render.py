@@ -257,8 +257,28 @@ def integral(value: Any) -> Any:
     return value
 
 
+def secret_leaves(value: Any) -> Any:
+    """A secret envelope's value with every leaf shown as `[secret]`, keeping its shape: a Secret's
+    `stringData` stays a map of its entries (what the schema checks read), none of them a value."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return _all_secret(value.get("value"))
+        return {k: secret_leaves(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [secret_leaves(v) for v in value]
+    return value
+
+
+def _all_secret(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _all_secret(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_all_secret(v) for v in value]
+    return SECRET
+
+
 def manifest(record: Record) -> dict[str, Any]:
-    inputs = integral(dict(record.inputs))
+    inputs = integral(secret_leaves(dict(record.inputs)))
     head = {
         "apiVersion": inputs.pop("apiVersion", None),
         "kind": inputs.pop("kind", None),
