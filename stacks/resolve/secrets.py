@@ -229,3 +229,15 @@ def managed_secrets(config: StackConfig, refs: tuple[SecretRef, ...]) -> tuple[M
             name=ref.name, namespace=ref.namespace, type=ref.type, entries=tuple(source.from_config.items())
         )
     return tuple(found.values())
+
+
+def secrets_table() -> str:
+    """The operator guide's table of every kind of Secret reference (docs/operator-guide.md, Secrets)."""
+    rows = [
+        "| key | namespace | entries | type | who reads it | rotate |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, (namespace, entries, typ, reader, rotate) in KINDS.items():
+        shown = ", ".join(f"`{e}`" for e in entries) or "one per client"
+        rows.append(f"| `{key}` | {namespace} | {shown} | {typ} | {reader} | {rotate} |")
+    return "\n".join(rows)
