@@ -23,6 +23,9 @@ from tests.conftest import ALL_STACKS, DEV, EXAMPLES_DIR, rendered_stack, sectio
 SECRET_TYPE = "kubernetes:core/v1:Secret"
 # A Secret the program creates empty and a Job of its own fills (a caller's LiteLLM virtual key).
 FILLED_BY_THE_PROGRAM = {"litellm-key"}
+# Not yet sourced (a known gap, warned about at validate and refused in prod): with `gateway.tls` unset the
+# listener names `inference-tls` in inference-gateway, left to cert-manager or a hand step.
+UNSOURCED_TLS_DEFAULT = ("inference-gateway", "inference-tls")
 
 
 def _refs_in(value: Any, namespace: str) -> Iterator[tuple[str, str, str]]:
@@ -70,7 +73,7 @@ def created_secrets(path: Path) -> set[tuple[str, str]]:
     return {
         (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"])
         for r in rendered_stack(path).resources
-        if r.type == SECRET_TYPE
+        if r.type == SECRET_TYPE and r.inputs["metadata"]["name"] not in FILLED_BY_THE_PROGRAM
     }
 
 
@@ -80,8 +83,13 @@ def test_every_secret_a_shipped_stack_references_is_created_by_the_program_or_ex
     created = created_secrets(path)
     refs = referenced_secrets(path)
     assert refs, f"{path.name}: the walk finds the Secrets the stack's objects name"
+    platform_made = set()
+    if stack.team is not None:  # a team's key Secrets are its platform stack's
+        platform_made = created_secrets(EXAMPLES_DIR / "Pulumi.platform.yaml")
     for namespace, name, where in sorted(refs):
-        if (namespace, name) in created or name in FILLED_BY_THE_PROGRAM:
+        if (namespace, name) in created | platform_made or name in FILLED_BY_THE_PROGRAM:
+            continue
+        if (namespace, name) == UNSOURCED_TLS_DEFAULT and stack.config.gateway.tls is None:
             continue
         source = stack.config.secrets.get(f"{namespace}/{name}") or stack.config.secrets.get(name)
         declared = source is not None and source.external
@@ -129,7 +137,7 @@ def test_an_external_secret_in_a_namespace_the_stack_creates_is_refused(dev):
     del dev["hfToken"]
     with pytest.raises(ConfigError) as exc:
         resolved_stack(dev)
-    assert [p.path for p in exc.value.problems] == ["inference-platform:secrets.hf-token.external"]
+    assert "inference-platform:secrets.hf-token.external" in [p.path for p in exc.value.problems]
 
 
 def test_a_teams_stack_may_declare_its_token_external_in_the_namespace_its_platform_created():
@@ -210,7 +218,12 @@ def test_each_teams_client_keys_are_its_own_secret_in_its_home_namespace_from_th
 
 
 def test_the_value_is_a_pulumi_secret_in_the_render_and_never_a_literal():
-    secrets = [r for path in ALL_STACKS for r in rendered_stack(path).resources if r.type == SECRET_TYPE]
+    secrets = [
+        r
+        for path in ALL_STACKS
+        for r in rendered_stack(path).resources
+        if r.type == SECRET_TYPE and r.inputs["metadata"]["name"] not in FILLED_BY_THE_PROGRAM
+    ]
     assert secrets
     for record in secrets:
         data = record.inputs["stringData"]
