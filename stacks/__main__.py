@@ -1,4 +1,4 @@
-"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,reference,golden,charts,changed}`.
+"""Command line: `python -m stacks {render,validate,plan,bench,new,schema,reference,golden,charts,diff,changed}`.
 
 Every command validates the stack file first; a bad file prints one line per problem on stderr and
 exits 1, with no traceback and nothing written. Anything unexpected is caught at the top too, as one
@@ -148,10 +148,26 @@ def cmd_charts(args: argparse.Namespace) -> int:
         return 1
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from .diff import main as diff
+
+    return diff(args.base, args.new, args.json)
+
+
 def cmd_changed(args: argparse.Namespace) -> int:
     from .ci import main as changed
 
     return changed(args.base, args.head)
+
+
+def add_diff(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    d = sub.add_parser(
+        "diff", help="what an update from BASE to NEW creates, replaces, updates, deletes; refuses losing state"
+    )
+    d.add_argument("base", help="a stack file, or REV:PATH at a git revision (e.g. origin/main:Pulumi.dev.yaml)")
+    d.add_argument("new", help="a stack file, or REV:PATH")
+    d.add_argument("--json", action="store_true", help="print the diff as JSON")
+    d.set_defaults(fn=cmd_diff)
 
 
 @functools.cache
@@ -207,6 +223,7 @@ def parser() -> argparse.ArgumentParser:
     ch.add_argument("files", nargs="*", help="stack names or paths (default: every shipped stack file)")
     ch.add_argument("--out", help="also write each release's objects to OUT/<stack>/charts/<release>/ (for the scan)")
     ch.set_defaults(fn=cmd_charts)
+    add_diff(sub)
     c = sub.add_parser("changed", help="JSON of the deployable stacks a git range touches, by role (CI)")
     c.add_argument("base", help="base commit (e.g. the PR's base sha)")
     c.add_argument("head", nargs="?", default="HEAD")

@@ -20,6 +20,10 @@ from typing import Literal
 from .metrics import Metric, Signal
 from .versions import Image
 
+# Seconds a model server's pod gets between SIGTERM and SIGKILL to finish the requests it holds (its
+# `terminationGracePeriodSeconds`): a node pool's drain limit must exceed it (stacks/rules/upgrades.py).
+SHUTDOWN_SECONDS = 60
+
 # The OpenAI-compatible paths the gateway routes to a model server.
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/embeddings")
 

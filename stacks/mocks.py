@@ -46,6 +46,9 @@ class Record:
     retain_on_delete: bool = False
     # A component the engine constructs (a multi-language component such as eks:index:Cluster).
     remote: bool = False
+    # The URNs its `aliases=` option names (in the mocks' URN form): the resource it was before a
+    # rename, which `pulumi up` updates in place instead of replacing.
+    aliases: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +61,7 @@ class Record:
             "inputs": self.inputs,
             "protect": self.protect,
             "retainOnDelete": self.retain_on_delete,
+            **({"aliases": self.aliases} if self.aliases else {}),
         }
 
 
@@ -107,7 +111,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.records: list[Record] = []
         self.outputs: dict[str, Any] = {}
         self.monitor: RecordingMonitor | None = None
-        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool, bool]] = {}
+        self._pending: dict[tuple[str, str], tuple[str, str, list[str], str, bool, bool, bool, list[str]]] = {}
         self.urns: set[str] = set()  # as the engine forms them
         self.engine_urns: dict[str, str] = {}  # the mock's URN -> the engine's
         self.duplicate_urns: list[str] = []
@@ -179,8 +183,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     # -- pulumi.runtime.Mocks --------------------------------------------------------------------
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        parent, urn, deps, provider, protect, retain, remote = self._pending.pop(
-            (args.typ, args.name), ("", "", [], "", False, False, False)
+        parent, urn, deps, provider, protect, retain, remote, aliases = self._pending.pop(
+            (args.typ, args.name), ("", "", [], "", False, False, False, [])
         )
         resource_id, outputs = self._outputs(args)
         self.records.append(
@@ -197,6 +201,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 protect=protect,
                 retain_on_delete=retain,
                 remote=remote,
+                aliases=aliases,
             )
         )
         return resource_id, outputs
@@ -476,8 +481,22 @@ class RecordingMonitor(MockMonitor):
                 bool(request.protect),
                 bool(getattr(request, "retainOnDelete", False)),
                 bool(request.remote),
+                self.alias_urns(request),
             )
         return super().RegisterResource(request)
+
+    def alias_urns(self, request: Any) -> list[str]:
+        """The URNs a registration's aliases name, in the mocks' URN form: a whole URN as given, a spec
+        (another name, type or parent) as make_urn would form it."""
+        found = list(getattr(request, "aliasURNs", []))
+        for alias in getattr(request, "aliases", []):
+            if alias.urn:
+                found.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            found.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        return sorted(set(found))
 
 
 def without_source_positions() -> None:

@@ -82,6 +82,20 @@ MODELS = {
 }
 
 
+def replicas_line(environment: str) -> str:
+    """Prod starts with two replicas: with one, every rollout and node replacement stops the model
+    (stacks/rules/upgrades.py refuses that in prod unless the stack accepts the downtime)."""
+    if environment == "prod":
+        return "      replicas: 2                 # one serves while a rollout or node replacement stops the other\n"
+    return "      replicas: 1\n"
+
+
+def starter_model(accelerator: str, pool: str, digest: str | None, environment: str) -> str:
+    """The starter model entry of MODELS on `pool`, with its image pin and its environment's replicas."""
+    text = MODELS[accelerator].format(pool=pool, image=image_line(digest))
+    return text.replace("      replicas: 1\n", replicas_line(environment))
+
+
 def image_line(digest: str | None) -> str:
     if digest is None:
         return ""
@@ -93,7 +107,7 @@ def platform_text(name: str, role: str, preset: str, environment: str, ami: str,
     model = ""
     if role == "all-in-one":
         first = "nvidia" if "gpu" in pools else "neuron"
-        model = f"  {PROJECT}:models:\n" + MODELS[first].format(pool=pools[0], image=image_line(digest))
+        model = f"  {PROJECT}:models:\n" + starter_model(first, pools[0], digest, environment)
     on = str("inferentia" in pools).lower()
     return f"""\
 # {name}: a {role} stack (preset {preset}). Validate with `python -m stacks validate {name}`,
@@ -170,7 +184,7 @@ def workloads_text(
     """A team's stack on `platform`, whose exports `platforms` finds (its stack file in this repository)."""
     accelerator, pool, note = _team_model(platform, platforms)
     gpus, neuron = (2, 0) if accelerator == "nvidia" else (0, 2)
-    models = MODELS[accelerator].format(pool=pool, image=image_line(digest))
+    models = starter_model(accelerator, pool, digest, environment)
     cpu, memory = _quota_size(platform, team, models, platforms)
     return f"""\
 # {name}: the {team} team's models on the platform stack {platform}.

@@ -48,6 +48,8 @@ def prod_stack() -> dict[str, Any]:
     s["addons"]["monitoring"] = {"enabled": True, "alertmanagerConfigSecret": "alertmanager-config"}
     for i, model in enumerate(s["models"], start=100):
         model["image"] = {"digest": digest(i)}
+    # The Neuron model runs one replica: prod takes that only with the downtime accepted.
+    s["models"][1]["acceptDowntime"] = True
     s["images"] = copy.deepcopy(PINS)
     return s
 

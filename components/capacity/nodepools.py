@@ -130,6 +130,8 @@ def node_pool(pool: NodePoolSection) -> dict[str, Any]:
         "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": "EC2NodeClass", "name": pool.name},
         "requirements": requirements(pool),
         "expireAfter": pool.expire_after,
+        # Without it a drain a PodDisruptionBudget blocks never ends, and the node is never replaced.
+        "terminationGracePeriod": pool.termination_grace_period,
     }
     taints = pool_taints(pool)
     if taints:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacks.config import ModelSection
-from stacks.engine_facts import Dialect, EngineFacts, ModelFacts
+from stacks.engine_facts import SHUTDOWN_SECONDS, Dialect, EngineFacts, ModelFacts
 from stacks.fit import Requests, container_resources
 from stacks.groups import ReplicaGroup
 from stacks.metrics import custom_metric
@@ -295,7 +295,7 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         # Servers and preparation steps never call the Kubernetes API; Pod Identity mounts its own
         # token (eks-pod-identity-token), independent of this.
         "automountServiceAccountToken": False,
-        "terminationGracePeriodSeconds": 60,
+        "terminationGracePeriodSeconds": SHUTDOWN_SECONDS,
         "topologySpreadConstraints": topology_spread(spec),
         "initContainers": [*spec.cache.init_containers, *engine.init_containers],
         "containers": [engine_container(spec, engine)],

@@ -538,6 +538,13 @@ class ModelSection(Strict):
         default_factory=Rollout,
         description="How an update replaces the replicas: by default one at a time with no surge.",
     )
+    accept_downtime: bool = Field(
+        default=False,
+        description="Accept that every rollout (and every node replacement: `nodePools[].expireAfter`, drift, "
+        "consolidation) stops the model: with one replica and `rollout.maxSurge: 0` the only pod is stopped before "
+        "its replacement starts. `environment: prod` refuses that unless this is true (dev and staging warn); "
+        "otherwise run 2 replicas (`autoscaling.minReplicas: 2`) or set `rollout.maxSurge: 1`.",
+    )
     allow_tcp: bool = Field(
         default=False,
         description="Let a multi-node group run on a pool without EFA, over TCP sockets. Slow: Dynamo measured "

@@ -193,6 +193,14 @@ class NodePoolSection(Strict):
         default="720h",
         description="Node lifetime before Karpenter replaces it (`s`, `m`, `h`), or `Never` to keep nodes.",
     )
+    termination_grace_period: Duration = Field(
+        default="1h",
+        description="The longest Karpenter drains one of the pool's nodes (NodePool "
+        "`spec.template.spec.terminationGracePeriod`, `s`, `m`, `h`) once it is being replaced (expiry, drift, "
+        "consolidation): past it the pods still there are deleted, even if a PodDisruptionBudget holds them. It must "
+        "exceed the graceful shutdown of every model on the pool (60s); the default leaves an hour for a "
+        "PodDisruptionBudget to wait for a replacement replica. Unset upstream, a blocked drain never ends.",
+    )
     weight: int | None = Field(
         default=None,
         ge=1,

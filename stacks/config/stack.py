@@ -12,6 +12,9 @@ from .base import CpuQuantity, DnsLabel, KeyedError, MemoryQuantity, PositiveCpu
 Role = Literal["all-in-one", "platform", "workloads"]
 Environment = Literal["dev", "staging", "prod"]
 
+# A resource's logical name, the last part of its URN (`platform-storage-bucket-bucket`).
+ResourceName = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+
 StackRef = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
 
 
@@ -89,6 +92,14 @@ class StackSection(Strict):
         default=None,
         description="Workloads only (required there): the team, one the platform stack declares in `teams`; its "
         "namespaces, quota, deploy identity and client keys are the platform's declaration of it.",
+    )
+    intended_replacements: list[ResourceName] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Resources that hold state (the model bucket, the EFS or FSx file system, a KMS key, the EKS "
+        "cluster) this update may replace, by the name `python -m stacks diff` prints (e.g. "
+        "`platform-storage-fsx-fs`). `stacks diff` refuses replacing any other: it loses their data, or the cluster "
+        "and everything on it. Remove the entry once the update is done.",
     )
     quota: Quota | None = Field(
         default=None,

@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (each registers its rules)
     storage,
     streaming,
     tenancy,
+    upgrades,
     workloads,
 )
 
