@@ -45,6 +45,8 @@ NEURON_SCHEDULER = "neuron-scheduler"
 # GatewayClass and Gateway `<fullname>-eg` in the release namespace, one HTTP listener `http` on 80).
 GATEWAY_NAMESPACE = "inference-gateway"
 GATEWAY_NAME = "inference"
+# The kubernetes.io/tls Secret the HTTPS listener terminates with when `gateway.tls` is unset.
+DEFAULT_TLS_SECRET = f"{GATEWAY_NAME}-tls"
 HTTPS_LISTENER = "https"
 AIBRIX_GATEWAY = ("aibrix-system", "aibrix-eg", "http")
 

@@ -15,6 +15,7 @@ import pytest
 
 from stacks.errors import ConfigError
 from stacks.load import OFFLINE_PLACEHOLDER, ROOT, pulumi_stack_config, sections_to_pulumi_config
+from stacks.pipeline import stack_warnings
 from stacks.render import SECRET, run_program
 from stacks.resolve.secrets import KINDS
 from tests.builders import resolved_stack
@@ -23,9 +24,6 @@ from tests.conftest import ALL_STACKS, DEV, EXAMPLES_DIR, rendered_stack, sectio
 SECRET_TYPE = "kubernetes:core/v1:Secret"
 # A Secret the program creates empty and a Job of its own fills (a caller's LiteLLM virtual key).
 FILLED_BY_THE_PROGRAM = {"litellm-key"}
-# Not yet sourced (a known gap, warned about at validate and refused in prod): with `gateway.tls` unset the
-# listener names `inference-tls` in inference-gateway, left to cert-manager or a hand step.
-UNSOURCED_TLS_DEFAULT = ("inference-gateway", "inference-tls")
 
 
 def _refs_in(value: Any, namespace: str) -> Iterator[tuple[str, str, str]]:
@@ -88,8 +86,6 @@ def test_every_secret_a_shipped_stack_references_is_created_by_the_program_or_ex
         platform_made = created_secrets(EXAMPLES_DIR / "Pulumi.platform.yaml")
     for namespace, name, where in sorted(refs):
         if (namespace, name) in created | platform_made or name in FILLED_BY_THE_PROGRAM:
-            continue
-        if (namespace, name) == UNSOURCED_TLS_DEFAULT and stack.config.gateway.tls is None:
             continue
         source = stack.config.secrets.get(f"{namespace}/{name}") or stack.config.secrets.get(name)
         declared = source is not None and source.external
@@ -174,11 +170,39 @@ def test_a_missing_entry_a_reader_takes_is_refused(dev):
     )
 
 
-def test_a_source_nothing_references_is_refused(dev):
+def test_a_source_nothing_references_is_warned_and_creates_nothing(dev):
+    """Turning off what reads a Secret keeps its source for when it is back: a warning, not silence."""
     dev["secrets"]["stale"] = {"fromConfig": {"token": "hfToken"}}
+    stack = resolved_stack(dev)
+    assert "inference-platform:secrets.stale" in [w.path for w in stack_warnings(stack)]
+    assert "stale" not in {s.name for s in stack.managed_secrets}
+
+
+def test_an_unset_gateway_tls_needs_its_default_certificate_secret_sourced_naming_the_fixes(dev):
+    """With gateway.tls unset Envoy terminates with inference-tls in inference-gateway, which the stack
+    creates: the first `pulumi up` cannot rely on one made by hand."""
+    del dev["gateway"]["tls"]
     with pytest.raises(ConfigError) as exc:
         resolved_stack(dev)
-    assert [p.path for p in exc.value.problems] == ["inference-platform:secrets.stale"]
+    found = {p.path: p.message for p in exc.value.problems}
+    message = found["inference-platform:gateway.tls"]
+    assert "inference-tls" in message and "inference-gateway, which this stack creates" in message
+    assert "secrets.inference-tls.fromConfig: {tls.crt: <configKey>, tls.key: <configKey>}" in message
+    assert "gateway.tls.certificateArn" in message, "or terminate TLS at the load balancer with ACM"
+    dev["secrets"]["inference-tls"] = {"fromConfig": {"tls.crt": "tlsCertificate", "tls.key": "tlsPrivateKey"}}
+    dev["tlsCertificate"] = dev["tlsPrivateKey"] = {"secure": "v1:placeholder"}
+    (tls,) = [s for s in resolved_stack(dev).managed_secrets if s.name == "inference-tls"]
+    assert (tls.namespace, tls.type) == ("inference-gateway", "kubernetes.io/tls")
+
+
+def test_every_shipped_gateway_without_tls_on_its_load_balancer_has_its_certificate_secret_created():
+    for path in ALL_STACKS:
+        stack = resolved_stack(sections_of(path), _region(path))
+        gw = stack.config.gateway
+        if not (stack.route_parent.own and gw.enabled) or (gw.tls is not None and gw.tls.certificate_arn):
+            continue
+        name = gw.tls.secret_name if gw.tls is not None and gw.tls.secret_name else "inference-tls"
+        assert ("inference-gateway", name) in created_secrets(path), f"{path.name}: the listener's certificate"
 
 
 def _record(path: Path, typ: str, name: str) -> Any:

@@ -19,6 +19,7 @@ from ..config.secrets import source_for
 from ..errors import key_path
 from ..resolved import (
     AIBRIX_GATEWAY,
+    DEFAULT_TLS_SECRET,
     GATEWAY_NAMESPACE,
     LITELLM_NAMESPACE,
     MONITORING_NAMESPACE,
@@ -47,7 +48,7 @@ KINDS: dict[str, tuple[str, tuple[str, ...], str, str, str]] = {
         "inference-gateway",
         ("tls.crt", "tls.key"),
         TLS,
-        "Envoy Gateway (the HTTPS listener's certificateRefs)",
+        "Envoy Gateway (the HTTPS listener's certificateRefs; `inference-tls` when `gateway.tls` is unset)",
         "replace both entries; Envoy reloads the certificate",
     ),
     "teams[].apiKeysSecret": (
@@ -142,6 +143,10 @@ def _gateway_refs(config: StackConfig, parent: GatewayParent) -> Iterator[Secret
     if parent.own and gw.tls is not None and gw.tls.secret_name is not None:
         name = gw.tls.secret_name
         yield _ref("gateway.tls.secretName", ["gateway", "tls", "secretName"], name, GATEWAY_NAMESPACE, False)
+    elif parent.own and gw.tls is None:
+        # Unset, the HTTPS listener still terminates TLS, with the default Secret (components/gateway/routing.py
+        # tls_secret_name): a reference like any other, at the key that would change it.
+        yield _ref("gateway.tls.secretName", ["gateway", "tls"], DEFAULT_TLS_SECRET, GATEWAY_NAMESPACE, False)
 
 
 def _addon_refs(addons: AddonsSection) -> Iterator[SecretRef]:

@@ -12,18 +12,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..checks import rule
+from ..checks import rule, warning
 from ..config.secrets import source_for
 from ..errors import Problem, key_path
+from ..resolve.secrets import TLS
 from ..resolved import ResolvedStack, SecretRef
 
 
 def _fix(ref: SecretRef) -> str:
     entries = ", ".join(f"{e}: <configKey>" for e in ref.entries) or "<client>: <configKey>, ..."
-    return (
+    fix = (
         f"add `secrets.{ref.name}.fromConfig: {{{entries}}}` (or `secrets.{ref.namespace}/{ref.name}` for this "
         f"namespace alone) and set each key with `pulumi config set --secret`"
     )
+    if ref.type == TLS:
+        # A certificate need not be a Secret at all: the NLB can terminate TLS with an ACM certificate.
+        fix += "; or set `gateway.tls.certificateArn` (an ACM certificate: the load balancer terminates TLS)"
+    return fix
+
+
+def _unset(ref: SecretRef) -> str:
+    """What a reference the stack makes by default (no key written) falls back to."""
+    if ref.key == key_path(["gateway", "tls"]):
+        return f"is unset, so the HTTPS listener terminates TLS with the kubernetes.io/tls Secret {ref.name}: it "
+    return ""
 
 
 @rule
@@ -35,14 +47,15 @@ def every_referenced_secret_has_a_source(stack: ResolvedStack) -> Iterable[Probl
         if source is None and created:
             yield Problem(
                 ref.key,
-                f"names the Secret {ref.name} in namespace {ref.namespace}, which this stack creates, and nothing "
-                f"makes it: a first `pulumi up` would wait for a Secret made by hand. {_fix(ref)}",
+                f"{_unset(ref)}names the Secret {ref.name} in namespace {ref.namespace}, which this stack creates, "
+                f"and nothing makes it: a first `pulumi up` would wait for a Secret made by hand. {_fix(ref)}",
             )
         elif source is None:
             yield Problem(
                 ref.key,
-                f"names the Secret {ref.name} in namespace {ref.namespace} and does not say where it comes from: "
-                f"{_fix(ref)}, or, when it is made outside this stack, set `secrets.{ref.name}.external: true`",
+                f"{_unset(ref)}names the Secret {ref.name} in namespace {ref.namespace} and does not say where it "
+                f"comes from: {_fix(ref)}, or, when it is made outside this stack, set "
+                f"`secrets.{ref.name}.external: true`",
             )
         elif source.external and created:
             yield Problem(
@@ -96,16 +109,18 @@ def every_config_key_a_secret_names_is_a_pulumi_secret(stack: ResolvedStack) -> 
                 )
 
 
-@rule
+@warning
 def every_listed_secret_is_referenced(stack: ResolvedStack) -> Iterable[Problem]:
     """A `secrets` entry names a Secret some key of this stack references (a team's key Secret is its
-    platform stack's to provide)."""
+    platform stack's to provide). A warning, not a refusal: turning off what reads a Secret (an add-on,
+    the gateway's keys) leaves its source and its Pulumi secrets in place for when it is back; the program
+    creates nothing from it meanwhile."""
     used = {source_for(stack.config.secrets, ref.namespace, ref.name)[0] for ref in stack.secret_refs}
     for name in stack.config.secrets:
         if name not in used:
             yield Problem(
                 key_path(["secrets", name]),
-                f"no key of this stack references the Secret {name} (there), so nothing would read it; remove it, or "
-                f"name "
-                f"it where it is used (a team's teams[].apiKeysSecret is provided by its platform stack)",
+                f"no key of this stack references the Secret {name} (there), so the program does not create it; "
+                f"remove it, or name it where it is used (a team's teams[].apiKeysSecret is provided by its "
+                f"platform stack)",
             )
