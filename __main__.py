@@ -30,6 +30,11 @@ except Exception as exc:  # (a safety net: one line, not a traceback; the fix be
         f"program's checks: please report it with the stack file"
     ) from None
 
-platform = InferencePlatform("platform", InferencePlatformArgs(stack=stack, platform=platform_stack))
+# The Pulumi secrets the `secrets` section names, as secret Outputs: the program never sees them in plain.
+config_secrets = pulumi.Config()
+secret_values = {key: config_secrets.require_secret(key) for key in stack.config.secret_config}
+platform = InferencePlatform(
+    "platform", InferencePlatformArgs(stack=stack, platform=platform_stack, secret_values=secret_values)
+)
 for key, value in platform.outputs.items():
     pulumi.export(key, value)

@@ -47,6 +47,9 @@ class ModelsArgs:
     # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
     # closed, so every Service, and every release creating one, waits for it.
     service_webhook: pulumi.Resource | None = None
+    # The Secrets the program created from Pulumi secrets, by namespace: a model's objects wait for those
+    # of its namespace (its pods mount them).
+    secrets: dict[str, list[pulumi.Resource]] = field(default_factory=dict)
 
 
 def workload_spec(
@@ -91,6 +94,7 @@ class Models(pulumi.ComponentResource):
             # and on destroy the pool (and its nodes) outlives them.
             if pool := args.node_pools.get(model.pool.name):
                 deps.append(pool)
+            deps += args.secrets.get(model.namespace, [])
             # A group across nodes is a LeaderWorkerSet, whose CRD the LWS release installs.
             installer = "lws" if leader_worker_set(model.config, model.facts.groups) else model.facts.controller
             for obj in objs:

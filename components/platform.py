@@ -12,6 +12,7 @@ platforms, models, front door, monitoring.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
@@ -19,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from stacks.exports import export_platform
 from stacks.naming import MANAGED_BY, TOKEN, tags
-from stacks.resolved import TEAM_LABEL, ResolvedStack
+from stacks.resolved import AIBRIX_GATEWAY, LITELLM_NAMESPACE, MONITORING_NAMESPACE, TEAM_LABEL, ResolvedStack
 from stacks.versions import chart, crd_source
 
 from . import peers
@@ -36,6 +37,7 @@ from .model_servers import Models, ModelsArgs
 from .monitoring.component import Monitoring, MonitoringArgs
 from .network import Network, NetworkArgs
 from .platform_stack import PlatformStack
+from .secrets import create_secrets
 from .serving.litellm_keys import LiteLLMKeys, LiteLLMKeysArgs
 from .serving.platforms import ModelAddons, ModelAddonsArgs, ServingPlatforms, ServingPlatformsArgs
 from .storage.cache import CacheContext, streamed_prefixes
@@ -51,6 +53,9 @@ class InferencePlatformArgs:
     stack: ResolvedStack
     # The platform stack a workloads stack runs on (read in __main__.py before validation).
     platform: PlatformStack | None = None
+    # The stack's Pulumi secrets the `secrets` section names, by config key, as secret Outputs (read in
+    # __main__.py with Config.require_secret: components never read config).
+    secret_values: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,6 +97,8 @@ class Wiring:
     served: list[pulumi.Resource] = field(default_factory=list)
     # The admission policies on teams' routes, in force (their bindings): a team's deploy identity waits for them.
     route_admission: list[pulumi.Resource] = field(default_factory=list)
+    # The Secrets the program created from Pulumi secrets, by namespace: what mounts one waits for it.
+    secrets: dict[str, list[pulumi.Resource]] = field(default_factory=dict)
 
 
 class InferencePlatform(pulumi.ComponentResource):
@@ -102,6 +109,7 @@ class InferencePlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: InferencePlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Platform", name, None, opts)
         self.stack = args.stack
+        self.secret_values = args.secret_values
         self.outputs = {}
         if self.stack.cluster is None:
             self._workloads(name, args.platform)
@@ -235,6 +243,15 @@ class InferencePlatform(pulumi.ComponentResource):
             wiring.namespaces[ns] = k8s.core.v1.Namespace(
                 f"{name}-ns-{ns}", metadata={"name": ns, "labels": labels}, opts=child
             )
+            self._secrets(name, wiring, ns, [wiring.namespaces[ns]])
+
+    def _secrets(self, name: str, wiring: Wiring, namespace: str, after: list[pulumi.Resource]) -> None:
+        """The Secrets the stack sources from Pulumi secrets in one namespace, once, after what creates
+        that namespace (none in a team's stack: its namespaces are the platform's)."""
+        if namespace in wiring.secrets:
+            return
+        opts = pulumi.ResourceOptions(parent=self, provider=wiring.cluster.provider, depends_on=after)
+        wiring.secrets[namespace] = create_secrets(name, self.stack.secrets_in(namespace), self.secret_values, opts)
 
     def _storage(self, name: str, wiring: Wiring) -> None:
         """Model bucket, EFS / FSx / local cache (issue: model storage)."""
@@ -297,6 +314,8 @@ class InferencePlatform(pulumi.ComponentResource):
             # What the platform writes into a team's namespaces (its key grants, LiteLLM key Secret) waits
             # for them.
             wiring.namespaces.update(tenancy.namespaces)
+            for ns, created in tenancy.namespaces.items():
+                self._secrets(name, wiring, ns, [created])
         wiring.cloud_exports["teamDeployRoleArns"] = pulumi.Output.all(**roles) if roles else {}
 
     def _gateway_controller(self, name: str, wiring: Wiring) -> None:
@@ -338,11 +357,17 @@ class InferencePlatform(pulumi.ComponentResource):
                 route_parent=self.stack.route_parent,
                 virtual_keys=bool(self.stack.access.virtual_keys),
                 service_webhook=wiring.load_balancer,
+                secrets=self.stack.secrets_in(LITELLM_NAMESPACE),
+                secret_values=self.secret_values,
             ),
             pulumi.ResourceOptions(parent=self),
         )
         wiring.operators.update(platforms.releases)
         wiring.litellm = platforms.litellm
+        wiring.secrets.update(platforms.secrets)
+        if "aibrix" in platforms.releases:
+            # AIBrix's release creates aibrix-system (its Gateway, and the platform's key Secret beside it).
+            self._secrets(name, wiring, AIBRIX_GATEWAY[0], [platforms.releases["aibrix"]])
 
     def _models(self, name: str, wiring: Wiring) -> None:
         """One workload per models[] entry (issue: inference engines)."""
@@ -361,6 +386,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 operators=dict(wiring.operators),
                 node_pools=dict(wiring.node_pools),
                 service_webhook=wiring.load_balancer,
+                secrets=dict(wiring.secrets),
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -431,6 +457,8 @@ class InferencePlatform(pulumi.ComponentResource):
         )
         wiring.served.append(door)
         wiring.namespaces.update(door.created)
+        for ns, created in door.created.items():
+            self._secrets(name, wiring, ns, [created])
         if any(m.expose for m in stack.models) and (platform.gateway.enabled or not parent.own):
             self.outputs["inferenceUrl"] = door.url
 
@@ -471,7 +499,11 @@ class InferencePlatform(pulumi.ComponentResource):
                 bucket=bucket,
                 images=stack.images,
                 provider=wiring.cluster.provider,
-                depends_on=[*wiring.served, *wiring.namespaces.values()],
+                depends_on=[
+                    *wiring.served,
+                    *wiring.namespaces.values(),
+                    *(s for v in wiring.secrets.values() for s in v),
+                ],
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -500,6 +532,8 @@ class InferencePlatform(pulumi.ComponentResource):
                 addons=addons,
                 address_blocks=stack.cluster.vpc.address_blocks if stack.cluster is not None else (),
                 service_webhook=wiring.load_balancer,
+                secrets=stack.secrets_in(MONITORING_NAMESPACE) if stack.owns_platform else (),
+                secret_values=self.secret_values,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -546,6 +580,8 @@ class InferencePlatform(pulumi.ComponentResource):
         )
         record = stack_record(team.name, team.home, stack.environment, stack.platform_stack or "")
         register(record, pulumi.ResourceOptions(parent=self, provider=provider))
+        for ns in dict.fromkeys([*team.namespaces, *(m.namespace for m in stack.models)]):
+            self._secrets(name, wiring, ns, [])
         self._models(name, wiring)
         self._model_addons(name, wiring)
         self._scalers(name, wiring)

@@ -258,8 +258,9 @@ def value_problems(raw: dict[str, Any]) -> list[Problem]:
                 problems.append(
                     Problem(
                         _at(loc),
-                        "is a Pulumi secret: a secret value here would be echoed into resources; keep secrets "
-                        "in existing Kubernetes Secrets and reference them by name",
+                        "is a Pulumi secret: a secret value here would be echoed into resources; set it as a "
+                        "Pulumi secret of its own (`pulumi config set --secret <key> <value>`) and name that key "
+                        "in `secrets.<Secret>.fromConfig`, which makes the Kubernetes Secrets that carry it",
                     )
                 )
         elif isinstance(value, str) and _INTERPOLATION.search(value):
@@ -273,6 +274,38 @@ def value_problems(raw: dict[str, Any]) -> list[Problem]:
                 )
             )
     return problems
+
+
+def is_secure(value: Any) -> bool:
+    """A Pulumi secret as the program sees it: `{secure: <ciphertext>}` in a stack file, the same shape
+    (never the value) for a key the engine marks secret (`pulumi_stack_config`)."""
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("secure"), str)
+
+
+def secret_config_keys(raw_secrets: Any) -> set[str]:
+    """The config keys `secrets.<Secret>.fromConfig` names, read from the section as written (before it is
+    validated: the keys they name are not sections)."""
+    names: set[str] = set()
+    if isinstance(raw_secrets, dict):
+        for source in raw_secrets.values():
+            entries = source.get("fromConfig") if isinstance(source, dict) else None
+            if isinstance(entries, dict):
+                names.update(v for v in entries.values() if isinstance(v, str))
+    return names
+
+
+def plain_secret_problems(values: dict[str, Any]) -> list[Problem]:
+    """A config key `fromConfig` names must be a Pulumi secret: in plain text its value would sit in the
+    stack file and in Pulumi's state unencrypted. The value is never shown."""
+    return [
+        Problem(
+            key_path([key]),
+            f"is named by secrets.*.fromConfig but is not a Pulumi secret (its value would be stored in clear "
+            f"text); set it with `pulumi config set --secret {key} <value>`",
+        )
+        for key, value in values.items()
+        if not is_secure(value)
+    ]
 
 
 def region_problems(region: Any) -> list[Problem]:
@@ -345,6 +378,9 @@ def parse_sections(raw: dict[str, Any], region: Any, source: str = "") -> StackC
     run over the resolved stack (stacks/pipeline.py `check_config`)."""
     if not isinstance(raw, dict):
         raise ConfigError([Problem("config", f"the sections must be a map, not {short(raw)}")], source)
+    named = secret_config_keys(raw.get("secrets"))
+    values = {k: v for k, v in raw.items() if k not in SECTIONS and k in named}
+    raw = {k: v for k, v in raw.items() if k not in values}
     problems: list[Problem] = []
     for key in raw:
         if key not in SECTIONS:
@@ -354,14 +390,16 @@ def parse_sections(raw: dict[str, Any], region: Any, source: str = "") -> StackC
                     key_path([str(key)]),
                     "unknown section; "
                     + (f"did you mean {PROJECT}:{meant}? " if meant else "")
-                    + f"sections are {', '.join(SECTIONS)}",
+                    + f"sections are {', '.join(SECTIONS)}; a Pulumi secret's key is read only when "
+                    "`secrets.<Secret>.fromConfig` names it",
                 )
             )
     if problems:
         raise ConfigError(problems, source)
     bad_region = region_problems(region)
-    problems = bad_region + value_problems(raw)
-    data = {k: v for k, v in raw.items() if v is not None}
+    problems = bad_region + value_problems(raw) + plain_secret_problems(values)
+    data: dict[str, Any] = {k: v for k, v in raw.items() if v is not None}
+    data["secretConfig"] = tuple(sorted(k for k, v in values.items() if is_secure(v)))
     # With a bad aws:region the sections are still checked (all problems at once), against a real
     # Region; the refusal of aws:region stands whatever they say.
     data["awsRegion"] = "us-west-2" if bad_region else region
@@ -474,11 +512,16 @@ def pulumi_stack_config() -> StackFile:
     from pulumi.runtime import config as runtime_config
 
     merged: dict[str, Any] = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    secret = set(runtime_config.get_config_secret_keys_env())
     problems: list[Problem] = []
     decoded: dict[str, Any] = {}
     for key, value in merged.items():
         parsed = config_key(key) if isinstance(key, str) else None
-        if parsed is not None and parsed[0] == PROJECT and isinstance(value, str):
+        if parsed is not None and parsed[0] == PROJECT and (key in secret or runtime_config.is_config_secret(key)):
+            # The engine hands a secret over decrypted: the checks see only that it is one, never its value
+            # (the program reads it with Config.require_secret, as a secret Output).
+            value = {"secure": DECRYPTED}
+        elif parsed is not None and parsed[0] == PROJECT and isinstance(value, str):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
@@ -493,9 +536,25 @@ def pulumi_stack_config() -> StackFile:
     return found
 
 
+# What the checks hold for a secret the engine decrypted: a marker, never the value.
+DECRYPTED = "[decrypted by Pulumi]"
+# What the offline render hands the program for a `secure:` value, which it cannot decrypt: a placeholder
+# it marks secret, so the render shows where the secret goes (as `[secret]`) and never a value.
+OFFLINE_PLACEHOLDER = "offline-render-placeholder:"
+
+
+def offline_secret_keys(config: dict[str, str]) -> list[str]:
+    """The config keys `sections_to_pulumi_config` gave a placeholder for: the render marks them secret."""
+    return sorted(k for k, v in config.items() if isinstance(v, str) and v.startswith(OFFLINE_PLACEHOLDER))
+
+
 def sections_to_pulumi_config(sections: dict[str, Any], region: Any) -> dict[str, str]:
-    """The inverse of `pulumi_stack_config`: what `pulumi up` would hand the program."""
-    out = {f"{PROJECT}:{k}": json.dumps(v) for k, v in sections.items()}
+    """The inverse of `pulumi_stack_config`: what `pulumi up` would hand the program. A `secure:` value
+    cannot be decrypted here: it becomes a placeholder naming its key (`offline_secret_keys`)."""
+    out = {
+        f"{PROJECT}:{k}": f"{OFFLINE_PLACEHOLDER}{PROJECT}:{k}" if is_secure(v) else json.dumps(v)
+        for k, v in sections.items()
+    }
     if region is not None:
         out["aws:region"] = region if isinstance(region, str) else json.dumps(region)
     return out

@@ -62,7 +62,7 @@ MODELS = {
       maxModelLen: 8192
       parameters: 8B              # with dtype, the weights are checked against GPU memory
       dtype: bf16
-      secrets: {{huggingFaceToken: hf-token}}   # an existing Secret, mounted as a file
+      secrets: {{huggingFaceToken: hf-token}}   # a Secret the stack makes (secrets below), mounted as a file
       expose: true                # route it through the platform's authenticated gateway
 {image}""",
     "neuron": """\
@@ -79,6 +79,35 @@ MODELS = {
       secrets: {{huggingFaceToken: hf-token}}
       expose: true
 {image}""",
+}
+
+
+# Placeholders `pulumi config set --secret <key> <value>` replaces with the encrypted value (a
+# placeholder left in place fails `pulumi up` before anything is created: Pulumi cannot decrypt it).
+PLACEHOLDER = "secure: v1:set-with-pulumi-config-set-secret"
+
+
+def secrets_text(sources: dict[str, str]) -> str:
+    """The `secrets` section for `sources` (Secret name -> its fromConfig map, as written) and one
+    placeholder per Pulumi secret it names: the program creates each Secret, so the first `pulumi up`
+    needs none made by hand (docs/operator-guide.md#secrets)."""
+    keys = [k.split(": ")[1] for v in sources.values() for k in v.strip("{}").split(", ")]
+    lines = [
+        "  # Where each Secret the stack references comes from: the program creates it from this stack's",
+        "  # Pulumi secrets. Before the first `pulumi up`, set each one below:",
+        *(f"  #   pulumi config set --secret {key} <value>" for key in keys),
+        f"  {PROJECT}:secrets:",
+        *(f"    {name}: {{fromConfig: {entries}}}" for name, entries in sources.items()),
+    ]
+    for key in keys:
+        lines += [f"  {PROJECT}:{key}:", f"    {PLACEHOLDER}"]
+    return "\n".join(lines) + "\n"
+
+
+HF_TOKEN = {"hf-token": "{token: hfToken}"}
+GATEWAY_SECRETS = {
+    "inference-api-keys": "{default: gatewayKeyDefault}",  # one entry per client: its API key
+    "inference-tls": "{tls.crt: tlsCertificate, tls.key: tlsPrivateKey}",  # PEM chain and key
 }
 
 
@@ -138,16 +167,16 @@ config:
   {PROJECT}:gateway:
     enabled: true
     hostname: inference.{name}.example.com
-    auth: apiKey                # apiKey | jwt; keys live in the existing Secret below
+    auth: apiKey                # apiKey | jwt; keys live in the Secret below (secrets: one entry per client)
     apiKeysSecret: inference-api-keys
-    tls:                        # a kubernetes.io/tls Secret in inference-gateway (e.g. from cert-manager),
+    tls:                        # a kubernetes.io/tls Secret in inference-gateway (made from secrets below),
       secretName: inference-tls #   or certificateArn: arn:aws:acm:... to terminate TLS on the NLB
   # App teams, each deploying its own models from a workloads stack (docs/operator-guide.md#tenancy):
   # {PROJECT}:teams:
   #   - name: search
   #     deployers: [arn:aws:iam::<account>:role/search-deployers]
   #     quota: {{gpus: 4, cpu: "64", memory: 256Gi}}
-{model}"""
+{model}{secrets_text({**GATEWAY_SECRETS, **(HF_TOKEN if model else {})})}"""
 
 
 def _team_model(platform: str, platforms: PlatformLookup) -> tuple[str, str, str]:
@@ -203,7 +232,7 @@ def workloads_text(
     platformStack: {platform}
     team: {team}                # declared by the platform (teams[]): its namespaces, quota, keys, deploy role
   {PROJECT}:models:
-{models}"""
+{models}{secrets_text(HF_TOKEN)}"""
 
 
 def _sections(text: str) -> tuple[dict[str, Any], Any]:

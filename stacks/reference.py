@@ -51,8 +51,9 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def _models_in(tp: Any) -> tuple[type[BaseModel], bool] | None:
-    """The model a field holds (directly, optionally or as list items) and whether it is a list."""
+def _models_in(tp: Any) -> tuple[type[BaseModel], str] | None:
+    """The model a field holds (directly, optionally, as list items or as a map's values) and how its key
+    path goes on: `""`, `"[]"` (a list) or `".<name>"` (a map keyed by name)."""
     origin = get_origin(tp)
     if origin is Annotated:
         return _models_in(get_args(tp)[0])
@@ -61,9 +62,12 @@ def _models_in(tp: Any) -> tuple[type[BaseModel], bool] | None:
         return found[0] if found else None
     if origin is list:
         inner = _models_in(get_args(tp)[0])
-        return (inner[0], True) if inner else None
+        return (inner[0], "[]") if inner else None
+    if origin is dict:
+        inner = _models_in(get_args(tp)[1])
+        return (inner[0], ".<name>") if inner else None
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return tp, False
+        return tp, ""
     return None
 
 
@@ -181,10 +185,10 @@ def blocks() -> list[Block]:
             found = _models_in(field.annotation)
             if found is None:
                 continue
-            child, is_list = found
-            key = f"{path}.{field.alias or attr}{'[]' if is_list else ''}"
+            child, suffix = found
+            key = f"{path}.{field.alias or attr}{suffix}"
             value = None
-            if not is_list:
+            if not suffix:
                 value = getattr(default, attr) if default is not None else field.get_default(call_default_factory=True)
             walk(key, _code(key), child, value if isinstance(value, BaseModel) else None, field.description or "")
 
@@ -193,10 +197,10 @@ def blocks() -> list[Block]:
             continue
         found = _models_in(field.annotation)
         assert found is not None, f"section {attr} is not an object"
-        model, is_list = found
+        model, suffix = found
         alias = field.alias or attr
-        value = None if is_list else field.get_default(call_default_factory=True)
-        walk(f"{alias}{'[]' if is_list else ''}", _code(f"{PROJECT}:{alias}"), model, value, field.description or "")
+        value = None if suffix else field.get_default(call_default_factory=True)
+        walk(f"{alias}{suffix}", _code(f"{PROJECT}:{alias}"), model, value, field.description or "")
     return out
 
 
@@ -209,7 +213,7 @@ def _table(block: Block, headings: dict[str, str]) -> list[str]:
         found = _models_in(field.annotation)
         link = ""
         if found:
-            child = f"{block.path}.{key}{'[]' if found[1] else ''}"
+            child = f"{block.path}.{key}{found[1]}"
             link = f"([{_code(child)}](#{slug(headings[child])}))"
         kind = type_text(field.annotation, list(field.metadata), link)
         rows.append(

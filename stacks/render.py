@@ -31,7 +31,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .config import PROJECT
 from .errors import ConfigError, Problem
-from .load import ROOT, read_stack, sections_to_pulumi_config
+from .load import ROOT, offline_secret_keys, read_stack, sections_to_pulumi_config
 from .mocks import Record, RecordingMocks, install
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -82,7 +82,7 @@ def run_program(
     recording = mocks()
     recording.reset()
     recording.platform_exports.update(platform_exports or {})
-    pulumi.runtime.set_all_config(pulumi_config)
+    pulumi.runtime.set_all_config(pulumi_config, offline_secret_keys(pulumi_config))
     root = pulumi.runtime.get_root_resource()
     if root is not None and hasattr(root, "outputs"):
         root.outputs = {}  # type: ignore[attr-defined]
@@ -257,8 +257,28 @@ def integral(value: Any) -> Any:
     return value
 
 
+def secret_leaves(value: Any) -> Any:
+    """A secret envelope's value with every leaf shown as `[secret]`, keeping its shape: a Secret's
+    `stringData` stays a map of its entries (what the schema checks read), none of them a value."""
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return _all_secret(value.get("value"))
+        return {k: secret_leaves(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [secret_leaves(v) for v in value]
+    return value
+
+
+def _all_secret(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _all_secret(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_all_secret(v) for v in value]
+    return SECRET
+
+
 def manifest(record: Record) -> dict[str, Any]:
-    inputs = integral(dict(record.inputs))
+    inputs = integral(secret_leaves(dict(record.inputs)))
     head = {
         "apiVersion": inputs.pop("apiVersion", None),
         "kind": inputs.pop("kind", None),

@@ -45,6 +45,8 @@ NEURON_SCHEDULER = "neuron-scheduler"
 # GatewayClass and Gateway `<fullname>-eg` in the release namespace, one HTTP listener `http` on 80).
 GATEWAY_NAMESPACE = "inference-gateway"
 GATEWAY_NAME = "inference"
+# The kubernetes.io/tls Secret the HTTPS listener terminates with when `gateway.tls` is unset.
+DEFAULT_TLS_SECRET = f"{GATEWAY_NAME}-tls"
 HTTPS_LISTENER = "https"
 AIBRIX_GATEWAY = ("aibrix-system", "aibrix-eg", "http")
 
@@ -600,6 +602,32 @@ class VirtualKey:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SecretRef:
+    """One reference the stack makes to a Kubernetes Secret (stacks/resolve/secrets.py lists them all): the
+    key that names it, the namespace it must be in, the entries and type it must have, and who reads it.
+    `mounted`: a pod mounts it, so that pod starts only once the Secret exists."""
+
+    key: str
+    name: str
+    namespace: str
+    entries: tuple[str, ...]  # the data keys read; empty: any (a keys Secret: one entry per client)
+    type: str  # Opaque, kubernetes.io/tls or kubernetes.io/dockerconfigjson
+    reader: str
+    mounted: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ManagedSecret:
+    """A Secret the program creates from Pulumi secrets of the stack (`secrets.<name>.fromConfig`): one per
+    namespace that references the name. `entries` are (data key, Pulumi config key) pairs."""
+
+    name: str
+    namespace: str
+    type: str
+    entries: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Access:
     """Who the front door admits where, for a stack that owns the platform's listener: the listener's
     own backstop (the platform's clients only), the LiteLLM proxy's route, the grants that let routes
@@ -651,6 +679,15 @@ class ResolvedStack:
     prometheus_adapter: tuple[str, int | None] | None = None
     # Who the front door admits where (stacks/resolve/access.py); empty for a team's stack.
     access: Access = field(default_factory=Access)
+    # Every Secret the stack references, and those the program creates from Pulumi secrets
+    # (stacks/resolve/secrets.py); the namespaces this stack creates (where a Secret needs a source).
+    secret_refs: tuple[SecretRef, ...] = ()
+    managed_secrets: tuple[ManagedSecret, ...] = ()
+    created_namespaces: frozenset[str] = frozenset()
+
+    def secrets_in(self, namespace: str) -> tuple[ManagedSecret, ...]:
+        """The Secrets the program creates in one namespace."""
+        return tuple(s for s in self.managed_secrets if s.namespace == namespace)
 
     @property
     def prod(self) -> bool:

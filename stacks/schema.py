@@ -10,6 +10,7 @@ committed file drifts from the models.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,24 @@ SCHEMA_PATH = Path(__file__).resolve().parent / "stack.schema.json"
 
 def stack_file_schema() -> dict[str, Any]:
     model = StackConfig.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
-    sections = {f"{PROJECT}:{key}": value for key, value in model["properties"].items() if key != "awsRegion"}
+    # Keys the load step fills itself (aws:region, the names of the Pulumi secrets) are no sections.
+    sections = {
+        f"{PROJECT}:{key}": value
+        for key, value in model["properties"].items()
+        if key not in ("awsRegion", "secretConfig")
+    }
+    # Any other key of the project is a Pulumi secret that `secrets.<Secret>.fromConfig` names, as
+    # `pulumi config set --secret` writes it: `{secure: <ciphertext>}` (stacks/config/secrets.py).
+    not_a_section = "".join(f"(?!{re.escape(name.split(':', 1)[1])}$)" for name in sorted(sections))
+    secret_key = f"^{PROJECT}:{not_a_section}[a-z][A-Za-z0-9]*$"
+    secure = {
+        "type": "object",
+        "description": "A Pulumi secret (`pulumi config set --secret <key> <value>`) that `secrets.<Secret>."
+        "fromConfig` names.",
+        "properties": {"secure": {"type": "string"}},
+        "required": ["secure"],
+        "additionalProperties": False,
+    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "inference-platform stack file (Pulumi.<stack>.yaml)",
@@ -30,8 +48,12 @@ def stack_file_schema() -> dict[str, Any]:
             "config": {
                 "type": "object",
                 "properties": {"aws:region": {"type": "string", "pattern": "^[a-z]{2}(-[a-z]+)+-[0-9]$"}, **sections},
-                # An unknown inference-platform: section is an error, as in `stacks validate`.
-                "propertyNames": {"anyOf": [{"not": {"pattern": f"^{PROJECT}:"}}, {"enum": sorted(sections)}]},
+                "patternProperties": {secret_key: secure},
+                # An unknown inference-platform: section is an error, as in `stacks validate`; a Pulumi
+                # secret's key is not a section.
+                "propertyNames": {
+                    "anyOf": [{"not": {"pattern": f"^{PROJECT}:"}}, {"enum": sorted(sections)}, {"pattern": secret_key}]
+                },
                 # Other namespaces (aws:, pulumi:, kubernetes:) belong to their providers.
                 "additionalProperties": True,
             },

@@ -3,12 +3,18 @@ builders directly, instead of rendering the whole program under the mocks."""
 
 from __future__ import annotations
 
+import copy
+import hashlib
 from typing import Any
 
 from components.model_servers import model_objects, workload_spec
 from components.storage.cache import CacheContext
+from stacks.config.secrets import source_for
+from stacks.errors import ConfigError
 from stacks.exports import PlatformExports
-from stacks.pipeline import check_sections
+from stacks.load import parse_sections
+from stacks.pipeline import check_sections, platform_of, repo_platform
+from stacks.resolve import resolve
 from stacks.resolved import CACHE_CLAIM, READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel, ResolvedStack
 from stacks.versions import IMAGES
 
@@ -23,6 +29,32 @@ def resolved_stack(
     or read from the platform's stack file in this repository)."""
     given = PlatformExports(exports, "stack exports given by the test") if exports is not None else None
     return check_sections(sections, region, platforms=(lambda ref: given) if given is not None else None)
+
+
+def sourced(
+    sections: dict[str, Any], region: str = "us-west-2", exports: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A copy of `sections` in which every Secret they reference and do not source gets a `fromConfig`
+    source in its namespace (`secrets.<namespace>/<name>`) with one placeholder Pulumi secret per entry, as
+    the operator guide has a stack file do: for tests of something else that build a stack inline. Sections
+    that do not load are handed back as they are, for the test's own refusal."""
+    out = copy.deepcopy(sections)
+    try:
+        config = parse_sections(out, region)
+    except ConfigError:
+        return out
+    given = PlatformExports(exports, "stack exports given by the test") if exports is not None else None
+    platform, _ = platform_of(config, (lambda ref: given) if given is not None else repo_platform)
+    for ref in resolve(config, platform).secret_refs:
+        if source_for(config.secrets, ref.namespace, ref.name)[1] is not None:
+            continue
+        entries = {}
+        for entry in ref.entries or ("default",):
+            key = "test" + hashlib.sha256(f"{ref.namespace}/{ref.name}/{entry}".encode()).hexdigest()[:12]
+            entries[entry] = key
+            out[key] = {"secure": "v1:test-placeholder"}
+        out.setdefault("secrets", {})[f"{ref.namespace}/{ref.name}"] = {"fromConfig": entries}
+    return out
 
 
 def resolved_model(stack: ResolvedStack, name: str) -> ResolvedModel:

@@ -11,7 +11,7 @@ from components.model_servers import workload_spec
 from components.storage.cache import CacheContext
 from stacks.load import ROOT
 from stacks.resolved import ResolvedStack
-from tests.builders import engine_objects, resolved_model, resolved_stack, streaming_context
+from tests.builders import engine_objects, resolved_model, resolved_stack, sourced, streaming_context
 from tests.conftest import sections_of
 
 ENGINES = ROOT / "stacks" / "examples" / "Pulumi.engines.yaml"
@@ -22,8 +22,9 @@ def example() -> dict[str, Any]:
 
 
 def stack_of(sections: dict[str, Any]) -> ResolvedStack:
-    """The stack file's sections validated like `pulumi up` would, then resolved."""
-    return resolved_stack(sections)
+    """The stack file's sections validated like `pulumi up` would, then resolved; a Secret a test's change
+    makes the stack name (the NIM Operator's NGC key) gets its source from Pulumi secrets (`sourced`)."""
+    return resolved_stack(sourced(sections))
 
 
 def spec(stack: ResolvedStack, name: str, cache: CacheContext | None = None) -> WorkloadSpec:

@@ -16,7 +16,7 @@ from stacks.config import StackConfig
 from stacks.load import ROOT
 from stacks.pipeline import check_sections
 from stacks.resolved import ResolvedStack
-from tests.builders import engine_objects, resolved_model, resolved_stack
+from tests.builders import engine_objects, resolved_model, resolved_stack, sourced
 from tests.conftest import sections_of
 
 SERVING = ROOT / "stacks" / "examples" / "Pulumi.serving.yaml"
@@ -42,9 +42,9 @@ def _example_stack() -> ResolvedStack:
 
 
 def serving_stack(sections: dict[str, Any] | None = None) -> ResolvedStack:
-    """The serving example resolved (or these modified sections of it); frozen, so the unmodified
-    example is resolved once per process."""
-    return _example_stack() if sections is None else resolved_stack(sections)
+    """The serving example resolved (or these modified sections of it, a Secret a change names given its
+    source from Pulumi secrets: `sourced`); frozen, so the unmodified example is resolved once per process."""
+    return _example_stack() if sections is None else resolved_stack(sourced(sections))
 
 
 def spec_for(stack: ResolvedStack, name: str) -> WorkloadSpec:

@@ -246,12 +246,12 @@ def test_a_hub_model_without_tokenizer_files_in_the_bucket_takes_them_from_the_h
 def test_a_team_models_benchmark_calls_its_team_path_with_a_key_its_route_alone_admits():
     from components.benchmark import target
     from stacks.resolved import BENCHMARK_CALLER, KeySecret
-    from tests.builders import resolved_stack
+    from tests.builders import resolved_stack, sourced
     from tests.conftest import EXAMPLES_DIR, sections_of
 
     team = sections_of(EXAMPLES_DIR / "Pulumi.team-search.yaml")
     team["models"][0]["benchmark"] = {"apiKeySecret": "bench-key", "gate": False}
-    stack = resolved_stack(team)
+    stack = resolved_stack(sourced(team))
     model, other = resolved_model(stack, "qwen3-8b"), resolved_model(stack, "llama-3-8b-neuron")
     assert target(model, HOST) == f"https://{HOST}/search/qwen3-8b", "a team's model is routed under its namespace"
     bench = KeySecret(BENCHMARK_CALLER, "search", "bench-key")

@@ -213,7 +213,9 @@ def _models_args(stack: ResolvedStack, monkeypatch) -> ModelsArgs:
 
     @pulumi.runtime.test
     def build():
-        InferencePlatform("platform", InferencePlatformArgs(stack=stack))
+        # The stack's Pulumi secrets, as __main__.py hands them over (Config.require_secret).
+        values = {key: pulumi.Output.secret("test") for key in stack.config.secret_config}
+        InferencePlatform("platform", InferencePlatformArgs(stack=stack, secret_values=values))
 
     build()
     assert len(seen) == 1, "one Models component per stack"

@@ -31,7 +31,8 @@ def test_an_unknown_section_is_refused(dev):
     dev["clusters"] = {"name": "x"}
     assert problems(dev) == [
         "inference-platform:clusters: unknown section; sections are stack, cluster, nodePools, "
-        "addons, storage, gateway, models, images, teams"
+        "addons, storage, gateway, models, images, teams, secrets; a Pulumi secret's key is read only when "
+        "`secrets.<Secret>.fromConfig` names it"
     ]
 
 

@@ -14,7 +14,7 @@ from stacks.load import ROOT
 from stacks.pipeline import check_file
 from stacks.resolved import GATEWAY_NAMESPACE, Endpoint
 from stacks.versions import chart
-from tests.builders import resolved_stack
+from tests.builders import resolved_stack, sourced
 from tests.conftest import ALL_STACKS, DEV, render_sections, rendered_stack, sections_of, stack_manifests
 
 SERVING = ROOT / "stacks" / "examples" / "Pulumi.serving.yaml"
@@ -137,7 +137,7 @@ def test_the_http_listener_only_redirects_to_https(dev_render):
 
 def test_a_certificate_secret_terminates_tls_at_envoy(dev):
     dev["gateway"]["tls"] = {"secretName": "inference-dev-tls"}
-    gw = gateway(resolved_stack(dev).platform.gateway)
+    gw = gateway(resolved_stack(sourced(dev)).platform.gateway)
     https = next(li for li in gw["spec"]["listeners"] if li["name"] == "https")
     assert https["protocol"] == "HTTPS"
     assert https["tls"] == {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "inference-dev-tls"}]}

@@ -8,6 +8,7 @@ import pytest
 
 from stacks.errors import ConfigError
 from stacks.pipeline import check_sections, stack_warnings
+from tests.builders import sourced
 
 
 def problems(sections: dict[str, Any]) -> list[str]:
@@ -73,6 +74,7 @@ def test_a_gateway_on_a_disabled_envoy_gateway_is_refused(dev):
 
 def test_prod_must_name_its_tls_while_dev_is_warned(dev):
     del dev["gateway"]["tls"]
+    dev = sourced(dev)  # the default certificate Secret, inference-tls, from Pulumi secrets
     config = check_sections(dev, "us-west-2")
     assert any(w.path == "inference-platform:gateway.tls" for w in stack_warnings(config)), "dev warns"
     dev["stack"]["environment"] = "prod"

@@ -24,10 +24,21 @@ from stacks.load import AWS_PROVIDER_KEYS, ROOT, read_stack, sections_to_pulumi_
 from stacks.pipeline import check_file, check_sections
 from stacks.regions import regions
 from stacks.render import mocks, refuse_what_the_engine_would, render_file, run_program
+from tests.builders import sourced
 from tests.conftest import DEV, sections_of
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
-MINIMAL = "config:\n  aws:region: us-west-2\n  inference-platform:cluster:\n    name: hostile\n"
+# The default gateway's client keys and certificate come from Pulumi secrets (placeholders here).
+SOURCES = (
+    "  inference-platform:secrets:\n"
+    "    inference-api-keys: {fromConfig: {default: gatewayKeyDefault}}\n"
+    "    inference-tls: {fromConfig: {tls.crt: tlsCertificate, tls.key: tlsPrivateKey}}\n"
+    + "".join(
+        f"  inference-platform:{k}:\n    secure: v1:placeholder\n"
+        for k in ("gatewayKeyDefault", "tlsCertificate", "tlsPrivateKey")
+    )
+)
+MINIMAL = "config:\n  aws:region: us-west-2\n  inference-platform:cluster:\n    name: hostile\n" + SOURCES
 
 # What each corpus file is refused for: (the key path, a part of the message).
 EXPECTED = {
@@ -312,10 +323,11 @@ def test_an_acm_certificate_in_another_region_is_refused():
         "hostname": "x.example.com",
         "tls": {"certificateArn": "arn:aws:acm:us-east-1:111122223333:certificate/ab-12"},
     }
+    stack = sourced({"cluster": {"name": "x"}, "gateway": gateway}, "us-east-1")
     with pytest.raises(ConfigError) as exc:
-        check_sections({"cluster": {"name": "x"}, "gateway": gateway}, "us-west-2")
+        check_sections(stack, "us-west-2")
     assert [p.path for p in exc.value.problems] == ["inference-platform:gateway.tls.certificateArn"]
-    check_sections({"cluster": {"name": "x"}, "gateway": gateway}, "us-east-1")
+    check_sections(stack, "us-east-1")
 
 
 def test_the_capacity_example_certificate_is_in_its_stacks_region():
@@ -326,15 +338,15 @@ def test_the_capacity_example_certificate_is_in_its_stacks_region():
 
 def test_availability_zones_are_refused_above_the_regions_real_count():
     with pytest.raises(ConfigError) as exc:
-        check_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 5}}}, "us-west-2")
+        check_sections(sourced({"cluster": {"name": "x", "vpc": {"availabilityZones": 5}}}, "us-east-1"), "us-west-2")
     assert "has 4 availability zones" in str(exc.value.problems[0])
     with pytest.raises(ConfigError):
-        check_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 3}}}, "us-west-1")
-    check_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": 6}}}, "us-east-1")
+        check_sections(sourced({"cluster": {"name": "x", "vpc": {"availabilityZones": 3}}}), "us-west-1")
+    check_sections(sourced({"cluster": {"name": "x", "vpc": {"availabilityZones": 6}}}, "us-east-1"), "us-east-1")
 
 
 def test_the_render_spans_the_regions_real_zones():
-    sections = {"cluster": {"name": "east", "vpc": {"availabilityZones": 6}}}
+    sections = sourced({"cluster": {"name": "east", "vpc": {"availabilityZones": 6}}}, "us-east-1")
     rendered = run_program(sections_to_pulumi_config(sections, "us-east-1"))
     zones = [r.inputs["availabilityZone"] for r in rendered.resources if r.type == "aws:ec2/subnet:Subnet"]
     assert sorted(set(zones)) == [f"us-east-1{z}" for z in "abcdef"]
@@ -342,7 +354,7 @@ def test_the_render_spans_the_regions_real_zones():
 
 def test_every_region_of_the_table_validates_up_to_its_zone_count():
     for code, found in regions().items():
-        check_sections({"cluster": {"name": "x", "vpc": {"availabilityZones": len(found.zones)}}}, code)
+        check_sections(sourced({"cluster": {"name": "x", "vpc": {"availabilityZones": len(found.zones)}}}, code), code)
 
 
 def test_the_region_table_holds_exactly_the_commercial_regions_the_aws_provider_knows():

@@ -14,7 +14,7 @@ import pytest
 from stacks.errors import ConfigError
 from stacks.pipeline import check_sections, stack_warnings
 from stacks.versions import IMAGES, PLATFORM_IMAGES
-from tests.builders import resolved_stack
+from tests.builders import resolved_stack, sourced
 from tests.conftest import DEV, EXAMPLES, frozen_render, render_sections, sections_of
 from tests.test_policies import pack_violations
 
@@ -51,7 +51,7 @@ def prod_stack() -> dict[str, Any]:
     # The Neuron model runs one replica: prod takes that only with the downtime accepted.
     s["models"][1]["acceptDowntime"] = True
     s["images"] = copy.deepcopy(PINS)
-    return s
+    return sourced(s)  # the proxy's master key and Alertmanager's config, from Pulumi secrets
 
 
 def problems(sections: dict[str, Any]) -> list[str]:

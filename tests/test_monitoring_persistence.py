@@ -22,6 +22,7 @@ from stacks.charts import charts_dir
 from stacks.config.addons import MonitoringAddon
 from stacks.pipeline import check_sections, stack_warnings
 from stacks.versions import chart
+from tests.builders import sourced
 from tests.conftest import DEV, EXAMPLES, rendered_stack
 
 PLATFORM = next(p for p in EXAMPLES if p.name == "Pulumi.platform.yaml")
@@ -134,7 +135,7 @@ def test_a_prod_platform_without_an_alertmanager_config_is_warned():
         w for w in stack_warnings(check_sections(base, "us-west-2")) if w.path.endswith("alertmanagerConfigSecret")
     ]
     assert found and "sends nothing" in found[0].message
-    named = {**base, "addons": {"monitoring": {"alertmanagerConfigSecret": "am"}}}
+    named = sourced({**base, "addons": {"monitoring": {"alertmanagerConfigSecret": "am"}}})
     assert not [w for w in stack_warnings(check_sections(named, "us-west-2")) if "alertmanager" in w.path]
     dev = {**base, "stack": {"environment": "dev"}}
     assert not [w for w in stack_warnings(check_sections(dev, "us-west-2")) if "alertmanager" in w.path]

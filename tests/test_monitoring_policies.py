@@ -10,7 +10,7 @@ from components import peers
 from components.monitoring.policies import monitoring_policies
 from stacks.config.cluster import Vpc
 from stacks.resolved import MONITORING_NAMESPACE, ResolvedStack
-from tests.builders import resolved_stack
+from tests.builders import resolved_stack, sourced
 from tests.netpol import Peer, admitted
 
 
@@ -107,7 +107,7 @@ def test_alertmanager_hears_prometheus_and_grafana_and_sends_only_when_configure
     assert _on(objs, peers.ALERTMANAGER, 9093) == {Peer.of(peers.PROMETHEUS), Peer.of(peers.GRAFANA)}
     assert _by_name(objs)["alertmanager"]["egress"] == [peers.DNS], "the chart's default receiver sends nothing"
     dev["addons"]["monitoring"]["alertmanagerConfigSecret"] = "alertmanager-config"
-    egress = _by_name(_policies(resolved_stack(dev)))["alertmanager"]["egress"]
+    egress = _by_name(_policies(resolved_stack(sourced(dev))))["alertmanager"]["egress"]
     assert {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": peers.tcp(443)} in egress, "receivers over HTTPS"
 
 

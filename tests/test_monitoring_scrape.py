@@ -19,7 +19,7 @@ from stacks.errors import ConfigError
 from stacks.load import ROOT
 from stacks.pipeline import check_sections
 from stacks.versions import IMAGES, chart
-from tests.builders import resolved_stack
+from tests.builders import resolved_stack, sourced
 from tests.conftest import render_sections, rendered_stack
 
 FRONTDOOR = ROOT / "stacks" / "examples" / "Pulumi.frontdoor.yaml"
@@ -46,7 +46,7 @@ def served_of(dev: dict[str, Any], engine: str, **extra: Any):
         dev["addons"]["kuberay"] = {"enabled": True}
     if engine == "dynamo":
         dev["addons"]["dynamo"] = {"enabled": True}
-    served = resolved_stack(dev).models[0]
+    served = resolved_stack(sourced(dev)).models[0]  # a NIM model's pull Secret, from Pulumi secrets
     return served.config, served
 
 
@@ -217,7 +217,7 @@ def test_grafanas_admin_comes_from_an_existing_secret_when_named(dev):
     default = prometheus_stack_values(resolved_stack(dev).platform.addons.monitoring)["grafana"]
     assert "admin" not in default, "the chart generates a random password and keeps it across upgrades"
     dev["addons"]["monitoring"] = {"enabled": True, "grafanaAdminSecret": "grafana-admin"}
-    values = prometheus_stack_values(resolved_stack(dev).platform.addons.monitoring)["grafana"]
+    values = prometheus_stack_values(resolved_stack(sourced(dev)).platform.addons.monitoring)["grafana"]
     assert values["admin"] == {
         "existingSecret": "grafana-admin",
         "userKey": "admin-user",

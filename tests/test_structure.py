@@ -220,6 +220,7 @@ ENGINE_NAME_PLACES = {
     ("components/gateway/picker.py", "vllm"): "the llm-d picker's default engine, in the picker's vocabulary",
     ("components/serving/platforms.py", "dynamo"): "the Dynamo operator's add-on key (addons.dynamo)",
     ("stacks/resolved.py", "dynamo"): "the Dynamo operator's namespace, by add-on key",
+    ("stacks/resolve/secrets.py", "nim"): "the key path models[].nim.imagePullSecret (the model's nim section)",
     ("stacks/versions.py", "dynamo"): "the Dynamo platform chart's catalog key",
     ("stacks/versions.py", "sglang"): "the SGLang image's catalog key (its repository name)",
     ("stacks/versions.py", "ollama"): "the Ollama image's catalog key (its repository name)",

@@ -34,7 +34,7 @@ from stacks.exports import export_platform
 from stacks.pipeline import check_sections
 from stacks.render import Rendered
 from stacks.resolve import own_platform
-from tests.builders import resolved_stack
+from tests.builders import resolved_stack, sourced
 from tests.conftest import DEV, EXAMPLES_DIR, PLATFORM_REF, render_sections, rendered_stack, sections_of
 
 SHIPPED = {"team-search": EXAMPLES_DIR / "Pulumi.team-search.yaml", "team-chat": EXAMPLES_DIR / "Pulumi.team-chat.yaml"}
@@ -117,7 +117,8 @@ def variant(path: Path, addons: dict[str, bool]) -> tuple[dict[str, Any], dict[s
             model.setdefault("secrets", {})["ngcApiKey"] = "ngc-api-key"
         models.append(model)
     stack = {"role": "workloads", "environment": sections["stack"]["environment"], "platformStack": PLATFORM_REF}
-    return {"stack": {**stack, "team": VARIANT_TEAM}, "models": models}, exports
+    # The team's stack makes the Secrets its models read (tokens, pull and benchmark keys) in its namespaces.
+    return sourced({"stack": {**stack, "team": VARIANT_TEAM}, "models": models}, exports=exports), exports
 
 
 def snapshot(rendered: Rendered, sections: dict[str, Any], exports: dict[str, Any] | None) -> TeamRender:
@@ -367,12 +368,13 @@ def test_the_role_grants_nothing_cluster_scoped_only_reads_quotas_and_limits_and
 
 
 def test_every_kind_the_role_writes_is_one_a_team_stack_renders():
-    """No grant for what no team stack renders; the exceptions are Secrets (the team's own key and token
-    Secrets, and Helm's records) and the endpoint picker's chart objects (its ServiceAccount, Role and
-    RoleBinding), which the chart test below finds in the releases."""
+    """No grant for what no team stack renders; the exceptions are the endpoint picker's chart objects (its
+    ServiceAccount, Role and RoleBinding), which the chart test below finds in the releases. Secrets are
+    rendered: a team's stack makes its models' token, pull and benchmark key Secrets from its Pulumi secrets."""
     rendered = {o["kind"] for label in LABELS for o in team_render(label).manifests}
     granted = {k for g in TEAM_OBJECTS for k in g.kinds}
-    assert granted - rendered == {"Secret", "ServiceAccount", "Role", "RoleBinding"}, granted - rendered
+    assert "Secret" in rendered, "a team's stack makes the Secrets its models read"
+    assert granted - rendered == {"ServiceAccount", "Role", "RoleBinding"}, granted - rendered
     assert rendered <= granted, rendered - granted
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.resolved import BENCHMARK_CALLER, GATEWAY_NAMESPACE, KeySecret
-from tests.builders import resolved_stack
+from tests.builders import resolved_stack, sourced
 from tests.conftest import EXAMPLES_DIR, sections_of
 from tests.guard_support import has, problems
 
@@ -168,14 +168,15 @@ def test_a_teams_model_is_routed_under_its_namespace_and_a_platform_model_under_
 
 def test_a_route_admits_its_teams_keys_its_consumers_and_its_benchmarks_and_no_others(search):
     search["models"][0]["benchmark"] = {"apiKeySecret": "qwen-bench-key", "concurrency": [1]}
-    model = resolved_stack(search).models[0]
+    stack = resolved_stack(sourced(search))
+    model = stack.models[0]
     assert model.callers == ("search", "chat")
     assert model.key_secrets == (
         KeySecret("search", "search", "inference-api-keys"),
         KeySecret("chat", "chat", "inference-api-keys"),
         KeySecret(BENCHMARK_CALLER, "search", "qwen-bench-key"),
     )
-    other = resolved_stack(search).models[1]
+    other = stack.models[1]
     assert other.key_secrets == (KeySecret("search", "search", "inference-api-keys"),), "no consumers: its team's"
 
 

@@ -33,6 +33,7 @@ from stacks.config.gateway import GatewaySection
 from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.resolved import (
+    DEFAULT_TLS_SECRET,
     GATEWAY_NAME,
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
@@ -84,7 +85,7 @@ def tls_secret_name(gateway: GatewaySection) -> str:
     """The certificate Secret the HTTPS listener terminates with (when TLS is not on the NLB)."""
     if gateway.tls and gateway.tls.secret_name:
         return gateway.tls.secret_name
-    return f"{GATEWAY_NAME}-tls"
+    return DEFAULT_TLS_SECRET
 
 
 def terminates_on_load_balancer(gateway: GatewaySection) -> bool:

@@ -21,12 +21,13 @@ import pulumi_kubernetes as k8s
 from stacks.config.addons import AddonsSection, LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
 from stacks.naming import MANAGED_BY, TOKEN
-from stacks.resolved import ImageTable, ResolvedModel
+from stacks.resolved import ImageTable, ManagedSecret, ResolvedModel
 from stacks.versions import chart, crd_source
 
 from .. import crds, peers
 from ..k8s import register
 from ..k8s import release as release_chart
+from ..secrets import create_secrets
 from .autoscaling import scaling_dashboard, scaling_prometheus_rule
 from .collection import (
     MONITORING_NAMESPACE,
@@ -75,6 +76,10 @@ class MonitoringArgs:
     # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
     # closed, so every Service, and every release creating one, waits for it.
     service_webhook: pulumi.Resource | None = None
+    # The Secrets of the monitoring namespace the program creates from Pulumi secrets (Alertmanager's
+    # configuration, Grafana's admin), and their values: created before kube-prometheus-stack mounts them.
+    secrets: tuple[ManagedSecret, ...] = ()
+    secret_values: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -110,12 +115,16 @@ class Monitoring(pulumi.ComponentResource):
                 service_webhook=args.service_webhook,
             )
 
+        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns])
+        mounted = create_secrets(name, args.secrets, args.secret_values, after_ns)
         if not mon.existing_prometheus:
             volumes = register(monitoring_storage_class(), plain)
             source = crd_source("kube-prometheus-stack", mon.version, mon.crds_version)
             crd_deps.append(crds.install(f"{name}-crds", source, plain))
             values = prometheus_stack_values(mon)
-            crd_deps.append(release("kube-prometheus-stack", mon.version, values, [ns, volumes, *crd_deps], True))
+            crd_deps.append(
+                release("kube-prometheus-stack", mon.version, values, [ns, volumes, *crd_deps, *mounted], True)
+            )
         prometheus = args.prometheus_adapter
         if prometheus is not None:
             workload_engines = [e for e in args.engines.values() if e.platform_workload]
@@ -124,7 +133,6 @@ class Monitoring(pulumi.ComponentResource):
         accelerators = args.accelerators
         if "nvidia" in accelerators:
             release("dcgm-exporter", mon.dcgm_exporter_version, dcgm_exporter_values(), [ns, *crd_deps])
-        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns])
         after_crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[ns, *crd_deps])
         if "neuron" in accelerators:
             for obj in neuron_monitor(args.images["neuron-monitor"], peers.prometheus(mon.existing_prometheus)):

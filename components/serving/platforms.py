@@ -26,6 +26,7 @@ the AIBrix release that installs its CRD.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
@@ -38,10 +39,12 @@ from stacks.naming import labels as k8s_labels
 from stacks.resolved import (
     CONTROLLER_NAMESPACES,
     KEDA_NAMESPACE,
+    LITELLM_NAMESPACE,
     LWS_NAMESPACE,
     Endpoint,
     GatewayParent,
     ImageTable,
+    ManagedSecret,
     ResolvedModel,
 )
 from stacks.versions import CRD_SOURCES, chart, crd_source
@@ -51,6 +54,7 @@ from ..autoscaling import wake
 from ..autoscaling.keda import keda_values
 from ..autoscaling.wake import http_addon_values
 from ..k8s import register, release
+from ..secrets import create_secrets
 from . import aibrix, litellm, litellm_keys
 from .values import (
     aibrix_listener_policy,
@@ -85,6 +89,10 @@ class ServingPlatformsArgs:
     # closed, so every Service, and every release creating one, waits for it; and AIBrix's namespace,
     # where its Gateway's LoadBalancer Service lives, is created after it and deleted (awaited) before it.
     service_webhook: pulumi.Resource | None = None
+    # The Secrets of the proxy's namespace the program creates from Pulumi secrets (its master, provider and
+    # database keys), and their values: created after the namespace, before the proxy that mounts them.
+    secrets: tuple[ManagedSecret, ...] = ()
+    secret_values: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
 
 
 class ServingPlatforms(pulumi.ComponentResource):
@@ -93,12 +101,16 @@ class ServingPlatforms(pulumi.ComponentResource):
     # The releases by add-on name (their CRDs' installers), and the LiteLLM proxy's Deployment.
     releases: dict[str, pulumi.Resource]
     litellm: pulumi.Resource | None
+    # The Secrets it created from Pulumi secrets, by namespace.
+    secrets: dict[str, list[pulumi.Resource]]
 
     def __init__(self, name: str, args: ServingPlatformsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:ServingPlatforms", name, None, opts)
+        self._name = name
         addons = args.addons
         self.releases = {}
         self.litellm = None
+        self.secrets = {}
         values = {
             "dynamo": (addons.dynamo, lambda: dynamo_values(addons.dynamo)),
             "aibrix": (
@@ -179,7 +191,9 @@ class ServingPlatforms(pulumi.ComponentResource):
             key_job=litellm_keys.PODS if args.virtual_keys else None,
         )
         namespace = register(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
+        after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
+        keys = self.secrets[LITELLM_NAMESPACE] = create_secrets(self._name, args.secrets, args.secret_values, after_ns)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace, *keys])
         applied = {
             obj["kind"] + "/" + obj["metadata"]["name"]: register(obj, child, service_webhook=args.service_webhook)
             for obj in objects[1:]

@@ -116,8 +116,9 @@ class GatewaySection(Strict):
     )
     tls: Tls | None = Field(
         default=None,
-        description="TLS of the HTTPS listener; unset expects a Secret `inference-tls` in `inference-gateway` "
-        "(e.g. from cert-manager), a warning in dev and staging and an error in prod.",
+        description="TLS of the HTTPS listener; unset, Envoy terminates with the Secret `inference-tls` in "
+        "`inference-gateway`, which `secrets.inference-tls.fromConfig` (`tls.crt`, `tls.key`) must then make (a "
+        "warning in dev and staging, an error in prod).",
     )
     rate_limit: RateLimit | None = Field(
         default=None, description="Per-client request limit on every model route; unset: no limit."

@@ -13,6 +13,7 @@ from .gateway import GatewaySection
 from .images import ImagesSection
 from .models import ModelSection
 from .pools import NodePoolSection
+from .secrets import SecretsSection
 from .stack import StackSection
 from .storage import StorageSection
 from .teams import TeamSection
@@ -39,6 +40,7 @@ SECTIONS = {
     "models": "models",
     "images": "images",
     "teams": "teams",
+    "secrets": "secrets",
 }
 
 # Sections only a platform (or all-in-one) stack may set: (stack-file key, attribute).
@@ -94,6 +96,19 @@ class StackConfig(Strict):
         "`envoy-proxy`, `envoy-gateway` and `busybox`, `dynamo-planner`. Each takes `repository`, `tag` and "
         "`digest`; `environment: prod` requires a digest for every image the stack renders (dev and staging "
         "warn). A model's engine image is pinned per model by `models[].image`.",
+    )
+    secrets: SecretsSection = Field(
+        default_factory=dict,
+        description="Where each Secret the stack references comes from, by Secret name: `fromConfig` (the "
+        "program creates it from Pulumi secrets of this stack, `pulumi config set --secret <key> <value>`) or "
+        "`external: true` (made outside the stack; only in a namespace the stack does not create). Every Secret "
+        "a stack's pods or policies reference needs one (docs/operator-guide.md, Secrets).",
+    )
+    secret_config: tuple[str, ...] = Field(
+        default=(),
+        exclude=True,
+        description="The Pulumi config keys of this project set as secrets (`pulumi config set --secret`), by name; "
+        "never their values. Read by the load step, not written in a section.",
     )
     aws_region: AwsRegion = Field(
         exclude=True,

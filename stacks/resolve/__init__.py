@@ -21,6 +21,7 @@ from .access import front_door_access
 from .images import image_table, rendered_images
 from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
 from .platform import adapter_prometheus, gateway_parent, own_platform, unknown_platform
+from .secrets import created_namespaces, managed_secrets, secret_refs
 
 __all__ = ["gateway_parent", "own_platform", "resolve"]
 
@@ -63,6 +64,7 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
         # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
         dashboards |= {name for name, e in ENGINES.items() if view.accelerators & set(e.facts.accelerators)}
     parent = route_parent(view, owns)
+    refs = secret_refs(config, view, entries, parent, owns)
     return ResolvedStack(
         config=config,
         environment=stack.environment,
@@ -80,4 +82,7 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
         images=image_table(names, view.addons, config.images.pins()),
         prometheus_adapter=adapter_prometheus(view.addons.monitoring) if owns else None,
         access=front_door_access(view, parent, models) if owns else Access(),
+        secret_refs=refs,
+        managed_secrets=managed_secrets(config, refs),
+        created_namespaces=created_namespaces(config, view, {m.namespace for m in models}, parent),
     )

@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (each registers its rules)
     prod,
     provisioning,
     scaling,
+    secrets,
     serving,
     storage,
     streaming,

@@ -93,9 +93,9 @@ def _no_tls(config: StackConfig) -> Iterable[Problem]:
     if config.gateway.enabled and not config.addons.aibrix.enabled and config.gateway.tls is None:
         yield Problem(
             key_path(["gateway", "tls"]),
-            "no TLS configured: the HTTPS listener expects a kubernetes.io/tls Secret named inference-tls "
-            "in namespace inference-gateway (e.g. from cert-manager). Set tls.certificateArn (ACM on the "
-            "load balancer) or tls.secretName",
+            "no TLS configured: the HTTPS listener terminates with the kubernetes.io/tls Secret inference-tls in "
+            "namespace inference-gateway, which `secrets.inference-tls.fromConfig` (tls.crt, tls.key) must make. "
+            "Set tls.certificateArn (ACM on the load balancer) or tls.secretName",
         )
 
 
