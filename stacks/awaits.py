@@ -17,6 +17,7 @@ from typing import Any
 
 TIMEOUT_SECONDS = "pulumi.com/timeoutSeconds"
 SKIP_AWAIT = "pulumi.com/skipAwait"
+WAIT_FOR = "pulumi.com/waitFor"
 
 # Karpenter launching an accelerator node: EC2 capacity, boot, kubelet join and the device plugin
 # advertising the GPUs (typically 2 to 5 minutes; allowed 10).
@@ -49,6 +50,15 @@ def await_job(active_deadline_seconds: int) -> dict[str, str]:
     """The await of a Job bounded by its activeDeadlineSeconds (counted from its start, so the pod's
     scheduling and image pull are inside it): the deadline, and time to see the Job fail."""
     return await_for(active_deadline_seconds + JOB_REPORT_SECONDS)
+
+
+def await_operator(ready: str, seconds: int) -> dict[str, str]:
+    """The await of a model an operator runs (a LeaderWorkerSet, RayService, NIMService,
+    DynamoGraphDeployment): the provider waits for no custom resource unless `pulumi.com/waitFor`
+    names what ready means (a `condition=<type>` or `jsonpath={...}=<value>`, pulumi-kubernetes 4.18+,
+    CHANGELOG "The pulumi.com/waitFor annotation"), for `seconds`, so what waits for the model (a
+    gated benchmark, `pulumi up` itself) waits for it being served, as it does for a Deployment."""
+    return {WAIT_FOR: ready, **await_for(seconds)}
 
 
 def skip_await() -> dict[str, str]:

@@ -18,6 +18,7 @@ from stacks.awaits import (
     PROVIDER_DEFAULT_SECONDS,
     SKIP_AWAIT,
     TIMEOUT_SECONDS,
+    WAIT_FOR,
     pod_window,
     probe_window,
 )
@@ -216,3 +217,34 @@ def test_the_catalog_says_which_charts_create_services_as_the_charts_on_file_do(
     }
     assert not wrong, f"RELEASE_WAITS says otherwise than the chart (key: whether it creates Services): {wrong}"
     assert len(on_file) >= 12, sorted(on_file)
+
+
+# What "ready" means for the custom resources an operator turns into a model's pods (each looked up in
+# the operator's API at the pinned version; see the builders' comments).
+OPERATOR_READY = {
+    "LeaderWorkerSet": "condition=Available",
+    "RayService": "condition=Ready",
+    "NIMService": "condition=NIM_SERVICE_READY",
+    "DynamoGraphDeployment": "jsonpath={.status.state}=successful",
+}
+
+
+@pytest.mark.parametrize("path", SHIPPED, **ids)
+def test_every_model_an_operator_runs_is_awaited_until_served_for_its_whole_allowance(path):
+    """The provider waits for no custom resource without pulumi.com/waitFor: without it `pulumi up`
+    (and a gated benchmark after the model) would go on while a LeaderWorkerSet's group still loads."""
+    stack = check_file(path).stack
+    allowance = {(m.namespace, m.workload[2]): m.await_seconds for m in stack.models}
+    found = 0
+    for record in rendered_stack(path).resources:
+        kind = record.inputs.get("kind")
+        if kind not in OPERATOR_READY:
+            continue
+        meta = record.inputs["metadata"]
+        annotations = meta.get("annotations") or {}
+        assert annotations.get(WAIT_FOR) == OPERATOR_READY[kind], f"{kind} {meta['name']}: no readiness to wait for"
+        want = allowance.get((meta["namespace"], meta["name"]))
+        if want is not None:
+            found += 1
+            assert int(annotations[TIMEOUT_SECONDS]) == want, f"{kind} {meta['name']}: its await is its allowance"
+    assert found or not any(m.workload[1] in OPERATOR_READY for m in stack.models)

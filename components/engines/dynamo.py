@@ -57,6 +57,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stacks import flags
+from stacks.awaits import await_operator
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.models import DynamoGraph
@@ -494,7 +495,12 @@ def graph_deployment(spec: WorkloadSpec) -> dict[str, Any]:
             "name": graph_name(model),
             "namespace": spec.served.namespace,
             "labels": pod_labels(spec),
-            **({"annotations": scanner_waivers(NIXL_EFA_WAIVERS)} if privileged else {}),
+            # The operator moves status.state to "successful" once every service is ready (the
+            # DynamoGraphDeployment CRD's state enum: initializing, pending, successful, failed).
+            "annotations": {
+                **(scanner_waivers(NIXL_EFA_WAIVERS) if privileged else {}),
+                **await_operator("jsonpath={.status.state}=successful", spec.served.await_seconds),
+            },
         },
         "spec": {"backendFramework": block.backend, "components": [_frontend(spec), *workers]},
     }

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.awaits import await_operator
 from stacks.config import ModelSection
 from stacks.resolved import EFA_RESOURCE, LWS_WORKER_INDEX, MODEL_LABEL
 
@@ -161,7 +162,15 @@ def leader_worker_set(spec: WorkloadSpec, leader: EngineContainer, worker: Engin
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": metadata(spec, annotations=scanner_annotations(spec, leader)),
+        # LWS sets the condition Available once every group is ready (leaderworkerset.x-k8s.io/v1
+        # LeaderWorkerSetAvailable).
+        "metadata": metadata(
+            spec,
+            annotations={
+                **scanner_annotations(spec, leader),
+                **await_operator("condition=Available", spec.served.await_seconds),
+            },
+        ),
         "spec": body,
     }
 

@@ -23,6 +23,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
+from stacks.awaits import await_operator
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.base import absolute_path_problem
@@ -189,7 +190,11 @@ def nim_service(spec: WorkloadSpec) -> dict[str, Any]:
     return {
         "apiVersion": NIM_API_VERSION,
         "kind": "NIMService",
-        "metadata": metadata(spec),
+        # The NIM Operator sets the condition NIM_SERVICE_READY once the deployment is ready
+        # (api/apps/v1alpha1/nimservice_types.go at v3.1.2, NIMServiceConditionReady).
+        "metadata": metadata(
+            spec, annotations=await_operator("condition=NIM_SERVICE_READY", spec.served.await_seconds)
+        ),
         "spec": body,
     }
 

@@ -48,6 +48,7 @@ from typing import Any
 
 import yaml
 
+from stacks.awaits import await_operator
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.config.models import RayServe
@@ -315,7 +316,14 @@ def ray_service(spec: WorkloadSpec) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "RayService",
-        "metadata": {"name": spec.model.name, "namespace": spec.served.namespace, "labels": pod_labels(spec)},
+        "metadata": {
+            "name": spec.model.name,
+            "namespace": spec.served.namespace,
+            "labels": pod_labels(spec),
+            # KubeRay sets the condition Ready once the Serve endpoints take requests (ray.io/v1
+            # RayServiceReady).
+            "annotations": await_operator("condition=Ready", spec.served.await_seconds),
+        },
         "spec": {
             "serveConfigV2": serve_config(spec),
             "rayClusterConfig": {
