@@ -60,9 +60,8 @@ def soci_refusal(pool: NodePoolSection, types: Iterable[InstanceType]) -> str | 
     small = _too_small(types)
     if small:
         return (
-            f"SOCI parallel pull runs only on nodes with at least {SOCI_MIN_VCPU} vCPUs and {SOCI_MIN_MEMORY_GIB} "
-            f"GiB (nodeadm ignores the FastImagePull gate below that); {', '.join(small)} are smaller: choose "
-            "xlarge or larger types, or set imagePull: standard"
+            f"nodeadm pulls with SOCI only on nodes of {SOCI_MIN_VCPU}+ vCPUs and {SOCI_MIN_MEMORY_GIB}+ GiB; "
+            f"{', '.join(small)} are smaller: use xlarge or larger types, or imagePull: standard"
         )
     if pool.ami_family == "bottlerocket":
         version = _bottlerocket_version(pool.ami_alias)
@@ -212,3 +211,16 @@ def warm_pools(
         if chunk is not None:
             found.append((pool, chunk))
     return tuple(found)
+
+
+def warm_cost(pool: ResolvedPool, chunk: WarmChunk | None) -> str:
+    """What a pool's warm nodes cost while idle, in words: the hardware catalog holds no prices, so it is
+    said in instance-hours of the type one warm node launches, to price at the region's on-demand rate."""
+    n = pool.warm_nodes
+    if not n:
+        return "no warm nodes"
+    itype = chunk.instance.name if chunk and chunk.instance else "an instance of the pool"
+    return (
+        f"{n} warm node(s) kept launched and idle: {n} x {itype} on-demand, {n * 730} instance-hours a month "
+        f"(priced at the region's on-demand rate for {itype}; the catalog holds no prices)"
+    )
