@@ -172,7 +172,7 @@ def test_every_model_on_a_shared_cache_keeps_its_compile_cache_keyed_by_model_re
         for var in COMPILE_VARS[m.engine]:
             assert env[var].startswith(m.cache.compile_dir + "/"), (m.name, var, env.get(var))
         mounts = {v["mountPath"] for v in container["volumeMounts"]}
-        assert "/models" in mounts, "the compile cache is on the shared claim"
+        assert mounts & {"/models", "/models/_compile"}, "the compile cache is on the shared claim"
 
 
 def test_a_new_revision_or_image_compiles_under_a_new_key():
@@ -193,7 +193,11 @@ def test_a_streamed_model_mounts_the_shared_claim_for_its_compile_cache():
     objects = engine_objects(stack, "qwen3-8b")
     deploy = next(o for o in objects if o["kind"] == "Deployment")
     pod = deploy["spec"]["template"]["spec"]
-    assert any(v.get("persistentVolumeClaim", {}).get("claimName") == "model-cache" for v in pod["volumes"])
+    assert {"name": "compile-cache", "persistentVolumeClaim": {"claimName": "model-cache"}} in pod["volumes"]
+    mounts = pod["containers"][0]["volumeMounts"]
+    assert {"name": "compile-cache", "mountPath": "/models/_compile", "subPath": "_compile"} in mounts, (
+        "only the compile tree: a streamed model reads no weights from the cache"
+    )
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["VLLM_CACHE_ROOT"].startswith("/models/_compile/")
 
@@ -207,9 +211,10 @@ def test_on_fsx_the_compile_directory_is_handed_to_the_engines_user_before_it_st
     deploy = next(o for o in engine_objects(stack, model.name) if o["kind"] == "Deployment")
     inits = {c["name"]: c for c in deploy["spec"]["template"]["spec"]["initContainers"]}
     owner = inits["compile-cache-dir"]
-    assert owner["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
+    assert owner["securityContext"]["capabilities"] == {"drop": ["ALL"]}, "root with no capability, as every writer"
     env = {e["name"]: e["value"] for e in owner["env"]}
-    assert env["COMPILE_DIR"] == model.cache.compile_dir and env["OWNER"] == "1000"
+    assert env["COMPILE_DIR"] == model.cache.compile_dir and env["GROUP"] == "1000", "the pod's fsGroup"
+    assert "chmod 2770" in owner["command"][-1], "group rwx, set-group-ID so the engine's files keep the group"
 
 
 @pytest.mark.parametrize("cache", ["local", "none"])

@@ -289,28 +289,28 @@ def scrape_annotations(facts: EngineFacts) -> dict[str, str]:
 
 def compile_dir_owner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any]]:
     """On FSx (the Lustre root is root's, and fsGroup does not reach it), the model's compile-cache
-    directory made and handed to the engine's user before it starts: root with only CAP_CHOWN, which
-    `chown` needs. Elsewhere the engine makes it: EFS access points write as the pod's identity, and an
-    engine that runs as root needs nobody's help."""
+    directory made by root like the cache's other writers, with every capability dropped: root owns what it
+    makes, so it may give the directory the pod's fsGroup (a supplementary group of every container) and
+    set-group-ID rwx for that group, and the engine's user writes there. Elsewhere the engine makes it: EFS
+    access points write as the pod's identity, and an engine that runs as root needs nobody's help."""
     target = spec.cache.compile_dir
     if target is None or not spec.cache.writes_as_root or engine.run_as_user is None:
         return []
-    uid = engine.run_as_user
+    group = engine.run_as_user  # the pod's fsGroup (pod_security)
     return [
         {
             "name": "compile-cache-dir",
             "image": spec.image.ref,
             "imagePullPolicy": "IfNotPresent",
-            "command": ["/bin/sh", "-c", 'mkdir -p "$COMPILE_DIR" && chown "$OWNER:$OWNER" "$COMPILE_DIR"'],
-            "env": [{"name": "COMPILE_DIR", "value": target}, {"name": "OWNER", "value": str(uid)}],
+            "command": [
+                "/bin/sh",
+                "-c",
+                'mkdir -p "$COMPILE_DIR" && chgrp "$GROUP" "$COMPILE_DIR" && chmod 2770 "$COMPILE_DIR"',
+            ],
+            "env": [{"name": "COMPILE_DIR", "value": target}, {"name": "GROUP", "value": str(group)}],
             "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
             "volumeMounts": list(spec.cache.volume_mounts),
-            "securityContext": {
-                "allowPrivilegeEscalation": False,
-                "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
-                "seccompProfile": {"type": "RuntimeDefault"},
-                **AS_ROOT,
-            },
+            "securityContext": {**security_context(None), **AS_ROOT},
         }
     ]
 
@@ -370,11 +370,7 @@ def scanner_reasons(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, st
         root.append("the FSx cache's writers run as root with no capabilities: the Lustre root is root's")
     reasons = {"CKV_K8S_22": WRITABLE_ROOT}
     if compile_dir_owner(spec, engine):
-        root.append("the FSx compile-cache directory is made by root with only CAP_CHOWN, for the engine's user")
-        reasons["CKV_K8S_37"] = (
-            "one init container adds CAP_CHOWN (every other capability dropped) to hand the model's compile-cache "
-            "directory on the root-owned FSx file system to the engine's user"
-        )
+        root.append("the FSx compile-cache directory is made by root with no capabilities, for the pod's group")
     if root:
         reasons["CKV_K8S_23"] = "; ".join(root)
         reasons["CKV_K8S_40"] = "runs as root (uid 0): " + "; ".join(root)

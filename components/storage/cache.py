@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from stacks.config.models import ModelSection
 from stacks.config.storage import StorageSection
+from stacks.fastpath import COMPILE_DIR
 from stacks.naming import labels, physical
 from stacks.resolved import CACHE_CLAIM, CACHE_ROOT, WRITER_SERVICE_ACCOUNT, ImageTable, ModelCache, ResolvedModel
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # annotations only: this module stays importable without the 
     from ..scheduling import Placement
 
 CACHE_VOLUME = "model-cache"
+COMPILE_VOLUME = "compile-cache"
 # The `hf://` scheme NIM model sources use: the preparation step downloads the repo behind it.
 HF_SCHEME = "hf://"
 
@@ -157,14 +159,15 @@ def compile_cache_env(served: ResolvedModel) -> list[dict[str, Any]]:
 
 def with_compile_cache(mount: CacheMount, served: ResolvedModel) -> CacheMount:
     """The mount with the model's compile cache (`ResolvedModel.compile_cache`): the engine's variables
-    pointing under `cache.compile_dir` on the shared claim, mounted at the cache root when the pod has no
-    cache volume of its own (a model streamed from the bucket)."""
+    pointing under `cache.compile_dir` on the shared claim; a pod with no cache volume of its own (a model
+    streamed from the bucket) mounts the claim's compile tree alone, at the same path."""
     if served.cache.compile_dir is None:
         return mount
     volumes, mounts = list(mount.volumes), list(mount.volume_mounts)
     if not any(v["name"] == CACHE_VOLUME for v in volumes):
-        volumes.append({"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": CACHE_CLAIM}})
-        mounts.append({"name": CACHE_VOLUME, "mountPath": CACHE_ROOT})
+        # Only the compile tree of the shared claim: a streamed model reads no weights from the cache.
+        volumes.append({"name": COMPILE_VOLUME, "persistentVolumeClaim": {"claimName": CACHE_CLAIM}})
+        mounts.append({"name": COMPILE_VOLUME, "mountPath": f"{CACHE_ROOT}/{COMPILE_DIR}", "subPath": COMPILE_DIR})
     return replace(
         mount,
         volumes=volumes,
