@@ -28,6 +28,7 @@ TYPED: dict[tuple[str, str], str] = {
     ("v1", "ServiceAccount"): "core.v1.ServiceAccount",
     ("v1", "PersistentVolume"): "core.v1.PersistentVolume",
     ("v1", "PersistentVolumeClaim"): "core.v1.PersistentVolumeClaim",
+    ("v1", "PodTemplate"): "core.v1.PodTemplate",
     ("v1", "ResourceQuota"): "core.v1.ResourceQuota",
     ("v1", "LimitRange"): "core.v1.LimitRange",
     ("apps/v1", "Deployment"): "apps.v1.Deployment",

@@ -19,6 +19,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks.exports import export_platform
+from stacks.fastpath import warm_pools
 from stacks.naming import MANAGED_BY, TOKEN, tags
 from stacks.resolved import AIBRIX_GATEWAY, LITELLM_NAMESPACE, MONITORING_NAMESPACE, TEAM_LABEL, ResolvedStack
 from stacks.versions import chart, crd_source
@@ -201,6 +202,8 @@ class InferencePlatform(pulumi.ComponentResource):
                 provider=wiring.cluster.provider,
                 tags=wiring.cluster.tags,
                 service_webhook=wiring.load_balancer,
+                warm=warm_pools(platform.pools, self.stack.models),
+                placeholder_image=self.stack.images["busybox"].ref if "busybox" in self.stack.images else None,
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -144,6 +144,10 @@ class EngineFacts:
     # models by its own names and tags (Ollama).
     revisions: bool
     efa_stack: EfaStack
+    # The variables that put the engine's compiled artifacts (torch.compile, Triton, DeepGEMM, Neuron
+    # graphs) where `compileCache` keeps them, each with its subdirectory of the model's compile key
+    # (stacks/fastpath.py); empty: it keeps none the platform can place.
+    compile_cache_env: Mapping[str, str]
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

@@ -21,6 +21,7 @@ from .config.gateway import GatewaySection
 from .config.pools import NodePoolSection
 from .config.stack import Quota
 from .config.storage import StorageSection
+from .fastpath import image_pull
 from .fit import Installed, daemonset_overhead, daemonsets_on, pool_limits
 from .hardware import expand
 from .resolved import EXPORTS_VERSION, GatewayParent, PlatformView, ResolvedPool, Team
@@ -71,12 +72,15 @@ def resolve_pool(pool: NodePoolSection, platform: Installed | None) -> ResolvedP
     """A pool with its instance types from the hardware catalog, and the DaemonSets on its nodes: exactly
     those the platform runs when its add-ons and storage are known (None: every one that may run there,
     so a borderline replica is refused rather than left Pending)."""
+    types = tuple(expand(pool.instance_types, pool.instance_families))
     return ResolvedPool(
         config=pool,
-        instance_types=tuple(expand(pool.instance_types, pool.instance_families)),
+        instance_types=types,
         overhead=daemonset_overhead(pool, platform),
         daemonsets=tuple(d.name for d in daemonsets_on(pool, platform)),
         limits=pool_limits(pool),
+        image_pull=image_pull(pool, types),
+        warm_nodes=pool.warm_nodes,
     )
 
 
@@ -94,6 +98,10 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
         "efa": p.efa,
         "localNvme": p.local_nvme,
         "limits": p.limits.model_dump(mode="json", by_alias=True, exclude_none=True),
+        # Added within version 3: how its nodes pull images and the warm nodes kept for it, as resolved (a
+        # team's cold-start estimate reads them); absent (an older platform): the defaults.
+        "imagePull": pool.image_pull,
+        "warmNodes": pool.warm_nodes,
     }
 
 

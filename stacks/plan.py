@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fastpath import warm_chunk, warm_cost
 from .fit import Requests, allocatable, fit
 from .resolved import EFA_RESOURCE, PodShape, ResolvedModel, ResolvedPool, ResolvedStack
 
@@ -25,12 +26,14 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["    " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-def _pool_lines(pool: ResolvedPool) -> list[str]:
+def _pool_lines(pool: ResolvedPool, models: tuple[ResolvedModel, ...] = ()) -> list[str]:
     p = pool.config
     limits = pool.limits.manifest(p.accelerator)
+    warm = warm_cost(pool, warm_chunk(pool, models) if pool.warm_nodes else None)
     lines = [
         f"pool {p.name}: accelerator {p.accelerator}, {'/'.join(p.capacity_types)}, {p.ami_alias}, "
         f"limits {limits or 'none'}",
+        f"  image pull {pool.image_pull}; {warm}",
         f"  after DaemonSets ({', '.join(pool.daemonsets)}: cpu {pool.overhead.cpu_m}m, "
         f"memory {pool.overhead.memory_mib}Mi):",
     ]
@@ -95,7 +98,7 @@ def _served(stack: ResolvedStack) -> list[ResolvedModel]:
 
 
 def plan(stack: ResolvedStack) -> str:
-    lines = [line for pool in stack.platform.pools for line in _pool_lines(pool)]
+    lines = [line for pool in stack.platform.pools for line in _pool_lines(pool, stack.models)]
     for entry in stack.entries:
         model = stack.placed(entry)
         if model is None:
@@ -126,6 +129,9 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
             "overhead": _requests_json(pool.overhead),
             "limits": pool.limits.manifest(pool.accelerator),
             "instanceTypes": [t.name for t in pool.instance_types],
+            "imagePull": pool.image_pull,
+            "warmNodes": pool.warm_nodes,
+            "warmCost": warm_cost(pool, warm_chunk(pool, stack.models) if pool.warm_nodes else None),
         }
         for pool in stack.platform.pools
     ]

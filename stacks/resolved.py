@@ -128,6 +128,10 @@ class ResolvedPool:
     daemonsets: tuple[str, ...]
     # spec.limits as rendered (derived cpu and memory where only accelerators are limited).
     limits: NodePoolLimits
+    # How its nodes pull images (stacks/fastpath.py `image_pull`): "soci" (parallel pull and unpack) or
+    # "standard"; and how many empty nodes a CapacityBuffer keeps launched for it (`warmNodes`).
+    image_pull: str = "standard"
+    warm_nodes: int = 0
 
     @property
     def name(self) -> str:
@@ -424,6 +428,10 @@ class ModelCache:
     # Writers of the cache run as root: the FSx for Lustre root directory is root's (fsGroup does not
     # apply to it).
     writes_as_root: bool
+    # With `compileCache`: the engine's compiled artifacts on the shared claim, keyed by owner, model,
+    # revision, engine image and parallel shape (`/models/_compile/<owner prefix>/<name>/<revision>/<image
+    # key>/tp<T>-pp<P>`), which every replica and restart of that key reuses; None: none kept.
+    compile_dir: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -473,6 +481,9 @@ class ResolvedModel(Endpoint):
     # `models[].canary`: the second revision's own workload and Service, built like this one from the
     # model entry at the canary's revision (one replica, no autoscaler); None without a canary.
     canary: ResolvedModel | None = None
+    # `models[].compileCache` resolved: the engine's compiled artifacts are kept on the shared cache
+    # (`cache.compile_dir`).
+    compile_cache: bool = False
     # (apiVersion, kind, name) of what the model's KEDA ScaledObjects scale, one ScaledObject each: the
     # workload, or a Dynamo graph's scaling adapters (one per scaled component); () without KEDA.
     keda_targets: tuple[tuple[str, str, str], ...] = ()

@@ -96,9 +96,12 @@ def test_the_node_class_uses_discovery_tags_the_node_role_and_imdsv2_hop_limit_o
 
 
 def test_the_root_volume_is_encrypted_gp3_of_the_pools_size():
-    (root,) = node_class(pool(rootVolumeGiB=300))["spec"]["blockDeviceMappings"]
+    (root,) = node_class(pool(rootVolumeGiB=300, imagePull="standard"))["spec"]["blockDeviceMappings"]
     assert root["deviceName"] == "/dev/xvda" and root["rootVolume"] is True
     assert root["ebs"] == {"volumeSize": "300Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+    # A SOCI pool (the default here) adds exactly the throughput parallel unpack needs (tests/test_fast_path.py).
+    (soci,) = node_class(pool(rootVolumeGiB=300))["spec"]["blockDeviceMappings"]
+    assert soci["ebs"] == {**root["ebs"], "iops": 3000, "throughput": 600}
 
 
 def test_bottlerocket_puts_the_sized_volume_on_its_data_device():

@@ -164,7 +164,7 @@ def test_neuron_vllm_asks_for_whole_devices_and_uses_their_neuroncores_for_tenso
     env = env_of(c)
     assert c["args"][0] == prepared_dir(objs), "vllm-neuron ignores the revision of a repo id and copies it"
     assert "VLLM_NEURON_FRAMEWORK" not in env, "read only by the legacy V0 fork, not by vllm-neuron"
-    assert env["NEURON_COMPILED_ARTIFACTS"].startswith("/models/_neuron/llama-inf2/"), (
+    assert env["NEURON_COMPILED_ARTIFACTS"].startswith("/models/_compile/platform/llama-inf2/"), (
         "artifacts in the cache's compiled-artifact tree (CacheMount.compiled_dir)"
     )
     assert env["NEURON_COMPILED_ARTIFACTS"].endswith("/tp2"), "keyed by tensor-parallel degree"

@@ -111,7 +111,10 @@ def test_preparation_pins_the_revision_and_bounds_its_attempts():
 
 def test_neuron_compiled_artifacts_live_apart_from_the_weights():
     mount, model = mount_for("dev", model_index=1, claim_name="model-cache")
-    assert mount.compiled_dir == f"/models/_neuron/{model.name}/{model.revision}"
+    # On the shared cache the compiled tree is the model's compile key (compileCache, on by default there):
+    # owner, model, revision, the engine image's tag and the parallel shape (tests/test_fast_path.py).
+    image = "0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"
+    assert mount.compiled_dir == f"/models/_compile/platform/{model.name}/{model.revision}/{image}/tp8-pp1"
     assert not mount.compiled_dir.startswith(mount.model_dir)
     assert {"name": "NEURON_COMPILED_ARTIFACTS", "value": mount.compiled_dir} in mount.env
 

@@ -97,6 +97,7 @@ FLOOR = (
     "stacks.engine_facts",
     "stacks.errors",
     "stacks.exports",
+    "stacks.fastpath",
     "stacks.fit",
     "stacks.flags",
     "stacks.groups",

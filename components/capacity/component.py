@@ -4,7 +4,8 @@ device plugins those pools need.
 `Capacity` builds the Karpenter component (components/capacity/karpenter.py), applies the pure
 manifests of components/capacity/nodepools.py after the Karpenter release (which installs their
 CRDs), and installs the NVIDIA device plugin and the AWS Neuron chart only where some pool needs
-them (components/capacity/plugins.py), with the Neuron scheduler under the name the resolved stack
+them (components/capacity/plugins.py), a CapacityBuffer per pool with `warmNodes` (its gate on), with the
+Neuron scheduler under the name the resolved stack
 gives Neuron pods (stacks/resolved.py NEURON_SCHEDULER). When some pool has `efa: true` it also
 installs the EFA device plugin and creates the EFA security group those pools' nodes carry beside the
 cluster's: EFA needs all traffic to and from the group itself, in and out. (The EKS-created cluster
@@ -22,15 +23,17 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
+from stacks.fastpath import WarmChunk
 from stacks.naming import TOKEN
 from stacks.resolved import ResolvedPool
 from stacks.versions import chart, crd_source
 
 from ..k8s import register, release
 from .karpenter import Karpenter, KarpenterArgs
-from .nodepools import EFA_SECURITY_GROUP_TAG, ec2_node_class, node_pool
+from .nodepools import EFA_SECURITY_GROUP_TAG, capacity_buffer, ec2_node_class, node_pool, warm_pod_template
 from .plugins import (
     efa_values,
+    needs_capacity_buffer,
     needs_efa_plugin,
     needs_neuron_chart,
     needs_nvidia_plugin,
@@ -55,6 +58,10 @@ class CapacityArgs:
     # The AWS Load Balancer Controller's release (its Service webhook fails closed): Karpenter's and the
     # Neuron chart's Services wait for it.
     service_webhook: pulumi.Resource | None = None
+    # `warmNodes`: each pool that keeps warm nodes with the chunk one node holds (stacks/fastpath.py
+    # `warm_chunk`), and the pinned placeholder image its buffer's PodTemplate names.
+    warm: tuple[tuple[ResolvedPool, WarmChunk], ...] = ()
+    placeholder_image: str | None = None
 
 
 class Capacity(pulumi.ComponentResource):
@@ -79,6 +86,7 @@ class Capacity(pulumi.ComponentResource):
                 chart=chart("karpenter", args.addons.karpenter.version),
                 crd_chart=crd_source("karpenter", args.addons.karpenter.version).chart,
                 static_capacity=needs_static_capacity(args.pools),
+                capacity_buffer=needs_capacity_buffer(args.pools),
                 provider=args.provider,
                 tags=args.tags,
                 service_webhook=args.service_webhook,
@@ -117,6 +125,26 @@ class Capacity(pulumi.ComponentResource):
                 node_pool(pool),
                 pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=[node_class])),
                 name=f"{name}-nodepool-{pool.name}",
+            )
+        self._create_warm_nodes(name, args, after_crds)
+
+    def _create_warm_nodes(self, name: str, args: CapacityArgs, after_crds: pulumi.ResourceOptions) -> None:
+        """Each warm pool's placeholder PodTemplate and CapacityBuffer, after its NodePool (the buffer's
+        virtual pods land on it) and Karpenter's release (the CRD, and the gate that reads it)."""
+        for resolved, chunk in args.warm:
+            pool = resolved.config
+            if args.placeholder_image is None:
+                raise ValueError(f"pool {pool.name} keeps warm nodes, but no placeholder image was resolved")
+            template = register(
+                warm_pod_template(pool, chunk, args.placeholder_image),
+                after_crds,
+                name=f"{name}-warm-template-{pool.name}",
+            )
+            depends = pulumi.ResourceOptions(depends_on=[template, self.node_pools[pool.name]])
+            register(
+                capacity_buffer(resolved),
+                pulumi.ResourceOptions.merge(after_crds, depends),
+                name=f"{name}-warm-buffer-{pool.name}",
             )
 
     def _install_device_plugins(self, name: str, args: CapacityArgs, k8s_opts: pulumi.ResourceOptions) -> None:

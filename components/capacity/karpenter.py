@@ -37,6 +37,7 @@ class KarpenterArgs:
     chart: Chart
     crd_chart: Chart | None  # karpenter-crd (stacks/versions.py CRD_SOURCES), installed at `chart`'s version
     static_capacity: bool = False  # some pool is static: the staticCapacity feature gate on
+    capacity_buffer: bool = False  # some pool keeps warm nodes: the capacityBuffer feature gate on
     provider: k8s.Provider
     tags: dict[str, str]
     # The AWS Load Balancer Controller's release: the controller chart's Service waits for its webhook.
@@ -184,7 +185,12 @@ class Karpenter(pulumi.ComponentResource):
             release_name="karpenter",
             namespace=KARPENTER_NAMESPACE,
             skip_crds=True,
-            values=karpenter_values(cluster=args.cluster_name, queue=queue.name, static_capacity=args.static_capacity),
+            values=karpenter_values(
+                cluster=args.cluster_name,
+                queue=queue.name,
+                static_capacity=args.static_capacity,
+                capacity_buffer=args.capacity_buffer,
+            ),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,

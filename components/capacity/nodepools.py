@@ -9,12 +9,16 @@ What each object carries and why:
   instance store when `localNvme: raid0`.
   With `efa: true`, the type's EFA `networkInterfaces` (stacks/hardware.py `efa_layout`) and the EFA
   security group beside the cluster's (EFA_SECURITY_GROUP_TAG); with `capacityReservations`, the
-  `capacityReservationSelectorTerms` that let the pool launch into them.
+  `capacityReservationSelectorTerms` that let the pool launch into them. With `imagePull: soci` (the
+  default on accelerator pools that can), the userData that turns on SOCI parallel pull and the image
+  volume's 600 MiB/s (stacks/fastpath.py).
 - NodePool: requirements from the pool's instance types or families, capacity types and
   architecture; the accelerator taint and labels from components/scheduling.py (one source for the
   taint and its toleration); limits from stacks/fit.py; disruption with consolidateAfter and,
   by default on accelerator pools, a business-hours budget that keeps serving nodes in place; a
   static pool's `replicas`.
+- With `warmNodes`, a PodTemplate and a Karpenter CapacityBuffer that keep that many of the pool's nodes
+  launched for its largest model's pod (stacks/fastpath.py `warm_chunk`).
 """
 
 from __future__ import annotations
@@ -24,10 +28,19 @@ from typing import Any
 import pulumi
 
 from stacks.config.pools import DisruptionBudget, NodePoolSection
+from stacks.fastpath import (
+    SOCI,
+    SOCI_IOPS,
+    SOCI_THROUGHPUT_MIBPS,
+    STANDARD,
+    WarmChunk,
+    bottlerocket_user_data,
+    nodeadm_user_data,
+)
 from stacks.fit import pool_limits
-from stacks.resolved import ResolvedPool
+from stacks.resolved import KARPENTER_NAMESPACE, ResolvedPool
 
-from ..scheduling import pool_labels, pool_taints
+from ..scheduling import POOL_LABEL, placement, pool_labels, pool_taints
 
 DISCOVERY_TAG = "karpenter.sh/discovery"
 # The security group EFA pools' nodes carry beside the cluster's (components/capacity/component.py),
@@ -43,15 +56,18 @@ BUSINESS_HOURS = DisruptionBudget.model_validate(
 DEFAULT_BUDGET = DisruptionBudget.model_validate({"nodes": "10%"})
 
 
-def block_devices(pool: NodePoolSection) -> list[dict[str, Any]]:
+def block_devices(pool: NodePoolSection, image_pull: str = STANDARD) -> list[dict[str, Any]]:
     """AL2023 boots and runs containers from /dev/xvda; Bottlerocket keeps a small OS volume on
-    /dev/xvda and its data (images, ephemeral storage) on /dev/xvdb, which is the `rootVolume`."""
-    data = {
+    /dev/xvda and its data (images, ephemeral storage) on /dev/xvdb, which is the `rootVolume`. On a SOCI
+    pool the volume images land on gets the throughput parallel unpack needs (stacks/fastpath.py)."""
+    data: dict[str, Any] = {
         "volumeSize": f"{pool.root_volume_gib}Gi",
         "volumeType": "gp3",
         "encrypted": True,
         "deleteOnTermination": True,
     }
+    if image_pull == SOCI:
+        data.update({"iops": SOCI_IOPS, "throughput": SOCI_THROUGHPUT_MIBPS})
     if pool.ami_family == "bottlerocket":
         os_volume = {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
         return [
@@ -59,6 +75,12 @@ def block_devices(pool: NodePoolSection) -> list[dict[str, Any]]:
             {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": data},
         ]
     return [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": data}]
+
+
+def user_data(pool: NodePoolSection) -> str:
+    """The userData that turns on SOCI parallel pull for the pool's AMI family: a MIME part with nodeadm's
+    NodeConfig on AL2023, the snapshotter setting on Bottlerocket (Karpenter merges either with its own)."""
+    return bottlerocket_user_data() if pool.ami_family == "bottlerocket" else nodeadm_user_data()
 
 
 def ec2_node_class(
@@ -82,11 +104,13 @@ def ec2_node_class(
             "httpPutResponseHopLimit": 1,
             "httpTokens": "required",
         },
-        "blockDeviceMappings": block_devices(pool),
+        "blockDeviceMappings": block_devices(pool, resolved.image_pull),
         "tags": {**tags, "inference-platform:pool": pool.name},
     }
     if pool.local_nvme == "raid0":
         spec["instanceStorePolicy"] = "RAID0"
+    if resolved.image_pull == SOCI:
+        spec["userData"] = user_data(pool)
     if resolved.network_interfaces:
         # Every node of the class gets this layout (Karpenter drops types it does not fit); efa-only
         # interfaces take no IPs, which is why the pool's pods per node drop (stacks/fit.py).
@@ -152,3 +176,52 @@ def node_pool(pool: NodePoolSection) -> dict[str, Any]:
     if pool.replicas is not None:
         spec["replicas"] = pool.replicas
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool.name}, "spec": spec}
+
+
+# ---- warm nodes (`warmNodes`) --------------------------------------------------------------------------
+
+# Karpenter 1.14's CapacityBuffer (autoscaling.x-k8s.io/v1beta1, its chart's crds/): Karpenter adds
+# `replicas` virtual pods of the referenced PodTemplate to its scheduling and keeps nodes launched for
+# them (kubernetes-sigs/karpenter designs/capacity-buffer.md: in-memory virtual pods, so the template's
+# container is never pulled or run, and a real pod takes the room at once). Both live beside Karpenter.
+BUFFER_API = "autoscaling.x-k8s.io/v1beta1"
+BUFFER_NAMESPACE = KARPENTER_NAMESPACE
+
+
+def warm_name(pool: NodePoolSection) -> str:
+    return f"warm-{pool.name}"
+
+
+def warm_pod_template(pool: NodePoolSection, chunk: WarmChunk, image: str) -> dict[str, Any]:
+    """One warm node's placeholder: the chunk's resources, on the pool's nodes, tolerating its taint."""
+    where = placement(pool)
+    pod_spec = {
+        "containers": [
+            {
+                "name": "placeholder",
+                "image": image,
+                "resources": {part: dict(values) for part, values in chunk.resources.items()},
+            }
+        ],
+        "terminationGracePeriodSeconds": 0,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": warm_name(pool), "namespace": BUFFER_NAMESPACE},
+        "template": {"metadata": {"labels": {POOL_LABEL: pool.name}}, "spec": where.place(pod_spec)},
+    }
+
+
+def capacity_buffer(pool: ResolvedPool) -> dict[str, Any]:
+    """The pool's warm headroom: `warmNodes` chunks of its placeholder, active capacity (launched nodes)."""
+    return {
+        "apiVersion": BUFFER_API,
+        "kind": "CapacityBuffer",
+        "metadata": {"name": warm_name(pool.config), "namespace": BUFFER_NAMESPACE},
+        "spec": {
+            "podTemplateRef": {"name": warm_name(pool.config)},
+            "replicas": pool.warm_nodes,
+            "provisioningStrategy": "buffer.x-k8s.io/active-capacity",
+        },
+    }

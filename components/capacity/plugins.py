@@ -50,6 +50,11 @@ def needs_static_capacity(pools: Sequence[ResolvedPool]) -> bool:
     return any(p.static for p in pools)
 
 
+def needs_capacity_buffer(pools: Sequence[ResolvedPool]) -> bool:
+    """Some pool keeps warm nodes (`warmNodes`): Karpenter's capacityBuffer gate must be on."""
+    return any(p.warm_nodes for p in pools)
+
+
 def efa_values(pools: Sequence[ResolvedPool]) -> dict[str, Any]:
     """The EFA device plugin on the EFA pools' nodes, tolerating each of their taints (the chart adds
     CriticalAddonsOnly itself)."""
@@ -109,11 +114,18 @@ def neuron_values(addon: Neuron) -> dict[str, Any]:
     return values
 
 
-def karpenter_values(*, cluster: str, queue: pulumi.Input[str], static_capacity: bool = False) -> dict[str, Any]:
+def karpenter_values(
+    *, cluster: str, queue: pulumi.Input[str], static_capacity: bool = False, capacity_buffer: bool = False
+) -> dict[str, Any]:
     settings: dict[str, Any] = {"clusterName": cluster, "interruptionQueue": queue}
-    if static_capacity:
-        # Helm merges this map into the chart's featureGates: the other gates keep their defaults.
-        settings["featureGates"] = {"staticCapacity": True}
+    # Helm merges this map into the chart's featureGates: the other gates keep their defaults. Both are
+    # ALPHA and off in chart 1.14.1 (values.yaml settings.featureGates); the deployment passes them to the
+    # controller as FEATURE_GATES.
+    gates = {"staticCapacity": True} if static_capacity else {}
+    if capacity_buffer:
+        gates["capacityBuffer"] = True
+    if gates:
+        settings["featureGates"] = gates
     return {
         "settings": settings,
         "replicas": 2,

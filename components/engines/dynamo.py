@@ -193,6 +193,8 @@ FACTS = EngineFacts(
         why="ships without libfabric and aws-ofi-nccl (Dynamo's EFA guide: build the `aws` target with "
         "container/render.py --make-efa), so NIXL over LIBFABRIC cannot start and NCCL runs over TCP",
     ),
+    # The operator builds the workers' pods; the platform mounts no cache of its own into them.
+    compile_cache_env={},
 )
 API_VERSION = "nvidia.com/v1beta1"
 

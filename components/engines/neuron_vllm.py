@@ -72,6 +72,10 @@ FACTS = EngineFacts(
     canary=False,
     revisions=True,
     efa_stack=ONE_NODE,
+    # The Neuron compiler's cache of compiled graphs (NEURON_COMPILE_CACHE_URL, read by neuronx-cc's
+    # libneuronxla) beside the NxD Inference artifacts (NEURON_COMPILED_ARTIFACTS), both under the model's
+    # compiled-artifact tree, which `compileCache` keys on the shared cache (container() below).
+    compile_cache_env={"NEURON_COMPILE_CACHE_URL": "compile-cache"},
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours

@@ -79,6 +79,8 @@ FACTS = EngineFacts(
     canary=True,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,
+    # NIM chooses its own cache layout under NIM_CACHE_PATH with the weights; none placed apart.
+    compile_cache_env={},
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000

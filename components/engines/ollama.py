@@ -77,6 +77,8 @@ FACTS = EngineFacts(
     # Ollama pulls its models by name and tag (`ollama.pull`), not a repository at a git revision.
     revisions=False,
     efa_stack=ONE_NODE,
+    # llama.cpp compiles nothing it keeps between starts.
+    compile_cache_env={},
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60

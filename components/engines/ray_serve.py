@@ -127,6 +127,8 @@ FACTS = EngineFacts(
     canary=False,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,
+    # Ray's workers run inside the RayService's pods, whose caches the platform does not place.
+    compile_cache_env={},
 )
 
 

@@ -108,6 +108,14 @@ FACTS = EngineFacts(
     canary=True,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,
+    # SGLang 0.5.19 compiles through PyTorch Inductor and Triton, which read their own cache variables
+    # (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR; SGLang's docs/references/torch_compile_cache.md), and
+    # JIT-builds DeepGEMM kernels under SGLANG_DG_CACHE_DIR (srt/environ.py, default ~/.cache/deep_gemm).
+    compile_cache_env={
+        "TORCHINDUCTOR_CACHE_DIR": "inductor",
+        "TRITON_CACHE_DIR": "triton",
+        "SGLANG_DG_CACHE_DIR": "deep_gemm",
+    },
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000

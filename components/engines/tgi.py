@@ -97,6 +97,8 @@ FACTS = EngineFacts(
     canary=False,
     revisions=True,
     efa_stack=ONE_NODE,
+    # TGI captures its CUDA graphs at every start and keeps no compile cache to place.
+    compile_cache_env={},
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"

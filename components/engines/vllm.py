@@ -123,6 +123,10 @@ FACTS = EngineFacts(
     canary=True,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,
+    # vLLM 0.29 keeps torch.compile's artifacts under $VLLM_CACHE_ROOT/torch_compile_cache/<hash>
+    # (vllm/compilation/backends.py; envs.py VLLM_CACHE_ROOT, default ~/.cache/vllm), and Triton its kernels
+    # under $TRITON_CACHE_DIR (default ~/.triton/cache) for the kernels it compiles outside that graph.
+    compile_cache_env={"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton"},
 )
 
 

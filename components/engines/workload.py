@@ -287,6 +287,34 @@ def scrape_annotations(facts: EngineFacts) -> dict[str, str]:
     }
 
 
+def compile_dir_owner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any]]:
+    """On FSx (the Lustre root is root's, and fsGroup does not reach it), the model's compile-cache
+    directory made by root like the cache's other writers, with every capability dropped: root owns what it
+    makes, so it may give the directory the pod's fsGroup (a supplementary group of every container) and
+    set-group-ID rwx for that group, and the engine's user writes there. Elsewhere the engine makes it: EFS
+    access points write as the pod's identity, and an engine that runs as root needs nobody's help."""
+    target = spec.cache.compile_dir
+    if target is None or not spec.cache.writes_as_root or engine.run_as_user is None:
+        return []
+    group = engine.run_as_user  # the pod's fsGroup (pod_security)
+    return [
+        {
+            "name": "compile-cache-dir",
+            "image": spec.image.ref,
+            "imagePullPolicy": "IfNotPresent",
+            "command": [
+                "/bin/sh",
+                "-c",
+                'mkdir -p "$COMPILE_DIR" && chgrp "$GROUP" "$COMPILE_DIR" && chmod 2770 "$COMPILE_DIR"',
+            ],
+            "env": [{"name": "COMPILE_DIR", "value": target}, {"name": "GROUP", "value": str(group)}],
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
+            "volumeMounts": list(spec.cache.volume_mounts),
+            "securityContext": {**security_context(None), **AS_ROOT},
+        }
+    ]
+
+
 def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
     tok_vols, _, _ = hf_token(spec) if engine.uses_hf_token else ([], [], [])
     shm_vols, _ = shm_volume(spec)
@@ -298,7 +326,11 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
         "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": SHUTDOWN_SECONDS,
         "topologySpreadConstraints": topology_spread(spec),
-        "initContainers": [*spec.cache.init_containers, *engine.init_containers],
+        "initContainers": [
+            *spec.cache.init_containers,
+            *compile_dir_owner(spec, engine),
+            *engine.init_containers,
+        ],
         "containers": [engine_container(spec, engine)],
         "volumes": unique_volumes(
             [{"name": "home", "emptyDir": {}}, *spec.cache.volumes, *shm_vols, *tok_vols, *engine.volumes]
@@ -337,6 +369,8 @@ def scanner_reasons(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, st
     if spec.cache.writes_as_root and (spec.cache.init_containers or engine.init_containers):
         root.append("the FSx cache's writers run as root with no capabilities: the Lustre root is root's")
     reasons = {"CKV_K8S_22": WRITABLE_ROOT}
+    if compile_dir_owner(spec, engine):
+        root.append("the FSx compile-cache directory is made by root with no capabilities, for the pod's group")
     if root:
         reasons["CKV_K8S_23"] = "; ".join(root)
         reasons["CKV_K8S_40"] = "runs as root (uid 0): " + "; ".join(root)

@@ -5,19 +5,22 @@ result into their pod specs.
 
 A model whose weights the platform prepares (`ResolvedModel.prepared`: every engine but Ollama,
 Dynamo and a NIM with `nim.modelPath`, which fetch or bring their own) gets the preparation init
-containers of `prepare.py`; every pod runs as the read-only bucket reader.
+containers of `prepare.py`; every pod runs as the read-only bucket reader. A model with a compile cache
+(`ResolvedModel.compile_cache`) gets its engine's compile-cache variables pointing into its keyed
+directory on the shared claim (`with_compile_cache`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from stacks.config.models import ModelSection
 from stacks.config.storage import StorageSection
+from stacks.fastpath import COMPILE_DIR
 from stacks.naming import labels, physical
-from stacks.resolved import CACHE_ROOT, WRITER_SERVICE_ACCOUNT, ImageTable, ModelCache, ResolvedModel
+from stacks.resolved import CACHE_CLAIM, CACHE_ROOT, WRITER_SERVICE_ACCOUNT, ImageTable, ModelCache, ResolvedModel
 
 from . import prepare
 
@@ -27,6 +30,7 @@ if TYPE_CHECKING:  # annotations only: this module stays importable without the 
     from ..scheduling import Placement
 
 CACHE_VOLUME = "model-cache"
+COMPILE_VOLUME = "compile-cache"
 # The `hf://` scheme NIM model sources use: the preparation step downloads the repo behind it.
 HF_SCHEME = "hf://"
 
@@ -58,6 +62,8 @@ class CacheMount:
     # file system's root directory belongs to root, and fsGroup does not apply to it. Elsewhere they
     # run as the pod's user: EFS access points enforce their own POSIX identity, emptyDirs are open.
     writes_as_root: bool = False
+    # `compileCache`: the model's compile-cache directory on the shared claim (the engine writes there).
+    compile_dir: str | None = None
 
 
 FILL_JOB_SUFFIX = "-to-bucket"
@@ -98,7 +104,7 @@ def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) ->
     model, cache = served.config, served.cache
     storage = ctx.storage
     if cache.streamed:
-        return stream_mount(ctx, served, images)
+        return with_compile_cache(stream_mount(ctx, served, images), served)
     volume, ephemeral = _volume(cache)
     mount = {"name": CACHE_VOLUME, "mountPath": CACHE_ROOT}
     weights = cache.model_dir
@@ -129,7 +135,7 @@ def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) ->
             imported=storage.model_cache == "fsx",
             as_root=cache.writes_as_root,
         )
-    return CacheMount(
+    mounted = CacheMount(
         model_dir=weights,
         volumes=volumes,
         volume_mounts=[mount],
@@ -139,6 +145,36 @@ def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) ->
         ephemeral_storage=ephemeral,
         service_account=ctx.reader_service_account,
         writes_as_root=cache.writes_as_root,
+    )
+    return with_compile_cache(mounted, served)
+
+
+def compile_cache_env(served: ResolvedModel) -> list[dict[str, Any]]:
+    """The engine's compile-cache variables, each at its subdirectory of the model's compile key."""
+    root = served.cache.compile_dir
+    if root is None:
+        return []
+    return [{"name": var, "value": f"{root}/{sub}"} for var, sub in served.facts.compile_cache_env.items()]
+
+
+def with_compile_cache(mount: CacheMount, served: ResolvedModel) -> CacheMount:
+    """The mount with the model's compile cache (`ResolvedModel.compile_cache`): the engine's variables
+    pointing under `cache.compile_dir` on the shared claim; a pod with no cache volume of its own (a model
+    streamed from the bucket) mounts the claim's compile tree alone, at the same path."""
+    if served.cache.compile_dir is None:
+        return mount
+    volumes, mounts = list(mount.volumes), list(mount.volume_mounts)
+    if not any(v["name"] == CACHE_VOLUME for v in volumes):
+        # Only the compile tree of the shared claim: a streamed model reads no weights from the cache.
+        volumes.append({"name": COMPILE_VOLUME, "persistentVolumeClaim": {"claimName": CACHE_CLAIM}})
+        mounts.append({"name": COMPILE_VOLUME, "mountPath": f"{CACHE_ROOT}/{COMPILE_DIR}", "subPath": COMPILE_DIR})
+    return replace(
+        mount,
+        volumes=volumes,
+        volume_mounts=mounts,
+        env=[*mount.env, *compile_cache_env(served)],
+        compile_dir=served.cache.compile_dir,
+        writes_as_root=served.cache.writes_as_root,
     )
 
 

@@ -591,6 +591,15 @@ class ModelSection(Strict):
         default_factory=list,
         description="Extra engine flags, passed through after the managed ones (Ray Serve takes none).",
     )
+    compile_cache: bool | None = Field(
+        default=None,
+        description="Keep the engine's compiled artifacts (vLLM's torch.compile cache under `VLLM_CACHE_ROOT` and "
+        "Triton kernels, SGLang's Inductor, Triton and DeepGEMM caches, Neuron's compiled model) on the shared "
+        "model cache under `_compile/<owner>/<name>/<revision>/<image tag>/tp<T>-pp<P>`, so every replica and "
+        "restart of the same model, revision, image and shape reuses the first one's compile. Unset: on when "
+        "`storage.modelCache` is `efs` or `fsx` and the engine keeps such artifacts; `true` is refused on storage "
+        "that cannot be shared (`local`, `none`).",
+    )
     trust_remote_code: bool = Field(
         default=False,
         description="Let the engine run code from the model repository (`--trust-remote-code`); only for models "

@@ -222,6 +222,23 @@ class NodePoolSection(Strict):
         "in `capacityTypes`, and `reserved` requires these: Karpenter uses a reservation only when a pool "
         "selects it. Capacity Block nodes are drained 40 minutes before the block ends.",
     )
+    image_pull: Literal["soci", "standard"] | None = Field(
+        default=None,
+        description="How nodes pull images: `soci` turns on the SOCI snapshotter's parallel pull and unpack (AL2023: "
+        "nodeadm's `FastImagePull` feature gate in the EC2NodeClass userData; Bottlerocket 1.44.0 or later: "
+        "`settings.container-runtime.snapshotter`) and gives the image volume 600 MiB/s of gp3 throughput; "
+        "`standard` pulls one layer at a time. Unset: `soci` on accelerator pools whose types all have at least "
+        "4 vCPUs and 8 GiB (below that nodeadm ignores the gate), `standard` elsewhere.",
+    )
+    warm_nodes: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="Nodes kept launched and empty for models that scale to zero (a Karpenter CapacityBuffer of "
+        "this many chunks, each one node's worth of the pool's largest model replica; turns on Karpenter's "
+        "`capacityBuffer` feature gate). They are paid for while idle: `stacks plan` states the cost. The pool's "
+        "limits must leave room for them; not on a static pool (`replicas`).",
+    )
     replicas: int | None = Field(
         default=None,
         ge=0,

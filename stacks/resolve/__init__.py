@@ -57,7 +57,12 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
     models = tuple(m for m in (place(e, view, has_routes) for e in entries) if m is not None)
     picked = [routing_strategy(e.config, e.facts, has_routes) not in (None, "round-robin") for e in entries]
     names = rendered_images(
-        owns_platform=owns, addons=view.addons, accelerators=view.accelerators, entries=entries, picked=picked
+        owns_platform=owns,
+        addons=view.addons,
+        accelerators=view.accelerators,
+        entries=entries,
+        picked=picked,
+        warm=any(p.warm_nodes for p in view.pools),
     )
     dashboards: set[str] = {e.config.engine for e in entries}
     if stack.role == "platform":

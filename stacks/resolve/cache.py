@@ -21,6 +21,7 @@ from ..coldstart import model_startup_seconds
 from ..config.models import ModelSection
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
+from ..fastpath import COMPILE_DIR
 from ..resolved import CACHE_CLAIM, CACHE_ROOT, RESULTS_DIR, ModelCache, owner_prefix
 from ..sizing import cache_on_node, local_cache_gib, weights
 
@@ -62,15 +63,27 @@ def staging_gib(model: ModelSection, storage: StorageSection) -> int | None:
     return max(1, math.ceil(w.bytes * (1 + headroom / 100) / 2**30)) if w else None
 
 
-def model_cache(model: ModelSection, pool: NodePoolSection, storage: StorageSection, owner: str) -> ModelCache:
-    """The cache of `owner`'s model (a team's name, or PLATFORM_CLIENTS)."""
+def compile_dir(model: ModelSection, owner: str, compile_key: str) -> str:
+    """`/models/_compile/<owner prefix>/<name>/<revision>/<compile key>`: the model's compiled artifacts on
+    the shared cache, apart from every owner's weights; `compile_key` is `<image key>/tp<T>-pp<P>`."""
+    return f"{CACHE_ROOT}/{COMPILE_DIR}/{bucket_prefix(model, owner)}/{compile_key}"
+
+
+def model_cache(
+    model: ModelSection, pool: NodePoolSection, storage: StorageSection, owner: str, compile_key: str | None = None
+) -> ModelCache:
+    """The cache of `owner`'s model (a team's name, or PLATFORM_CLIENTS); with `compile_key` (the model keeps
+    a compile cache, `ResolvedModel.compile_cache`) its compiled artifacts' directory on the shared claim,
+    where a Neuron model's compiled tree then lives too."""
     neuron = pool.accelerator == "neuron"
     streamed = model.load_format == "runai-streamer"
     on_node = cache_on_node(storage) and not streamed
     prefix = bucket_prefix(model, owner)
+    compiled = compile_dir(model, owner, compile_key) if compile_key else None
     return ModelCache(
         model_dir=f"{CACHE_ROOT}/{prefix}",
-        compiled_dir=f"{COMPILED_ROOT}/{revision_path(model)}" if neuron else None,
+        compiled_dir=(compiled or f"{COMPILED_ROOT}/{revision_path(model)}") if neuron else None,
+        compile_dir=compiled,
         bucket_prefix=prefix,
         results_prefix=results_prefix(model, owner),
         streamed=streamed,

@@ -26,13 +26,15 @@ def rendered_images(
     accelerators: frozenset[str],
     entries: Sequence[ModelEntry],
     picked: Sequence[bool],
+    warm: bool,
 ) -> tuple[str, ...]:
     """The catalog names of the platform's own images a stack renders, under the conditions the
     builders render them: the preparation steps for every model whose weights the platform prepares,
     the images an engine renders beside the model's own (Dynamo's planner for a profiling request),
     the endpoint picker for every model routed through one (`picked`, entry by entry), the benchmark's
     runner, and, in a stack that owns the platform, LiteLLM (and its Redis), AIBrix's Envoy pair and
-    init image, and neuron-monitor on Neuron pools under monitoring. Builders look their images up in
+    init image, neuron-monitor on Neuron pools under monitoring, and busybox as the placeholder of warm
+    nodes (`nodePools[].warmNodes`). Builders look their images up in
     the table built from this list, so one left out here fails the render instead of going unpinned."""
     names: list[str] = []
     if any(e.made.prepared for e in entries):
@@ -49,6 +51,9 @@ def rendered_images(
             names += ["envoy-proxy", "envoy-gateway", "busybox"]
         if addons.monitoring.enabled and "neuron" in accelerators:
             names.append("neuron-monitor")
+        if warm and "busybox" not in names:
+            # The warm nodes' placeholder container (Karpenter's buffer pods are virtual: never pulled).
+            names.append("busybox")
     return tuple(names)
 
 

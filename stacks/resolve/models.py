@@ -13,8 +13,10 @@ from components.engines import ENGINES
 from ..coldstart import await_seconds, cold_start, first_start, startup_allowance
 from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
+from ..config.storage import StorageSection
 from ..config.teams import PLATFORM_CLIENTS
 from ..engine_facts import EngineFacts
+from ..fastpath import SHARED_CACHES, image_key, shape_key
 from ..groups import replica_group
 from ..resolved import (
     CANARY_SUFFIX,
@@ -114,6 +116,15 @@ def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
     )
 
 
+def keeps_compile_cache(model: ModelSection, facts: EngineFacts, storage: StorageSection) -> bool:
+    """`models[].compileCache` as written, else on where every replica can share it (`efs`, `fsx`) and the
+    engine keeps compiled artifacts the platform can place (its `compile_cache_env`). An explicit `true`
+    the storage or engine cannot honour stays true here and is refused (stacks/rules/fastpath.py)."""
+    if model.compile_cache is not None:
+        return model.compile_cache
+    return storage.model_cache in SHARED_CACHES and bool(facts.compile_cache_env)
+
+
 def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel | None:
     """The entry on its pool of the platform; None when the platform has no such pool (refused)."""
     model, facts, made = entry.config, entry.facts, entry.made
@@ -122,7 +133,10 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         return None
     requests = replica_requests(model, pool.config, view.storage)
     group = replica_group(model, facts.groups)
-    cache = model_cache(model, pool.config, view.storage, entry.owner)
+    tensor = tensor_parallel(model, pool.config, facts.groups)
+    compiles = keeps_compile_cache(model, facts, view.storage)
+    key = f"{image_key(made.image.tag, made.image.digest)}/{shape_key(tensor, group.pipeline)}"
+    cache = model_cache(model, pool.config, view.storage, entry.owner, key if compiles else None)
     startup = startup_allowance(facts, cache.startup_seconds)
     allowance = first_start(model, made.prepared, startup)
     served = ResolvedModel(
@@ -157,8 +171,9 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         group=group,
         requests=requests,
         pods=with_efa(ENGINES[model.engine].pods(model, requests, group), pool.efa_per_node if group.multi_node else 0),
-        tensor_parallel=tensor_parallel(model, pool.config, facts.groups),
+        tensor_parallel=tensor,
         cache=cache,
+        compile_cache=compiles,
         startup_seconds=startup,
         allowance=allowance,
         await_seconds=await_seconds(model, allowance),

@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (each registers its rules)
     crds,
     engine_args,
     engines,
+    fastpath,
     gateway,
     groups,
     guards,

@@ -1,0 +1,68 @@
+"""The cold start's fast path, refused where it cannot work, at the key that asks for it:
+- `nodePools[].imagePull: soci` on a pool whose types nodeadm would not enable SOCI on, or on a
+  Bottlerocket release without the snapshotter setting (stacks/fastpath.py `soci_refusal`);
+- `models[].compileCache: true` on a cache that cannot be shared (`storage.modelCache: local` or
+  `none`: each pod's emptyDir dies with it, and one claim per pod is not what the key promises), or for
+  an engine that keeps no compiled artifacts the platform can place;
+- `nodePools[].warmNodes` on a static pool (its nodes are always there), on a pool with nothing to size
+  a warm node by, or where the pool's limits leave no room for that many nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..checks import rule
+from ..errors import Problem, key_path
+from ..fastpath import SHARED_CACHES, SOCI, soci_refusal, warm_chunk, warm_room
+from ..hardware import expand
+from ..resolved import ResolvedStack
+
+
+@rule
+def soci_pools_can_pull_in_parallel(stack: ResolvedStack) -> Iterable[Problem]:
+    for i, pool in enumerate(stack.config.node_pools):
+        if pool.image_pull != SOCI:
+            continue
+        why = soci_refusal(pool, expand(pool.instance_types, pool.instance_families))
+        if why:
+            yield Problem(key_path(["nodePools", i, "imagePull"]), why)
+
+
+@rule
+def compile_caches_are_shared(stack: ResolvedStack) -> Iterable[Problem]:
+    cache = stack.platform.storage.model_cache
+    for entry in stack.entries:
+        if entry.config.compile_cache is not True:
+            continue
+        if cache not in SHARED_CACHES:
+            yield Problem(
+                entry.key("compileCache"),
+                f"storage.modelCache is {cache}: each pod's cache is its own and dies with it, so compiled "
+                f"artifacts cannot be shared across replicas; use modelCache: efs or fsx, or set compileCache: "
+                f"false",
+            )
+        elif not entry.facts.compile_cache_env:
+            yield Problem(
+                entry.key("compileCache"),
+                f"{entry.facts.title} keeps no compiled artifacts the platform can place on the cache; remove "
+                f"compileCache",
+            )
+
+
+@rule
+def warm_nodes_fit_their_pool(stack: ResolvedStack) -> Iterable[Problem]:
+    for i, pool in enumerate(stack.platform.pools if stack.owns_platform else ()):
+        if not pool.warm_nodes:
+            continue
+        where = key_path(["nodePools", i, "warmNodes"])
+        if pool.static:
+            yield Problem(where, "a static pool (replicas) keeps its nodes launched already; remove warmNodes")
+            continue
+        chunk = warm_chunk(pool, stack.models)
+        if chunk is None:
+            yield Problem(where, "no model runs on the pool and it has no accelerators to size a warm node by")
+            continue
+        why = warm_room(pool, chunk)
+        if why:
+            yield Problem(where, f"{why}: raise the pool's limits or lower warmNodes")
