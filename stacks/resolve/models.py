@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from components.engines import ENGINES
 
-from ..coldstart import await_seconds, cold_start, first_start, startup_allowance
+from ..coldstart import await_seconds, budget, estimate, first_start, probe_allowance
 from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
 from ..config.teams import PLATFORM_CLIENTS
@@ -25,6 +25,7 @@ from ..resolved import (
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
     READER_SERVICE_ACCOUNT,
+    ColdStartEstimate,
     GatewayParent,
     ModelEntry,
     PlatformView,
@@ -61,11 +62,12 @@ def route_prefix(entry: ModelEntry) -> str:
     return f"/{entry.namespace}/{entry.name}"
 
 
-def wake_of(entry: ModelEntry, startup: int) -> Wake:
+def wake_of(entry: ModelEntry, warm: ColdStartEstimate) -> Wake:
     """The way back from zero: the InterceptorRoute named after the model in its namespace, matched by the
     header value `<namespace>/<name>`, unique in the cluster (a namespace holds one model of a name, and one
-    interceptor serves every namespace), and the cold start its requests wait through."""
-    return Wake(route=entry.name, header=f"{entry.namespace}/{entry.name}", cold_start=cold_start(startup))
+    interceptor serves every namespace), and the cold start its requests wait through: its warm estimate
+    times the safety factor (a woken model finds its shared cache filled and its compile cache kept)."""
+    return Wake(route=entry.name, header=f"{entry.namespace}/{entry.name}", cold_start=budget(warm))
 
 
 def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> str | None:
@@ -114,6 +116,20 @@ def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
     )
 
 
+def starts(
+    entry: ModelEntry, pool: ResolvedPool, view: PlatformView, cache: ModelCache, compile_cache: bool
+) -> tuple[ColdStartEstimate, ColdStartEstimate]:
+    """The model's cold-start estimates: with its caches warm (a restart, a wake from zero), and its first."""
+    model, made = entry.config, entry.made
+    warm, first = (
+        estimate(
+            model, pool, view.storage, cache, made.image, prepared=made.prepared, compile_cache=compile_cache, first=f
+        )
+        for f in (False, True)
+    )
+    return warm, first
+
+
 def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel | None:
     """The entry on its pool of the platform; None when the platform has no such pool (refused)."""
     model, facts, made = entry.config, entry.facts, entry.made
@@ -123,8 +139,11 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
     requests = replica_requests(model, pool.config, view.storage)
     group = replica_group(model, facts.groups)
     cache = model_cache(model, pool.config, view.storage, entry.owner)
-    startup = startup_allowance(facts, cache.startup_seconds)
-    allowance = first_start(model, made.prepared, startup)
+    # The compile cache is `models[].compileCache`'s to set; until it is, none is kept.
+    compile_cache = False
+    warm, first = starts(entry, pool, view, cache, compile_cache)
+    startup = probe_allowance(first)
+    allowance = first_start(first, startup)
     served = ResolvedModel(
         name=model.name,
         engine=model.engine,
@@ -160,13 +179,16 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         tensor_parallel=tensor_parallel(model, pool.config, facts.groups),
         cache=cache,
         startup_seconds=startup,
+        cold_start_estimate=warm,
+        first_start_estimate=first,
+        compile_cache=compile_cache,
         allowance=allowance,
         await_seconds=await_seconds(model, allowance),
         routing=route_picking(model, facts, routed),
         # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
         keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
         # A model that scales to zero comes back through its InterceptorRoute (named after it).
-        wake=wake_of(entry, startup) if model.autoscaling.to_zero else None,
+        wake=wake_of(entry, warm) if model.autoscaling.to_zero else None,
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
 
