@@ -152,9 +152,9 @@ def weights_term(
             f"aws s3 sync's {AWS_CLI_CONCURRENCY} "
             f"concurrent requests (AWS CLI S3 configuration docs) x {S3_PER_STREAM.source}",
         )
-        fill = [transfer(size, HUB, pool, f"{what} fetched from the Hub"), transfer(size, upload, pool, "uploaded")]
-        seconds = sum(t.seconds for t in fill)
-        return Term(seconds + stream.seconds, "; ".join(t.source for t in [*fill, stream])), seconds
+        steps = [transfer(size, HUB, pool, f"{what} fetched from the Hub"), transfer(size, upload, pool, "uploaded")]
+        seconds = sum(t.seconds for t in steps)
+        return Term(seconds + stream.seconds, "; ".join(t.source for t in [*steps, stream])), seconds
     if not prepared:
         return transfer(size, HUB, pool, f"{what} fetched by the engine from the Hub"), 0
     # A shared cache is filled once (a first start); a node-local one on every new node. The bucket step

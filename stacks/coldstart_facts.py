@@ -1,8 +1,8 @@
 """The documented facts a model's cold start is estimated from (stacks/coldstart.py `estimate`), each with
 its source, in one place. A figure here is a published measurement or a documented rate; where no figure
 is published the entry says so and states the bound it uses instead. The engine images' compressed sizes
-are recorded beside their pins in stacks/versions.py (`MODEL_IMAGE_SIZES`, `UNKNOWN_IMAGE`); the instances' network rates
-are the hardware catalog's (stacks/data/instances.json `network_baseline_mbps`).
+are recorded beside their pins in stacks/versions.py (`MODEL_IMAGE_SIZES`, `UNKNOWN_IMAGE`); the
+instances' network rates are the hardware catalog's (stacks/data/instances.json `network_baseline_mbps`).
 
 Every wait a model has (its startup probe, its scale-to-zero wake budget, its Pulumi await) is the
 estimate times SAFETY_FACTOR.

@@ -110,7 +110,7 @@ def test_a_model_on_an_accelerator_pool_costs_a_node_launch_and_its_probe_window
     pool = gpu_pool()
     deployment = model([pool], **{facts.TIMEOUT_SECONDS: "4000"})
     model_ = lifecycle([pool, deployment])
-    assert model_.steps[deployment.urn].seconds == facts.ACCELERATOR_NODE.seconds + 1800
+    assert model_.steps[deployment.urn].seconds == facts.MODEL_NODE.seconds + 1800
     assert model_.path.resources == [pool.urn, deployment.urn]
 
 
@@ -165,9 +165,10 @@ def test_deleting_a_load_balancer_service_waits_for_the_controllers_finalizer_an
 
 def test_a_model_awaited_for_less_than_its_startup_allowance_is_a_hazard_naming_the_annotation():
     pool = gpu_pool()
+    needed = str(facts.MODEL_NODE.seconds + 1800)  # a node launch and the 1800 s probe window
     (message,) = detected([pool, model([pool])], "workload-timeout")
-    assert "model" in message and f'{facts.TIMEOUT_SECONDS}: "3000"' in message, message
-    assert not detected([pool, model([pool], **{facts.TIMEOUT_SECONDS: "3000"})], "workload-timeout")
+    assert "model" in message and f'{facts.TIMEOUT_SECONDS}: "{needed}"' in message, message
+    assert not detected([pool, model([pool], **{facts.TIMEOUT_SECONDS: needed})], "workload-timeout")
 
 
 def test_a_helm_release_that_waits_for_an_accelerator_node_within_300_seconds_is_a_hazard():

@@ -27,10 +27,12 @@ from ..resolved import (
     READER_SERVICE_ACCOUNT,
     ColdStartEstimate,
     GatewayParent,
+    ModelCache,
     ModelEntry,
     PlatformView,
     PodShape,
     ResolvedModel,
+    ResolvedPool,
     RoutePicking,
     Team,
     Wake,
@@ -139,8 +141,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
     requests = replica_requests(model, pool.config, view.storage)
     group = replica_group(model, facts.groups)
     cache = model_cache(model, pool.config, view.storage, entry.owner)
-    # The compile cache is `models[].compileCache`'s to set; until it is, none is kept.
-    compile_cache = False
+    compile_cache = False  # `models[].compileCache`'s to set; until it is, none is kept
     warm, first = starts(entry, pool, view, cache, compile_cache)
     startup = probe_allowance(first)
     allowance = first_start(first, startup)
