@@ -145,3 +145,14 @@ def test_the_reference_models_estimates_on_paper_with_the_fast_path(label):
         # Honest figures miss the 4-minute goal by about half a minute (node 90 s + image 71 s + weights 52 s +
         # engine 59 s): docs/performance.md says so; a warm node (nodePools[].warmNodes) meets it.
         assert estimate_.seconds > goal and estimate_.seconds - estimate_.node.seconds <= goal, label
+
+
+def test_the_plans_text_prints_each_models_estimate_and_waits_beside_its_fit():
+    from stacks.plan import plan
+
+    models, stack = served_models(ROOT / "stacks/examples/Pulumi.frontdoor.yaml")
+    text = plan(stack)
+    for m in models:
+        assert f"cold start: {m.cold_start_estimate.seconds}s" in text, m.name
+    idle = next(m for m in models if m.wake is not None)
+    assert f"wake budget {idle.wake.cold_start.seconds}s" in text
