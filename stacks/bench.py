@@ -16,6 +16,9 @@ Render and replay alternate, --repeat times each, and the best CPU time of each 
 time beside it), so both see the same load on the machine.
 Then the marginal cost of one more pool+model between consecutive sizes, for both: when it stays
 flat, the render is linear. This is a measurement, not a test: nothing here asserts a time.
+Beside it, the cold start on paper (`cold_start_report`): the reference models' estimates with the fast
+path on, term by term with their sources, against the goals (4 minutes for Qwen3-8B on g6e.xlarge, 8 for
+Llama 3.3 70B on p5.48xlarge).
 """
 
 from __future__ import annotations
@@ -25,9 +28,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from .hardware import catalog
+from .resolved import ColdStartEstimate
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 REGION = "us-west-2"
@@ -305,4 +311,86 @@ def main(sizes: list[int], repeat: int = 3) -> int:
         f"alternation, CPU seconds, best of {repeat}. floor/k, render/k: marginal cost of one more "
         "pool+model since the previous size (flat when linear)."
     )
+    print("\ncold start on paper (stacks/coldstart.py; docs/performance.md has the table):")
+    print("\n".join(cold_start_report()))
     return 0
+
+
+# ---- the cold start, on paper ----------------------------------------------------------------------
+
+# The goal: zero to first token, node included, with the fast path on (SOCI parallel pull, a warm compile
+# cache, weights streamed from the bucket or read from FSx).
+QWEN_GOAL_SECONDS = 4 * 60
+LLAMA_GOAL_SECONDS = 8 * 60
+
+
+def reference_sections(name: str, hf: str, parameters: str, instance: str, storage: dict[str, Any]) -> dict[str, Any]:
+    """An all-in-one stack with one pool of `instance` and one bf16 vLLM model on it."""
+    gpus = catalog()[instance].gpu_count
+    model: dict[str, Any] = {
+        "name": name,
+        "engine": "vllm",
+        "model": hf,
+        "revision": REVISION,
+        "pool": "gpu",
+        "acceleratorsPerReplica": gpus,
+        "replicas": 1,
+        "maxModelLen": 8192,
+        "parameters": parameters,
+        "dtype": "bf16",
+    }
+    if storage.get("modelCache") is None:
+        model["loadFormat"] = "runai-streamer"
+    return {
+        "stack": {"role": "all-in-one", "environment": "dev"},
+        "cluster": {"name": "bench", "admins": ["arn:aws:iam::111122223333:role/admins"]},
+        "nodePools": [{"name": "gpu", "accelerator": "nvidia", "instanceTypes": [instance]}],
+        "storage": {k: v for k, v in storage.items() if v is not None},
+        "models": [model],
+    }
+
+
+REFERENCES: dict[str, tuple[tuple[str, str, str, str], int]] = {
+    "Qwen3-8B bf16 on g6e.xlarge, FSx": (("qwen3-8b", "Qwen/Qwen3-8B", "8B", "g6e.xlarge"), QWEN_GOAL_SECONDS),
+    "Qwen3-8B bf16 on g6e.xlarge, streamed": (("qwen3-8b", "Qwen/Qwen3-8B", "8B", "g6e.xlarge"), QWEN_GOAL_SECONDS),
+    "Llama 3.3 70B bf16 on p5.48xlarge, streamed": (
+        ("llama-70b", "meta-llama/Llama-3.3-70B-Instruct", "70B", "p5.48xlarge"),
+        LLAMA_GOAL_SECONDS,
+    ),
+}
+FSX = {"modelCache": "fsx", "fsx": {"storageCapacityGiB": 1200, "throughputPerTiB": 1000}}
+
+
+def reference_estimate(label: str) -> tuple[ColdStartEstimate, int]:
+    """A reference model's estimate with the fast path on (the pool's pull SOCI, the compile cache warm),
+    and its goal. Resolved (not checked: the inline stack pins no digests) from an inline stack."""
+    from .coldstart import estimate
+    from .load import parse_sections
+    from .resolve import resolve
+
+    (name, hf, parameters, instance), goal = REFERENCES[label]
+    storage = FSX if "FSx" in label else {"modelCache": None}
+    stack = resolve(parse_sections(reference_sections(name, hf, parameters, instance, storage), REGION))
+    served = stack.models[0]
+    pool = replace(served.pool, image_pull="soci")
+    est = estimate(
+        served.config,
+        pool,
+        stack.platform.storage,
+        served.cache,
+        served.image,
+        prepared=served.prepared,
+        compile_cache=True,
+    )
+    return est, goal
+
+
+def cold_start_report() -> list[str]:
+    """Each reference model's estimate against its goal, term by term, with the sources."""
+    lines = []
+    for label in REFERENCES:
+        est, goal = reference_estimate(label)
+        verdict = "meets" if est.seconds <= goal else "MISSES"
+        lines.append(f"{label}: {est.seconds}s, {verdict} the {goal // 60}-minute goal")
+        lines += [f"  {name:<8}{term.seconds:>5}s  {term.source}" for name, term in est.terms().items()]
+    return lines

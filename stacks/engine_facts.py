@@ -127,9 +127,6 @@ class EngineFacts:
     # endpoint picker reads (llm-d-router v0.10.0 extractor/metrics/factories.go defaultEngineConfigs:
     # vllm, sglang, trtllm-serve, triton-tensorrt-llm, triton); None: it cannot read them.
     picker_engine: str | None
-    # Seconds the startup probe allows before the kubelet restarts a still-loading server; the cache's
-    # budget for the model's size wins when it is larger.
-    startup_seconds: int
     # The Prometheus series it exports, by signal; empty when it exports none.
     metrics: Mapping[Signal, Metric]
     groups: Groups

@@ -47,6 +47,13 @@ class InstanceType:
     # EFA devices a node of this type can attach (one per network card on p4d/p5/p6), and its cards.
     efa_interfaces: int = 0
     network_cards: int = 1
+    # Karpenter's `instance-network-bandwidth` (baseline Mbps): the rate a node can pull an image or read
+    # its weights at, over any path (stacks/coldstart.py bounds every transfer by it).
+    network_mbps: int = 0
+
+    @property
+    def network_bytes_per_second(self) -> float:
+        return self.network_mbps * 1e6 / 8
 
     @property
     def accelerator(self) -> AcceleratorKind:
@@ -139,6 +146,7 @@ def _from_json(entry: dict) -> InstanceType:
         ipv4_per_eni=entry.get("ipv4_per_eni") or 0,
         efa_interfaces=entry.get("efa_interfaces") or 0,
         network_cards=entry.get("network_cards") or 1,
+        network_mbps=entry.get("network_baseline_mbps") or 0,
     )
 
 

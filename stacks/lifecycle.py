@@ -288,7 +288,7 @@ def startup(record: Record, pools: dict[str, Record]) -> Startup | None:
     if kind_of(record) not in WORKLOAD_KINDS or replicas(record) == 0:
         return None
     accelerated = [p for p in pools_of(record, pools) if is_accelerator_pool(p)]
-    node = facts.ACCELERATOR_NODE.seconds if accelerated else 0
+    node = facts.MODEL_NODE.seconds if accelerated else 0
     if accelerated and is_daemon_set(record):
         # A DaemonSet is ready when every node that exists runs its pod (desired = the matching nodes):
         # no node is launched for it; one that joins while it is awaited adds a pod and its image pull.
@@ -358,7 +358,7 @@ def duration(record: Record, pools: dict[str, Record]) -> Step:
     if waits.waits and start is not None and start.seconds:
         basis = f"startup probe window {start.probe} s"
         if start.node:
-            basis = f"{facts.ACCELERATOR_NODE.what} ({start.node} s) + {basis}"
+            basis = f"{facts.MODEL_NODE.what} ({start.node} s) + {basis}"
         if waits.timeout is not None and waits.timeout < start.seconds:
             basis += f", cut at its await timeout {waits.timeout} s (a workload-timeout hazard)"
         return Step(min(start.seconds, waits.timeout or start.seconds), basis, f"{facts.COLDSTART}; its startupProbe")

@@ -5,8 +5,10 @@ For each pool, the instance types it allows with what a pod can request on a fre
 pod it runs, how many of it the workload asks for and exactly the requests the render gives its
 serving container (`ResolvedModel.pods`: the builders render these, and tests/test_capacity_plan.py
 compares the two for every shipped stack), and the types its pods on the pool fit; a canary is listed
-after its model, as the workload of its own it is. Reads the resolved stack only: for a workloads stack, its
-platform's pools.
+after its model, as the workload of its own it is. Beside the fit, each model's cold-start estimate
+(stacks/coldstart.py: node, image, weights and engine, each with its source in `--json`) and the waits
+derived from it (the startup probe, the Pulumi await, a scale-to-zero model's wake budget). Reads the
+resolved stack only: for a workloads stack, its platform's pools.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from .fastpath import warm_chunk, warm_cost
 from .fit import Requests, allocatable, fit
-from .resolved import EFA_RESOURCE, PodShape, ResolvedModel, ResolvedPool, ResolvedStack
+from .resolved import EFA_RESOURCE, ColdStartEstimate, PodShape, ResolvedModel, ResolvedPool, ResolvedStack
 
 COLUMNS = ("type", "cpu", "memory", "ephemeral", "gpu", "neuron", "neuroncore", "pods")
 UNITS = {"nvidia": "GPUs", "neuron": "Neuron devices"}
@@ -81,7 +83,40 @@ def _model_lines(model: ResolvedModel) -> list[str]:
     else:
         head = f"{where}: fits {verdict}"
     pods = [f"  {p.role}: {_count(p)}{'' if p.pool else ' (on the CPU nodes)'}, each {_asked(p)}" for p in model.pods]
-    return [head, *pods]
+    return [head, *pods, *_cold_start_lines(model)]
+
+
+def _terms(est: ColdStartEstimate) -> str:
+    return ", ".join(f"{name} {term.seconds}s" for name, term in est.terms().items())
+
+
+def _cold_start_lines(model: ResolvedModel) -> list[str]:
+    """The estimate beside the fit, and the waits it sets."""
+    warm, first = model.cold_start_estimate, model.first_start_estimate
+    waits = f"startup probe {model.startup_seconds}s, await {model.await_seconds}s"
+    if model.wake is not None:
+        waits += f", wake budget {model.wake.cold_start.seconds}s"
+    return [
+        f"  cold start: {warm.seconds}s ({_terms(warm)}); first start {first.seconds}s ({_terms(first)})",
+        f"  waits: {waits}",
+    ]
+
+
+def cold_start_json(model: ResolvedModel) -> dict[str, Any]:
+    """The model's cold-start estimate as `plan --json` gives it: seconds, each term with its source, the
+    first start's, and the waits derived from them."""
+    warm, first = model.cold_start_estimate, model.first_start_estimate
+    return {
+        "coldStartSeconds": warm.seconds,
+        "coldStartTerms": {k: {"seconds": t.seconds, "source": t.source} for k, t in warm.terms().items()},
+        "firstStartSeconds": first.seconds,
+        "firstStartTerms": {k: {"seconds": t.seconds, "source": t.source} for k, t in first.terms().items()},
+        "waits": {
+            "startupProbeSeconds": model.startup_seconds,
+            "awaitSeconds": model.await_seconds,
+            "wakeBudgetSeconds": model.wake.cold_start.seconds if model.wake is not None else None,
+        },
+    }
 
 
 def _count(pod: PodShape) -> str:
@@ -158,6 +193,7 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
                     }
                     for p in model.pods
                 ],
+                **cold_start_json(model),
             }
         )
     return {"stack": stack.platform.where, "pools": pools, "models": models}

@@ -130,6 +130,7 @@ class ResolvedPool:
     limits: NodePoolLimits
     # How its nodes pull images (stacks/fastpath.py `image_pull`): "soci" (parallel pull and unpack) or
     # "standard"; and how many empty nodes a CapacityBuffer keeps launched for it (`warmNodes`).
+    # The cold-start estimate reads both.
     image_pull: str = "standard"
     warm_nodes: int = 0
 
@@ -277,10 +278,47 @@ class RoutePicking:
 WAKE_HEADER = "x-inference-platform-model"
 
 
+@dataclass(frozen=True)
+class Term:
+    """One term of a cold-start estimate: its seconds and the documented facts they come from."""
+
+    seconds: int
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColdStartEstimate:
+    """How long a model takes from nothing to its first token (stacks/coldstart.py `estimate`): a node
+    launched and joined, the engine image pulled, the weights read over the storage path in use, and the
+    engine's own start (load, compile or graph capture). `fill` is the part of `weights` the platform's
+    preparation init containers spend filling a cache before the engine container starts (so outside its
+    startup probe); `first`: a model's first start (caches empty) rather than a start with its caches warm."""
+
+    node: Term
+    image: Term
+    weights: Term
+    engine: Term
+    fill: int = 0
+    first: bool = False
+
+    @property
+    def seconds(self) -> int:
+        return self.node.seconds + self.image.seconds + self.weights.seconds + self.engine.seconds
+
+    @property
+    def in_container(self) -> int:
+        """Seconds the engine container itself spends: reading what the fill left, and starting."""
+        return self.weights.seconds - self.fill + self.engine.seconds
+
+    def terms(self) -> dict[str, Term]:
+        return {"node": self.node, "image": self.image, "weights": self.weights, "engine": self.engine}
+
+
 @dataclass(frozen=True, kw_only=True)
 class ColdStart:
-    """Seconds a request to a model at zero may wait before its first replica serves
-    (stacks/coldstart.py): a node launch, the engine image's pull, and what its startup probe allows."""
+    """Seconds allowed for a model to start (stacks/coldstart.py `budget`), each its estimate's term times
+    the one safety factor: a node launch, the engine image's pull, the preparation's fill, and the engine
+    container's own start (reading the weights, loading, compiling)."""
 
     node_launch: int
     image_pull: int
@@ -407,8 +445,7 @@ class PodShape:
 class ModelCache:
     """Where a model's weights are, resolved from the storage choice: the directory per owner, model and
     revision, compiled Neuron artifacts apart from it, the bucket prefixes, whether the engine streams
-    from the bucket instead, the claim or the node-local size of the volume, and how long reading the
-    weights (and a first Neuron compile) may take."""
+    from the bucket instead, and the claim or the node-local size of the volume."""
 
     model_dir: str
     compiled_dir: str | None
@@ -424,7 +461,6 @@ class ModelCache:
     # Scratch room for a streamed model's one-time fill of its bucket prefix (the weights with the local
     # cache's headroom); None when the weights' size is unknown.
     staging_gib: int | None
-    startup_seconds: int
     # Writers of the cache run as root: the FSx for Lustre root directory is root's (fsGroup does not
     # apply to it).
     writes_as_root: bool
@@ -460,10 +496,16 @@ class ResolvedModel(Endpoint):
     # The tensor-parallel size the engine is given (on Neuron: the NeuronCores of its devices).
     tensor_parallel: int
     cache: ModelCache
-    # Seconds the startup probe allows: the engine's own allowance, or the cache's budget when larger.
+    # Seconds the startup probe allows: its first start's engine-container time times the safety factor,
+    # in whole probe periods (stacks/coldstart.py `probe_allowance`).
     startup_seconds: int
-    # What `pulumi up` waits for the model's workload (stacks/coldstart.py first_start): a fresh node, the
-    # image, the cache fill and the startup probe's allowance; its workload's await annotation.
+    # From nothing to the first token with its caches warm (`cold_start_estimate`: what `stacks plan`
+    # reports, what a model woken from zero waits) and on its first start (`first_start_estimate`: caches
+    # empty, compile caches cold), each term with its source (stacks/coldstart.py `estimate`).
+    cold_start_estimate: ColdStartEstimate
+    first_start_estimate: ColdStartEstimate
+    # What `pulumi up` waits for the model's workload (stacks/coldstart.py `first_start`): its first start's
+    # estimate times the safety factor, the startup probe's allowance as its engine phase.
     allowance: ColdStart
     # The workload's `pulumi.com/timeoutSeconds`: the allowance for every step of a rollout (coldstart.py
     # await_seconds).
@@ -481,8 +523,9 @@ class ResolvedModel(Endpoint):
     # `models[].canary`: the second revision's own workload and Service, built like this one from the
     # model entry at the canary's revision (one replica, no autoscaler); None without a canary.
     canary: ResolvedModel | None = None
-    # `models[].compileCache` resolved: the engine's compiled artifacts are kept on the shared cache
-    # (`cache.compile_dir`).
+    # `models[].compileCache` resolved: the engine's compiled artifacts (torch.compile, Triton, Neuron) are
+    # kept on the shared cache (`cache.compile_dir`) across replicas and restarts, so a warm start skips
+    # the compile (the cold-start estimate reads it).
     compile_cache: bool = False
     # (apiVersion, kind, name) of what the model's KEDA ScaledObjects scale, one ScaledObject each: the
     # workload, or a Dynamo graph's scaling adapters (one per scaled component); () without KEDA.

@@ -237,6 +237,88 @@ MODEL_IMAGES: dict[str, Image] = {
     "ray-llm": Image("rayproject/ray-llm", "2.58.0-py312-cu130"),
 }
 
+
+@dataclass(frozen=True)
+class ImageSize:
+    """An engine image's compressed size (what a node pulls), and where it is published. `bound`: no size
+    is published for the pinned tag, and this is a stated upper bound, not a measurement."""
+
+    bytes: float
+    source: str
+    bound: bool = False
+
+
+# The compressed size of every MODEL_IMAGES entry (tests/test_cold_start_estimate.py holds every key to one):
+# what its pull costs a fresh node (stacks/coldstart.py). Sizes of the pinned tags themselves are not
+# published; each entry names the nearest published figure and says whether it is a measurement of the
+# repository or an upper bound (an image's size on disk bounds its compressed size from above).
+# The largest engine image size published: vllm/vllm-openai:latest's 28.6 GB on disk (vllm-project/vllm#22377).
+# It bounds every image no size is published for.
+LARGEST_IMAGE_BYTES = 28.6e9
+UNKNOWN_IMAGE = ImageSize(
+    LARGEST_IMAGE_BYTES,
+    "no compressed size published for this image: bounded by vLLM's 28.6 GB on disk (vllm-project/vllm#22377), "
+    "the largest engine image size published",
+    bound=True,
+)
+
+MODEL_IMAGE_SIZES: dict[str, ImageSize] = {
+    "vllm-openai": ImageSize(
+        12.64e9,
+        "vllm-project/vllm#27154 (discuss.vllm.ai: vllm/vllm-openai:latest is 12.64 GB, Oct 2025); none published "
+        "for v0.29.0",
+    ),
+    "sglang": ImageSize(11e9, "sgl-project/sglang#3673: lmsysorg/sglang:latest is 11 GB; none published for v0.5.19"),
+    "text-generation-inference": ImageSize(
+        LARGEST_IMAGE_BYTES,
+        "none published for TGI 3.3.7: bounded by vLLM's 28.6 GB on disk (vllm-project/vllm#22377)",
+        bound=True,
+    ),
+    "ollama": ImageSize(
+        3.5e9, "stratosphereips/stratocyberlab#57: the latest ollama image is 3.5 GB of download; none for 0.34.0"
+    ),
+    "model-free-nim": ImageSize(
+        LARGEST_IMAGE_BYTES,
+        "none published for model-free-nim 2.0.12: bounded by vLLM's 28.6 GB on disk (vllm#22377)",
+        bound=True,
+    ),
+    "vllm-neuronx": ImageSize(
+        LARGEST_IMAGE_BYTES,
+        "none published for the vllm-neuronx 0.16 DLC: bounded by vLLM's 28.6 GB on disk (vllm#22377)",
+        bound=True,
+    ),
+    "dynamo-vllm": ImageSize(
+        12.2e9,
+        "ai-dynamo/dynamo#1058: the vLLM runtime image is about 12.2 GB built (on disk, an upper bound)",
+        bound=True,
+    ),
+    "dynamo-sglang": ImageSize(
+        LARGEST_IMAGE_BYTES,
+        "none published for Dynamo's SGLang runtime: bounded by vLLM's 28.6 GB on disk (vllm#22377)",
+        bound=True,
+    ),
+    "dynamo-trtllm": ImageSize(
+        LARGEST_IMAGE_BYTES,
+        "none published for Dynamo's TensorRT-LLM runtime: bounded by vLLM's 28.6 GB on disk (vllm#22377)",
+        bound=True,
+    ),
+    "ray-llm": ImageSize(
+        LARGEST_IMAGE_BYTES,
+        "none published for rayproject/ray-llm 2.58: bounded by vLLM's 28.6 GB on disk (vllm#22377)",
+        bound=True,
+    ),
+}
+
+
+def image_size(image: Image) -> ImageSize | None:
+    """The recorded size of a model image when it is a catalog pin (same repository and tag); None for an
+    image the catalog does not pin (a `models[].image` override to another tag or repository)."""
+    for name, pinned in MODEL_IMAGES.items():
+        if (pinned.repository, pinned.tag) == (image.repository, image.tag):
+            return MODEL_IMAGE_SIZES[name]
+    return None
+
+
 # The platform's own images, each pinned per stack by the `images` section (stacks/config/images.py).
 PLATFORM_IMAGES: dict[str, Image] = {
     # The profiling job of a DynamoGraphDeploymentRequest (the 1.4.2 CRD: "the planner image";

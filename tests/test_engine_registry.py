@@ -49,7 +49,6 @@ TOY_FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine=None,
-    startup_seconds=1800,
     metrics={},
     groups=Groups(builder=None, refused="the toy server runs on one node", tensor_spans_nodes=False, head_rule=None),
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),

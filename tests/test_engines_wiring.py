@@ -13,6 +13,7 @@ import pytest
 from components.model_servers import model_objects
 from components.serving import aibrix
 from components.storage.cache import CacheContext
+from stacks.coldstart import probe_allowance
 from stacks.load import ROOT, parse_sections
 from stacks.resolve import resolve
 from stacks.resolved import MODEL_LABEL
@@ -99,12 +100,12 @@ def test_an_existing_claim_keeps_the_weights_off_the_nodes_disk():
     assert fit.ephemeral_mib == BASE_EPHEMERAL_MIB, "weights on a claim need no node disk"
 
 
-def test_a_large_model_gets_the_caches_startup_budget_and_a_small_one_the_engines_own():
+def test_the_startup_probe_allows_a_first_starts_estimate_and_grows_with_the_weights():
     stack = stack_of(example())
     small = spec(stack, "qwen3-8b").served
     probe = engine_container(objects(stack, "qwen3-8b")["Deployment"])["startupProbe"]
     allowed = probe["failureThreshold"] * probe["periodSeconds"]
-    assert small.cache.startup_seconds < 1800 and allowed == small.startup_seconds == 1800, "the engine's allowance"
+    assert allowed == small.startup_seconds == probe_allowance(small.first_start_estimate), "the estimate's"
     # A model this size is refused by the memory rule on this pool (so resolved without the rules); the
     # probe arithmetic is what counts.
     sections = example()
@@ -113,8 +114,8 @@ def test_a_large_model_gets_the_caches_startup_budget_and_a_small_one_the_engine
     big = next(m for m in large.models if m.name == "qwen3-8b")
     probe = engine_container(objects(large, "qwen3-8b")["Deployment"])["startupProbe"]
     allowed = probe["failureThreshold"] * probe["periodSeconds"]
-    assert big.cache.startup_seconds > 1800, "400 GB of weights take longer than the default to read"
-    assert allowed == big.startup_seconds >= big.cache.startup_seconds, "the kubelet must not restart it while loading"
+    assert big.first_start_estimate.weights.seconds > small.first_start_estimate.weights.seconds, "400 GB read longer"
+    assert allowed == big.startup_seconds > small.startup_seconds, "the kubelet must not restart it while loading"
 
 
 def test_neuron_artifacts_live_in_the_shared_caches_compiled_tree_so_a_model_compiles_once():

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from stacks import lifecycle_facts as facts
-from stacks.coldstart import IMAGE_PULL_SECONDS, NODE_LAUNCH_SECONDS
+from stacks.awaits import IMAGE_PULL_SECONDS
 from stacks.lifecycle import await_of, build_graph, deletion_waits_for
 from stacks.lifecycle_hazards import HAZARD_DETECTORS, hazards
 from stacks.lifecycle_report import as_json, lifecycle
@@ -106,11 +106,11 @@ def test_the_estimate_is_the_sum_of_the_durations_along_a_chain_of_dependencies(
     assert cluster and model_.steps[cluster[0]].seconds == facts.DURATIONS["eks:index:Cluster"].seconds
 
 
-def test_a_model_on_an_accelerator_pool_costs_a_node_launch_an_image_pull_and_its_probe_window():
+def test_a_model_on_an_accelerator_pool_costs_a_node_launch_and_its_probe_window():
     pool = gpu_pool()
     deployment = model([pool], **{facts.TIMEOUT_SECONDS: "4000"})
     model_ = lifecycle([pool, deployment])
-    assert model_.steps[deployment.urn].seconds == NODE_LAUNCH_SECONDS + IMAGE_PULL_SECONDS + 1800
+    assert model_.steps[deployment.urn].seconds == facts.MODEL_NODE.seconds + 1800
     assert model_.path.resources == [pool.urn, deployment.urn]
 
 
@@ -165,9 +165,10 @@ def test_deleting_a_load_balancer_service_waits_for_the_controllers_finalizer_an
 
 def test_a_model_awaited_for_less_than_its_startup_allowance_is_a_hazard_naming_the_annotation():
     pool = gpu_pool()
+    needed = str(facts.MODEL_NODE.seconds + 1800)  # a node launch and the 1800 s probe window
     (message,) = detected([pool, model([pool])], "workload-timeout")
-    assert "model" in message and f'{facts.TIMEOUT_SECONDS}: "3000"' in message, message
-    assert not detected([pool, model([pool], **{facts.TIMEOUT_SECONDS: "3000"})], "workload-timeout")
+    assert "model" in message and f'{facts.TIMEOUT_SECONDS}: "{needed}"' in message, message
+    assert not detected([pool, model([pool], **{facts.TIMEOUT_SECONDS: needed})], "workload-timeout")
 
 
 def test_a_helm_release_that_waits_for_an_accelerator_node_within_300_seconds_is_a_hazard():

@@ -20,13 +20,7 @@ from components.gateway import isolation
 from components.gateway.routing import http_route, interceptor_grants, model_routing, route_duration
 from components.serving import litellm
 from stacks import conformance
-from stacks.coldstart import (
-    IMAGE_PULL_SECONDS,
-    NODE_LAUNCH_SECONDS,
-    cold_start,
-    model_startup_seconds,
-    startup_allowance,
-)
+from stacks.coldstart import budget, estimate, probe_allowance, safe
 from stacks.config.addons import LiteLLM
 from stacks.errors import ConfigError
 from stacks.pipeline import check_sections
@@ -168,15 +162,21 @@ def test_litellm_calls_a_sleeping_model_through_the_interceptor_with_its_header(
     ), "LiteLLM may reach the interceptor"
 
 
-def test_the_cold_start_budget_reuses_the_startup_probe_and_every_timeout_covers_it(stack, idle):
+def test_the_wake_budget_is_the_estimate_times_the_safety_factor_and_every_timeout_covers_it(stack, idle):
     probe = by_kind(engine_objects(stack, IDLE), "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]
     allowed = probe["startupProbe"]["failureThreshold"] * probe["startupProbe"]["periodSeconds"]
-    budget = idle.wake.cold_start
-    assert (budget.node_launch, budget.image_pull, budget.startup) == (NODE_LAUNCH_SECONDS, IMAGE_PULL_SECONDS, allowed)
-    # Big weights: the cache's read budget exceeds the engine's own allowance, and the timeouts follow.
+    assert allowed == idle.startup_seconds == probe_allowance(idle.first_start_estimate), "the probe: a first start"
+    est, waits = idle.cold_start_estimate, idle.wake.cold_start
+    assert waits == budget(est), "a woken model's budget is its warm estimate, term by term, times the factor"
+    assert (waits.node_launch, waits.image_pull) == (safe(est.node.seconds), safe(est.image.seconds))
+    assert waits.seconds <= 2 * est.seconds, "never more than twice the estimate"
+    # Big weights: the estimate grows, and the timeouts follow it.
     big = idle.config.model_copy(update={"parameters": "400B", "dtype": "fp8"})
-    heavy = cold_start(startup_allowance(idle.facts, model_startup_seconds(big, neuron=False)))
-    assert heavy.startup > budget.startup, "400 GB of weights take longer to load"
+    grown = estimate(
+        big, idle.pool, stack.platform.storage, idle.cache, idle.image, prepared=idle.prepared, compile_cache=False
+    )
+    heavy = budget(grown)
+    assert grown.weights.seconds > est.weights.seconds and heavy.seconds > waits.seconds, "400 GB take longer"
     served = replace(idle, config=big, wake=replace(idle.wake, cold_start=heavy))
     route = http_route(stack.platform.gateway, served, stack.route_parent)
     for rule in route["spec"]["rules"]:

@@ -94,6 +94,7 @@ FLOOR = (
     "stacks.config.*",
     "stacks.architectures",
     "stacks.awaits",
+    "stacks.coldstart_facts",
     "stacks.engine_facts",
     "stacks.errors",
     "stacks.exports",

@@ -95,7 +95,8 @@ def variant(path: Path, addons: dict[str, bool]) -> tuple[dict[str, Any], dict[s
     """An all-in-one stack's models as team `variant`'s stack, and that stack's exports declaring the
     team (two namespaces; a model given a namespace goes to the second). What a workloads stack may not
     have is dropped: streaming (its fill runs as the platform's writer) and consumers (teams it does not
-    know); a Lustre cache becomes EFS, as a team's stack needs."""
+    know); a Lustre cache becomes EFS, as a team's stack needs, and so does a node-local one under a model
+    that scales to zero (which, unstreamed, wakes within its budget only from a shared cache)."""
     sections = sections_of(path)
     exports = export_platform(own_platform(check_sections(sections, "us-west-2").config))
     exports["teams"] = [
@@ -116,6 +117,12 @@ def variant(path: Path, addons: dict[str, bool]) -> tuple[dict[str, Any], dict[s
         if model["engine"] == "nim" and addons.get("nimOperator"):
             model.setdefault("secrets", {})["ngcApiKey"] = "ngc-api-key"
         models.append(model)
+    # Without streaming, a model that scales to zero wakes within its budget only from a shared cache
+    # (a node-local one is refilled from the Hub on every new node: refused at autoscaling.minReplicas).
+    asleep = any((m.get("autoscaling") or {}).get("minReplicas") == 0 for m in models)
+    if asleep and exports["storage"].get("modelCache") not in ("efs", "fsx"):
+        exports["storage"]["modelCache"] = "efs"
+        exports["storageClasses"] = {"modelCache": "efs-models"}
     stack = {"role": "workloads", "environment": sections["stack"]["environment"], "platformStack": PLATFORM_REF}
     # The team's stack makes the Secrets its models read (tokens, pull and benchmark keys) in its namespaces.
     return sourced({"stack": {**stack, "team": VARIANT_TEAM}, "models": models}, exports=exports), exports

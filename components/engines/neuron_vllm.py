@@ -56,8 +56,6 @@ FACTS = EngineFacts(
     # No picker_engine: that vLLM 0.16 with the vllm-neuron plugin exports the gauges the llm-d
     # router's vllm config reads (vllm:kv_cache_usage_perc, vllm:num_requests_waiting) is not verified.
     picker_engine=None,
-    # First start compiles the model for the Neuron devices before serving.
-    startup_seconds=3600,
     metrics=vllm.METRICS,
     groups=Groups(
         builder=None,

@@ -68,7 +68,6 @@ FACTS = EngineFacts(
     # (num_requests_waiting, gpu_cache_usage_perc; docs.nvidia.com/nim/large-language-models
     # observability), which none of the llm-d router's built-in engine configs reads.
     picker_engine=None,
-    startup_seconds=1800,
     metrics=vllm.METRICS,
     # The NIM Operator's NIMService multiNode forms the group.
     groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None),

@@ -61,8 +61,6 @@ FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine=None,
-    # Models are on disk before the server starts; loading into memory is quick.
-    startup_seconds=600,
     metrics={},
     groups=Groups(
         builder=None,

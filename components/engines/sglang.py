@@ -98,7 +98,6 @@ FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine="sglang",
-    startup_seconds=1800,
     metrics=METRICS,
     # One tensor-parallel group over the whole replica (`--tp 16 --nnodes 2`, SGLang docs multi_node.md).
     groups=Groups(builder="lws", refused=None, tensor_spans_nodes=True, head_rule="SGLang 0.5.19"),

@@ -81,8 +81,6 @@ FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine=None,
-    # Weights download, shard start-up and warm-up all precede /health.
-    startup_seconds=3600,
     metrics=METRICS,
     groups=Groups(
         builder=None,

@@ -113,7 +113,6 @@ FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine="vllm",
-    startup_seconds=1800,
     metrics=METRICS,
     # Tensor parallel within a node, one pipeline stage per node (docs/serving/parallelism_scaling.md).
     groups=Groups(builder="lws", refused=None, tensor_spans_nodes=False, head_rule="vLLM 0.29"),

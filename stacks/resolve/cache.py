@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-from ..coldstart import model_startup_seconds
 from ..config.models import ModelSection
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
@@ -90,6 +89,5 @@ def model_cache(
         claim=None if streamed else claim(storage),
         local_gib=local_cache_gib(model, pool, storage.local.headroom_percent) if on_node else None,
         staging_gib=staging_gib(model, storage) if streamed else None,
-        startup_seconds=model_startup_seconds(model, neuron),
         writes_as_root=storage.model_cache == "fsx",
     )

@@ -10,14 +10,14 @@ from dataclasses import replace
 
 from components.engines import ENGINES
 
-from ..coldstart import await_seconds, cold_start, first_start, startup_allowance
+from ..coldstart import await_seconds, budget, estimate, first_start, probe_allowance
 from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
 from ..config.storage import StorageSection
 from ..config.teams import PLATFORM_CLIENTS
 from ..engine_facts import EngineFacts
 from ..fastpath import SHARED_CACHES, image_key, shape_key
-from ..groups import replica_group
+from ..groups import ReplicaGroup, replica_group
 from ..resolved import (
     CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
@@ -27,11 +27,14 @@ from ..resolved import (
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
     READER_SERVICE_ACCOUNT,
+    ColdStartEstimate,
     GatewayParent,
+    ModelCache,
     ModelEntry,
     PlatformView,
     PodShape,
     ResolvedModel,
+    ResolvedPool,
     RoutePicking,
     Team,
     Wake,
@@ -63,11 +66,12 @@ def route_prefix(entry: ModelEntry) -> str:
     return f"/{entry.namespace}/{entry.name}"
 
 
-def wake_of(entry: ModelEntry, startup: int) -> Wake:
+def wake_of(entry: ModelEntry, warm: ColdStartEstimate) -> Wake:
     """The way back from zero: the InterceptorRoute named after the model in its namespace, matched by the
     header value `<namespace>/<name>`, unique in the cluster (a namespace holds one model of a name, and one
-    interceptor serves every namespace), and the cold start its requests wait through."""
-    return Wake(route=entry.name, header=f"{entry.namespace}/{entry.name}", cold_start=cold_start(startup))
+    interceptor serves every namespace), and the cold start its requests wait through: its warm estimate
+    times the safety factor (a woken model finds its shared cache filled and its compile cache kept)."""
+    return Wake(route=entry.name, header=f"{entry.namespace}/{entry.name}", cold_start=budget(warm))
 
 
 def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> str | None:
@@ -125,6 +129,31 @@ def keeps_compile_cache(model: ModelSection, facts: EngineFacts, storage: Storag
     return storage.model_cache in SHARED_CACHES and bool(facts.compile_cache_env)
 
 
+def starts(
+    entry: ModelEntry, pool: ResolvedPool, view: PlatformView, cache: ModelCache, compile_cache: bool
+) -> tuple[ColdStartEstimate, ColdStartEstimate]:
+    """The model's cold-start estimates: with its caches warm (a restart, a wake from zero), and its first."""
+    model, made = entry.config, entry.made
+    warm, first = (
+        estimate(
+            model, pool, view.storage, cache, made.image, prepared=made.prepared, compile_cache=compile_cache, first=f
+        )
+        for f in (False, True)
+    )
+    return warm, first
+
+
+def placed_cache(
+    entry: ModelEntry, pool: ResolvedPool, view: PlatformView, tensor: int, group: ReplicaGroup
+) -> tuple[ModelCache, bool]:
+    """The model's cache on its pool, and whether it keeps compiled artifacts there, under a key of its
+    engine image and shape (a new image or shape compiles afresh)."""
+    model, facts, made = entry.config, entry.facts, entry.made
+    compiles = keeps_compile_cache(model, facts, view.storage)
+    key = f"{image_key(made.image.tag, made.image.digest)}/{shape_key(tensor, group.pipeline)}"
+    return model_cache(model, pool.config, view.storage, entry.owner, key if compiles else None), compiles
+
+
 def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel | None:
     """The entry on its pool of the platform; None when the platform has no such pool (refused)."""
     model, facts, made = entry.config, entry.facts, entry.made
@@ -134,11 +163,10 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
     requests = replica_requests(model, pool.config, view.storage)
     group = replica_group(model, facts.groups)
     tensor = tensor_parallel(model, pool.config, facts.groups)
-    compiles = keeps_compile_cache(model, facts, view.storage)
-    key = f"{image_key(made.image.tag, made.image.digest)}/{shape_key(tensor, group.pipeline)}"
-    cache = model_cache(model, pool.config, view.storage, entry.owner, key if compiles else None)
-    startup = startup_allowance(facts, cache.startup_seconds)
-    allowance = first_start(model, made.prepared, startup)
+    cache, compiles = placed_cache(entry, pool, view, tensor, group)
+    warm, first = starts(entry, pool, view, cache, compiles)
+    startup = probe_allowance(first)
+    allowance = first_start(first, startup)
     served = ResolvedModel(
         name=model.name,
         engine=model.engine,
@@ -175,13 +203,15 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         cache=cache,
         compile_cache=compiles,
         startup_seconds=startup,
+        cold_start_estimate=warm,
+        first_start_estimate=first,
         allowance=allowance,
         await_seconds=await_seconds(model, allowance),
         routing=route_picking(model, facts, routed),
         # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
         keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
         # A model that scales to zero comes back through its InterceptorRoute (named after it).
-        wake=wake_of(entry, startup) if model.autoscaling.to_zero else None,
+        wake=wake_of(entry, warm) if model.autoscaling.to_zero else None,
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..checks import rule
+from ..coldstart_facts import SAFETY_FACTOR, WAKE_BUDGET_CAP_SECONDS
 from ..errors import Problem
 from ..resolve import routed
 from ..resolved import AIBRIX_GATEWAY, ResolvedStack
@@ -115,3 +116,25 @@ def keda_runs_on_the_platform(stack: ResolvedStack) -> Iterable[Problem]:
                 f"minReplicas: 0 needs the KEDA HTTP add-on, whose interceptor wakes the model: "
                 f"{stack.ask_for('kedaHttp')}",
             )
+
+
+@rule
+def a_wake_fits_its_budget(stack: ResolvedStack) -> Iterable[Problem]:
+    """A model woken from zero keeps its first client waiting through its whole cold start: its wake budget
+    (the estimate times the safety factor, stacks/coldstart.py) must stay within WAKE_BUDGET_CAP_SECONDS, or
+    the model is refused for scale to zero rather than promised a wait the front door would cut short."""
+    for model in stack.models:
+        if model.wake is None:
+            continue
+        wait = model.wake.cold_start.seconds
+        if wait <= WAKE_BUDGET_CAP_SECONDS:
+            continue
+        est = model.cold_start_estimate
+        terms = ", ".join(f"{name} {term.seconds}s" for name, term in est.terms().items())
+        yield Problem(
+            model.key("autoscaling", "minReplicas"),
+            f"{model.name} is estimated to start from zero in {est.seconds}s ({terms}), a wake budget of {wait}s "
+            f"with the safety factor {SAFETY_FACTOR}, above the {WAKE_BUDGET_CAP_SECONDS // 60} minutes a client "
+            f"is asked to wait; cut its largest term (loadFormat: runai-streamer or a shared cache for the "
+            f"weights, SOCI pull or warm nodes on its pool) or set minReplicas: 1",
+        )
