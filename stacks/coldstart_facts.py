@@ -94,7 +94,9 @@ EFS_BURSTING = Fact(
 S3_PER_STREAM = Fact(
     85e6,
     "B/s",
-    "Amazon S3 performance design patterns (AWS docs): about 85-90 MB/s per concurrent request",
+    "https://docs.aws.amazon.com/whitepapers/latest/s3-optimizing-performance-best-practices/"
+    "horizontal-scaling-and-request-parallelization-for-high-throughput.html: make one concurrent request "
+    "for each 85-90 MB/s of desired network throughput",
 )
 # huggingface_hub's default downloader (the preparation's snapshot_download, without hf_transfer) tops at
 # about 100 MB/s on a 10 Gbit link (oobabooga/textgen#6143).
