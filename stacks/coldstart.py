@@ -36,10 +36,12 @@ from .coldstart_facts import (
     NEURON_CACHED,
     NEURON_COMPILE,
     NODE_DISK,
+    PULL_SNAPSHOT_LAZY,
     PULL_SOCI,
     PULL_STANDARD,
     S3_PER_STREAM,
     SAFETY_FACTOR,
+    SNAPSHOT_FSR_SOURCE,
     TORCH_COMPILE,
     UNMEASURED_NODE_READY,
     WARM_NODE,
@@ -47,6 +49,7 @@ from .coldstart_facts import (
 )
 from .config import ModelSection
 from .config.storage import StorageSection
+from .fastpath import SNAPSHOT, SOCI_THROUGHPUT_MIBPS
 from .resolved import (
     STARTUP_PERIOD_SECONDS,
     ColdStart,
@@ -100,8 +103,22 @@ def node_term(pool: ResolvedPool) -> Term:
 
 
 def image_term(image: Image, pool: ResolvedPool) -> Term:
-    """The engine image's compressed bytes over the pool's pull path."""
+    """The engine image's compressed bytes over the pool's pull path. From a pre-pulled image cache with
+    fast snapshot restore: those bytes read at the data volume's throughput (the instance's network is not
+    in that path; its EBS bandwidth is not in the catalog, a term a live cluster confirms); without it, as
+    a standard pull (no published rate for lazy loading)."""
     size = image_size(image) or UNKNOWN_IMAGE
+    if pool.image_pull == SNAPSHOT:
+        snapshot = pool.config.image_snapshot
+        if snapshot is not None and snapshot.fast_snapshot_restore:
+            volume = SOCI_THROUGHPUT_MIBPS * 2**20
+            source = (
+                f"snapshot with fast snapshot restore: {size.bytes / GB:.1f} GB of {image.repository}:{image.tag} "
+                f"({size.source}) read at {volume / 1e6:.0f} MB/s: {SNAPSHOT_FSR_SOURCE}"
+            )
+            return Term(math.ceil(size.bytes / volume), source)
+        term = transfer(size.bytes, PULL_SNAPSHOT_LAZY, pool, f"of {image.repository}:{image.tag} ({size.source})")
+        return Term(term.seconds, f"snapshot without fast snapshot restore: {term.source}")
     rate = PULL_SOCI if pool.image_pull == "soci" else PULL_STANDARD
     term = transfer(size.bytes, rate, pool, f"of {image.repository}:{image.tag} ({size.source})")
     return Term(term.seconds, f"{pool.image_pull} pull: {term.source}")

@@ -73,6 +73,26 @@ PULL_SOCI = Fact(
     "aws-samples/karpenter-blueprints soci-snapshotter blueprint: the same 10.78 GB image in 59.813s with "
     "SOCI parallel pull on AL2023 (pytorch/ci-infra#1033 quotes AWS's ~60% on a 10 GB DLC)",
 )
+# A pre-pulled image cache (nodePools[].imagePull: snapshot): the data volume is created from an EBS
+# snapshot that already holds the images, so nothing is pulled; the engine reads the image's files off the
+# new volume as it starts. With fast snapshot restore, "volumes created from FSR-enabled snapshots are fully
+# initialized at creation and instantly deliver all of their provisioned performance": the image's bytes at
+# the data volume's provisioned throughput (600 MiB/s, stacks/fastpath.py).
+FSR_URL = "https://docs.aws.amazon.com/ebs/latest/userguide/ebs-fast-snapshot-restore.html"
+SNAPSHOT_FSR_SOURCE = (
+    f"{FSR_URL}: a volume created from a snapshot with fast snapshot restore delivers its provisioned "
+    "throughput at creation; the data volume's 600 MiB/s (nodePools[].imagePull: snapshot)"
+)
+# Without it the volume is initialized lazily: each block is downloaded from S3 when first read, and "the
+# default volume initialization rate fluctuates throughout the initialization process". AWS publishes no
+# figure for that rate, so no faster figure is claimed: the term falls back to the standard pull's.
+INITIALIZATION_URL = "https://docs.aws.amazon.com/ebs/latest/userguide/initalize-volume.html"
+PULL_SNAPSHOT_LAZY = Fact(
+    PULL_STANDARD.value,
+    "B/s",
+    f"no published rate for a snapshot volume's lazy initialization from S3 ({INITIALIZATION_URL}: the default "
+    f"rate fluctuates), so counted as a standard pull: {PULL_STANDARD.source}",
+)
 # --- weights: their bytes over the storage path --------------------------------------------------------
 
 # FSx for Lustre PERSISTENT_2: throughput is provisioned per TiB of storage (storage.fsx.throughputPerTiB

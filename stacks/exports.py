@@ -87,7 +87,7 @@ def resolve_pool(pool: NodePoolSection, platform: Installed | None) -> ResolvedP
 def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
     """One pool as teams see it: enough to re-run the fit check and to place pods on it."""
     p = pool.config
-    return {
+    out: dict[str, Any] = {
         "name": p.name,
         "accelerator": p.accelerator,
         "instanceTypes": [t.name for t in pool.instance_types],
@@ -103,6 +103,11 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
         "imagePull": pool.image_pull,
         "warmNodes": pool.warm_nodes,
     }
+    if p.image_snapshot is not None:
+        # Added within version 3, only on a snapshot pool: whether its image cache has fast snapshot
+        # restore decides a team's image term (stacks/coldstart.py); absent: no cache.
+        out["imageSnapshot"] = p.image_snapshot.model_dump(mode="json", by_alias=True)
+    return out
 
 
 def _parent_export(parent: GatewayParent | None) -> dict[str, Any] | None:

@@ -15,6 +15,16 @@ SOCI parallel pull and unpack (awslabs/soci-snapshotter `parallel_pull_unpack` m
 - Parallel unpack writes layers as fast as they arrive: gp3's 125 MiB/s baseline would be the bottleneck,
   so the volume images live on gets 600 MiB/s, with the 3000 IOPS gp3 includes (gp3 allows at most
   0.25 MiB/s per provisioned IOPS, so 600 MiB/s needs at least 2400).
+
+A pre-pulled image cache (`imagePull: snapshot`, `imageSnapshot`): on Bottlerocket, containerd keeps
+images on the data volume /dev/xvdb (Karpenter's Bottlerocket block device defaults: /dev/xvda for the
+OS, /dev/xvdb for data), so a node whose data volume is created from an EBS snapshot of a volume that
+already pulled the images starts its containers without a pull (aws-samples/bottlerocket-images-cache; AWS
+containers blog "Reduce container startup time on Amazon EKS with Bottlerocket data volume"). The
+EC2NodeClass gives the data volume `ebs.snapshotID` (karpenter.k8s.aws/v1 blockDeviceMappings[].ebs)
+and the same 600 MiB/s as a SOCI pool: the engine reads the image's files off that volume as it starts.
+AL2023 keeps images on its root volume, which comes from the AMI: a cache there needs a custom AMI, so
+the mode is refused on AL2023 pools.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from .resolved import ResolvedModel, ResolvedPool
 
 SOCI = "soci"
 STANDARD = "standard"
+SNAPSHOT = "snapshot"
 
 SOCI_MIN_VCPU = 4
 SOCI_MIN_MEMORY_GIB = 8
@@ -71,6 +82,40 @@ def soci_refusal(pool: NodePoolSection, types: Iterable[InstanceType]) -> str | 
                 f"Bottlerocket has the SOCI snapshotter setting from v{since}; {pool.ami_alias} is older: pin "
                 f"bottlerocket@v{since} or later, or set imagePull: standard"
             )
+    return None
+
+
+def snapshot_refusal(pool: NodePoolSection) -> tuple[str, str] | None:
+    """Why the pool cannot start from its pre-pulled image cache, as (the key, the message with the fix);
+    None when it can or does not ask to."""
+    if pool.image_pull != SNAPSHOT:
+        if pool.image_snapshot is not None:
+            return (
+                "imageSnapshot",
+                f"imageSnapshot is read only with imagePull: snapshot (this pool pulls with "
+                f"{pool.image_pull or 'the default'}): set imagePull: snapshot, or remove imageSnapshot",
+            )
+        return None
+    if pool.ami_family != "bottlerocket":
+        return (
+            "imagePull",
+            f"{pool.ami_alias} keeps container images on its root volume, which comes from the AMI: a pre-pulled "
+            f"cache there needs a custom AMI. Use amiAlias: bottlerocket@<version> (its images live on the data "
+            f"volume the snapshot restores), or imagePull: soci",
+        )
+    if pool.image_snapshot is None:
+        return (
+            "imageSnapshot",
+            "imagePull: snapshot needs the snapshot to create data volumes from: add imageSnapshot: "
+            '{id: snap-0123456789abcdef0, fastSnapshotRestore: false} (docs/operator-guide.md, "Cold start: the '
+            'fast path", builds one)',
+        )
+    if pool.image_snapshot.id is None:
+        return (
+            "imageSnapshot.id",
+            "the image cache's EBS snapshot id is missing: add id: snap-0123456789abcdef0 (yours, from "
+            'docs/operator-guide.md, "Cold start: the fast path")',
+        )
     return None
 
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 import pytest
 
 from stacks import coldstart, coldstart_facts
-from stacks.bench import LLAMA_GOAL_SECONDS, QWEN_GOAL_SECONDS, REFERENCES, reference_estimate
+from stacks.bench import LLAMA_GOAL_SECONDS, QWEN_GOAL_SECONDS, REFERENCES, SNAPSHOT_CASE, reference_estimate
 from stacks.coldstart import budget, estimate, first_start, probe_allowance, safe
-from stacks.coldstart_facts import SAFETY_FACTOR, WAKE_BUDGET_CAP_SECONDS, Fact
+from stacks.coldstart_facts import FSR_URL, SAFETY_FACTOR, WAKE_BUDGET_CAP_SECONDS, Fact
 from stacks.errors import ConfigError
 from stacks.golden import stack_files
 from stacks.load import ROOT
@@ -137,11 +137,22 @@ def test_a_scale_to_zero_model_whose_wake_would_exceed_fifteen_minutes_is_refuse
     assert f"models[{index}].autoscaling.minReplicas" in str(err.value) and "wake budget" in str(err.value)
 
 
+SOCI_CASE = "Qwen3-8B bf16 on g6e.xlarge, FSx"
+
+
 @pytest.mark.parametrize("label", list(REFERENCES))
 def test_the_reference_models_estimates_on_paper_with_the_fast_path(label):
     estimate_, goal = reference_estimate(label)
     assert goal in (QWEN_GOAL_SECONDS, LLAMA_GOAL_SECONDS)
     if "Llama" in label:
+        assert estimate_.seconds <= goal, f"{label}: {estimate_.seconds}s against {goal}s"
+    elif label == SNAPSHOT_CASE:
+        # From a pre-pulled image snapshot with fast snapshot restore the image is read, not pulled: 12.6 GB at
+        # the data volume's 600 MiB/s is 21 s, so node 90 s + image 21 s + weights 52 s + engine 59 s = 222 s
+        # meets the goal; the term says it comes from the snapshot path and cites AWS's FSR page.
+        image = estimate_.image
+        assert image.source.startswith("snapshot with fast snapshot restore") and FSR_URL in image.source, image
+        assert image.seconds < reference_estimate(SOCI_CASE)[0].image.seconds, "a read, not a pull"
         assert estimate_.seconds <= goal, f"{label}: {estimate_.seconds}s against {goal}s"
     else:
         # Honest figures miss the 4-minute goal by about half a minute (node 90 s + image 71 s + weights 52 s +

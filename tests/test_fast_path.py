@@ -118,6 +118,103 @@ def test_soci_on_a_bottlerocket_release_without_the_setting_is_refused():
     assert any("nodePools[0].imagePull" in p and "v1.44.0" in p for p in found), found
 
 
+# ---- pre-pulled image cache (imagePull: snapshot) -----------------------------------------------------
+
+SNAP = "snap-0123456789abcdef0"
+
+
+def snapshot_pool(fsr: bool = False, **kw) -> NodePoolSection:
+    raw = {
+        "amiAlias": "bottlerocket@v1.44.0",
+        "imagePull": "snapshot",
+        "imageSnapshot": {"id": SNAP, "fastSnapshotRestore": fsr},
+        **kw,
+    }
+    return pool(**raw)
+
+
+def test_a_snapshot_pools_data_volume_is_created_from_the_image_cache_at_soci_throughput():
+    obj = node_class(snapshot_pool())
+    os_volume, data = obj["spec"]["blockDeviceMappings"]
+    assert os_volume["deviceName"] == "/dev/xvda" and "snapshotID" not in os_volume["ebs"], "the OS volume is the AMI's"
+    assert data["deviceName"] == "/dev/xvdb" and data["rootVolume"], "Bottlerocket keeps containerd's images on xvdb"
+    assert data["ebs"]["snapshotID"] == SNAP, "the data volume starts with the pre-pulled images"
+    assert data["ebs"]["throughput"] == SOCI_THROUGHPUT_MIBPS and data["ebs"]["iops"] * 0.25 >= SOCI_THROUGHPUT_MIBPS
+    assert "encrypted" not in data["ebs"], "a launch template takes no encryption value for a volume from a snapshot"
+    assert "userData" not in obj["spec"], "nothing to pull: no SOCI snapshotter setting"
+
+
+@pytest.mark.schemas
+def test_a_snapshot_pools_node_class_validates_against_the_ec2nodeclass_crd():
+    assert SCHEMAS is not None
+    obj = node_class(snapshot_pool(fsr=True))
+    assert conformance.validate_custom(obj, SCHEMAS) == []
+    # The CRD's CEL rule (not checked by JSON schema): snapshotID or volumeSize on every ebs block.
+    assert all("snapshotID" in d["ebs"] or "volumeSize" in d["ebs"] for d in obj["spec"]["blockDeviceMappings"])
+
+
+def test_snapshot_on_an_al2023_pool_is_refused_naming_the_key_and_the_fix():
+    found = refusals(_dev_with_pool(imagePull="snapshot", amiAlias="al2023@latest", imageSnapshot={"id": SNAP}))
+    hits = [p for p in found if "nodePools[0].imagePull" in p]
+    assert hits and "custom AMI" in hits[0] and "bottlerocket@" in hits[0], found
+
+
+def test_snapshot_without_an_image_snapshot_is_refused_naming_the_key_and_the_fix():
+    found = refusals(_dev_with_pool(imagePull="snapshot", amiAlias="bottlerocket@v1.44.0"))
+    assert any("nodePools[0].imageSnapshot" in p and "snap-" in p for p in found), found
+
+
+def test_an_image_snapshot_without_imagepull_snapshot_is_refused_naming_the_key():
+    found = refusals(_dev_with_pool(imagePull="soci", imageSnapshot={"id": SNAP}))
+    assert any("nodePools[0].imageSnapshot" in p and "imagePull: snapshot" in p for p in found), found
+
+
+@pytest.mark.parametrize("bad", [{"id": "snap-xyz"}, {"id": "ami-0123456789abcdef0"}, {}])
+def test_a_missing_or_malformed_snapshot_id_is_refused_at_its_key(bad):
+    found = refusals(_dev_with_pool(imagePull="snapshot", amiAlias="bottlerocket@v1.44.0", imageSnapshot=bad))
+    hits = [p for p in found if "nodePools[0].imageSnapshot.id" in p]
+    assert hits and "snap-0123456789abcdef0" in hits[0], ("the message shows a well-formed id", found)
+
+
+def test_a_valid_snapshot_pool_passes_every_rule():
+    stack = resolved_stack(
+        sourced(
+            _dev_with_pool(
+                imagePull="snapshot",
+                amiAlias="bottlerocket@v1.44.0",
+                imageSnapshot={"id": SNAP, "fastSnapshotRestore": True},
+            )
+        )
+    )
+    assert stack.platform.pools[0].image_pull == "snapshot"
+
+
+def test_the_image_term_reads_a_fast_restored_snapshot_at_volume_throughput_and_else_counts_a_standard_pull():
+    from stacks.coldstart import image_term
+    from stacks.coldstart_facts import FSR_URL, INITIALIZATION_URL
+    from stacks.versions import MODEL_IMAGES
+
+    image = MODEL_IMAGES["vllm-openai"]
+    fast = image_term(image, resolve_pool(snapshot_pool(fsr=True), None))
+    lazy = image_term(image, resolve_pool(snapshot_pool(fsr=False), None))
+    standard = image_term(image, resolve_pool(pool(imagePull="standard"), None))
+    soci = image_term(image, resolve_pool(pool(imagePull="soci"), None))
+    assert fast.source.startswith("snapshot with fast snapshot restore") and FSR_URL in fast.source
+    assert fast.seconds < soci.seconds, "read off a fully initialized volume, not pulled"
+    assert lazy.source.startswith("snapshot without fast snapshot restore") and INITIALIZATION_URL in lazy.source
+    assert lazy.seconds == standard.seconds, "no published lazy-load rate: no faster figure is claimed"
+
+
+def test_a_platform_exports_its_snapshot_pools_image_cache_for_a_teams_estimate():
+    from stacks.exports import _pool_export, read_pools
+
+    exported = _pool_export(resolve_pool(snapshot_pool(fsr=True), None))
+    assert exported["imagePull"] == "snapshot" and exported["imageSnapshot"]["fastSnapshotRestore"] is True
+    (back,) = read_pools({"nodePools": [exported]})
+    assert back.image_pull == "snapshot" and back.config.image_snapshot is not None
+    assert back.config.image_snapshot.fast_snapshot_restore
+
+
 # The stacks that declare pools (a workloads stack runs on its platform's).
 WITH_POOLS = [p for p in stack_files() if "nodePools" in sections_of(p)]
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from .base import CpuQuantity, DnsLabel, Duration, MemoryQuantity, Strict
 
@@ -126,6 +127,41 @@ class CapacityReservation(Strict):
         return term
 
 
+# An EBS snapshot id as EC2 issues them: `snap-` and 8 (older) or 17 hex digits.
+SNAPSHOT_ID = re.compile(r"^snap-([0-9a-f]{8}|[0-9a-f]{17})$")
+
+
+class ImageSnapshot(Strict):
+    """A pre-pulled image cache (`nodePools[].imageSnapshot`): an EBS snapshot of a Bottlerocket data
+    volume whose containerd store already holds the pool's engine images; each node's data volume is
+    created from it, so the kubelet finds the images present (`IfNotPresent`) and pulls nothing."""
+
+    # Optional here only so a missing id is refused by the rules with its fix (stacks/fastpath.py), not
+    # with pydantic's bare "required".
+    id: str | None = Field(
+        default=None,
+        description="Required. The snapshot's id, `snap-` and 17 (or 8) hex digits, e.g. `snap-0123456789abcdef0`: a "
+        "snapshot of a Bottlerocket data volume (/dev/xvdb) holding the images (docs/operator-guide.md, "
+        '"Cold start: the fast path"). Its size must not exceed `rootVolumeGiB`.',
+    )
+    fast_snapshot_restore: bool = Field(
+        default=False,
+        description="Whether EBS fast snapshot restore is enabled on the snapshot in every Availability Zone the "
+        "pool launches into (the operator enables it, billed per snapshot and zone by the hour). With it a new "
+        "volume delivers its full throughput at once; without it blocks load lazily from S3 at a rate AWS does "
+        "not publish, and the cold-start estimate counts the image as a standard pull.",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _snapshot_id(cls, value: str | None) -> str | None:
+        if value is not None and not SNAPSHOT_ID.match(value):
+            raise ValueError(
+                "an EBS snapshot id is snap- and 17 (or 8) lowercase hex digits, e.g. snap-0123456789abcdef0"
+            )
+        return value
+
+
 class NodePoolSection(Strict):
     """One entry of `inference-platform:nodePools`: a Karpenter NodePool and EC2NodeClass that launch
     nodes on demand when a pod asks for the pool's devices, and remove them when empty."""
@@ -222,13 +258,20 @@ class NodePoolSection(Strict):
         "in `capacityTypes`, and `reserved` requires these: Karpenter uses a reservation only when a pool "
         "selects it. Capacity Block nodes are drained 40 minutes before the block ends.",
     )
-    image_pull: Literal["soci", "standard"] | None = Field(
+    image_pull: Literal["soci", "standard", "snapshot"] | None = Field(
         default=None,
         description="How nodes pull images: `soci` turns on the SOCI snapshotter's parallel pull and unpack (AL2023: "
         "nodeadm's `FastImagePull` feature gate in the EC2NodeClass userData; Bottlerocket 1.44.0 or later: "
         "`settings.container-runtime.snapshotter`) and gives the image volume 600 MiB/s of gp3 throughput; "
-        "`standard` pulls one layer at a time. Unset: `soci` on accelerator pools whose types all have at least "
-        "4 vCPUs and 8 GiB (below that nodeadm ignores the gate), `standard` elsewhere.",
+        "`snapshot` (Bottlerocket only) creates each node's data volume from `imageSnapshot`, a pre-pulled image "
+        "cache, at the same 600 MiB/s; `standard` pulls one layer at a time. Unset: `soci` on accelerator pools "
+        "whose types all have at least 4 vCPUs and 8 GiB (below that nodeadm ignores the gate), `standard` "
+        "elsewhere.",
+    )
+    image_snapshot: ImageSnapshot | None = Field(
+        default=None,
+        description="The pre-pulled image cache of an `imagePull: snapshot` pool, `{id: snap-..., "
+        "fastSnapshotRestore: false}`; only with `imagePull: snapshot`.",
     )
     warm_nodes: int = Field(
         default=0,

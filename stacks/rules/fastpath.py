@@ -1,6 +1,9 @@
 """The cold start's fast path, refused where it cannot work, at the key that asks for it:
 - `nodePools[].imagePull: soci` on a pool whose types nodeadm would not enable SOCI on, or on a
   Bottlerocket release without the snapshotter setting (stacks/fastpath.py `soci_refusal`);
+- `nodePools[].imagePull: snapshot` on an AL2023 pool (its images live on the AMI's root volume) or
+  without `imageSnapshot`, and `imageSnapshot` on a pool that does not pull from it
+  (stacks/fastpath.py `snapshot_refusal`; a malformed id is refused by the model itself);
 - `models[].compileCache: true` on a cache that cannot be shared (`storage.modelCache: local` or
   `none`: each pod's emptyDir dies with it, and one claim per pod is not what the key promises), or for
   an engine that keeps no compiled artifacts the platform can place;
@@ -14,7 +17,7 @@ from collections.abc import Iterable
 
 from ..checks import rule
 from ..errors import Problem, key_path
-from ..fastpath import SHARED_CACHES, SOCI, soci_refusal, warm_chunk, warm_room
+from ..fastpath import SHARED_CACHES, SOCI, snapshot_refusal, soci_refusal, warm_chunk, warm_room
 from ..hardware import expand
 from ..resolved import ResolvedStack
 
@@ -27,6 +30,14 @@ def soci_pools_can_pull_in_parallel(stack: ResolvedStack) -> Iterable[Problem]:
         why = soci_refusal(pool, expand(pool.instance_types, pool.instance_families))
         if why:
             yield Problem(key_path(["nodePools", i, "imagePull"]), why)
+
+
+@rule
+def snapshot_pools_can_start_from_their_image_cache(stack: ResolvedStack) -> Iterable[Problem]:
+    for i, pool in enumerate(stack.config.node_pools):
+        why = snapshot_refusal(pool)
+        if why:
+            yield Problem(key_path(["nodePools", i, why[0]]), why[1])
 
 
 @rule
