@@ -183,18 +183,8 @@ CRD_GROUPS: dict[str, frozenset[str]] = {
     "dynamo-platform": frozenset({"nvidia.com"}),
     "aws-load-balancer-controller": frozenset({"elbv2.k8s.aws"}),
 }
-OPERATOR_GROUPS: dict[str, frozenset[str]] = {
-    "karpenter": frozenset({"karpenter.sh", "karpenter.k8s.aws"}),
-    "gateway-helm": frozenset({"gateway.networking.k8s.io", "gateway.envoyproxy.io"}),
-    "kube-prometheus-stack": frozenset({"monitoring.coreos.com"}),
-    "kuberay-operator": frozenset({"ray.io"}),
-    "lws": frozenset({"leaderworkerset.x-k8s.io"}),
-    "aibrix": frozenset({"autoscaling.aibrix.ai", "model.aibrix.ai", "orchestration.aibrix.ai"}),
-    "keda": frozenset({"keda.sh", "eventing.keda.sh"}),
-    "keda-add-ons-http": frozenset({"http.keda.sh"}),
-    "dynamo-platform": frozenset({"nvidia.com"}),
-    "aws-load-balancer-controller": frozenset({"elbv2.k8s.aws"}),
-}
+# Every chart above runs the controller of the groups it installs, but karpenter-crd (CRDs only).
+OPERATOR_GROUPS: dict[str, frozenset[str]] = {k: v for k, v in CRD_GROUPS.items() if k != "karpenter-crd"}
 
 # Charts that ship CRDs in a `crds/` directory, their own or a subchart's (Helm installs these on the
 # first install only and never upgrades or deletes them). Checked against the charts on file.

@@ -437,6 +437,19 @@ class UnknownCrdVersionError(LookupError):
     """The catalog cannot say where a chart's CRDs are at this version (stacks/rules/crds.py refuses it)."""
 
 
+# The NIM Operator's CRDs (apps.nvidia.com plurals) at 3.1.2: one file each in its chart's crds/.
+NIM_OPERATOR_KINDS = (
+    "nemocustomizers",
+    "nemodatastores",
+    "nemoentitystores",
+    "nemoevaluators",
+    "nemoguardrails",
+    "nimbuilds",
+    "nimcaches",
+    "nimpipelines",
+    "nimservices",
+)
+
 CRD_SOURCES: dict[str, CrdRecipe] = {
     "karpenter": CrdRecipe(
         why="aws/karpenter-provider-aws publishes karpenter-crd, the same CRDs as templates, at every controller "
@@ -591,36 +604,8 @@ CRD_SOURCES: dict[str, CrdRecipe] = {
         "at tag v<version> (its own pre-upgrade crd-apply hook is turned off: one owner per CRD)",
         apply="files",
         url="https://raw.githubusercontent.com/NVIDIA/k8s-nim-operator/{tag}/deployments/helm/k8s-nim-operator/crds/{file}",
-        files={
-            "3.1.2": tuple(
-                f"apps.nvidia.com_{p}.yaml"
-                for p in (
-                    "nemocustomizers",
-                    "nemodatastores",
-                    "nemoentitystores",
-                    "nemoevaluators",
-                    "nemoguardrails",
-                    "nimbuilds",
-                    "nimcaches",
-                    "nimpipelines",
-                    "nimservices",
-                )
-            )
-        },
-        crds=tuple(
-            f"{p}.apps.nvidia.com"
-            for p in (
-                "nemocustomizers",
-                "nemodatastores",
-                "nemoentitystores",
-                "nemoevaluators",
-                "nemoguardrails",
-                "nimbuilds",
-                "nimcaches",
-                "nimpipelines",
-                "nimservices",
-            )
-        ),
+        files={"3.1.2": tuple(f"apps.nvidia.com_{p}.yaml" for p in NIM_OPERATOR_KINDS)},
+        crds=tuple(f"{p}.apps.nvidia.com" for p in NIM_OPERATOR_KINDS),
     ),
 }
 

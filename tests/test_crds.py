@@ -10,6 +10,7 @@ ordered after the resource that applies its CRD.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,16 +63,21 @@ def crd_installer(rendered: Rendered, source: CrdSource) -> Record | None:
     return None
 
 
+def releases_with_crds(rendered: Rendered) -> Iterator[tuple[Record, str, CrdSource, Record | None]]:
+    """Each release of a chart whose CRDs the program applies: (the release, its catalog key, where its
+    CRDs come from at its version, the resource that applies them or None)."""
+    for release in releases(rendered):
+        owner = owner_of(release)
+        if owner in CRD_SOURCES:
+            source = crd_source(owner, release.inputs["version"], crd_version_of(rendered, owner))
+            yield release, owner, source, crd_installer(rendered, source)
+
+
 def managed_crds(rendered: Rendered) -> dict[str, tuple[str, str, int]]:
     """Per chart the render installs whose CRDs the program applies: (its version, what applies the
     CRDs, how many CRDs), each checked to be in the render."""
     found = {}
-    for release in releases(rendered):
-        owner = owner_of(release)
-        if owner not in CRD_SOURCES:
-            continue
-        source = crd_source(owner, release.inputs["version"], crd_version_of(rendered, owner))
-        installer = crd_installer(rendered, source)
+    for release, owner, source, installer in releases_with_crds(rendered):
         assert installer is not None, f"{owner} {release.inputs['version']}: nothing applies {source.label}"
         found[owner] = (release.inputs["version"], source.label, len(source.crds))
     return found
@@ -159,12 +165,7 @@ def test_the_crd_files_are_the_upstream_repositories_files_at_the_charts_release
 @pytest.mark.parametrize("path", ALL_STACKS, ids=lambda p: p.name)
 def test_every_release_of_a_chart_whose_crds_the_program_applies_skips_crds_and_waits_for_them(path: Path) -> None:
     rendered = rendered_stack(path)
-    for release in releases(rendered):
-        owner = owner_of(release)
-        if owner not in CRD_SOURCES:
-            continue
-        source = crd_source(owner, release.inputs["version"], crd_version_of(rendered, owner))
-        installer = crd_installer(rendered, source)
+    for release, _owner, _source, installer in releases_with_crds(rendered):
         assert release.inputs.get("skipCrds") is True, f"{release.name}: Helm would install crds/ once, never again"
         assert installer is not None and installer.urn in release.depends_on, f"{release.name} waits for its CRDs"
 
