@@ -64,11 +64,18 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from .pipeline import file_platform
+
     path = stack_path(args.stack)
-    stack = check_file(path).stack
+    stack = check_file(path, file_platform(Path(args.platform)) if args.platform else None).stack
     from .plan import plan, plan_json
 
-    print(json.dumps(plan_json(stack), indent=2) if args.json else plan(stack), end="\n" if args.json else "")
+    try:
+        text = json.dumps(plan_json(stack), indent=2) + "\n" if args.json else plan(stack)
+    except ConfigError as exc:
+        exc.source = str(path)
+        raise
+    print(text, end="")
     return 0
 
 
@@ -196,10 +203,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
     r.add_argument("--out", default="build/render", help="output directory (default: build/render)")
     r.set_defaults(fn=cmd_render)
-    pl = sub.add_parser("plan", help="per pool: allowed instance types and allocatable; per model: where it fits")
-    pl.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
-    pl.add_argument("--json", action="store_true", help="print the plan as JSON (pools, and every model's pods)")
-    pl.set_defaults(fn=cmd_plan)
+    _plan_parser(sub)
     _lifecycle_parser(sub)
     b = sub.add_parser("bench", help="render synthetic stacks of growing size and report wall time")
     b.add_argument("--sizes", default="2,8,32", help="comma-separated pool/model counts")
@@ -244,6 +248,19 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("head", nargs="?", default="HEAD")
     c.set_defaults(fn=cmd_changed)
     return p
+
+
+def _plan_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    pl = sub.add_parser("plan", help="per pool: allowed instance types and allocatable; per model: where it fits")
+    pl.add_argument("stack", help="a stack name (dev) or a path to a Pulumi.<stack>.yaml")
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON (pools, and every model's pods)")
+    pl.add_argument(
+        "--platform",
+        metavar="FILE",
+        help="a workloads stack's platform when its stack file is not in this repository: that stack file, or "
+        "the JSON of `pulumi stack output --json --stack <platformStack>`",
+    )
+    pl.set_defaults(fn=cmd_plan)
 
 
 def _lifecycle_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

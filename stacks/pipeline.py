@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from typing import Any
 from . import rules
 from .config import PROJECT, StackConfig
 from .errors import ConfigError, Problem, key_path, short
-from .exports import EXPORTS_VERSION, PlatformExports, export_platform
+from .exports import EXPORTS_VERSION, SECRET_KEYS, PlatformExports, export_platform
 from .load import parse_sections, read_stack
 from .paths import ROOT
 from .resolve import resolve
@@ -200,3 +201,29 @@ def repo_platform(stack_ref: str) -> PlatformExports | None:
         raise ConfigError(
             [Problem(PLATFORM_KEY, f"cannot be read: {type(exc).__name__}: {short(str(exc))}")], str(path)
         ) from None
+
+
+def file_platform(path: Path) -> PlatformLookup:
+    """A lookup answering every platform reference with the exports of `path`: a platform stack file
+    (Pulumi.<stack>.yaml, checked through this path) or the JSON `pulumi stack output --json --stack
+    <ref>` prints (its secret outputs left out, as the program leaves them out). For a workloads stack
+    whose platform's stack file is not in this repository (`stacks plan --platform`)."""
+
+    def lookup(stack_ref: str) -> PlatformExports:
+        del stack_ref  # the caller named the file for this stack's platform
+        if path.suffix != ".json":
+            return PlatformExports(exports_from_file(path), str(path))
+        try:
+            outputs = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                [Problem(str(path), f"cannot be read as `pulumi stack output --json`: {short(str(exc))}")], str(path)
+            ) from None
+        if not isinstance(outputs, dict):
+            raise ConfigError(
+                [Problem(str(path), "is not a JSON object: write `pulumi stack output --json --stack <ref>` to it")],
+                str(path),
+            )
+        return PlatformExports({k: v for k, v in outputs.items() if k not in SECRET_KEYS}, str(path))
+
+    return lookup

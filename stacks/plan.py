@@ -8,13 +8,16 @@ compares the two for every shipped stack), and the types its pods on the pool fi
 after its model, as the workload of its own it is. Beside the fit, each model's cold-start estimate
 (stacks/coldstart.py: node, image, weights and engine, each with its source in `--json`) and the waits
 derived from it (the startup probe, the Pulumi await, a scale-to-zero model's wake budget). Reads the
-resolved stack only: for a workloads stack, its platform's pools.
+resolved stack only: for a workloads stack, its platform's pools (its exports: the platform's stack file
+in this repository, or the one `--platform` names). A workloads stack whose platform cannot be read has no
+pools to plan on, and is refused (exit 1) naming `stack.platformStack` and the ways to give it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .errors import ConfigError, Problem, key_path
 from .fastpath import warm_chunk, warm_cost
 from .fit import Requests, allocatable, fit
 from .resolved import EFA_RESOURCE, ColdStartEstimate, PodShape, ResolvedModel, ResolvedPool, ResolvedStack
@@ -132,13 +135,45 @@ def _served(stack: ResolvedStack) -> list[ResolvedModel]:
     return [m for model in stack.models for m in (model, model.canary) if m is not None]
 
 
+def unplanned(stack: ResolvedStack) -> list[Problem]:
+    """Why the stack cannot be planned: a workloads stack whose platform's exports cannot be read here
+    (no pools to fit on), or a model on a pool the platform does not have (the rules refuse that first;
+    kept so a plan never prints a model it could not place)."""
+    if not stack.owns_platform and not stack.platform.known:
+        ref = stack.config.stack.platform_stack
+        return [
+            Problem(
+                key_path(["stack", "platformStack"]),
+                f"{stack.platform.where} cannot be read here, so its pools are unknown and nothing can be "
+                f"planned: put its stack file (Pulumi.<stack>.yaml) at the project root or in stacks/examples, "
+                f"or pass --platform with its stack file or with the output of "
+                f"`pulumi stack output --json --stack {ref}`",
+            )
+        ]
+    pools = ", ".join(p.name for p in stack.platform.pools) or "none"
+    return [
+        Problem(
+            key_path(["models", entry.index, "pool"]),
+            f"{stack.platform.where} has no pool named {entry.config.pool!r}; its pools: {pools}",
+        )
+        for entry in stack.entries
+        if stack.placed(entry) is None
+    ]
+
+
+def _plannable(stack: ResolvedStack) -> None:
+    problems = unplanned(stack)
+    if problems:
+        raise ConfigError(problems)
+
+
 def plan(stack: ResolvedStack) -> str:
+    """The plan as text (ConfigError when it cannot be planned: `unplanned`)."""
+    _plannable(stack)
     lines = [line for pool in stack.platform.pools for line in _pool_lines(pool, stack.models)]
     for entry in stack.entries:
         model = stack.placed(entry)
-        if model is None:
-            lines.append(f"model {entry.name}: pool {entry.config.pool} is not one of {stack.platform.where}'s pools")
-            continue
+        assert model is not None  # (`_plannable`)
         lines += [line for m in (model, model.canary) if m is not None for line in _model_lines(m)]
     return "\n".join(lines) + "\n"
 
@@ -155,7 +190,9 @@ def _requests_json(requests: Requests) -> dict[str, int]:
 
 def plan_json(stack: ResolvedStack) -> dict[str, Any]:
     """The plan as data: each pool's DaemonSet overhead and allocatable per type, each model's pods
-    (role, count, requests as numbers and the container resources as rendered) and where they fit."""
+    (role, count, requests as numbers and the container resources as rendered) and where they fit
+    (ConfigError when it cannot be planned: `unplanned`)."""
+    _plannable(stack)
     pools = [
         {
             "name": pool.name,
