@@ -22,8 +22,12 @@ from .config import PROJECT, StackConfig
 from .errors import ConfigError, Problem
 from .exports import PlatformExports, read_platform
 from .load import parse_sections
+from .paths import ROOT
 from .pipeline import PlatformLookup, check_config, repo_platform
 from .resolve import resolve
+from .resolved import ResolvedStack
+from .rules.models import gated_repo
+from .versions import IMAGES, Image
 
 SCHEMA_MODELINE = "# yaml-language-server: $schema={schema}\n"
 
@@ -62,8 +66,7 @@ MODELS = {
       maxModelLen: 8192
       parameters: 8B              # with dtype, the weights are checked against GPU memory
       dtype: bf16
-      secrets: {{huggingFaceToken: hf-token}}   # a Secret the stack makes (secrets below), mounted as a file
-      expose: true                # route it through the platform's authenticated gateway
+{token}      expose: true                # route it through the platform's authenticated gateway
 {image}""",
     "neuron": """\
     - name: llama-3-8b-neuron
@@ -76,10 +79,26 @@ MODELS = {
       maxModelLen: 4096
       parameters: 8B
       dtype: bf16
-      secrets: {{huggingFaceToken: hf-token}}
-      expose: true
+{token}      expose: true
 {image}""",
 }
+REPOS = {"nvidia": "Qwen/Qwen3-8B", "neuron": "meta-llama/Llama-3.1-8B-Instruct"}
+
+
+def token_lines(repo: str) -> str:
+    """The model's Hugging Face token: a Secret only for a repository the program knows is gated
+    (`gated_repo`, the list the rules warn from); for any other, a comment saying it cannot know."""
+    if gated_repo(repo):
+        return (
+            "      secrets: {huggingFaceToken: hf-token}   # gated on the Hub: a token of an account that accepted\n"
+            "                                              # the licence (a Secret the stack makes, secrets below)\n"
+        )
+    return (
+        f"      # No Hugging Face token: {repo.split('/')[0]} is not among the organizations this program knows\n"
+        "      # to gate their repositories (GATED_ORGS, stacks/rules/models.py), so it cannot tell whether one\n"
+        "      # is needed. If fetching the weights answers 401/403, add secrets: {huggingFaceToken: hf-token}\n"
+        "      # and an hf-token entry in the secrets section (docs/operator-guide.md#secrets).\n"
+    )
 
 
 # Placeholders `pulumi config set --secret <key> <value>` replaces with the encrypted value (a
@@ -90,7 +109,9 @@ PLACEHOLDER = "secure: v1:set-with-pulumi-config-set-secret"
 def secrets_text(sources: dict[str, str]) -> str:
     """The `secrets` section for `sources` (Secret name -> its fromConfig map, as written) and one
     placeholder per Pulumi secret it names: the program creates each Secret, so the first `pulumi up`
-    needs none made by hand (docs/operator-guide.md#secrets)."""
+    needs none made by hand (docs/operator-guide.md#secrets). No sources, no section."""
+    if not sources:
+        return ""
     keys = [k.split(": ")[1] for v in sources.values() for k in v.strip("{}").split(", ")]
     lines = [
         "  # Where each Secret the stack references comes from: the program creates it from this stack's",
@@ -105,6 +126,13 @@ def secrets_text(sources: dict[str, str]) -> str:
 
 
 HF_TOKEN = {"hf-token": "{token: hfToken}"}
+
+
+def hf_token(accelerator: str | None) -> dict[str, str]:
+    """The hf-token Secret's source when the starter model on `accelerator` (None: no model) needs it."""
+    return HF_TOKEN if accelerator is not None and gated_repo(REPOS[accelerator]) else {}
+
+
 GATEWAY_SECRETS = {
     "inference-api-keys": "{default: gatewayKeyDefault}",  # one entry per client: its API key
     "inference-tls": "{tls.crt: tlsCertificate, tls.key: tlsPrivateKey}",  # PEM chain and key
@@ -121,7 +149,7 @@ def replicas_line(environment: str) -> str:
 
 def starter_model(accelerator: str, pool: str, digest: str | None, environment: str) -> str:
     """The starter model entry of MODELS on `pool`, with its image pin and its environment's replicas."""
-    text = MODELS[accelerator].format(pool=pool, image=image_line(digest))
+    text = MODELS[accelerator].format(pool=pool, image=image_line(digest), token=token_lines(REPOS[accelerator]))
     return text.replace("      replicas: 1\n", replicas_line(environment))
 
 
@@ -131,17 +159,45 @@ def image_line(digest: str | None) -> str:
     return f'      image: {{digest: "{digest}"}}   # the engine image this model runs, pinned\n'
 
 
-def platform_text(name: str, role: str, preset: str, environment: str, ami: str, digest: str | None) -> str:
+REFERENCE = "docs/reference/stack-file.md"
+
+
+def shown(path: Path) -> str:
+    """The written file as a command takes it: relative to the project root when it is inside it (the
+    commands run from there), else its absolute path (`--out-dir` anywhere)."""
+    full = path.resolve()
+    try:
+        return str(full.relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(full)
+
+
+def header_commands(path: Path) -> str:
+    """The header's commands, naming the file where it is written (a bare stack name finds only files
+    at the project root or in stacks/examples), and where every key is documented."""
+    return (
+        f"# Validate with `python -m stacks validate {shown(path)}`, preview offline with\n"
+        f"# `python -m stacks render {shown(path)}`.\n"
+        f"# Every key is documented in {REFERENCE}.\n"
+    )
+
+
+def platform_text(
+    name: str, role: str, preset: str, environment: str, ami: str, digest: str | None, *, path: Path | None = None
+) -> str:
+    """A platform or all-in-one stack of `preset`, to be written at `path` (default: the project root's
+    Pulumi.<name>.yaml)."""
+    path = path or ROOT / f"Pulumi.{name}.yaml"
     pools = PRESETS[preset]
     model = ""
+    first = None
     if role == "all-in-one":
         first = "nvidia" if "gpu" in pools else "neuron"
         model = f"  {PROJECT}:models:\n" + starter_model(first, pools[0], digest, environment)
     on = str("inferentia" in pools).lower()
     return f"""\
-# {name}: a {role} stack (preset {preset}). Validate with `python -m stacks validate {name}`,
-# preview offline with `python -m stacks render {name}`. Every key is documented in README.md.
-config:
+# {name}: a {role} stack (preset {preset}).
+{header_commands(path)}config:
   aws:region: us-west-2
   {PROJECT}:stack:
     role: {role}
@@ -176,7 +232,7 @@ config:
   #   - name: search
   #     deployers: [arn:aws:iam::<account>:role/search-deployers]
   #     quota: {{gpus: 4, cpu: "64", memory: 256Gi}}
-{model}{secrets_text({**GATEWAY_SECRETS, **(HF_TOKEN if model else {})})}"""
+{model}{secrets_text({**GATEWAY_SECRETS, **hf_token(first)})}"""
 
 
 def _team_model(platform: str, platforms: PlatformLookup) -> tuple[str, str, str]:
@@ -208,15 +264,25 @@ def _quota_size(platform: str, team: str, models_text: str, platforms: PlatformL
 
 
 def workloads_text(
-    name: str, platform: str, team: str, environment: str, digest: str | None, platforms: PlatformLookup = repo_platform
+    name: str,
+    platform: str,
+    team: str,
+    environment: str,
+    digest: str | None,
+    platforms: PlatformLookup = repo_platform,
+    *,
+    path: Path | None = None,
 ) -> str:
-    """A team's stack on `platform`, whose exports `platforms` finds (its stack file in this repository)."""
+    """A team's stack on `platform`, whose exports `platforms` finds (its stack file in this repository),
+    to be written at `path` (default: the project root's Pulumi.<name>.yaml)."""
+    path = path or ROOT / f"Pulumi.{name}.yaml"
     accelerator, pool, note = _team_model(platform, platforms)
     gpus, neuron = (2, 0) if accelerator == "nvidia" else (0, 2)
     models = starter_model(accelerator, pool, digest, environment)
     cpu, memory = _quota_size(platform, team, models, platforms)
     return f"""\
 # {name}: the {team} team's models on the platform stack {platform}.
+{header_commands(path)}\
 # A workloads stack sets only `stack` and `models`: cluster, pools, add-ons, storage, gateway and the
 # team itself are the platform's and are read from its exports through a StackReference. The team
 # must be one the platform declares; for two replicas of the starter model its entry needs at least
@@ -232,7 +298,7 @@ def workloads_text(
     platformStack: {platform}
     team: {team}                # declared by the platform (teams[]): its namespaces, quota, keys, deploy role
   {PROJECT}:models:
-{models}{secrets_text(HF_TOKEN)}"""
+{models}{secrets_text(hf_token(accelerator))}"""
 
 
 def _sections(text: str) -> tuple[dict[str, Any], Any]:
@@ -251,26 +317,65 @@ def _platform_of(config: StackConfig) -> PlatformExports | None:
     return repo_platform(ref) if ref else None
 
 
-def with_image_pins(text: str, environment: str, pins: dict[str, str]) -> str:
-    """The stack with an `images` section pinning what it renders: in prod every image the stack will
-    render needs its digest (`--image-pin NAME=sha256:...`), elsewhere the given ones are written."""
-    from stacks.versions import TAG_ONLY_IMAGES
+INSPECT = "docker buildx imagetools inspect {image}"
 
+
+def _as_dev(text: str) -> ResolvedStack:
+    """The stack as written, resolved as a dev stack (which needs no pins): what it will render."""
     sections, _ = _sections(text)
     config = parse_sections({**sections, "stack": {**sections["stack"], "environment": "dev"}}, "us-west-2")
-    needed = [n for n in resolve(config, _platform_of(config)).images if n not in TAG_ONLY_IMAGES]
-    missing = [n for n in needed if n not in pins] if environment == "prod" else []
-    if missing:
-        raise ConfigError(
-            [
-                Problem(
-                    "--image-pin",
-                    f"prod pins every image the stack renders: give --image-pin {n}=sha256:... (the digest of "
-                    f"the catalog's image for {n}, stacks/versions.py)",
-                )
-                for n in missing
-            ]
+    return resolve(config, _platform_of(config))
+
+
+def _pinned_images(stack: ResolvedStack) -> list[str]:
+    """The platform images the stack renders that take a digest (the tag-only ones cannot)."""
+    from stacks.versions import TAG_ONLY_IMAGES
+
+    return [n for n in stack.images if n not in TAG_ONLY_IMAGES]
+
+
+def _take_from(image: Image) -> str:
+    """Where a digest comes from: the image by repository:tag and the command that prints its digest."""
+    ref = f"{image.repository}:{image.tag}"
+    return f"the digest of {ref}: `{INSPECT.format(image=ref)}` prints it (Digest: sha256:...)"
+
+
+def missing_pins(
+    text: str, role: str, environment: str, ami_version: str | None, image_digest: str | None, pins: dict[str, str]
+) -> list[Problem]:
+    """Every pin a prod stack still needs, all in one answer: the AMI release, each model's engine image
+    digest and each platform image's digest, each naming the image to take its digest from."""
+    if environment != "prod":
+        return []
+    stack = _as_dev(text)
+    problems = []
+    if role != "workloads" and ami_version is None:
+        problems.append(
+            Problem("--ami-version", "prod pins node AMIs: give the EKS AL2023 release to run, e.g. v20261015")
         )
+    if image_digest is None:
+        problems += [
+            Problem(
+                "--image-digest",
+                f"prod pins images: give the sha256 digest of the engine image model {m.name} runs, "
+                f"{_take_from(m.image)}",
+            )
+            for m in stack.models
+        ]
+    problems += [
+        Problem(
+            "--image-pin",
+            f"prod pins every image the stack renders: give --image-pin {n}=sha256:<64 hex> (the catalog's {n}, "
+            f"stacks/versions.py), {_take_from(IMAGES[n])}",
+        )
+        for n in _pinned_images(stack)
+        if n not in pins
+    ]
+    return problems
+
+
+def with_image_pins(text: str, pins: dict[str, str]) -> str:
+    """The stack with an `images` section pinning the given platform images (none given: unchanged)."""
     if not pins:
         return text
     lines = "".join(f'    {n}: {{digest: "{d}"}}\n' for n, d in pins.items())
@@ -298,23 +403,19 @@ def new_stack(
         problems.append(Problem("--platform/--team", "a workloads stack needs --platform org/project/stack and --team"))
     if role != "workloads" and (platform is not None or team is not None):
         problems.append(Problem("--platform/--team", f"only a workloads stack takes them (role is {role})"))
-    if environment == "prod" and role != "workloads" and ami_version is None:
-        problems.append(
-            Problem("--ami-version", "prod pins node AMIs: give the EKS AL2023 release to run, e.g. v20261015")
-        )
-    if environment == "prod" and role != "platform" and image_digest is None:
-        problems.append(
-            Problem("--image-digest", "prod pins images: give the sha256 digest of the engine image the model runs")
-        )
     if problems:
         raise ConfigError(problems)
     if role == "workloads":
         assert platform is not None and team is not None
-        text = workloads_text(name, platform, team, environment, image_digest)
+        text = workloads_text(name, platform, team, environment, image_digest, path=path)
     else:
         ami = f"al2023@{ami_version}" if ami_version else "al2023@latest"
-        text = platform_text(name, role, preset or "gpu-small", environment, ami, image_digest)
-    text = with_image_pins(text, environment, dict(image_pins or {}))
+        text = platform_text(name, role, preset or "gpu-small", environment, ami, image_digest, path=path)
+    pins = dict(image_pins or {})
+    missing = missing_pins(text, role, environment, ami_version, image_digest, pins)
+    if missing:
+        raise ConfigError(missing)
+    text = with_image_pins(text, pins)
     schema = Path(__file__).resolve().parent / "stack.schema.json"
     text = SCHEMA_MODELINE.format(schema=os.path.relpath(schema, out_dir.resolve())) + text
     check(text, str(path))

@@ -50,7 +50,13 @@ def test_new_stack_templates_pin_verified_revisions():
     from stacks.newstack import MODELS
 
     for text in MODELS.values():
-        body = text.replace("{{", "{").replace("}}", "}").replace("{pool}", "gpu").replace("{image}", "")
+        body = (
+            text.replace("{{", "{")
+            .replace("}}", "}")
+            .replace("{pool}", "gpu")
+            .replace("{image}", "")
+            .replace("{token}", "")
+        )
         model = yaml.safe_load(body)[0]
         assert (model["model"], model["revision"]) in VERIFIED_REVISIONS, model
 

@@ -122,7 +122,8 @@ def test_the_schema_catches_an_unknown_key_and_an_unknown_section():
 def test_a_prod_stack_needs_its_pins_given_rather_than_guessed(tmp_path):
     with pytest.raises(ConfigError) as info:
         new_stack("fresh", "all-in-one", out_dir=tmp_path, preset="gpu-small", environment="prod")
-    assert {p.path for p in info.value.problems} == {"--ami-version", "--image-digest"}
+    # Every missing pin in one round: the AMI, the engine image and the platform images it renders.
+    assert {p.path for p in info.value.problems} == {"--ami-version", "--image-digest", "--image-pin"}
 
 
 def test_the_command_line_writes_a_valid_stack_and_checks_the_schema(tmp_path):

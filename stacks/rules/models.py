@@ -63,6 +63,12 @@ def engine_addons(stack: ResolvedStack) -> Iterable[Problem]:
 GATED_ORGS = ("meta-llama", "mistralai", "google", "CohereLabs", "CohereForAI")
 
 
+def gated_repo(repo: str) -> bool:
+    """Whether a Hugging Face repository (`org/name`) is from an organization known to gate it
+    (`GATED_ORGS`); False means not known to be gated, not known to be open."""
+    return repo.split("/", 1)[0].lower() in {o.lower() for o in GATED_ORGS}
+
+
 @warning
 def gated_models_need_a_token(stack: ResolvedStack) -> Iterable[Problem]:
     for entry in stack.entries:
@@ -70,7 +76,7 @@ def gated_models_need_a_token(stack: ResolvedStack) -> Iterable[Problem]:
         if repo is None or entry.config.secrets.hugging_face_token is not None:
             continue
         org = repo.split("/", 1)[0]
-        if org.lower() in {o.lower() for o in GATED_ORGS}:
+        if gated_repo(repo):
             yield Problem(
                 entry.key("secrets", "huggingFaceToken"),
                 f"{org} gates its repositories on the Hugging Face Hub: without a token of an account that "
