@@ -110,10 +110,23 @@ def test_an_unknown_ami_family_is_refused_by_the_alias_pattern(dev):
 
 
 def test_a_neuron_request_that_is_not_a_power_of_two_warns(dev):
+    # A model whose heads this program does not know: the split cannot be checked, the count still warns.
+    dev["models"][1]["model"] = "acme/house-llm-8b"
     dev["models"][1]["acceleratorsPerReplica"] = 6
     config = check_sections(dev, "us-west-2")
     warnings = [str(w) for w in stack_warnings(config)]
     assert any("models[1].acceleratorsPerReplica" in w and "power-of-two" in w for w in warnings), warnings
+
+
+def test_a_neuron_device_count_whose_cores_do_not_split_the_heads_is_refused_like_on_gpus(dev):
+    # Llama-3.1-8B has 32 attention heads; 6 Inferentia2 devices are 12 NeuronCores, the TP degree.
+    dev["models"][1]["acceleratorsPerReplica"] = 6
+    found = problems(dev)
+    refusal = next(p for p in found if p.startswith("inference-platform:models[1].acceleratorsPerReplica"))
+    assert "12 NeuronCores" in refusal and "32 attention heads" in refusal, refusal
+    assert "use 1, 2, 4, 8 devices per replica" in refusal, "the fix is named"
+    dev["models"][1]["acceleratorsPerReplica"] = 4
+    check_sections(dev, "us-west-2")  # 8 NeuronCores split the 32 heads: accepted
 
 
 def test_a_cpu_type_outside_the_catalog_warns_that_its_fit_is_unchecked(dev):

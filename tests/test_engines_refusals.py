@@ -201,16 +201,17 @@ def test_an_hpa_on_ollama_is_refused_because_it_exports_no_metrics():
     assert any(p.startswith(f"{P}models[{i}].autoscaling.owner:") for p in found), found
 
 
-def test_a_non_power_of_two_neuron_request_is_warned_about():
-    from stacks.pipeline import stack_warnings
-
+def test_a_neuron_request_whose_cores_do_not_split_the_heads_is_refused():
+    # Was a warning; 12 NeuronCores do not divide Llama-3.1-8B's 32 heads, which vLLM refuses at start-up.
     s = example()
     i, m = model(s, "llama-inf2")
     s["nodePools"][1]["instanceTypes"] = ["inf2.24xlarge"]
     s["nodePools"][1]["limits"] = {"accelerators": 12}
     m["acceleratorsPerReplica"] = 6
-    found = [str(w) for w in stack_warnings(check_sections(s, "us-west-2"))]
-    assert any(w.startswith(f"{P}models[{i}].acceleratorsPerReplica:") and "12 NeuronCores" in w for w in found)
+    with pytest.raises(ConfigError) as info:
+        check_sections(s, "us-west-2")
+    found = [str(p) for p in info.value.problems]
+    assert any(p.startswith(f"{P}models[{i}].acceleratorsPerReplica:") and "12 NeuronCores" in p for p in found)
 
 
 def test_a_neuron_replica_holds_its_weights_in_host_memory():

@@ -52,10 +52,11 @@ def team_render() -> Rendered:
 def test_a_quota_below_the_engines_default_sizing_for_one_replica_is_refused(team):
     # No models[].resources: the replica's cpu/memory come only from the engine's default sizing.
     assert "resources" not in team["models"][1]
-    found = problems(team, team_quota(cpu="48", memory="256Gi"))
+    # A 4-device inf2 replica's default sizing is 57 cpu / 207Gi (`stacks plan team-search`).
+    found = problems(team, team_quota(cpu="48", memory="192Gi"))
     for key in ("cpu", "memory"):
         assert any(p.startswith("inference-platform:models[1]:") and f"teams[].quota.{key}" in p for p in found), (
-            f"the default sizing of a 6-device inf2 replica exceeds quota.{key}: {found}"
+            f"the default sizing of a 4-device inf2 replica exceeds quota.{key}: {found}"
         )
 
 

@@ -62,7 +62,8 @@ FACTS = EngineFacts(
         refused="the NxD Inference vLLM image (vLLM 0.16 with vllm-neuron) is built and documented for one "
         "Inferentia/Trainium instance per replica here; multi-node Neuron serving is not supported by the platform",
         tensor_spans_nodes=False,
-        head_rule=None,
+        # vLLM 0.16's ModelConfig.verify_with_parallel_config: the heads divide by the NeuronCores.
+        head_rule="vLLM 0.16 (vllm-neuron)",
     ),
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,

@@ -19,6 +19,7 @@ from ..checks import rule, warning
 from ..errors import Problem
 from ..resolved import ResolvedModel, ResolvedStack
 from ..sizing import WEIGHTS_FRACTION, weights
+from .groups import neuron_heads_split
 
 
 def sized(stack: ResolvedStack) -> Iterable[ResolvedModel]:
@@ -82,6 +83,9 @@ def weights_fit_accelerator_memory(stack: ResolvedStack) -> Iterable[Problem]:
 def neuron_devices_in_powers_of_two(stack: ResolvedStack) -> Iterable[Problem]:
     for model in sized(stack):
         apr = model.config.accelerators_per_replica
+        # Where the model's heads are known, a count that does not split is refused (groups.py).
+        if neuron_heads_split(model) is not None:
+            continue
         if model.pool.accelerator == "neuron" and apr & (apr - 1):
             yield Problem(
                 model.key("acceleratorsPerReplica"),

@@ -71,6 +71,38 @@ def groups_split_their_accelerators(stack: ResolvedStack) -> Iterable[Problem]:
                 )
 
 
+def neuron_heads_split(model: ResolvedModel) -> Problem | None:
+    """A Neuron replica's NeuronCores (its tensor-parallel degree: `acceleratorsPerReplica` devices x the
+    cores each holds) must divide the model's attention heads: vLLM 0.16's ModelConfig refuses any other
+    degree at start-up on every platform, vllm-neuron's included ("Total number of attention heads must
+    be divisible by tensor parallel size"), as it does on GPUs. The KV-head rule below is not applied:
+    NxD Inference shards the KV heads itself. None when it divides, or the shape is unknown."""
+    engine = model.facts.groups.head_rule
+    shape = architecture(model.config)
+    tensor = model.tensor_parallel
+    if engine is None or shape is None or model.pool.accelerator != "neuron" or tensor < 1:
+        return None
+    if not shape.attention_heads % tensor:
+        return None
+    per_device = tensor // max(1, model.config.accelerators_per_replica)
+    fits = [d for d in range(1, 65) if not shape.attention_heads % (d * per_device)]
+    return Problem(
+        model.key("acceleratorsPerReplica"),
+        f"model {model.name} on pool {model.pool.name}: {model.config.accelerators_per_replica} Neuron devices are "
+        f"{tensor} NeuronCores, the tensor-parallel degree, which does not divide the model's "
+        f"{shape.attention_heads} attention heads, and {engine} refuses it at start-up (as on GPUs); use "
+        f"{', '.join(map(str, fits[:4]))} devices per replica ({shape.source})",
+    )
+
+
+@rule
+def neuron_cores_divide_the_heads(stack: ResolvedStack) -> Iterable[Problem]:
+    for model in stack.models:
+        problem = neuron_heads_split(model)
+        if problem is not None:
+            yield problem
+
+
 @rule
 def tensor_size_divides_the_heads(stack: ResolvedStack) -> Iterable[Problem]:
     for model in stack.models:
