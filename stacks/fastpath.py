@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .config.pools import NodePoolSection
-from .fit import ACCELERATOR_RESOURCE, Requests
+from .fit import ACCELERATOR_RESOURCE, Requests, over_limits
 from .hardware import InstanceType
 from .resolved import ResolvedModel, ResolvedPool
 
@@ -232,13 +232,14 @@ def warm_room(pool: ResolvedPool, chunk: WarmChunk) -> str | None:
     n, itype, limits = pool.warm_nodes, chunk.instance, pool.limits
     if itype is None:
         return f"no instance type of the pool holds one warm chunk (sized by {chunk.sized_by})"
+    exceeded = over_limits(limits, itype, n)
     over = []
-    if limits.accelerators is not None and n * itype.accelerator_count > limits.accelerators:
-        over.append(f"{n * itype.accelerator_count} accelerators > limits.accelerators {limits.accelerators}")
-    if limits.cpu_m is not None and n * itype.vcpu * 1000 > limits.cpu_m:
-        over.append(f"{n * itype.vcpu} vCPUs > the cpu limit {limits.cpu_m / 1000:g}")
-    if limits.memory_mib is not None and n * itype.memory_gib * 1024 > limits.memory_mib:
-        over.append(f"{n * itype.memory_gib:g} GiB > the memory limit {limits.memory_mib / 1024:g} GiB")
+    if "accelerators" in exceeded:
+        over.append(f"{n * itype.accelerator_count} accelerators > limits.accelerators {exceeded['accelerators']}")
+    if "cpu" in exceeded:
+        over.append(f"{n * itype.vcpu} vCPUs > the cpu limit {exceeded['cpu'] / 1000:g}")
+    if "memory" in exceeded:
+        over.append(f"{n * itype.memory_gib:g} GiB > the memory limit {exceeded['memory'] / 1024:g} GiB")
     if not over:
         return None
     return f"{n} warm {itype.name} node(s) need {'; '.join(over)}"

@@ -467,13 +467,28 @@ def pool_limits(pool: NodePoolSection) -> NodePoolLimits:
     )
 
 
+def over_limits(limits: NodePoolLimits, itype: InstanceType, nodes: int = 1) -> dict[str, int]:
+    """The pool limits that `nodes` whole nodes of this type exceed, by name ("accelerators", "cpu" in
+    millicores, "memory" in MiB) with the limit's value: Karpenter counts each launched node's capacity
+    against them. Callers word the numbers themselves."""
+    over = {}
+    if limits.accelerators is not None and nodes * itype.accelerator_count > limits.accelerators:
+        over["accelerators"] = limits.accelerators
+    if limits.cpu_m is not None and nodes * itype.vcpu * 1000 > limits.cpu_m:
+        over["cpu"] = limits.cpu_m
+    if limits.memory_mib is not None and nodes * itype.memory_gib * GIB > limits.memory_mib:
+        over["memory"] = limits.memory_mib
+    return over
+
+
 def blocked_by_limits(pool: NodePoolSection, itype: InstanceType, limits: NodePoolLimits) -> list[str]:
     """The limits that stop Karpenter from launching even one node of this type."""
+    over = over_limits(limits, itype)
     blocked = []
-    if limits.cpu_m is not None and itype.vcpu * 1000 > limits.cpu_m:
+    if "cpu" in over:
         blocked.append(f"cpu ({itype.vcpu} vCPU)")
-    if limits.memory_mib is not None and itype.memory_gib * GIB > limits.memory_mib:
+    if "memory" in over:
         blocked.append(f"memory ({itype.memory_gib:g}GiB)")
-    if limits.accelerators is not None and itype.accelerator_count > limits.accelerators:
+    if "accelerators" in over:
         blocked.append(f"accelerators ({itype.accelerator_count})")
     return blocked

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from ..architectures import architecture
 from ..checks import rule, warning
 from ..errors import Problem, key_path
+from ..fit import over_limits
 from ..resolved import ResolvedModel, ResolvedStack
 
 
@@ -164,13 +165,14 @@ def pool_limits_admit_one_group(stack: ResolvedStack) -> Iterable[Problem]:
             continue  # the fit rule names it
         limits = model.pool.limits
         small = min(types, key=lambda t: (t.vcpu, t.memory_gib))
+        exceeded = over_limits(limits, small, nodes)
         blocked = []
-        if limits.accelerators is not None and nodes * small.accelerator_count > limits.accelerators:
-            blocked.append(f"accelerators {nodes} x {small.accelerator_count} > {limits.accelerators}")
-        if limits.cpu_m is not None and nodes * small.vcpu * 1000 > limits.cpu_m:
-            blocked.append(f"cpu {nodes} x {small.vcpu} vCPU > {limits.cpu_m // 1000}")
-        if limits.memory_mib is not None and nodes * small.memory_gib * 1024 > limits.memory_mib:
-            blocked.append(f"memory {nodes} x {small.memory_gib:g}GiB > {limits.memory_mib // 1024}GiB")
+        if "accelerators" in exceeded:
+            blocked.append(f"accelerators {nodes} x {small.accelerator_count} > {exceeded['accelerators']}")
+        if "cpu" in exceeded:
+            blocked.append(f"cpu {nodes} x {small.vcpu} vCPU > {exceeded['cpu'] // 1000}")
+        if "memory" in exceeded:
+            blocked.append(f"memory {nodes} x {small.memory_gib:g}GiB > {exceeded['memory'] // 1024}GiB")
         if blocked:
             yield Problem(
                 _limits_key(stack, model),
