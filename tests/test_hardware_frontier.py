@@ -141,3 +141,13 @@ def test_an_image_known_to_lack_blackwell_kernels_is_refused_on_p6_b200(dev, mon
     blackwell(dev)["models"][0]["image"] = {"repository": "registry.example.com/vllm", "tag": "cu124"}
     [message] = at(dev, "models[0].image")
     assert "no Blackwell kernels" in message and "p6-b200.48xlarge" in message and "CUDA 12.8+" in message
+
+
+def test_the_prod_70b_example_ships_a_p6_b200_pool_that_validates_without_blackwell_warnings():
+    from stacks.load import ROOT
+    from tests.conftest import sections_of
+
+    prod = sections_of(ROOT / "stacks" / "examples" / "Pulumi.prod-70b.yaml")
+    [pool] = [p for p in prod["nodePools"] if p["name"] == "b200"]
+    assert pool["instanceTypes"] == ["p6-b200.48xlarge"]
+    assert not [w for w in warnings_of(prod) if "Blackwell" in w]
