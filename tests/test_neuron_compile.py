@@ -170,9 +170,9 @@ def test_ahead_is_the_default_on_prod_with_a_shared_cache_and_on_start_elsewhere
     assert resolved_model(resolved_stack(sourced(sections)), MODEL).ahead_compile is None, "dev compiles on start"
     prod = copy.deepcopy(sections)
     prod["stack"]["environment"] = "prod"
-    from stacks.resolve import resolve
     from stacks.load import parse_sections
     from stacks.pipeline import platform_of, repo_platform
+    from stacks.resolve import resolve
 
     config = parse_sections(sourced(prod), "us-west-2")
     stack = resolve(config, platform_of(config, repo_platform)[0])
