@@ -182,7 +182,7 @@ class Ollama(Strict):
     )
 
 
-class Neuron(Strict):
+class NeuronOptions(Strict):
     """`engine: neuron-vllm` only: when the model's Neuron graphs are compiled."""
 
     compile: Literal["ahead", "on-start"] | None = Field(
@@ -626,7 +626,9 @@ class ModelSection(Strict):
     tgi: Tgi | None = Field(default=None, description="TGI options; required with, and only for, `engine: tgi`.")
     sglang: Sglang | None = Field(default=None, description="SGLang options; only for `engine: sglang`.")
     ollama: Ollama | None = Field(default=None, description="Ollama options; only for `engine: ollama`.")
-    neuron: Neuron | None = Field(default=None, description="Neuron compile options; only for `engine: neuron-vllm`.")
+    neuron: NeuronOptions | None = Field(
+        default=None, description="Neuron compile options; only for `engine: neuron-vllm`."
+    )
     dynamo: DynamoGraph | None = Field(default=None, description="Dynamo graph options; only for `engine: dynamo`.")
     ray_serve: RayServe | None = Field(default=None, description="Ray Serve options; only for `engine: ray-serve`.")
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Who scales the replicas, and on what.")

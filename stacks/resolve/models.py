@@ -182,8 +182,7 @@ def placed_cache(
 def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel | None:
     """The entry on its pool of the platform; None when the platform has no such pool (refused)."""
     model, facts, made = entry.config, entry.facts, entry.made
-    pool = view.pool(model.pool)
-    if pool is None:
+    if (pool := view.pool(model.pool)) is None:
         return None
     requests = replica_requests(model, pool.config, view.storage)
     group = replica_group(model, facts.groups)
