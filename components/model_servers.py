@@ -97,8 +97,12 @@ class Models(pulumi.ComponentResource):
             deps += args.secrets.get(model.namespace, [])
             # A group across nodes is a LeaderWorkerSet, whose CRD the LWS release installs.
             installer = "lws" if leader_worker_set(model.config, model.facts.groups) else model.facts.controller
+            # A Job the engine returns first (a Neuron compile) runs before the serving objects: they wait
+            # for its completion, which the provider awaits (its timeout annotation). model_objects puts a
+            # streamed model's fill Job last, so nothing waits for that one (its pods wait for its marker).
+            before: list[pulumi.Resource] = []
             for obj in objs:
-                obj_deps = list(deps)
+                obj_deps = list(deps) + (before if obj["kind"] != "Job" else [])
                 if not _is_core(obj) and installer:
                     if installer in args.operators:
                         obj_deps.append(args.operators[installer])
@@ -108,12 +112,14 @@ class Models(pulumi.ComponentResource):
                             f"CRD is wired; the object will fail to apply until it is installed",
                             self,
                         )
-                register(
+                made = register(
                     obj,
                     pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=obj_deps),
                     name=f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",
                     service_webhook=args.service_webhook,
                 )
+                if obj["kind"] == "Job":
+                    before.append(made)
         self.register_outputs({})
 
 

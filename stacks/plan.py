@@ -20,7 +20,15 @@ from typing import Any
 from .errors import ConfigError, Problem, key_path
 from .fastpath import warm_chunk, warm_cost
 from .fit import Requests, allocatable, fit
-from .resolved import EFA_RESOURCE, ColdStartEstimate, PodShape, ResolvedModel, ResolvedPool, ResolvedStack
+from .resolved import (
+    EFA_RESOURCE,
+    AheadCompile,
+    ColdStartEstimate,
+    PodShape,
+    ResolvedModel,
+    ResolvedPool,
+    ResolvedStack,
+)
 
 COLUMNS = ("type", "cpu", "memory", "ephemeral", "gpu", "neuron", "neuroncore", "pods")
 UNITS = {"nvidia": "GPUs", "neuron": "Neuron devices"}
@@ -99,16 +107,23 @@ def _cold_start_lines(model: ResolvedModel) -> list[str]:
     waits = f"startup probe {model.startup_seconds}s, await {model.await_seconds}s"
     if model.wake is not None:
         waits += f", wake budget {model.wake.cold_start.seconds}s"
-    return [
+    lines = [
         f"  cold start: {warm.seconds}s ({_terms(warm)}); first start {first.seconds}s ({_terms(first)})",
         f"  waits: {waits}",
     ]
+    if (ahead := model.ahead_compile) is not None:
+        job = ahead.estimate
+        lines.append(
+            f"  neuron compile Job, before the serving pods: {job.seconds}s ({_terms(job)}); deadline "
+            f"{ahead.deadline_seconds}s"
+        )
+    return lines
 
 
 def cold_start_json(model: ResolvedModel) -> dict[str, Any]:
     """The model's cold-start estimate as `plan --json` gives it: seconds, each term with its source, the
     first start's, and the waits derived from them."""
-    warm, first = model.cold_start_estimate, model.first_start_estimate
+    warm, first, ahead = model.cold_start_estimate, model.first_start_estimate, model.ahead_compile
     return {
         "coldStartSeconds": warm.seconds,
         "coldStartTerms": {k: {"seconds": t.seconds, "source": t.source} for k, t in warm.terms().items()},
@@ -119,6 +134,18 @@ def cold_start_json(model: ResolvedModel) -> dict[str, Any]:
             "awaitSeconds": model.await_seconds,
             "wakeBudgetSeconds": model.wake.cold_start.seconds if model.wake is not None else None,
         },
+        "aheadCompile": None if ahead is None else compile_json(ahead),
+    }
+
+
+def compile_json(ahead: AheadCompile) -> dict[str, Any]:
+    """A Neuron model's compile Job (`neuron.compile: ahead`) as `plan --json` gives it: its own estimate, run
+    before the serving pods (whose first start then loads the artifacts), and its deadline."""
+    job = ahead.estimate
+    return {
+        "seconds": job.seconds,
+        "terms": {k: {"seconds": t.seconds, "source": t.source} for k, t in job.terms().items()},
+        "deadlineSeconds": ahead.deadline_seconds,
     }
 
 

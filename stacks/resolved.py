@@ -471,6 +471,17 @@ class ModelCache:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AheadCompile:
+    """`models[].neuron.compile: ahead` resolved: the Job that compiles the model's Neuron graphs into the shared
+    cache before its serving pods start. `estimate` is the Job pod's first start (a node, the image, the
+    cache fill and the whole compile: the serving pods' own estimate then loads the artifacts instead), and
+    `deadline_seconds` its activeDeadlineSeconds: that estimate's terms times the safety factor."""
+
+    estimate: ColdStartEstimate
+    deadline_seconds: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResolvedModel(Endpoint):
     """One `models[]` entry with everything derived from it: where it runs, its image, and the
     workload its engine builds for it (`workload`, the object a scaler targets)."""
@@ -527,6 +538,9 @@ class ResolvedModel(Endpoint):
     # kept on the shared cache (`cache.compile_dir`) across replicas and restarts, so a warm start skips
     # the compile (the cold-start estimate reads it).
     compile_cache: bool = False
+    # `models[].neuron.compile` resolved to `ahead`: the compile Job's estimate and deadline (the serving
+    # pods' estimates then load the compiled artifacts); None: the first serving pod compiles.
+    ahead_compile: AheadCompile | None = None
     # (apiVersion, kind, name) of what the model's KEDA ScaledObjects scale, one ScaledObject each: the
     # workload, or a Dynamo graph's scaling adapters (one per scaled component); () without KEDA.
     keda_targets: tuple[tuple[str, str, str], ...] = ()
