@@ -28,6 +28,7 @@ from .errors import key_path
 from .fit import NodePoolLimits, Requests
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
+from .tiers import PoolTier
 from .versions import Image
 
 # Bump when an export changes shape; a workloads stack refuses exports of another version.
@@ -133,6 +134,9 @@ class ResolvedPool:
     # The cold-start estimate reads both.
     image_pull: str = "standard"
     warm_nodes: int = 0
+    # The NodePools the pool renders, most preferred first (stacks/tiers.py): one unless
+    # `capacityPreference` orders several. Each carries the pool's label, taints and `limits`.
+    tiers: tuple[PoolTier, ...] = ()
 
     @property
     def name(self) -> str:
