@@ -6,6 +6,7 @@ team's view on rendered and exported stacks."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from components.capacity.nodepools import node_pool
 from components.scheduling import POOL_LABEL
 from policypack import validators
+from stacks import conformance
 from stacks.config.pools import NodePoolSection
 from stacks.exports import export_platform, read_platform, resolve_pool
 from stacks.lifecycle import build_graph
@@ -264,3 +266,33 @@ def test_the_shipped_stacks_state_their_order_instead_of_relying_on_karpenters()
     for path in (CAPACITY, PROD_70B):
         assert not [w for w in check_file(path).warnings if "capacityTypes" in str(w)], path.name
     assert resolved_stack(sections_of(CAPACITY)).platform.pool("gpu-large") is not None
+
+
+# ---- every order --------------------------------------------------------------------------------
+
+ORDERS = [list(p) for n in (2, 3) for p in itertools.permutations(["on-demand", "spot", "reserved"], n)]
+
+
+@pytest.mark.parametrize("weight", [None, 3, 100])
+@pytest.mark.parametrize("order", ORDERS, ids="/".join)
+def test_every_order_renders_distinct_single_type_tiers_with_strictly_descending_weights_from_1_to_100(order, weight):
+    extra: dict[str, Any] = {"capacityReservations": CR} if "reserved" in order else {}
+    if weight is not None:
+        extra["weight"] = weight
+    manifests = rendered(tiered(capacityPreference=order, **extra))
+    assert [capacity_types(m) for m in manifests] == [[kind] for kind in order], "one tier per type, in order"
+    names = [m["metadata"]["name"] for m in manifests]
+    assert names[0] == "gpu" and len(set(names)) == len(names), "the first keeps the pool's name; all distinct"
+    weights = [m["spec"]["weight"] for m in manifests]
+    assert all(1 <= w <= 100 for w in weights), "within the NodePool CRD's weight bounds"
+    assert all(a > b for a, b in itertools.pairwise(weights)), "Karpenter tries them in the written order"
+    assert {m["spec"]["template"]["metadata"]["labels"][POOL_LABEL] for m in manifests} == {"gpu"}
+
+
+@pytest.mark.schemas
+def test_each_tier_passes_the_nodepool_crds_schema_and_cel_rules():
+    schemas = conformance.schema_dir()
+    assert schemas is not None
+    pool = tiered(capacityPreference=["reserved", "on-demand", "spot"], capacityReservations=CR, weight=10)
+    for manifest in rendered(pool):
+        assert conformance.validate_custom(manifest, schemas) == [], manifest["metadata"]["name"]
