@@ -163,6 +163,15 @@ class ResolvedPool:
         return self.instance_types[0].efa_layout
 
     @property
+    def accelerators_at_most(self) -> int | None:
+        """The most accelerators the whole pool can hold at once: `limits.accelerators` on each of its
+        tiers (Karpenter counts limits per NodePool), so the limit times the tiers; None: unlimited.
+        Replicas beyond one tier's limit land on the next, so rollouts and canaries count this; one
+        replica or group is checked against a single tier's limit (its nodes belong to one NodePool)."""
+        limit = self.limits.accelerators
+        return None if limit is None else limit * max(len(self.tiers), 1)
+
+    @property
     def static(self) -> bool:
         """A static pool: Karpenter keeps `replicas` nodes whatever the pods ask."""
         return self.config.replicas is not None

@@ -296,3 +296,26 @@ def test_each_tier_passes_the_nodepool_crds_schema_and_cel_rules():
     pool = tiered(capacityPreference=["reserved", "on-demand", "spot"], capacityReservations=CR, weight=10)
     for manifest in rendered(pool):
         assert conformance.validate_custom(manifest, schemas) == [], manifest["metadata"]["name"]
+
+
+# ---- the pool's room is every tier's ------------------------------------------------------------
+
+
+def _surging(surge: int, **pool: Any) -> dict[str, Any]:
+    """dev's qwen3-8b (up to 4 replicas of 1 GPU) rolling out with `surge` on a pool of 4 GPUs a tier."""
+    sections = dev_with(limits={"accelerators": 4}, **pool)
+    sections["models"][0]["rollout"] = {"maxSurge": surge}
+    return sections
+
+
+def test_a_rollout_surge_beyond_one_tier_fits_a_tiered_pool_whose_tiers_together_hold_it():
+    refused(_surging(1), "models[0].rollout.maxSurge", "5 accelerators", "the pool's limit of 4")
+    tiered_pool = {"capacityTypes": None, "capacityPreference": ["on-demand", "spot"]}
+    assert not [p for p in problems_of(_surging(1, **tiered_pool)) if "maxSurge" in p], "8 GPUs across 2 tiers"
+    refused(_surging(5, **tiered_pool), "models[0].rollout.maxSurge", "9 accelerators", "the 8 its 2 capacity tiers")
+
+
+def test_the_resolved_pool_counts_its_limit_once_per_tier():
+    assert tiered(capacityPreference=["on-demand", "spot"]).accelerators_at_most == 32
+    assert tiered().accelerators_at_most == 16
+    assert resolve_pool(NodePoolSection.model_validate({**GPU, "limits": {}}), None).accelerators_at_most is None
