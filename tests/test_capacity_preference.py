@@ -319,3 +319,14 @@ def test_the_resolved_pool_counts_its_limit_once_per_tier():
     assert tiered(capacityPreference=["on-demand", "spot"]).accelerators_at_most == 32
     assert tiered().accelerators_at_most == 16
     assert resolve_pool(NodePoolSection.model_validate({**GPU, "limits": {}}), None).accelerators_at_most is None
+
+
+def test_a_canary_beside_a_replica_fits_a_tiered_pool_of_one_gpu_a_tier():
+    def canaried(**pool: Any) -> dict[str, Any]:
+        sections = dev_with(limits={"accelerators": 1}, **pool)
+        sections["models"][0]["canary"] = {"revision": "a" * 40, "weight": 10}
+        return sections
+
+    refused(canaried(), "models[0].canary", "2 accelerators", "the pool's limit of 1")
+    tiered_pool = {"capacityTypes": None, "capacityPreference": ["on-demand", "spot"]}
+    assert not [p for p in problems_of(canaried(**tiered_pool)) if "canary" in p], "one GPU on each tier"
