@@ -44,8 +44,9 @@ def _pool_lines(pool: ResolvedPool, models: tuple[ResolvedModel, ...] = ()) -> l
     limits = pool.limits.manifest(p.accelerator)
     warm = warm_cost(pool, warm_chunk(pool, models) if pool.warm_nodes else None)
     lines = [
-        f"pool {p.name}: accelerator {p.accelerator}, {'/'.join(p.capacity_types)}, {p.ami_alias}, "
-        f"limits {limits or 'none'}",
+        f"pool {p.name}: accelerator {p.accelerator}, {'/'.join(p.capacity_order)}, {p.ami_alias}, "
+        f"limits {limits or 'none'}{' per tier' if len(pool.tiers) > 1 else ''}",
+        *_tier_lines(pool),
         f"  image pull {pool.image_pull}; {warm}",
         f"  after DaemonSets ({', '.join(pool.daemonsets)}: cpu {pool.overhead.cpu_m}m, "
         f"memory {pool.overhead.memory_mib}Mi):",
@@ -66,6 +67,19 @@ def _pool_lines(pool: ResolvedPool, models: tuple[ResolvedModel, ...] = ()) -> l
             )
         )
     return lines + (_table(rows) if len(rows) > 1 else ["    (no instance type the catalog knows)"])
+
+
+def _tier_lines(pool: ResolvedPool) -> list[str]:
+    """A tiered pool's NodePools in the order Karpenter tries them (highest weight first), each with its
+    own copy of the limits: one pool to its models, which may land on any tier."""
+    if len(pool.tiers) < 2:
+        return []
+    order = ", then ".join(f"{t.capacity_types[0]} (NodePool {t.name}, weight {t.weight})" for t in pool.tiers)
+    return [f"  capacity preference: {order}; a full or short tier sends new nodes to the next"]
+
+
+def _tiers_json(pool: ResolvedPool) -> list[dict[str, Any]]:
+    return [{"nodePool": t.name, "capacityTypes": list(t.capacity_types), "weight": t.weight} for t in pool.tiers]
 
 
 def _asked(pod: PodShape) -> str:
@@ -227,6 +241,8 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
             "daemonsets": list(pool.daemonsets),
             "overhead": _requests_json(pool.overhead),
             "limits": pool.limits.manifest(pool.accelerator),
+            # The NodePools the pool renders, most preferred first; each carries `limits` whole.
+            "tiers": _tiers_json(pool),
             "instanceTypes": [t.name for t in pool.instance_types],
             "imagePull": pool.image_pull,
             "warmNodes": pool.warm_nodes,

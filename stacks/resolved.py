@@ -28,6 +28,7 @@ from .errors import key_path
 from .fit import NodePoolLimits, Requests
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
+from .tiers import PoolTier
 from .versions import Image
 
 # Bump when an export changes shape; a workloads stack refuses exports of another version.
@@ -133,6 +134,9 @@ class ResolvedPool:
     # The cold-start estimate reads both.
     image_pull: str = "standard"
     warm_nodes: int = 0
+    # The NodePools the pool renders, most preferred first (stacks/tiers.py): one unless
+    # `capacityPreference` orders several. Each carries the pool's label, taints and `limits`.
+    tiers: tuple[PoolTier, ...] = ()
 
     @property
     def name(self) -> str:
@@ -157,6 +161,15 @@ class ResolvedPool:
         if not self.config.efa or not self.instance_types:
             return ()
         return self.instance_types[0].efa_layout
+
+    @property
+    def accelerators_at_most(self) -> int | None:
+        """The most accelerators the whole pool can hold at once: `limits.accelerators` on each of its
+        tiers (Karpenter counts limits per NodePool), so the limit times the tiers; None: unlimited.
+        Replicas beyond one tier's limit land on the next, so rollouts and canaries count this; one
+        replica or group is checked against a single tier's limit (its nodes belong to one NodePool)."""
+        limit = self.limits.accelerators
+        return None if limit is None else limit * max(len(self.tiers), 1)
 
     @property
     def static(self) -> bool:
