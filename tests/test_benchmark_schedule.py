@@ -255,3 +255,25 @@ def test_a_request_longer_than_the_models_context_is_refused():
 def test_fewer_requests_than_the_highest_concurrency_are_refused():
     found = problems(with_benchmark(concurrency=[1, 8, 32], requests=16))
     assert has(found, "models[0].benchmark.requests", "at least 32"), found
+
+
+# --- the shipped example ------------------------------------------------------------------------------
+
+
+def test_the_team_chat_example_runs_its_nightly_benchmark_of_each_revision_as_a_cronjob_only():
+    from tests.conftest import stack_manifests
+
+    objs = stack_manifests(EXAMPLES_DIR / "Pulumi.team-chat.yaml")
+    crons = [o for o in objs if o["kind"] == "CronJob"]
+    assert [c["metadata"]["name"] for c in crons] == ["bench-qwen3-8b-scheduled"]
+    assert crons[0]["spec"]["schedule"] == "0 3 * * *" and crons[0]["spec"]["timeZone"] == "Europe/Berlin"
+    assert not [o for o in objs if o["kind"] == "Job" and o["metadata"]["name"].startswith("bench-")], (
+        "a schedule without a gate: no run after pulumi up"
+    )
+    guidellm = next(c for c in pod(crons[0])["spec"]["initContainers"] if c["name"] == "guidellm")
+    runs = json.loads(next(e["value"] for e in guidellm["env"] if e["name"] == "BENCH_RUNS"))
+    assert {r["revision"] for r in runs} == {"stable", "canary"}, "revisions: each"
+    route = next(o for o in objs if o["kind"] == "HTTPRoute" and o["metadata"]["name"] == "qwen3-8b")
+    paths = [r["matches"][0]["path"]["value"] for r in route["spec"]["rules"]]
+    assert "/chat/qwen3-8b/-/stable/v1/chat/completions" in paths
+    assert "/chat/qwen3-8b/-/canary/v1/chat/completions" in paths
