@@ -265,6 +265,24 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 REVISION_LABEL = "inference-platform.io/revision"
 # The canary's workload and Service: `<model>-canary` (stacks/rules/collisions.py keeps it free).
 CANARY_SUFFIX = "-canary"
+# A revision-pinned rule on a canaried model's route: `<route prefix>/-/<stable|canary>/v1/chat/completions`
+# reaches that revision's Service alone (not the weighted split). `-` is never a model's or a namespace's
+# name (both start with a letter or digit), so the segment cannot shadow another model's path.
+REVISION_SEGMENT = "-"
+# The one path a benchmark sends (guidellm's openai_http backend: POST {target}/v1/chat/completions).
+BENCHMARK_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class MeasuredRevision:
+    """One revision a model's benchmark measures: `label` (`stable`, `canary`, or None for a model
+    without a canary, measured through its plain route), its commit, the Service that serves it, and
+    the path prefix the benchmark calls (guidellm appends BENCHMARK_PATH)."""
+
+    label: str | None
+    commit: str | None
+    service: str
+    path_prefix: str
 
 
 # The llm-d router's per-pod engine label: its metrics extractor reads a pod by the engine it names, and
@@ -406,6 +424,11 @@ class Endpoint:
     def backends(self) -> tuple[tuple[str, int], ...]:
         """(Service, weight) the model's route sends to: its one Service."""
         return ((self.service, 1),)
+
+    @property
+    def measured_revisions(self) -> tuple[MeasuredRevision, ...]:
+        """What a benchmark measures (a model's: ResolvedModel); a server without one: nothing."""
+        return ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -583,6 +606,25 @@ class ResolvedModel(Endpoint):
             return super().backends
         weight = self.config.canary.weight
         return ((self.service, 100 - weight), (self.canary.service, weight))
+
+    @property
+    def measured_revisions(self) -> tuple[MeasuredRevision, ...]:
+        """What `benchmark` measures, in order. Without a canary: the model through its route. With one:
+        the stable revision through its own revision-pinned rule, and with `revisions: each` the canary's
+        after it, so neither measures the weighted blend; () without a benchmark."""
+        bench = self.config.benchmark
+        if bench is None:
+            return ()
+        if self.canary is None:
+            return (MeasuredRevision(None, self.config.revision, self.service, self.path_prefix),)
+        pinned = f"{self.path_prefix}/{REVISION_SEGMENT}"
+        stable = MeasuredRevision("stable", self.config.revision, self.service, f"{pinned}/stable")
+        if bench.revisions == "stable":
+            return (stable,)
+        return (
+            stable,
+            MeasuredRevision("canary", self.canary.config.revision, self.canary.service, f"{pinned}/canary"),
+        )
 
     @property
     def metrics_selector(self) -> dict[str, str]:
