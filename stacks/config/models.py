@@ -433,7 +433,9 @@ class Routing(Strict):
 
     strategy: Literal["prefix-cache", "load", "round-robin"] = Field(
         default="prefix-cache",
-        description="`prefix-cache`: the llm-d router's endpoint picker scores pods by queue length, KV-cache use "
+        description="Unset routing: prefix-cache, except round-robin for a model that scales to zero, because the "
+        "KEDA HTTP add-on's interceptor that wakes it forwards to its Service, past any picker (and at zero there "
+        "is no pod to pick). `prefix-cache`: the llm-d router's endpoint picker scores pods by queue length, KV-cache use "
         "and the prompt prefix they likely cache (its chart's default profile); `load`: the picker's queue and "
         "KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). `round-robin`: no "
         "picker, Envoy's round robin over the pods (any engine).",
@@ -687,9 +689,11 @@ class ModelSection(Strict):
     routing: Routing | None = Field(
         default=None,
         description="How the front door picks the model's pod for each request, on its gateway route. Unset: "
-        "`prefix-cache` (the llm-d router's endpoint picker) for vLLM and SGLang, Envoy Gateway's default "
-        "least-request balancing for the other engines; `strategy: round-robin` turns the picker off. Given, it "
-        "needs `expose: true`.",
+        "`prefix-cache` (the llm-d router's endpoint picker) for vLLM and SGLang, except round-robin for a model "
+        "that scales to zero (or on the HTTP add-on's request count), because its requests go through the KEDA "
+        "HTTP add-on's interceptor, which forwards to the model's Service, so no picker can choose its pod; Envoy "
+        "Gateway's default least-request balancing for the other engines; `strategy: round-robin` turns the "
+        "picker off. `stacks plan` shows the strategy and why. Given, it needs `expose: true`.",
     )
     canary: Canary | None = Field(
         default=None,
