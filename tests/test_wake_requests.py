@@ -17,16 +17,19 @@ from components.autoscaling.keda import scaled_objects
 from components.monitoring.autoscaling import scaling_dashboard, scaling_rules
 from stacks import conformance
 from stacks.config.models import INT32_MAX, Autoscaling
+from stacks.errors import ConfigError
 from stacks.load import ROOT
-from stacks.pipeline import check_file
+from stacks.pipeline import check_file, check_sections
 from stacks.plan import plan, plan_json
 from stacks.resolve.models import INTERCEPTOR_ROUND_ROBIN
 from stacks.resolved import ResolvedModel
 from tests.builders import resolved_model, resolved_stack
-from tests.conftest import sections_of
+from tests.conftest import live_platform, sections_of
 from tests.guard_support import has, problems, problems_of, refused, warnings_of
 from tests.serving_support import SCHEMAS
 from tests.test_gateway_picker import FRONTDOOR
+from tests.test_stack_roles import platform_exports
+from tests.test_team_wiring import TEAM
 
 OLLAMA = "llama-ollama"
 IDLE = "qwen3-8b-idle"
@@ -253,3 +256,29 @@ def test_a_vllm_model_that_scales_to_zero_is_round_robin_and_the_docs_say_why(fr
     guide = " ".join((ROOT / "docs" / "operator-guide.md").read_text().split())
     assert "prefix-cache, except round-robin for a model that scales to zero, because" in reference
     assert "The default is prefix-cache, except round-robin for a model that scales to zero, because" in guide
+
+
+def test_a_teams_model_on_the_request_count_needs_its_platforms_http_add_on_but_no_prometheus():
+    sections = sections_of(TEAM)
+    sections["models"][0]["autoscaling"] = {"owner": "keda", "minReplicas": 1, "maxReplicas": 2, "signal": "requests"}
+    sections["models"][0].pop("routing", None)
+    live = platform_exports()
+    no_prometheus = copy.deepcopy(live)
+    no_prometheus.pop("prometheus")
+    for model in sections["models"]:
+        model.pop("slo", None)
+        model.pop("benchmark", None)
+    found = problems_of_on(sections, live_platform(no_prometheus))
+    assert not [p for p in found if "models[0].autoscaling" in p], found
+    off = copy.deepcopy(live)
+    off["addons"]["kedaHttp"] = False
+    found = problems_of_on(sections, live_platform(off))
+    assert has(found, "models[0].autoscaling.signal", "interceptor", "addons.kedaHttp"), found
+
+
+def problems_of_on(sections: dict[str, Any], platforms: Any) -> list[str]:
+    try:
+        check_sections(sections, "us-west-2", platforms=platforms)
+    except ConfigError as exc:
+        return [str(p) for p in exc.problems]
+    return []
