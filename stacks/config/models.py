@@ -435,10 +435,10 @@ class Routing(Strict):
         default="prefix-cache",
         description="Unset routing: prefix-cache, except round-robin for a model that scales to zero, because the "
         "KEDA HTTP add-on's interceptor that wakes it forwards to its Service, past any picker (and at zero there "
-        "is no pod to pick). `prefix-cache`: the llm-d router's endpoint picker scores pods by queue length, KV-cache use "
-        "and the prompt prefix they likely cache (its chart's default profile); `load`: the picker's queue and "
-        "KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). `round-robin`: no "
-        "picker, Envoy's round robin over the pods (any engine).",
+        "is no pod to pick). `prefix-cache`: the llm-d router's endpoint picker scores pods by queue length, "
+        "KV-cache use and the prompt prefix they likely cache (its chart's default profile); `load`: the picker's "
+        "queue and KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). "
+        "`round-robin`: no picker, Envoy's round robin over the pods (any engine).",
     )
 
 
