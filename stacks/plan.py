@@ -96,6 +96,8 @@ def _traffic_lines(model: ResolvedModel) -> list[str]:
         lines.append(f"  scales on {model.scaling.describe()}")
     if model.routing is not None:
         lines.append(f"  routing: {model.routing.strategy} ({model.routing.reason})")
+    elif model.expose and model.routing_reason:
+        lines.append(f"  routing: {model.routing_reason}")
     return lines
 
 
@@ -106,7 +108,7 @@ def traffic_json(model: ResolvedModel) -> dict[str, Any]:
         "scaling": None
         if scaling is None
         else {"signal": scaling.source, "metric": scaling.metric, "target": scaling.target, "reason": scaling.reason},
-        "routing": None if routing is None else {"strategy": routing.strategy, "reason": routing.reason},
+        "routing": {"strategy": None if routing is None else routing.strategy, "reason": model.routing_reason},
     }
 
 

@@ -556,6 +556,9 @@ class ResolvedModel(Endpoint):
     # (apiVersion, kind, name) of what the model's KEDA ScaledObjects scale, one ScaledObject each: the
     # workload, or a Dynamo graph's scaling adapters (one per scaled component); () without KEDA.
     keda_targets: tuple[tuple[str, str, str], ...] = ()
+    # Why `routing` is what it is, and why there is none (Envoy Gateway's own balancing, or no route):
+    # `stacks plan` prints it for every exposed model.
+    routing_reason: str = ""
     # What its autoscaler follows (stacks/resolve/scaling.py); None without one (`owner: none`).
     scaling: ScalingSignal | None = None
 

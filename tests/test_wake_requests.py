@@ -148,6 +148,8 @@ def test_stacks_plan_says_what_each_model_scales_on_and_how_its_pod_is_picked():
     by_name = {m["name"]: m for m in plan_json(stack)["models"]}
     assert by_name[OLLAMA]["scaling"]["signal"] == "requests"
     assert by_name[IDLE]["routing"] == {"strategy": "round-robin", "reason": "routing.strategy as written"}
+    assert "routing: the KEDA HTTP add-on's interceptor forwards to the model's Service, which picks the pod" in text
+    assert by_name[OLLAMA]["routing"]["strategy"] is None, "no picker reads Ollama, and the interceptor is in front"
 
 
 # ---- what still cannot work is refused at its key --------------------------------------------------------

@@ -96,6 +96,8 @@ def picking_and_reason(model: ModelSection, facts: EngineFacts, routed: bool) ->
     if model.routing is not None:
         return model.routing.strategy, "routing.strategy as written"
     if facts.picker_engine is None:
+        if through_interceptor(model, facts):
+            return None, "the KEDA HTTP add-on's interceptor forwards to the model's Service, which picks the pod"
         return None, f"Envoy Gateway's own balancing: the endpoint picker cannot read {facts.title}'s metrics"
     if through_interceptor(model, facts):
         return "round-robin", INTERCEPTOR_ROUND_ROBIN
@@ -106,15 +108,18 @@ def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> s
     return picking_and_reason(model, facts, routed)[0]
 
 
-def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> RoutePicking | None:
-    """The model's routing with the llm-d router's name for its engine and the reason; a picker strategy
-    on an engine the picker cannot read has none (engine_type None), which the routing rule refuses."""
+def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> dict[str, Any]:
+    """The model's routing with the llm-d router's name for its engine and the reason, and the reason
+    alone where none is resolved (`routing_reason`: Envoy Gateway's balancing, or no route); a picker
+    strategy on an engine the picker cannot read has none (engine_type None), which the routing rule
+    refuses."""
     strategy, reason = picking_and_reason(model, facts, routed)
-    if strategy is None:
-        return None
+    picking = None
     if strategy == "round-robin":
-        return RoutePicking(strategy=strategy, engine_type=None, reason=reason)
-    return RoutePicking(strategy=strategy, engine_type=facts.picker_engine, reason=reason)
+        picking = RoutePicking(strategy=strategy, engine_type=None, reason=reason)
+    elif strategy is not None:
+        picking = RoutePicking(strategy=strategy, engine_type=facts.picker_engine, reason=reason)
+    return {"routing": picking, "routing_reason": reason}
 
 
 def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
@@ -236,7 +241,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         first_start_estimate=first,
         allowance=allowance,
         await_seconds=await_seconds(model, allowance),
-        routing=route_picking(model, facts, routed),
+        **route_picking(model, facts, routed),
         **scaler_fields(entry, warm),
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
@@ -267,6 +272,7 @@ def canary_of(entry: ModelEntry, stable: ResolvedModel, view: PlatformView, rout
         scaler="none",
         keda_targets=(),
         routing=stable.routing,
+        routing_reason=stable.routing_reason,
         wake=None,
         scaling=None,
     )
