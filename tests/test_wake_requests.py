@@ -284,3 +284,10 @@ def problems_of_on(sections: dict[str, Any], platforms: Any) -> list[str]:
     except ConfigError as exc:
         return [str(p) for p in exc.problems]
     return []
+
+
+def test_an_unset_routing_that_resolves_to_round_robin_is_warned_at_the_routing_key(frontdoor):
+    sections, i = with_scaling(frontdoor, IDLE, owner="keda", minReplicas=0, maxReplicas=2)
+    sections["models"][i].pop("routing", None)
+    assert has(warnings_of(sections), f"models[{i}].routing", "round-robin", "not prefix-cache")
+    assert not has(warnings_of(frontdoor), f"models[{i}].routing"), "written round-robin: nothing to say"

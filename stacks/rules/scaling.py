@@ -245,3 +245,19 @@ def a_wake_fits_its_budget(stack: ResolvedStack) -> Iterable[Problem]:
             f"is asked to wait; cut its largest term (loadFormat: runai-streamer or a shared cache for the "
             f"weights, SOCI pull or warm nodes on its pool) or set minReplicas: 1",
         )
+
+
+@warning
+def the_picker_default_gives_way_to_the_interceptor(stack: ResolvedStack) -> Iterable[Problem]:
+    """A vLLM or SGLang model without `routing` is routed by its endpoint picker (`prefix-cache`), except
+    one reached through the interceptor, which resolves to round-robin (stacks/resolve/models.py): said
+    here, so the stack file's silence never reads as the documented default."""
+    for model in stack.models:
+        routing = model.routing
+        if model.config.routing is not None or routing is None or routing.strategy != "round-robin":
+            continue
+        yield Problem(
+            model.key("routing"),
+            f"unset, so {model.name} is routed {routing.reason}; not prefix-cache (the default for "
+            f"{model.facts.title} otherwise). Write routing: {{strategy: round-robin}} to say so",
+        )
