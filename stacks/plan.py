@@ -108,7 +108,30 @@ def _model_lines(model: ResolvedModel) -> list[str]:
     else:
         head = f"{where}: fits {verdict}"
     pods = [f"  {p.role}: {_count(p)}{'' if p.pool else ' (on the CPU nodes)'}, each {_asked(p)}" for p in model.pods]
-    return [head, *pods, *_cold_start_lines(model)]
+    return [head, *pods, *_cold_start_lines(model), *_traffic_lines(model)]
+
+
+def _traffic_lines(model: ResolvedModel) -> list[str]:
+    """What the model's autoscaler follows and how the front door picks its pod, each with why."""
+    lines = []
+    if model.scaling is not None:
+        lines.append(f"  scales on {model.scaling.describe()}")
+    if model.routing is not None:
+        lines.append(f"  routing: {model.routing.strategy} ({model.routing.reason})")
+    elif model.expose and model.routing_reason:
+        lines.append(f"  routing: {model.routing_reason}")
+    return lines
+
+
+def traffic_json(model: ResolvedModel) -> dict[str, Any]:
+    """`scaling` and `routing` as `plan --json` gives them (None without an autoscaler / a picked route)."""
+    scaling, routing = model.scaling, model.routing
+    return {
+        "scaling": None
+        if scaling is None
+        else {"signal": scaling.source, "metric": scaling.metric, "target": scaling.target, "reason": scaling.reason},
+        "routing": {"strategy": None if routing is None else routing.strategy, "reason": model.routing_reason},
+    }
 
 
 def _terms(est: ColdStartEstimate) -> str:
@@ -274,6 +297,7 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
                     for p in model.pods
                 ],
                 **cold_start_json(model),
+                **traffic_json(model),
             }
         )
     return {"stack": stack.platform.where, "pools": pools, "models": models}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .config.addons import AddonsSection
 from .config.cluster import ClusterSection
@@ -297,10 +298,35 @@ class RoutePicking:
 
     strategy: str
     engine_type: str | None  # None: round-robin, no picker
+    # Why this strategy (as written, the default for the engine, or round-robin because the model is
+    # reached through the KEDA HTTP add-on's interceptor): `stacks plan` shows it.
+    reason: str = ""
 
     @property
     def picker(self) -> bool:
         return self.engine_type is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingSignal:
+    """What a model's autoscaler follows, the one reading of `autoscaling.signal`: `gauge`, the engine's
+    Prometheus gauge (`metric`, `target` per replica) read by an HPA, AIBrix or KEDA's prometheus trigger;
+    or `requests`, the KEDA HTTP add-on's count of the model's requests at its interceptor (`metric`
+    `concurrency` or `requestRate`, `target` per replica), KEDA's external-push trigger alone. `reason`
+    says why (`stacks plan` shows it)."""
+
+    source: Literal["gauge", "requests"]
+    metric: str | None  # None: the engine exports no gauge (refused by stacks/rules/engines.py)
+    target: str
+    reason: str
+
+    @property
+    def requests(self) -> bool:
+        return self.source == "requests"
+
+    def describe(self) -> str:
+        what = "the HTTP add-on's" if self.requests else "the gauge"
+        return f"{self.source}: {what} {self.metric} at {self.target} per replica ({self.reason})"
 
 
 # The header the front door and LiteLLM set (overwriting a client's) on a scale-to-zero model's requests,
@@ -580,6 +606,11 @@ class ResolvedModel(Endpoint):
     # (apiVersion, kind, name) of what the model's KEDA ScaledObjects scale, one ScaledObject each: the
     # workload, or a Dynamo graph's scaling adapters (one per scaled component); () without KEDA.
     keda_targets: tuple[tuple[str, str, str], ...] = ()
+    # Why `routing` is what it is, and why there is none (Envoy Gateway's own balancing, or no route):
+    # `stacks plan` prints it for every exposed model.
+    routing_reason: str = ""
+    # What its autoscaler follows (stacks/resolve/scaling.py); None without one (`owner: none`).
+    scaling: ScalingSignal | None = None
 
     @property
     def scale_target(self) -> tuple[str, str, str]:

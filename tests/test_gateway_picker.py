@@ -240,15 +240,15 @@ def test_a_dashboard_shows_the_pickers_metrics_where_an_engine_it_reads_is_serve
 def test_an_exposed_vllm_or_sglang_model_is_routed_by_its_picker_unless_it_opts_out():
     """The default the issue names: prefix-cache for vLLM and SGLang; every other engine keeps Envoy
     Gateway's balancing; round-robin turns the picker off; no route, no picker; a model that scales to
-    zero none either (the picker would send requests past the interceptor that wakes it)."""
+    zero is round-robin (the interceptor that wakes it forwards to its Service, past any picker)."""
     sections = sections_of(FRONTDOOR)
     for model in sections["models"]:
         model.pop("routing", None)
     stack = resolved_stack(sections)
     strategies = {m.name: m.routing.strategy if m.routing else None for m in stack.models}
     for model in stack.models:
-        picked = model.engine in ("vllm", "sglang") and model.expose and not model.config.autoscaling.to_zero
-        expected = "prefix-cache" if picked else None
+        pickable = model.engine in ("vllm", "sglang") and model.expose
+        expected = ("round-robin" if model.config.autoscaling.to_zero else "prefix-cache") if pickable else None
         assert strategies[model.name] == expected, (model.name, model.engine, strategies[model.name])
     assert any(s == "prefix-cache" for s in strategies.values()) and any(s is None for s in strategies.values())
     opted_out = sections_of(FRONTDOOR)

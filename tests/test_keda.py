@@ -241,12 +241,16 @@ def test_zero_without_a_route_is_refused(dev):
     assert any("autoscaling.minReplicas" in p and "expose: false" in p for p in refusals(sections))
 
 
-def test_zero_with_an_endpoint_picker_is_refused_and_the_default_is_no_picker(dev):
+def test_zero_with_an_endpoint_picker_is_refused_and_the_default_is_round_robin_with_its_reason(dev):
     sections = keda(dev, minReplicas=0)
     sections["models"][0]["routing"] = {"strategy": "prefix-cache"}
     (problem,) = [p for p in refusals(sections) if "routing.strategy" in p]
     assert problem.startswith(f"{P}models[0].routing.strategy:") and "round-robin" in problem
-    assert resolved_model(resolved_stack(keda(dev, minReplicas=0)), "qwen3-8b").routing is None
+    routing = resolved_model(resolved_stack(keda(dev, minReplicas=0)), "qwen3-8b").routing
+    assert routing is not None and routing.strategy == "round-robin" and not routing.picker, (
+        "a vLLM model that scales to zero is routed round-robin, said, not silently left without a picker"
+    )
+    assert "interceptor" in routing.reason, routing.reason
 
 
 def test_keda_without_a_prometheus_is_refused(dev):

@@ -65,7 +65,7 @@ def test_the_interceptor_route_sends_the_models_header_to_its_service_and_is_val
     )
     assert rule["hosts"] == ["*"], "the front door and LiteLLM arrive under different hosts"
     assert "paths" not in rule, "every model reaches the interceptor at /v1/...: the path tells nothing"
-    assert route["spec"]["scalingMetric"] == {"concurrency": {"targetValue": wake.CONCURRENCY_TARGET}}
+    assert route["spec"]["scalingMetric"] == {"concurrency": {"targetValue": 16}}, "autoscaling.requests defaults"
 
 
 @pytest.mark.schemas
@@ -105,10 +105,14 @@ def test_the_route_goes_to_the_interceptor_with_the_header_set_and_stays_authent
 
 
 def test_the_grant_lets_the_routes_of_the_known_namespaces_reach_only_the_interceptor(stack):
-    assert stack.access.interceptor_routes_from == ("chat",), "the frontdoor stack's to-zero model is in chat"
+    assert stack.access.interceptor_routes_from == ("chat", "local"), (
+        "the frontdoor stack's to-zero models are in chat (vLLM) and local (Ollama)"
+    )
     (grant,) = interceptor_grants(stack.access.interceptor_routes_from)
     assert grant["metadata"]["namespace"] == KEDA_NAMESPACE
-    assert grant["spec"]["from"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "chat"}]
+    assert grant["spec"]["from"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": ns} for ns in ("chat", "local")
+    ]
     assert grant["spec"]["to"] == [{"group": "", "kind": "Service", "name": INTERCEPTOR[0]}]
 
 

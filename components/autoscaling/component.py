@@ -39,8 +39,6 @@ class ModelScalers(pulumi.ComponentResource):
         for served in args.models:
             if not served.keda_targets:
                 continue
-            if args.prometheus is None:  # refused by stacks/rules/serving.py before anything is built
-                raise ValueError(f"model {served.name}: KEDA's trigger has no Prometheus to query")
             depends = [r for r in (args.keda, args.namespaces.get(served.namespace)) if r is not None]
             if served.wake is not None:
                 installers = [r for r in (args.keda_http, args.namespaces.get(served.namespace)) if r is not None]

@@ -6,7 +6,9 @@
   HPAs read nothing). The `*/scale` RBAC is narrowed from the chart's every-kind default to the kinds
   the platform scales: LeaderWorkerSets and Dynamo's scaling adapters (Deployments are built in).
 - `scaled_objects`: one ScaledObject per target (`ResolvedModel.keda_targets`: the workload, or a
-  Dynamo graph's DynamoGraphDeploymentScalingAdapter), with a Prometheus trigger on the cluster total
+  Dynamo graph's DynamoGraphDeploymentScalingAdapter). A model on the HTTP add-on's request count
+  (`ResolvedModel.scaling`, `signal: requests`) has the add-on's external-push trigger alone; the others
+  a Prometheus trigger on the cluster total
   of the engine's queue gauge for this model (`sum(...)`: a query returning several series is an error
   to KEDA, not a sum) and the per-replica `threshold` (KEDA's default AverageValue metric type divides
   the total by the replicas). The HPA KEDA creates is named after the target, with the annotation that
@@ -93,8 +95,19 @@ def prometheus_trigger(served: ResolvedModel, server: str) -> dict[str, Any]:
     }
 
 
+def triggers(served: ResolvedModel, server: str | None, wake: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The wake trigger first (0 to 1, and for `signal: requests` 1 to N too), then the engine's gauge
+    unless the model scales on the add-on's request count."""
+    assert served.scaling is not None, "a KEDA-scaled model has a signal"
+    if served.scaling.requests:
+        return list(wake or [])
+    if server is None:  # refused by stacks/rules/scaling.py before anything is built
+        raise ValueError(f"model {served.name}: KEDA's prometheus trigger has no Prometheus to query")
+    return [*(wake or []), prometheus_trigger(served, server)]
+
+
 def scaled_object(
-    served: ResolvedModel, target: tuple[str, str, str], server: str, wake: list[dict[str, Any]] | None = None
+    served: ResolvedModel, target: tuple[str, str, str], server: str | None, wake: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """One ScaledObject on `target`; `wake` adds the triggers that bring a model back from zero."""
     scaling = served.config.autoscaling
@@ -106,7 +119,7 @@ def scaled_object(
         "pollingInterval": POLLING_SECONDS,
         # The HPA is named after the target, as `owner: hpa` names its own (components/engines/workload.py).
         "advanced": {"horizontalPodAutoscalerConfig": {"name": hpa_name(target), "behavior": HPA_BEHAVIOR}},
-        "triggers": [*(wake or []), prometheus_trigger(served, server)],
+        "triggers": triggers(served, server, wake),
     }
     if scaling.to_zero:
         # Only the step to zero waits this long after the last activity (N to 1 follows the HPA's
@@ -133,9 +146,10 @@ def hpa_name(target: tuple[str, str, str]) -> str:
     return target[2]
 
 
-def scaled_objects(served: ResolvedModel, server: str) -> list[dict[str, Any]]:
-    """The model's ScaledObjects, one per target (none unless KEDA owns its replicas); a model that scales
-    to zero wakes on the HTTP add-on's push trigger (components/autoscaling/wake.py)."""
+def scaled_objects(served: ResolvedModel, server: str | None) -> list[dict[str, Any]]:
+    """The model's ScaledObjects, one per target (none unless KEDA owns its replicas); a model reached
+    through the HTTP add-on's interceptor (it scales to zero, or on the add-on's request count) has its
+    push trigger (components/autoscaling/wake.py)."""
     wakes = [push_trigger(served)] if served.wake is not None else None
     return [scaled_object(served, target, server, wakes) for target in served.keda_targets]
 

@@ -8,9 +8,10 @@ requests go instead through the add-on's interceptor, which holds each one while
   to its Service and port, matching the platform header the front door and LiteLLM set
   (stacks/resolved.py WAKE_HEADER: every model reaches the interceptor under one host and `/v1/...`)
   with the value `<namespace>/<name>` (`Wake.header`), which no model of another namespace shares,
-  with concurrency as its scaling metric and timeouts from the model's cold-start budget;
+  with the model's `autoscaling.requests` as its scaling metric and timeouts from the cold-start budget;
 - `push_trigger`: the ScaledObject's `external-push` trigger (0 to 1), placed before the engine's
-  Prometheus trigger (1 to N). The ScaledObject is created after its InterceptorRoute: before, the
+  Prometheus trigger (1 to N); for a model on the add-on's request count it is the only trigger (0..N).
+  The ScaledObject is created after its InterceptorRoute: before, the
   scaler answers an empty metric spec and KEDA falls back to a CPU metric (the add-on's user guide).
 
 The chart names its Services after the chart, not the release (templates/*/service*.yaml:
@@ -46,9 +47,6 @@ INTERCEPTOR_MIN_REPLICAS = 2
 INTERCEPTOR_MAX_REPLICAS = 10
 # The scaler answers KEDA's activation stream; two keep the 0 to 1 path through a node drain.
 SCALER_REPLICAS = 2
-# Concurrent requests per replica the interceptor's concurrency metric aims at: a vLLM replica batches
-# many, and from one replica up the engine's queue trigger decides.
-CONCURRENCY_TARGET = 16
 # The add-on's three components, each a static Go binary that writes nothing (read-only root): run as
 # a high non-root uid under the runtime's seccomp profile, which the chart's defaults leave unset.
 COMPONENTS = ("interceptor", "scaler", "operator")
@@ -106,6 +104,15 @@ def request_seconds(served: Endpoint) -> int:
     return served.wake.cold_start.seconds + REQUEST_SECONDS
 
 
+def scaling_metric(served: ResolvedModel) -> dict[str, Any]:
+    """The route's `scalingMetric` (`autoscaling.requests`): what the add-on's scaler reports to the push
+    trigger per replica, the whole 0..N signal of `signal: requests`, and beside the engine's gauge the
+    count that wakes a model at zero (the HPA follows whichever asks for more replicas). The request
+    rate keeps the add-on's window (1 minute in 1 s buckets)."""
+    wanted = served.config.autoscaling.requests
+    return {wanted.metric: {"targetValue": wanted.target_value}}
+
+
 def interceptor_route(served: ResolvedModel) -> dict[str, Any]:
     """The model's InterceptorRoute: requests carrying its platform header (any host: the front door and
     LiteLLM arrive under different ones) go to its Service and port. It waits for readiness as long as
@@ -123,7 +130,7 @@ def interceptor_route(served: ResolvedModel) -> dict[str, Any]:
         "spec": {
             "target": {"service": served.service, "port": served.port},
             "rules": [{"hosts": ["*"], "headers": [{"name": WAKE_HEADER, "value": served.wake.header}]}],
-            "scalingMetric": {"concurrency": {"targetValue": CONCURRENCY_TARGET}},
+            "scalingMetric": scaling_metric(served),
             "timeouts": {
                 "readiness": seconds(served.wake.cold_start.seconds),
                 "responseHeader": seconds(REQUEST_SECONDS),

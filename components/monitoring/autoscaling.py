@@ -190,9 +190,9 @@ def _threshold_line(panel: dict[str, Any], value: float) -> None:
 
 
 def replicas_panel(pid: int, served: ResolvedModel) -> dict[str, Any] | None:
-    """Current and desired replicas and the ceiling against the queue the model scales on."""
+    """Current and desired replicas and the ceiling against the queue the model scales on (a model on the
+    HTTP add-on's request count: the replicas alone, as the count lives in the add-on, not Prometheus)."""
     scaling = served.config.autoscaling
-    queue = queue_series(served)
     replicas: list[tuple[str, str]]
     if hpa_names(served):
         sel, by = hpa_selector(served), "horizontalpodautoscaler"
@@ -210,6 +210,11 @@ def replicas_panel(pid: int, served: ResolvedModel) -> dict[str, Any] | None:
         current = f"sum({K['deployment_available'].series(sel)})"
     else:
         return None
+    if on_requests(served):
+        panel = _panel(pid, "Replicas (scaled on the HTTP add-on's request count)", GRAFANA_UNITS["replicas"], replicas)
+        _threshold_line(panel, scaling.max_replicas)
+        return panel
+    queue = queue_series(served)
     targets = [
         *replicas,
         (queue_query(served), f"{queue.name} (all pods)"),
@@ -411,33 +416,42 @@ def scaling_rules(served: ResolvedModel, images: ImageTable) -> list[dict[str, A
     return rules
 
 
+def on_requests(served: ResolvedModel) -> bool:
+    """The model scales on the KEDA HTTP add-on's request count, not a gauge in Prometheus."""
+    return served.scaling is not None and served.scaling.requests
+
+
 def _autoscaler_rules(served: ResolvedModel) -> list[dict[str, Any]]:
-    """For a model with an HPA: pinned at its ceiling with a queue, and unable to read its metric."""
+    """For a model with an HPA: pinned at its ceiling with a queue (on a gauge), and unable to read its metric."""
+    return [*([] if on_requests(served) else [_pinned_rule(served)]), _unreadable_rule(served)]
+
+
+def _pinned_rule(served: ResolvedModel) -> dict[str, Any]:
     scaling = served.config.autoscaling
     queue = queue_series(served)
-    return [
-        _rule(
-            served,
-            "ScalingPinnedAtMax",
-            pinned_at_max(served),
-            PINNED_FOR,
-            f"at maxReplicas ({scaling.max_replicas}) with more than {scaling.target_value} requests waiting "
-            f"per replica",
-            f"{queue.name} summed over the model's pods, per replica its HPA sees, is above "
-            f"autoscaling.targetValue while the HPA runs at its ceiling: the model needs more capacity than "
-            f"autoscaling.maxReplicas allows.",
-        ),
-        _rule(
-            served,
-            "ScalerCannotReadMetric",
-            scaler_unreadable(served),
-            UNREADABLE_FOR,
-            "its HPA cannot read the metric it scales on",
-            f"ScalingActive is false on {', '.join(hpa_names(served))}: the replicas are frozen. "
-            f"kubectl describe hpa shows the reason (FailedGetExternalMetric for KEDA's, "
-            f"FailedGetPodsMetric for prometheus-adapter's).",
-        ),
-    ]
+    return _rule(
+        served,
+        "ScalingPinnedAtMax",
+        pinned_at_max(served),
+        PINNED_FOR,
+        f"at maxReplicas ({scaling.max_replicas}) with more than {scaling.target_value} requests waiting per replica",
+        f"{queue.name} summed over the model's pods, per replica its HPA sees, is above "
+        f"autoscaling.targetValue while the HPA runs at its ceiling: the model needs more capacity than "
+        f"autoscaling.maxReplicas allows.",
+    )
+
+
+def _unreadable_rule(served: ResolvedModel) -> dict[str, Any]:
+    return _rule(
+        served,
+        "ScalerCannotReadMetric",
+        scaler_unreadable(served),
+        UNREADABLE_FOR,
+        "its HPA cannot read the metric it scales on",
+        f"ScalingActive is false on {', '.join(hpa_names(served))}: the replicas are frozen. "
+        f"kubectl describe hpa shows the reason (FailedGetExternalMetric for KEDA's, "
+        f"FailedGetPodsMetric for prometheus-adapter's).",
+    )
 
 
 def _cold_start_rules(served: ResolvedModel) -> list[dict[str, Any]]:

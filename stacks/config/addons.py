@@ -295,7 +295,9 @@ class AddonsSection(Strict):
     lws: Lws = Field(default_factory=Lws, description="LeaderWorkerSet, for models that span nodes.")
     keda: Keda = Field(default_factory=Keda, description="KEDA, for `autoscaling.owner: keda`.")
     keda_http: KedaHttp = Field(
-        default_factory=KedaHttp, description="The KEDA HTTP add-on, for models that scale to zero."
+        default_factory=KedaHttp,
+        description="The KEDA HTTP add-on, for models that scale to zero or on its request count "
+        "(`autoscaling.signal: requests`); turned on when one does.",
     )
     litellm: LiteLLM = Field(
         default_factory=LiteLLM, description="LiteLLM proxy: one OpenAI-compatible endpoint over several models."

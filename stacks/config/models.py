@@ -353,6 +353,28 @@ class Architecture(Strict):
         return self
 
 
+# The InterceptorRoute's metric targets are int32 with a minimum of 1 (http.keda.sh/v1beta1 at 0.15.0:
+# ConcurrencyTargetSpec / RequestRateTargetSpec `targetValue`).
+INT32_MAX = 2**31 - 1
+
+
+class RequestScaling(Strict):
+    """What the KEDA HTTP add-on counts of a model's requests (its InterceptorRoute's `scalingMetric`)."""
+
+    metric: Literal["concurrency", "requestRate"] = Field(
+        default="concurrency",
+        description="`concurrency`: requests in flight at the interceptor; `requestRate`: requests per second over "
+        "the add-on's sliding window (1 minute, 1 s buckets).",
+    )
+    target_value: int = Field(
+        default=16,
+        ge=1,
+        le=INT32_MAX,
+        description="Per replica, the count KEDA aims at (`desired = ceil(total / targetValue)`); an int32 of at "
+        "least 1, as the InterceptorRoute CRD accepts.",
+    )
+
+
 class Autoscaling(Strict):
     """Who scales the model's replicas; one owner per workload."""
 
@@ -387,6 +409,19 @@ class Autoscaling(Strict):
         description="Target of `metric` per replica, as a decimal string: the HPA's per-pod average, KEDA's "
         "`threshold` (the cluster total divided by the replicas).",
     )
+    signal: Literal["gauge", "requests"] | None = Field(
+        default=None,
+        description="With `owner: keda`, what the replicas follow: `gauge` (the engine's Prometheus gauge, "
+        "`metric`/`targetValue`, plus the HTTP add-on's wake trigger at `minReplicas: 0`) or `requests` (the KEDA HTTP "
+        "add-on's own count of the model's requests, `requests`, 0..N on its external-push trigger alone: no "
+        "Prometheus needed, the route goes through the add-on's interceptor). Unset: `gauge` where the engine "
+        "exports one, else `requests` (Ollama). `stacks plan` shows the choice and why.",
+    )
+    requests: RequestScaling = Field(
+        default_factory=RequestScaling,
+        description="The HTTP add-on's request metric and per-replica target: the scaling signal of "
+        "`signal: requests`, and beside the gauge the count its wake trigger reports for a model at zero.",
+    )
     idle_seconds: int = Field(
         default=900,
         ge=60,
@@ -412,10 +447,12 @@ class Routing(Strict):
 
     strategy: Literal["prefix-cache", "load", "round-robin"] = Field(
         default="prefix-cache",
-        description="`prefix-cache`: the llm-d router's endpoint picker scores pods by queue length, KV-cache use "
-        "and the prompt prefix they likely cache (its chart's default profile); `load`: the picker's queue and "
-        "KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). `round-robin`: no "
-        "picker, Envoy's round robin over the pods (any engine).",
+        description="Unset routing: prefix-cache, except round-robin for a model that scales to zero, because the "
+        "KEDA HTTP add-on's interceptor that wakes it forwards to its Service, past any picker (and at zero there "
+        "is no pod to pick). `prefix-cache`: the llm-d router's endpoint picker scores pods by queue length, "
+        "KV-cache use and the prompt prefix they likely cache (its chart's default profile); `load`: the picker's "
+        "queue and KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). "
+        "`round-robin`: no picker, Envoy's round robin over the pods (any engine).",
     )
 
 
@@ -669,9 +706,11 @@ class ModelSection(Strict):
     routing: Routing | None = Field(
         default=None,
         description="How the front door picks the model's pod for each request, on its gateway route. Unset: "
-        "`prefix-cache` (the llm-d router's endpoint picker) for vLLM and SGLang, Envoy Gateway's default "
-        "least-request balancing for the other engines; `strategy: round-robin` turns the picker off. Given, it "
-        "needs `expose: true`.",
+        "`prefix-cache` (the llm-d router's endpoint picker) for vLLM and SGLang, except round-robin for a model "
+        "that scales to zero (or on the HTTP add-on's request count), because its requests go through the KEDA "
+        "HTTP add-on's interceptor, which forwards to the model's Service, so no picker can choose its pod; Envoy "
+        "Gateway's default least-request balancing for the other engines; `strategy: round-robin` turns the "
+        "picker off. `stacks plan` shows the strategy and why. Given, it needs `expose: true`.",
     )
     canary: Canary | None = Field(
         default=None,

@@ -7,6 +7,7 @@ from zero and its canary. Builders, rules and `stacks plan` read these figures; 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from components.engines import ENGINES
 
@@ -43,6 +44,7 @@ from ..resolved import (
 from ..sizing import replica_requests, tensor_parallel
 from .access import callers, key_secrets
 from .cache import model_cache
+from .scaling import scaling_signal, through_interceptor
 
 
 def model_entry(index: int, model: ModelSection, addons: AddonsSection, team: Team | None) -> ModelEntry:
@@ -75,30 +77,50 @@ def wake_of(entry: ModelEntry, warm: ColdStartEstimate) -> Wake:
     return Wake(route=entry.name, header=f"{entry.namespace}/{entry.name}", cold_start=budget(warm))
 
 
-def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> str | None:
-    """The strategy the front door routes the model's requests by, the one reading of `routing`:
-    the stack's; unset, `prefix-cache` for an exposed model of an engine the endpoint picker reads
-    (vLLM, SGLang) that does not scale to zero; None (Envoy Gateway's own balancing) for the others,
-    and where the model has no route (`expose: false`, or a stack without a gateway: `routed` False)."""
+# Why a model reached through the interceptor has no endpoint picker: the KEDA HTTP add-on 0.15.0 forwards
+# each request to `<service>.<namespace>:<port>` (interceptor/middleware/routing.go resolveUpstreamURL), so
+# the Service, not a picker, chooses the pod, and at zero there is no pod for a picker to choose.
+INTERCEPTOR_ROUND_ROBIN = (
+    "round-robin, because its requests go through the KEDA HTTP add-on's interceptor (it scales to zero or on "
+    "the add-on's request count), which forwards to the model's Service, so no endpoint picker can choose its pod"
+)
+
+
+def picking_and_reason(model: ModelSection, facts: EngineFacts, routed: bool) -> tuple[str | None, str]:
+    """The strategy the front door routes the model's requests by, the one reading of `routing`, and why:
+    the stack's; unset, `prefix-cache` for an exposed model of an engine the endpoint picker reads (vLLM,
+    SGLang), except `round-robin` for one whose requests go through the interceptor (it scales to zero);
+    None (Envoy Gateway's own balancing) for the other engines, and where the model has no route
+    (`expose: false`, or a stack without a gateway: `routed` False)."""
     if not model.expose or not routed:
-        return None
+        return None, "no route (expose: false or no gateway)"
     if model.routing is not None:
-        return model.routing.strategy
-    if model.autoscaling.to_zero:
-        # The picker would send requests past the interceptor that wakes the model (stacks/rules/scaling.py).
-        return None
-    return "prefix-cache" if facts.picker_engine is not None else None
+        return model.routing.strategy, "routing.strategy as written"
+    if facts.picker_engine is None:
+        if through_interceptor(model, facts):
+            return None, "the KEDA HTTP add-on's interceptor forwards to the model's Service, which picks the pod"
+        return None, f"Envoy Gateway's own balancing: the endpoint picker cannot read {facts.title}'s metrics"
+    if through_interceptor(model, facts):
+        return "round-robin", INTERCEPTOR_ROUND_ROBIN
+    return "prefix-cache", f"the default for {facts.title}, whose metrics the endpoint picker reads"
 
 
-def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> RoutePicking | None:
-    """The model's routing with the llm-d router's name for its engine; a picker strategy on an engine
-    the picker cannot read has none (engine_type None), which the routing rule refuses."""
-    strategy = routing_strategy(model, facts, routed)
-    if strategy is None:
-        return None
+def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> str | None:
+    return picking_and_reason(model, facts, routed)[0]
+
+
+def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> dict[str, Any]:
+    """The model's routing with the llm-d router's name for its engine and the reason, and the reason
+    alone where none is resolved (`routing_reason`: Envoy Gateway's balancing, or no route); a picker
+    strategy on an engine the picker cannot read has none (engine_type None), which the routing rule
+    refuses."""
+    strategy, reason = picking_and_reason(model, facts, routed)
+    picking = None
     if strategy == "round-robin":
-        return RoutePicking(strategy=strategy, engine_type=None)
-    return RoutePicking(strategy=strategy, engine_type=facts.picker_engine)
+        picking = RoutePicking(strategy=strategy, engine_type=None, reason=reason)
+    elif strategy is not None:
+        picking = RoutePicking(strategy=strategy, engine_type=facts.picker_engine, reason=reason)
+    return {"routing": picking, "routing_reason": reason}
 
 
 def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
@@ -179,6 +201,18 @@ def placed_cache(
     return model_cache(model, pool.config, view.storage, entry.owner, key if compiles else None), compiles
 
 
+def scaler_fields(entry: ModelEntry, warm: ColdStartEstimate) -> dict[str, Any]:
+    """What scales the model: KEDA's targets (the workload, or a Dynamo graph's scaling adapters: its CRD
+    has no scale subresource), the way through the interceptor (named after the model) for one that
+    scales to zero or on the add-on's request count, and the signal its autoscaler follows."""
+    model, facts = entry.config, entry.facts
+    return {
+        "keda_targets": entry.made.keda_targets if model.autoscaling.owner == "keda" else (),
+        "wake": wake_of(entry, warm) if through_interceptor(model, facts) else None,
+        "scaling": scaling_signal(model, facts),
+    }
+
+
 def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel | None:
     """The entry on its pool of the platform; None when the platform has no such pool (refused)."""
     model, facts, made = entry.config, entry.facts, entry.made
@@ -232,11 +266,8 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         first_start_estimate=first,
         allowance=allowance,
         await_seconds=await_seconds(model, allowance),
-        routing=route_picking(model, facts, routed),
-        # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
-        keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
-        # A model that scales to zero comes back through its InterceptorRoute (named after it).
-        wake=wake_of(entry, warm) if model.autoscaling.to_zero else None,
+        **route_picking(model, facts, routed),
+        **scaler_fields(entry, warm),
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
 
@@ -266,7 +297,9 @@ def canary_of(entry: ModelEntry, stable: ResolvedModel, view: PlatformView, rout
         scaler="none",
         keda_targets=(),
         routing=stable.routing,
+        routing_reason=stable.routing_reason,
         wake=None,
+        scaling=None,
     )
 
 

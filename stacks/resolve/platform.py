@@ -39,6 +39,7 @@ from ..resolved import (
     PlatformView,
     Team,
 )
+from .scaling import through_interceptor
 
 OWN = "this stack"
 
@@ -91,8 +92,9 @@ def with_model_addons(addons: AddonsSection, models: Sequence[ModelSection]) -> 
 
 def with_keda(addons: AddonsSection, models: Sequence[ModelSection]) -> AddonsSection:
     """The add-ons with KEDA on when some model is KEDA-scaled, and its HTTP add-on (which needs KEDA)
-    on when some model scales to zero, as if `addons.keda` / `addons.kedaHttp` said so."""
-    http = addons.keda_http.enabled or any(m.autoscaling.to_zero for m in models)
+    on when some model's requests go through its interceptor (it scales to zero, or on the add-on's
+    request count), as if `addons.keda` / `addons.kedaHttp` said so."""
+    http = addons.keda_http.enabled or any(through_interceptor(m, ENGINES[m.engine].facts) for m in models)
     keda = addons.keda.enabled or http or any(m.autoscaling.owner == "keda" for m in models)
     if (keda, http) == (addons.keda.enabled, addons.keda_http.enabled):
         return addons

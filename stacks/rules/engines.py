@@ -17,6 +17,7 @@ from components.engines import ENGINES
 
 from ..checks import rule, warning
 from ..errors import Problem
+from ..resolve.scaling import scaling_signal
 from ..resolved import ResolvedModel, ResolvedStack
 from ..sizing import WEIGHTS_FRACTION, weights
 from .groups import neuron_heads_split
@@ -107,12 +108,16 @@ def autoscalers_read_a_gauge_the_engine_exports(stack: ResolvedStack) -> Iterabl
         # adapters); the others' autoscalers are refused before this matters.
         if not facts.platform_workload and not (scaling.owner == "keda" and entry.made.keda_targets):
             continue
+        signal = scaling_signal(entry.config, facts)
+        if signal is not None and signal.requests:
+            continue  # the HTTP add-on's request count (stacks/rules/scaling.py checks its path)
         gauges = [m.name for m in facts.gauges]
         if not gauges:
             yield Problem(
-                entry.key("autoscaling", "owner"),
-                f"engine {entry.config.engine} exports no Prometheus metrics to scale on; use owner: none "
-                f"and a fixed replicas count",
+                entry.key("autoscaling", "signal" if scaling.signal else "owner"),
+                f"engine {entry.config.engine} exports no Prometheus metrics to scale on; use owner: keda without "
+                f"signal: gauge (KEDA then scales it on the HTTP add-on's count of its requests, through its "
+                f"front-door route), or owner: none and a fixed replicas count",
             )
         elif scaling.metric is not None and scaling.metric not in gauges:
             yield Problem(
