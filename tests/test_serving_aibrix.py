@@ -25,7 +25,7 @@ def test_each_adapter_is_a_model_adapter_selecting_the_models_pods():
     assert set(adapters) == {"support-lora", "sql-lora"}
     support = adapters["support-lora"]["spec"]
     assert support["baseModel"] == NAME
-    assert support["artifactURL"] == "s3://acme-models/adapters/support/3f2a9c1/"
+    assert support["artifactURL"] == "s3://acme-models/platform/qwen3-8b-lora/adapters/support-lora/"
     assert support["podSelector"]["matchLabels"] == {
         "model.aibrix.ai/name": NAME,
         "adapter.model.aibrix.ai/enabled": "true",
