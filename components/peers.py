@@ -187,6 +187,13 @@ AIBRIX_GATEWAY_PLUGIN = _aibrix("aibrix-gateway-plugin")
 # defaultMetricPort).
 AIBRIX_ENGINE_PORT = 8000
 AIBRIX_RUNTIME_PORT = 8080
+# The EKS Pod Identity agent: a hostNetwork DaemonSet answering on a link-local address (not the node IP
+# the VPC CNI always admits), where the AWS SDKs fetch a pod's role credentials
+# (AWS_CONTAINER_CREDENTIALS_FULL_URI, http://169.254.170.23/v1/credentials).
+POD_IDENTITY_AGENT: dict[str, Any] = {
+    "to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}],
+    "ports": [{"protocol": "TCP", "port": 80}],
+}
 # The NIM Operator (v3.1.2 internal/controller/platform/standalone/nimservice.go getNIMModelName)
 # lists a NIMService's models at its Service's port (`/v1/models`).
 NIM_OPERATOR = _controller(nim.FACTS, {"control-plane": "controller-manager", NAME: "k8s-nim-operator"})

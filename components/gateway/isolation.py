@@ -66,7 +66,7 @@ from . import picker
 __all__ = ["NS_LABEL", "Callers", "namespace_policies"]
 
 # The EKS Pod Identity agent's credential endpoint (IPv4 clusters): AWS_CONTAINER_CREDENTIALS_FULL_URI.
-POD_IDENTITY_AGENT = {"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"protocol": "TCP", "port": 80}]}
+POD_IDENTITY_AGENT = peers.POD_IDENTITY_AGENT
 LITELLM = Pods(LITELLM_NAMESPACE, {peers.NAME: litellm.NAME})
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .. import bedrock
 from ..checks import rule
+from ..config.addons import ExternalProvider
 from ..errors import Problem, key_path
+from ..regions import region
 from ..resolved import ResolvedStack
 
 SCALER_NAMES = {
@@ -134,6 +137,50 @@ def litellm_providers(stack: ResolvedStack) -> Iterable[Problem]:
                 )
             elif target == source:
                 yield Problem(key_path([*base, "fallbacks", source]), f"{source!r} cannot fall back to itself")
+
+
+def _provider_problems(provider: ExternalProvider, base: list[str | int]) -> Iterable[Problem]:
+    """A provider's credentials and, for Bedrock, its Region and model ids (stacks/bedrock.py)."""
+    if provider.name != bedrock.PROVIDER:
+        if provider.api_key_secret is None:
+            yield Problem(
+                key_path([*base, "apiKeySecret"]),
+                f"provider {provider.name} needs its API key: name the Secret (key api-key) in namespace litellm",
+            )
+        if provider.region is not None:
+            yield Problem(
+                key_path([*base, "region"]),
+                "region is Bedrock's (aws_region_name); other providers take no region: remove it",
+            )
+        return
+    if provider.region is None:
+        yield Problem(
+            key_path([*base, "region"]),
+            "a Bedrock provider needs the Region the proxy calls it in (LiteLLM's aws_region_name), e.g. us-west-2",
+        )
+    elif region(provider.region) is None:
+        yield Problem(
+            key_path([*base, "region"]),
+            f"{provider.region!r} is not an AWS Region (stacks/data/regions.json); e.g. us-west-2, us-east-1",
+        )
+    for k, model in enumerate(provider.models):
+        why = bedrock.model_id_problem(model)
+        if why is None and provider.region is not None and region(provider.region) is not None:
+            why = bedrock.region_problem(model, provider.region)
+        if why is not None:
+            yield Problem(key_path([*base, "models", k]), why)
+
+
+@rule
+def litellm_provider_credentials(stack: ResolvedStack) -> Iterable[Problem]:
+    """Each external provider can be called as written: a key for the key-based providers; for Bedrock
+    a Region it has and model ids of Bedrock's shape (its API key is optional: without one the proxy
+    calls Bedrock as its own Pod Identity role, granted exactly those models)."""
+    addon = stack.config.addons.litellm
+    if not addon.enabled:
+        return
+    for p, provider in enumerate(addon.external_providers):
+        yield from _provider_problems(provider, ["addons", "litellm", "externalProviders", p])
 
 
 @rule
