@@ -143,3 +143,13 @@ def test_a_teams_adapter_is_read_only_under_its_teams_prefix():
     assert any("models[0].adapters[0].artifactURL" in p and "outside teams/search/" in p for p in found), found
     model["adapters"][0]["artifactURL"] = "s3://acme-models/teams/search/qwen3-8b/adapters/sql-lora/"
     check_sections(team, "us-west-2", platforms=live_platform(live))
+
+
+def test_an_aibrix_adapters_rank_starts_vllm_with_room_for_it():
+    sections = serving_sections()
+    model_entry(sections, NAME)["adapters"][0]["rank"] = 64
+    (deployment,) = [o for o in serving_objects(NAME, sections) if o["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--max-lora-rank") + 1] == "64", "vLLM's default 16 would refuse a rank-64 adapter"
+    (plain,) = [o for o in serving_objects(NAME) if o["kind"] == "Deployment"]
+    assert "--max-lora-rank" not in plain["spec"]["template"]["spec"]["containers"][0]["args"]

@@ -160,10 +160,13 @@ def served_args(spec: WorkloadSpec) -> list[str]:
 
 
 def lora(spec: WorkloadSpec) -> tuple[list[str], list[dict[str, str]]]:
-    """AIBrix's runtime LoRA flags and env for a model with adapters, when AIBrix loads them."""
-    if spec.served.aibrix and spec.model.adapters:
-        return aibrix.lora_runtime()
-    return [], []
+    """AIBrix's runtime LoRA flags and env for a model with adapters, when AIBrix loads them, and the
+    largest rank its adapters give (`--max-lora-rank`: vLLM's default 16 refuses a larger adapter)."""
+    if not (spec.served.aibrix and spec.model.adapters):
+        return [], []
+    args, env = aibrix.lora_runtime()
+    ranks = [a.rank for a in spec.model.adapters if a.rank is not None]
+    return [*args, *(["--max-lora-rank", str(max(ranks))] if ranks else [])], env
 
 
 # vLLM 0.29's default --master-port (config/parallel.py), stated so the leader and workers agree.

@@ -95,6 +95,10 @@ def runtime_sidecar(
 
 
 def model_adapters(served: ResolvedModel, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """One ModelAdapter per adapter of a model whose engine AIBrix loads adapters into (an engine that
+    loads its own, Ray Serve, gets none: AIBrix would try to load them into pods it cannot reach)."""
+    if not served.facts.lora:
+        return []
     out = []
     for adapter in served.config.adapters:
         spec: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""LoRA adapters (`models[].adapters`) where what loads them can read them.
+"""LoRA adapters (`models[].adapters`) where what loads them can read them, laid out as it loads them.
 
 Whatever loads an adapter reads its `s3://` artifact as the model pod's service account, `model-reader`,
 whose Pod Identity role may list and read only its owner's prefix of the platform's model bucket
@@ -80,3 +80,54 @@ def s3_artifact_problems(stack: ResolvedStack, entry: ModelEntry) -> Iterable[Pr
 def adapter_artifacts_are_readable_by_what_loads_them(stack: ResolvedStack) -> Iterable[Problem]:
     for entry in stack.entries:
         yield from s3_artifact_problems(stack, entry)
+
+
+def _prefix_layout(entry: ModelEntry) -> Iterable[Problem]:
+    """Ray Serve LLM's layout: one `dynamic_lora_loading_path` whose subfolders are the adapters, each
+    asked for as `<model>:<subfolder>`, so every adapter is an `s3://` folder named like the adapter
+    under the first adapter's parent (the platform's bucket: gs:// and the others are not it)."""
+    adapters = entry.config.adapters
+    parent = adapters[0].folder()[0]
+    for j, adapter in enumerate(adapters):
+        where = entry.key("adapters", j, "artifactURL")
+        here, name = adapter.folder()
+        if not adapter.artifact_url.startswith(S3):
+            yield Problem(
+                where, f"{adapter.artifact_url}: Ray Serve loads adapters from the model bucket: an s3:// folder"
+            )
+        elif name != adapter.name:
+            yield Problem(
+                where,
+                f"Ray Serve serves the folder {name!r} as {entry.name}:{name}; name the folder like the adapter "
+                f"({here}{adapter.name}/) or the adapter like the folder",
+            )
+        elif here != parent:
+            yield Problem(
+                where,
+                f"Ray Serve loads every adapter of a model from one prefix (dynamic_lora_loading_path), here "
+                f"{parent} (the first adapter's); put this one at {parent}{adapter.name}/",
+            )
+
+
+def _prefix_settings(entry: ModelEntry) -> Iterable[Problem]:
+    for j, adapter in enumerate(entry.config.adapters):
+        if adapter.rank is None:
+            yield Problem(
+                entry.key("adapters", j, "rank"),
+                "Ray Serve starts vLLM with max_lora_rank the largest adapter rank (vLLM's default 16 refuses a "
+                "larger adapter at its first request): give the adapter's rank (r in its adapter_config.json)",
+            )
+        if adapter.replicas is not None:
+            yield Problem(
+                entry.key("adapters", j, "replicas"),
+                "replicas is an AIBrix ModelAdapter's; Ray Serve loads an adapter on a replica at its first "
+                "request there: remove it",
+            )
+
+
+@rule
+def adapters_loaded_from_one_prefix_follow_its_layout(stack: ResolvedStack) -> Iterable[Problem]:
+    for entry in stack.entries:
+        if entry.config.adapters and entry.facts.lora_from_prefix:
+            yield from _prefix_layout(entry)
+            yield from _prefix_settings(entry)

@@ -70,22 +70,24 @@ def an_hpa_has_metrics_to_read(stack: ResolvedStack) -> Iterable[Problem]:
 
 @rule
 def serving_addons_enabled(stack: ResolvedStack) -> Iterable[Problem]:
-    """LoRA adapters and the AIBrix autoscaler need AIBrix; a workloads stack runs on its platform's (its
+    """LoRA adapters on vLLM and the AIBrix autoscaler need AIBrix (Ray Serve loads its adapters itself);
+    a workloads stack runs on its platform's (its
     exports), unknown until the preview when the platform cannot be read here."""
     aibrix = not stack.platform.known or stack.platform.addons.aibrix.enabled
     for entry in stack.entries:
         model = entry.config
-        if model.adapters and not aibrix:
+        if model.adapters and entry.facts.lora and not aibrix:
             yield Problem(
                 entry.key("adapters"),
                 f"LoRA adapters are AIBrix ModelAdapters, and AIBrix is not installed: {stack.ask_for('aibrix')}, "
                 f"or remove adapters",
             )
-        if model.adapters and not entry.facts.lora:
+        if model.adapters and not (entry.facts.lora or entry.facts.lora_from_prefix):
             yield Problem(
                 entry.key("adapters"),
-                f"AIBrix loads adapters into vLLM at runtime; engine {model.engine} cannot take them "
-                f"(use engine: vllm, or remove adapters)",
+                f"AIBrix loads adapters into vLLM at runtime, and Ray Serve LLM loads them itself; engine "
+                f"{model.engine} cannot take them (use engine: vllm with AIBrix or engine: ray-serve, or remove "
+                f"adapters)",
             )
         if model.autoscaling.owner == "aibrix" and not aibrix:
             yield Problem(
