@@ -179,11 +179,21 @@ RAY_DASHBOARD_PORT = 8265
 RAY_HEAD_LABELS = {"ray.io/node-type": "head"}
 AIBRIX_CONTROLLER = _aibrix("aibrix-controller-manager")
 AIBRIX_GATEWAY_PLUGIN = _aibrix("aibrix-gateway-plugin")
-# AIBrix 0.7.0 calls a model pod on fixed ports: the adapter controller loads LoRA adapters at
-# http://<pod>:8000 (pkg/controller/modeladapter DefaultInferenceEnginePort; no runtime sidecar in the
-# platform's pods), and the gateway plugin reads pod metrics on `model.aibrix.ai/metric-port`, which
-# the platform does not set, else 8000 (pkg/cache defaultMetricPort).
+# AIBrix 0.7.0 calls a model pod on fixed ports: the adapter controller lists and loads LoRA adapters
+# through the pod's `aibrix-runtime` sidecar at http://<pod>:8080 (DefaultRuntimeAPIPort; the platform
+# puts the sidecar beside every engine whose adapters AIBrix loads, components/serving/aibrix.py), and
+# at http://<pod>:8000 on a pod without one (DefaultInferenceEnginePort); the gateway plugin reads pod
+# metrics on `model.aibrix.ai/metric-port`, which the platform does not set, else 8000 (pkg/cache
+# defaultMetricPort).
 AIBRIX_ENGINE_PORT = 8000
+AIBRIX_RUNTIME_PORT = 8080
+# The EKS Pod Identity agent: a hostNetwork DaemonSet answering on a link-local address (not the node IP
+# the VPC CNI always admits), where the AWS SDKs fetch a pod's role credentials
+# (AWS_CONTAINER_CREDENTIALS_FULL_URI, http://169.254.170.23/v1/credentials).
+POD_IDENTITY_AGENT: dict[str, Any] = {
+    "to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}],
+    "ports": [{"protocol": "TCP", "port": 80}],
+}
 # The NIM Operator (v3.1.2 internal/controller/platform/standalone/nimservice.go getNIMModelName)
 # lists a NIMService's models at its Service's port (`/v1/models`).
 NIM_OPERATOR = _controller(nim.FACTS, {"control-plane": "controller-manager", NAME: "k8s-nim-operator"})

@@ -362,6 +362,9 @@ class InferencePlatform(pulumi.ComponentResource):
                 service_webhook=wiring.load_balancer,
                 secrets=self.stack.secrets_in(LITELLM_NAMESPACE),
                 secret_values=self.secret_values,
+                cluster_name=platform.cluster_name,
+                cluster=wiring.cluster.name,
+                tags=wiring.cluster.tags,
             ),
             pulumi.ResourceOptions(parent=self),
         )

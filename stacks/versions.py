@@ -374,6 +374,12 @@ PLATFORM_IMAGES: dict[str, Image] = {
     # pullPolicy Always; hack/push-chart.sh rewrites them to this tag at release, and the front door
     # sets them from here either way.
     "endpoint-picker": Image("ghcr.io/llm-d/llm-d-router-endpoint-picker", "v0.10.0"),
+    # AIBrix's runtime sidecar (the container the adapter controller detects by its name,
+    # `aibrix-runtime`): with the controller's --enable-runtime-sidecar (the 0.7.0 chart passes it), the
+    # controller hands it an adapter's artifactURL, and it downloads the artifact itself (boto3's default
+    # credential chain for s3://, so the pod's Pod Identity) before loading it into vLLM from local disk.
+    # AIBrix's release workflow (.github/workflows/release-build.yaml at v0.7.0) pushes aibrix/runtime:<tag>.
+    "aibrix-runtime": Image("docker.io/aibrix/runtime", "v0.7.0"),
     # AIBrix's init containers default to busybox:stable, a tag that moves.
     "busybox": Image("docker.io/library/busybox", "1.37.0"),
     # The SLO benchmark (models[].benchmark): guidellm's release workflow tags its container with the git

@@ -126,6 +126,8 @@ def _controllers_on(stack: ResolvedStack, served: ResolvedModel, port: int) -> d
             out[Peer.of(peers.AIBRIX_GATEWAY_PLUGIN)] = "reads pod metrics on 8000 (no metric-port label)"
         if port == peers.AIBRIX_ENGINE_PORT and served.config.adapters:
             out[Peer.of(peers.AIBRIX_CONTROLLER)] = "loads LoRA adapters at :8000"
+        if port == peers.AIBRIX_RUNTIME_PORT and served.config.adapters:
+            out[Peer.of(peers.AIBRIX_CONTROLLER)] = "hands each adapter's artifact to the runtime sidecar at :8080"
         if served.scaler == "aibrix" and port == (served.metrics_port or served.port):
             out[Peer.of(peers.AIBRIX_CONTROLLER)] = "its PodAutoscaler reads the pods' metrics"
     return out
@@ -175,6 +177,19 @@ def test_a_models_other_ports_admit_only_its_own_pods_and_the_controllers_upstre
     stack, objects = _stack(path), _objects(path)
     for served in _models(path):
         port = 6379
+        got = admitted(objects, served.namespace, served.selector, port)
+        want = expected_on(stack, served, port)
+        assert got == set(want), f"{path.name}: {served.name} on {port}:{_diff(got, want)}"
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=_id)
+def test_the_aibrix_runtime_sidecars_port_admits_the_adapter_controller_only_where_it_loads_adapters(path):
+    """The controller lists and loads a model's adapters through the `aibrix-runtime` sidecar on 8080."""
+    stack, objects = _stack(path), _objects(path)
+    for served in _models(path):
+        port = peers.AIBRIX_RUNTIME_PORT
+        if served.port == port or served.metrics_port == port:
+            continue
         got = admitted(objects, served.namespace, served.selector, port)
         want = expected_on(stack, served, port)
         assert got == set(want), f"{path.name}: {served.name} on {port}:{_diff(got, want)}"

@@ -25,7 +25,7 @@ def test_each_adapter_is_a_model_adapter_selecting_the_models_pods():
     assert set(adapters) == {"support-lora", "sql-lora"}
     support = adapters["support-lora"]["spec"]
     assert support["baseModel"] == NAME
-    assert support["artifactURL"] == "s3://acme-models/adapters/support/3f2a9c1/"
+    assert support["artifactURL"] == "s3://acme-models/platform/qwen3-8b-lora/adapters/support-lora/"
     assert support["podSelector"]["matchLabels"] == {
         "model.aibrix.ai/name": NAME,
         "adapter.model.aibrix.ai/enabled": "true",
@@ -90,10 +90,10 @@ def test_adapters_and_the_aibrix_owner_need_aibrix_enabled():
 
 def test_adapters_on_an_engine_aibrix_cannot_load_them_into_are_refused():
     sections = serving_sections()
-    model_entry(sections, "qwen3-4b-ray")["adapters"] = [{"name": "x", "artifactURL": "s3://acme-models/x/"}]
+    model_entry(sections, "qwen3-8b-dynamo")["adapters"] = [{"name": "x", "artifactURL": "s3://acme-models/x/"}]
     with pytest.raises(ConfigError) as err:
         config_of(sections)
-    assert any(p.path.endswith("models[3].adapters") and "vLLM" in p.message for p in err.value.problems)
+    assert any(p.path.endswith("models[0].adapters") and "vLLM" in p.message for p in err.value.problems)
 
 
 def test_pods_carry_the_labels_the_aibrix_gateway_routes_by():

@@ -96,7 +96,10 @@ def test_no_database_or_redis_unless_asked():
 
 def test_fallbacks_are_passed_as_configured():
     router = _router(_objects())
-    assert router["router_settings"]["fallbacks"] == [{"qwen3-8b-lora": ["qwen3-8b-dynamo", "gpt-4o-mini"]}]
+    assert router["router_settings"]["fallbacks"] == [
+        {"qwen3-8b-lora": ["qwen3-8b-dynamo", "gpt-4o-mini"]},
+        {"qwen3-4b-ray": ["us.anthropic.claude-3-5-haiku-20241022-v1:0"]},
+    ]
     assert router["litellm_settings"]["drop_params"] is False, "dropping params silently changes requests"
 
 
@@ -129,7 +132,10 @@ def test_egress_reaches_the_internet_only_when_an_external_provider_is_listed():
     https = [r for r in rules if r.get("ports") == [{"protocol": "TCP", "port": 443}]]
     assert https and https[0]["to"][0]["ipBlock"]["cidr"] == "0.0.0.0/0"
     assert "10.0.0.0/8" in https[0]["to"][0]["ipBlock"]["except"]
-    assert policy["metadata"]["annotations"]["inference-platform.io/allowed-egress-hosts"] == "api.openai.com"
+    assert (
+        policy["metadata"]["annotations"]["inference-platform.io/allowed-egress-hosts"]
+        == "api.openai.com,bedrock-runtime.us-west-2.amazonaws.com"
+    )
     models = [
         r for r in rules if "namespaceSelector" in r["to"][0] and "matchExpressions" in r["to"][0]["namespaceSelector"]
     ]

@@ -94,6 +94,7 @@ FLOOR = (
     "stacks.config.*",
     "stacks.architectures",
     "stacks.awaits",
+    "stacks.bedrock",
     "stacks.coldstart_facts",
     "stacks.engine_facts",
     "stacks.errors",

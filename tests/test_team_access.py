@@ -95,8 +95,9 @@ def variant(path: Path, addons: dict[str, bool]) -> tuple[dict[str, Any], dict[s
     """An all-in-one stack's models as team `variant`'s stack, and that stack's exports declaring the
     team (two namespaces; a model given a namespace goes to the second). What a workloads stack may not
     have is dropped: streaming (its fill runs as the platform's writer) and consumers (teams it does not
-    know); a Lustre cache becomes EFS, as a team's stack needs, and so does a node-local one under a model
-    that scales to zero (which, unstreamed, wakes within its budget only from a shared cache)."""
+    know); a platform model's adapter moves to the team's prefix of the bucket; a Lustre cache becomes
+    EFS, as a team's stack needs, and so does a node-local one under a model that scales to zero (which,
+    unstreamed, wakes within its budget only from a shared cache)."""
     sections = sections_of(path)
     exports = export_platform(own_platform(check_sections(sections, "us-west-2").config))
     exports["teams"] = [
@@ -116,6 +117,10 @@ def variant(path: Path, addons: dict[str, bool]) -> tuple[dict[str, Any], dict[s
             model["expose"] = False  # AIBrix's Gateway admits no team's routes (refused at models[].expose)
         if model["engine"] == "nim" and addons.get("nimOperator"):
             model.setdefault("secrets", {})["ngcApiKey"] = "ngc-api-key"
+        for adapter in model.get("adapters", []):
+            # A team's pods read only the team's prefix of the bucket (stacks/rules/adapters.py).
+            url = adapter["artifactURL"]
+            adapter["artifactURL"] = url.replace("/platform/", f"/teams/{VARIANT_TEAM}/", 1)
         models.append(model)
     # Without streaming, a model that scales to zero wakes within its budget only from a shared cache
     # (a node-local one is refilled from the Hub on every new node: refused at autoscaling.minReplicas).

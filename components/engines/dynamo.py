@@ -185,6 +185,7 @@ FACTS = EngineFacts(
     ),
     streams=False,
     lora=False,
+    lora_from_prefix=False,
     canary=False,
     revisions=True,
     efa_stack=EfaStack(

@@ -75,6 +75,7 @@ FACTS = EngineFacts(
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
     lora=False,
+    lora_from_prefix=False,
     canary=False,
     revisions=True,
     efa_stack=ONE_NODE,

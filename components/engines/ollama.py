@@ -71,6 +71,7 @@ FACTS = EngineFacts(
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
     lora=False,
+    lora_from_prefix=False,
     canary=False,
     # Ollama pulls its models by name and tag (`ollama.pull`), not a repository at a git revision.
     revisions=False,

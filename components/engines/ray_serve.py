@@ -123,6 +123,8 @@ FACTS = EngineFacts(
     ),
     streams=False,
     lora=False,
+    # Ray Serve LLM's lora_config: each adapter a subfolder of one prefix, served as `<model>:<adapter>`.
+    lora_from_prefix=True,
     canary=False,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,
@@ -181,10 +183,37 @@ def llm_config(spec: WorkloadSpec) -> dict[str, Any]:
     runtime_env: dict[str, Any] = {"env_vars": {}}
     if model.secrets.hugging_face_token:
         runtime_env["env_vars"]["HF_TOKEN_PATH"] = f"{HF_TOKEN_DIR}/{HF_TOKEN_KEY}"
+    if model.adapters:
+        config["lora_config"] = lora_config(model)
+        engine_kwargs.update(lora_engine_kwargs(model))
+        if spec.cache.region:
+            # Ray Serve LLM's S3 filesystem needs the bucket's Region (its LoRA guide sets AWS_REGION).
+            runtime_env["env_vars"]["AWS_REGION"] = spec.cache.region
     if block.pip:
         runtime_env["pip"] = list(block.pip)
     config["runtime_env"] = runtime_env
     return config
+
+
+def lora_config(model: ModelSection) -> dict[str, Any]:
+    """Ray Serve LLM's `lora_config` (LoraConfig in ray/llm/_internal/serve/core/configs/llm_config.py):
+    the prefix whose subfolders are the adapters (every adapter's parent, one by the rules), and at most
+    all of them resident on a replica. A replica downloads an adapter on its first request for
+    `<model_id>:<subfolder>` (ray/llm/_internal/common/utils/lora_utils.py get_lora_model_ids,
+    LoraModelLoader) as the worker pod's service account, `model-reader`."""
+    parent, _ = model.adapters[0].folder()
+    return {"dynamic_lora_loading_path": parent.rstrip("/"), "max_num_adapters_per_replica": len(model.adapters)}
+
+
+def lora_engine_kwargs(model: ModelSection) -> dict[str, Any]:
+    """vLLM's LoRA switches for the adapters (Ray Serve LLM passes engine_kwargs to vLLM as they are): on,
+    the largest adapter rank (vLLM's default 16 refuses a larger adapter), and room for every adapter in
+    one batch (vLLM's default max_loras is 1)."""
+    ranks = [a.rank for a in model.adapters if a.rank is not None]
+    kwargs: dict[str, Any] = {"enable_lora": True, "max_loras": len(model.adapters)}
+    if ranks:
+        kwargs["max_lora_rank"] = max(ranks)
+    return kwargs
 
 
 def serve_config(spec: WorkloadSpec) -> str:

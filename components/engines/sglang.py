@@ -104,6 +104,7 @@ FACTS = EngineFacts(
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=True,
     lora=False,
+    lora_from_prefix=False,
     canary=True,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,

@@ -33,7 +33,7 @@ from stacks.versions import IMAGES, overridden
 from ..serving import aibrix
 from . import group, streamer
 from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
-from .workload import ENGINE_UID, HOME, EngineContainer, platform_model, server_pods
+from .workload import ENGINE_UID, HOME, EngineContainer, platform_model, security_context, server_pods
 from .workload import manifests as workload_manifests
 
 # The v1 engine's series (vllm/v1/metrics/loggers.py at 0.29; NIM 2.0.12 passes them through at
@@ -119,6 +119,7 @@ FACTS = EngineFacts(
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=True,
     lora=True,
+    lora_from_prefix=False,
     canary=True,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,
@@ -160,10 +161,13 @@ def served_args(spec: WorkloadSpec) -> list[str]:
 
 
 def lora(spec: WorkloadSpec) -> tuple[list[str], list[dict[str, str]]]:
-    """AIBrix's runtime LoRA flags and env for a model with adapters, when AIBrix loads them."""
-    if spec.served.aibrix and spec.model.adapters:
-        return aibrix.lora_runtime()
-    return [], []
+    """AIBrix's runtime LoRA flags and env for a model with adapters, when AIBrix loads them, and the
+    largest rank its adapters give (`--max-lora-rank`: vLLM's default 16 refuses a larger adapter)."""
+    if not (spec.served.aibrix and spec.model.adapters):
+        return [], []
+    args, env = aibrix.lora_runtime()
+    ranks = [a.rank for a in spec.model.adapters if a.rank is not None]
+    return [*args, *(["--max-lora-rank", str(max(ranks))] if ranks else [])], env
 
 
 # vLLM 0.29's default --master-port (config/parallel.py), stated so the leader and workers agree.
@@ -190,8 +194,26 @@ def group_args(spec: WorkloadSpec, *, headless: bool) -> list[str]:
     return [*args, "--headless"] if headless else args
 
 
+def adapter_loader(spec: WorkloadSpec, *, headless: bool) -> tuple[list[dict[str, Any]], ...]:
+    """(sidecars, volumes, engine mounts) of a serving pod whose adapters AIBrix loads: its runtime
+    sidecar, which downloads each artifact as the pod's service account, and the directory it downloads
+    into, which vLLM reads the adapter from. A group's headless workers serve no API: none there."""
+    if headless or not lora(spec)[0]:
+        return [], [], []
+    volume, mount = aibrix.adapter_volume()
+    sidecar = aibrix.runtime_sidecar(
+        image=spec.images["aibrix-runtime"].ref,
+        engine="vllm",
+        engine_port=FACTS.port,
+        region=spec.cache.region,
+        security=security_context(ENGINE_UID),
+    )
+    return [sidecar], [volume], [mount]
+
+
 def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
     lora_args, lora_env = lora(spec)
+    sidecars, volumes, mounts = adapter_loader(spec, headless=headless)
     return EngineContainer(
         init_containers=streamer.image_check(spec, ENGINE_UID),
         command=["vllm", "serve"],
@@ -203,6 +225,9 @@ def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
             *([{"name": "VLLM_ASSETS_CACHE", "value": ASSETS_CACHE}] if spec.cache.stream_uri else []),
             *lora_env,
         ],
+        volumes=volumes,
+        volume_mounts=mounts,
+        sidecars=sidecars,
     )
 
 

@@ -69,6 +69,8 @@ class EngineContainer:
     # False when the engine places models[].engineArgs itself (NIM puts them after nim-serve).
     append_engine_args: bool = True
     image_pull_secrets: list[str] = field(default_factory=list)
+    # Containers beside the engine in its pod (AIBrix's runtime sidecar for a model with adapters).
+    sidecars: list[dict[str, Any]] = field(default_factory=list)
 
 
 def name_of(spec: WorkloadSpec) -> str:
@@ -331,7 +333,7 @@ def pod_template(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, Any]:
             *compile_dir_owner(spec, engine),
             *engine.init_containers,
         ],
-        "containers": [engine_container(spec, engine)],
+        "containers": [engine_container(spec, engine), *engine.sidecars],
         "volumes": unique_volumes(
             [{"name": "home", "emptyDir": {}}, *spec.cache.volumes, *shm_vols, *tok_vols, *engine.volumes]
         ),

@@ -18,8 +18,9 @@ more than the one component that must call in. Who calls a model's pods, on whic
 | Prometheus                                           | metrics port                | monitoring is on               |
 | the NIM Operator                                     | serving port (/v1/models)   | the model is a NIMService      |
 | AIBrix's gateway plugin                              | 8000 (pod metrics)          | AIBrix labels the model's pods |
-| AIBrix's controller manager                          | 8000 (LoRA adapters);       | ... with adapters; with an     |
-|                                                      | metrics port (autoscaling)  | AIBrix PodAutoscaler           |
+| AIBrix's controller manager                          | 8000 and 8080 (LoRA         | ... with adapters; with an     |
+|                                                      | adapters, runtime sidecar); | AIBrix PodAutoscaler           |
+|                                                      | metrics port (autoscaling)  |                                |
 | the KubeRay operator, to the Ray head only           | 8265 (Serve config), serve  | a RayService                   |
 |                                                      | port (proxy health)         |                                |
 
@@ -65,7 +66,7 @@ from . import picker
 __all__ = ["NS_LABEL", "Callers", "namespace_policies"]
 
 # The EKS Pod Identity agent's credential endpoint (IPv4 clusters): AWS_CONTAINER_CREDENTIALS_FULL_URI.
-POD_IDENTITY_AGENT = {"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"protocol": "TCP", "port": 80}]}
+POD_IDENTITY_AGENT = peers.POD_IDENTITY_AGENT
 LITELLM = Pods(LITELLM_NAMESPACE, {peers.NAME: litellm.NAME})
 
 
@@ -143,7 +144,8 @@ def _controller_grants(served: ResolvedModel, callers: Callers) -> list[peers.Gr
         grants.append((peers.NIM_OPERATOR, (served.port,)))
     if callers.run(peers.AIBRIX_CONTROLLER, served) and _aibrix_labelled(served):
         grants.append((peers.AIBRIX_GATEWAY_PLUGIN, (peers.AIBRIX_ENGINE_PORT,)))
-        ports: tuple[int, ...] = (peers.AIBRIX_ENGINE_PORT,) if served.config.adapters else ()
+        adapters = (peers.AIBRIX_ENGINE_PORT, peers.AIBRIX_RUNTIME_PORT)
+        ports: tuple[int, ...] = adapters if served.config.adapters else ()
         if served.scaler == "aibrix":  # its PodAutoscaler reads the pods' metrics (serving/aibrix.py)
             ports += (served.metrics_port or served.port,)
         if ports:

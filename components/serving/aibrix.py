@@ -6,6 +6,17 @@ autoscaling.aibrix.ai, v1alpha1, AIBrix 0.7.0).
   routes by and what the adapter controller schedules onto). `replicas` is omitted (load on every
   matching pod) or 1; the config refuses anything else, as the AIBrix webhook does. artifactURL
   schemes are the webhook's: s3://, gcs://, tos://, huggingface://, hf:// or an absolute path.
+- Beside the engine of a model with adapters, AIBrix's runtime sidecar (`runtime_sidecar`). At 0.7.0
+  the adapter controller (started with `--enable-runtime-sidecar` by the chart) looks for a container
+  named `aibrix-runtime` in the pod (pkg/controller/modeladapter/utils.go DetectRuntimeSidecar): with
+  it, the controller posts `{lora_name, artifact_url}` to the sidecar on 8080 and the sidecar downloads
+  the artifact (python/aibrix/aibrix/runtime/artifact_service.py, downloaders.py: boto3's default
+  credential chain for s3://, so the pod's EKS Pod Identity) into /tmp/aibrix/adapters/<name> and asks
+  vLLM on localhost to load that local path. Without it the controller posts the artifactURL itself
+  to vLLM's /v1/load_lora_adapter as `lora_path`, and vLLM cannot read `s3://`. So the identity that
+  reads an adapter's artifact is the model pod's service account (`model-reader`, read-only on its
+  owner's bucket prefix), never the controller's; stacks/rules/serving.py keeps an `s3://` artifact
+  inside that prefix of the platform's bucket.
 - When `autoscaling.owner: aibrix`, one PodAutoscaler with the chosen strategy (HPA, KPA or APA)
   and exactly one metrics source (the webhook's rule): the engine's Prometheus endpoint scraped
   per pod. It targets the model's workload (`Endpoint.scale_target`) and is its only scaler.
@@ -37,7 +48,57 @@ def lora_runtime() -> tuple[list[str], list[dict[str, str]]]:
     return ["--enable-lora"], [{"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"}]
 
 
+# AIBrix 0.7.0's runtime sidecar, as its own injection webhook builds it (pkg/webhook/sidecar_injection.go):
+# the name the controller detects, the port it calls (DefaultRuntimeAPIPort), the directory the artifact
+# service downloads into (ArtifactDelegationService local_dir), shared with the engine, which loads from it.
+RUNTIME_CONTAINER = "aibrix-runtime"
+RUNTIME_PORT = 8080
+ADAPTER_VOLUME = "adapter-storage"
+ADAPTER_DIR = "/tmp/aibrix/adapters"
+
+
+def adapter_volume() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The directory the sidecar downloads adapters into and the engine loads them from: (volume, mount)."""
+    return {"name": ADAPTER_VOLUME, "emptyDir": {}}, {"name": ADAPTER_VOLUME, "mountPath": ADAPTER_DIR}
+
+
+def runtime_sidecar(
+    *, image: str, engine: str, engine_port: int, region: str | None, security: dict[str, Any]
+) -> dict[str, Any]:
+    """AIBrix's runtime beside the engine (`engine` in AIBrix's vocabulary, reached on localhost at
+    `engine_port`): it downloads each ModelAdapter's artifact as the pod's service account and loads it.
+    The stack's region goes to boto3 as AWS_DEFAULT_REGION, so its S3 client signs for the bucket's
+    region instead of us-east-1's; it gets no credentials besides Pod Identity's."""
+    env = [
+        {"name": "INFERENCE_ENGINE", "value": engine},
+        {"name": "INFERENCE_ENGINE_ENDPOINT", "value": f"http://localhost:{engine_port}"},
+    ]
+    if region:
+        env.append({"name": "AWS_DEFAULT_REGION", "value": region})
+    probe = {"httpGet": {"port": RUNTIME_PORT}}
+    return {
+        "name": RUNTIME_CONTAINER,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["aibrix_runtime", "--port", str(RUNTIME_PORT)],
+        "env": env,
+        "ports": [{"name": "aibrix-runtime", "containerPort": RUNTIME_PORT, "protocol": "TCP"}],
+        "volumeMounts": [adapter_volume()[1]],
+        # The webhook's own probes and resources for the sidecar.
+        "livenessProbe": {**probe, "httpGet": {"path": "/healthz", "port": RUNTIME_PORT}, "periodSeconds": 2,
+                          "initialDelaySeconds": 3},
+        "readinessProbe": {**probe, "httpGet": {"path": "/ready", "port": RUNTIME_PORT}, "periodSeconds": 10,
+                           "initialDelaySeconds": 5},
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}},
+        "securityContext": security,
+    }  # fmt: skip
+
+
 def model_adapters(served: ResolvedModel, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """One ModelAdapter per adapter of a model whose engine AIBrix loads adapters into (an engine that
+    loads its own, Ray Serve, gets none: AIBrix would try to load them into pods it cannot reach)."""
+    if not served.facts.lora:
+        return []
     out = []
     for adapter in served.config.adapters:
         spec: dict[str, Any] = {

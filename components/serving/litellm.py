@@ -25,8 +25,9 @@ from typing import Any
 
 import yaml
 
+from stacks import bedrock
 from stacks.awaits import await_service
-from stacks.config.addons import LiteLLM
+from stacks.config.addons import ExternalProvider, LiteLLM
 from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import labels as k8s_labels
 from stacks.naming import provider_env, scanner_waivers
@@ -102,21 +103,31 @@ def model_params(s: Endpoint) -> dict[str, Any]:
     return params
 
 
+def provider_params(provider: ExternalProvider, model: str) -> dict[str, Any]:
+    """One external model's `litellm_params`: `<provider>/<model>` and the key's variable. For Bedrock,
+    `aws_region_name` (LiteLLM's Bedrock parameter) and the key only when a Secret holds one (a Bedrock
+    API key): without one, LiteLLM's boto3 default credential chain finds the credentials EKS Pod Identity
+    puts in the pod (the proxy's IAM role, components/serving/litellm_iam.py)."""
+    params: dict[str, Any] = {"model": f"{provider.name}/{model}"}
+    if provider.name == bedrock.PROVIDER:
+        params["aws_region_name"] = provider.region
+    if provider.api_key_secret is not None:
+        params["api_key"] = f"os.environ/{provider_env(provider.name)}"
+    return params
+
+
+def uses_bedrock(addon: LiteLLM) -> bool:
+    """The proxy calls Bedrock with its own IAM role: some Bedrock provider has no API key."""
+    return any(p.name == bedrock.PROVIDER and p.api_key_secret is None for p in addon.external_providers)
+
+
 def router_config(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool) -> dict[str, Any]:
     model_list: list[dict[str, Any]] = [
         {"model_name": s.name, "litellm_params": model_params(s)} for s in internal_models(models)
     ]
     for provider in addon.external_providers:
         for model in provider.models:
-            model_list.append(
-                {
-                    "model_name": model,
-                    "litellm_params": {
-                        "model": f"{provider.name}/{model}",
-                        "api_key": f"os.environ/{provider_env(provider.name)}",
-                    },
-                }
-            )
+            model_list.append({"model_name": model, "litellm_params": provider_params(provider, model)})
     router: dict[str, Any] = {}
     if addon.fallbacks:
         router["fallbacks"] = [{source: list(targets)} for source, targets in addon.fallbacks.items()]
@@ -146,6 +157,7 @@ def secret_files(addon: LiteLLM) -> list[SecretFile]:
     files += [
         SecretFile(provider_env(p.name), p.api_key_secret, API_KEY_KEY, f"provider-{i}", f"{SECRETS_DIR}/provider-{i}")
         for i, p in enumerate(addon.external_providers)
+        if p.api_key_secret is not None
     ]
     if addon.database_url_secret:
         files.append(
@@ -256,6 +268,10 @@ def network_policy(
                 "ports": [{"protocol": "TCP", "port": 443}],
             }
         )
+    if uses_bedrock(addon):
+        # The EKS Pod Identity agent (link-local, inside the ranges refused above) hands the SDK the
+        # proxy role's credentials.
+        egress.append(peers.POD_IDENTITY_AGENT)
     metadata: dict[str, Any] = {
         "name": f"{NAME}-egress",
         "namespace": LITELLM_NAMESPACE,

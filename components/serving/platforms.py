@@ -26,10 +26,12 @@ the AIBrix release that installs its CRD.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from stacks.config.addons import AddonsSection
@@ -49,13 +51,14 @@ from stacks.resolved import (
 )
 from stacks.versions import CRD_SOURCES, chart, crd_source
 
-from .. import crds, peers
+from .. import crds, peers, podidentity
 from ..autoscaling import wake
 from ..autoscaling.keda import keda_values
 from ..autoscaling.wake import http_addon_values
 from ..k8s import register, release
 from ..secrets import create_secrets
 from . import aibrix, litellm, litellm_keys
+from .litellm_iam import bedrock_policy
 from .values import (
     aibrix_listener_policy,
     aibrix_values,
@@ -93,6 +96,11 @@ class ServingPlatformsArgs:
     # database keys), and their values: created after the namespace, before the proxy that mounts them.
     secrets: tuple[ManagedSecret, ...] = ()
     secret_values: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # For the LiteLLM proxy's own IAM role (a Bedrock provider without an API key): the stack's cluster
+    # name (physical names), the Cluster component's name output (the association's cluster), and tags.
+    cluster_name: str = ""
+    cluster: pulumi.Input[str] = ""
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 class ServingPlatforms(pulumi.ComponentResource):
@@ -193,12 +201,36 @@ class ServingPlatforms(pulumi.ComponentResource):
         namespace = register(objects[0], pulumi.ResourceOptions(parent=self, provider=args.provider))
         after_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
         keys = self.secrets[LITELLM_NAMESPACE] = create_secrets(self._name, args.secrets, args.secret_values, after_ns)
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace, *keys])
+        # The association exists before the proxy's pods: Pod Identity injects credentials at pod creation.
+        identity = [self._litellm_identity(args)] if litellm.uses_bedrock(addons.litellm) else []
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace, *keys, *identity])
         applied = {
             obj["kind"] + "/" + obj["metadata"]["name"]: register(obj, child, service_webhook=args.service_webhook)
             for obj in objects[1:]
         }
         return applied[f"Deployment/{litellm.NAME}"]
+
+    def _litellm_identity(self, args: ServingPlatformsArgs) -> pulumi.Resource:
+        """The proxy's IAM role (invoke the named Bedrock models, nothing else), assumed through EKS Pod
+        Identity by its ServiceAccount `litellm` in `litellm`."""
+        name, addon = f"{self._name}-litellm", args.addons.litellm
+        child = pulumi.ResourceOptions(parent=self)
+        role = podidentity.role(
+            f"{name}-role", cluster=args.cluster_name, purpose="litellm", tags=args.tags, parent=self
+        )
+        document = podidentity.scope(args.cluster_name, self).apply(
+            lambda s: json.dumps(bedrock_policy(addon, s.account, s.partition))
+        )
+        aws.iam.RolePolicy(f"{name}-bedrock", role=role.id, policy=document, opts=child)
+        return aws.eks.PodIdentityAssociation(
+            f"{name}-identity",
+            cluster_name=args.cluster,
+            namespace=LITELLM_NAMESPACE,
+            service_account=litellm.NAME,
+            role_arn=role.arn,
+            tags=args.tags,
+            opts=child,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

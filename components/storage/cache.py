@@ -64,6 +64,9 @@ class CacheMount:
     writes_as_root: bool = False
     # `compileCache`: the model's compile-cache directory on the shared claim (the engine writes there).
     compile_dir: str | None = None
+    # The stack's region, for what in the pod reads the bucket itself as the service account (an adapter
+    # loader's S3 client: AIBrix's runtime sidecar, Ray Serve LLM's LoRA download).
+    region: str | None = None
 
 
 FILL_JOB_SUFFIX = "-to-bucket"
@@ -145,6 +148,7 @@ def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) ->
         ephemeral_storage=ephemeral,
         service_account=ctx.reader_service_account,
         writes_as_root=cache.writes_as_root,
+        region=ctx.region,
     )
     return with_compile_cache(mounted, served)
 
@@ -200,6 +204,7 @@ def stream_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) -
         env=[{"name": "MODEL_BUCKET", "value": ctx.bucket}, {"name": "AWS_REGION", "value": ctx.region}],
         service_account=ctx.reader_service_account,
         stream_uri=f"s3://$(MODEL_BUCKET)/{prefix}/",
+        region=ctx.region,
     )
 
 

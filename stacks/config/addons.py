@@ -131,17 +131,27 @@ class ExternalProvider(Strict):
     """An external model provider LiteLLM may route to (data leaves the cluster)."""
 
     name: ProviderName = Field(
-        description="LiteLLM provider name (`openai`, `anthropic`, ...); lower case, starting with a letter, "
-        "since it also names the key's variable `<NAME>_API_KEY`."
+        description="LiteLLM provider name (`openai`, `anthropic`, `bedrock`, ...); lower case, starting with a "
+        "letter, since it also names the key's variable `<NAME>_API_KEY`."
     )
     models: list[ServedModelName] = Field(
         min_length=1,
-        description="Model names the provider may serve through the proxy (its own ids, e.g. `gpt-4o-mini`); unique "
-        "across the stack's exposed models and every provider.",
+        description="Model names the provider may serve through the proxy (its own ids, e.g. `gpt-4o-mini`, or for "
+        "`bedrock` a Bedrock model id such as `anthropic.claude-3-5-haiku-20241022-v1:0` or a cross-Region "
+        "inference profile id such as `us.anthropic.claude-3-5-haiku-20241022-v1:0`); unique across the stack's "
+        "exposed models and every provider.",
     )
-    api_key_secret: SecretName = Field(
+    api_key_secret: SecretName | None = Field(
+        default=None,
         description="Existing Secret in namespace `litellm` whose key `api-key` holds the provider's API key, "
-        "mounted as a file."
+        "mounted as a file; required for every provider but `bedrock`, where it is an optional Bedrock API key "
+        "(without it the proxy calls Bedrock as its own IAM role, through EKS Pod Identity).",
+    )
+    region: str | None = Field(
+        default=None,
+        description="`bedrock` only, and required there: the AWS Region the proxy calls Bedrock in (LiteLLM's "
+        "`aws_region_name`), e.g. `us-west-2`; a cross-Region inference profile must be called from a Region "
+        "of its geography.",
     )
     egress_hosts: list[HostPattern] = Field(
         min_length=1,

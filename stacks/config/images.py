@@ -82,6 +82,11 @@ class ImagesSection(Strict):
         "envoy-gateway",
         "The shutdown manager of AIBrix's gateway (Envoy Gateway's image). `repository:tag` only, as `envoy-proxy`.",
     )
+    aibrix_runtime: ImagePin | None = _pin(
+        "aibrix-runtime",
+        "AIBrix's runtime sidecar beside the engine of every model with `adapters` loaded by AIBrix: it downloads "
+        "each adapter's artifact as the pod's service account and loads it into vLLM.",
+    )
     busybox: ImagePin | None = _pin(
         "busybox",
         "AIBrix's init containers. Its values schema admits a repository and a tag only, as `envoy-proxy`.",

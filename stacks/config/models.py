@@ -456,8 +456,13 @@ class Routing(Strict):
     )
 
 
+# vLLM's admissible max_lora_rank values (vllm/config/lora.py MaxLoRARanks at 0.29).
+LoraRank = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]
+
+
 class Adapter(Strict):
-    """An AIBrix ModelAdapter (LoRA) loaded onto the model's pods."""
+    """A LoRA adapter of the model: an AIBrix ModelAdapter on vLLM, or one of Ray Serve LLM's adapters
+    (`lora_config`) on Ray Serve."""
 
     name: ModelName = Field(
         description="Name of the ModelAdapter, which clients ask for, and of the Service AIBrix creates for it (a "
@@ -470,7 +475,15 @@ class Adapter(Strict):
         "the AIBrix webhook does).",
     )
     replicas: int | None = Field(
-        default=None, description="Omit to load the adapter on every pod of the model, or `1` to load it on one."
+        default=None,
+        description="AIBrix only: omit to load the adapter on every pod of the model, or `1` to load it on one.",
+    )
+    rank: LoraRank | None = Field(
+        default=None,
+        description="The adapter's LoRA rank (`r` in its adapter_config.json): the engine is started with "
+        "`max_lora_rank` the largest of its adapters' (vLLM's default, 16, refuses a larger adapter at load). "
+        "Required on `engine: ray-serve`; on vLLM with AIBrix, sets `--max-lora-rank` when given. One of vLLM's "
+        "ranks: 1, 8, 16, 32, 64, 128, 256, 320, 512.",
     )
 
     @field_validator("artifact_url")
@@ -494,6 +507,11 @@ class Adapter(Strict):
         if why is not None:
             raise ValueError(why)
         return value
+
+    def folder(self) -> tuple[str, str]:
+        """(parent, name) of the artifact's folder: `s3://b/p/x/` -> (`s3://b/p/`, `x`)."""
+        parent, _, name = self.artifact_url.rstrip("/").rpartition("/")
+        return f"{parent}/", name
 
     @field_validator("replicas")
     @classmethod
@@ -671,7 +689,9 @@ class ModelSection(Strict):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Who scales the replicas, and on what.")
     adapters: list[Adapter] = Field(
         default_factory=list,
-        description="AIBrix LoRA ModelAdapters loaded onto the model's pods; `engine: vllm` with `addons.aibrix` only.",
+        description="LoRA adapters of the model: on `engine: vllm` AIBrix ModelAdapters (with `addons.aibrix`); "
+        "on `engine: ray-serve` Ray Serve LLM's `lora_config`, each adapter an `s3://` folder named like the "
+        "adapter under one shared prefix of the model bucket, asked for as `<model>:<adapter>`.",
     )
     secrets: ModelSecrets = Field(
         default_factory=ModelSecrets, description="Existing Secrets the pods mount as files, never as env."

@@ -93,9 +93,9 @@ class StackConfig(Strict):
         default_factory=ImagesSection,
         description="Pins for the platform's own images by catalog name (stacks/versions.py): the preparation "
         "steps' `model-prep-s3` (aws-cli) and `model-prep-hub`, `neuron-monitor`, `litellm`, `redis`, AIBrix's "
-        "`envoy-proxy`, `envoy-gateway` and `busybox`, `dynamo-planner`. Each takes `repository`, `tag` and "
-        "`digest`; `environment: prod` requires a digest for every image the stack renders (dev and staging "
-        "warn). A model's engine image is pinned per model by `models[].image`.",
+        "`envoy-proxy`, `envoy-gateway`, `busybox` and `aibrix-runtime`, `dynamo-planner`. Each takes "
+        "`repository`, `tag` and `digest`; `environment: prod` requires a digest for every image the stack "
+        "renders (dev and staging warn). A model's engine image is pinned per model by `models[].image`.",
     )
     secrets: SecretsSection = Field(
         default_factory=dict,

@@ -31,6 +31,7 @@ def rendered_images(
     """The catalog names of the platform's own images a stack renders, under the conditions the
     builders render them: the preparation steps for every model whose weights the platform prepares,
     the images an engine renders beside the model's own (Dynamo's planner for a profiling request),
+    AIBrix's runtime sidecar beside every engine whose adapters AIBrix loads,
     the endpoint picker for every model routed through one (`picked`, entry by entry), the benchmark's
     runner, and, in a stack that owns the platform, LiteLLM (and its Redis), AIBrix's Envoy pair and
     init image, neuron-monitor on Neuron pools under monitoring, and busybox as the placeholder of warm
@@ -40,6 +41,8 @@ def rendered_images(
     if any(e.made.prepared for e in entries):
         names += ["model-prep-s3", "model-prep-hub"]
     names += sorted({image for e in entries for image in e.made.platform_images})
+    if any(e.config.adapters and e.facts.lora for e in entries):
+        names.append("aibrix-runtime")
     if any(picked):
         names.append("endpoint-picker")
     if any(e.config.benchmark is not None for e in entries):

@@ -155,6 +155,8 @@ def _addon_refs(addons: AddonsSection) -> Iterator[SecretRef]:
         kind = "addons.litellm.masterKeySecret"
         yield _ref(kind, ["addons", "litellm", "masterKeySecret"], llm.master_key_secret, LITELLM_NAMESPACE, True)
         for i, p in enumerate(llm.external_providers):
+            if p.api_key_secret is None:
+                continue  # Bedrock without an API key: the proxy's IAM role (stacks/rules/serving.py)
             path: list[str | int] = ["addons", "litellm", "externalProviders", i, "apiKeySecret"]
             yield _ref(
                 "addons.litellm.externalProviders[].apiKeySecret", path, p.api_key_secret, LITELLM_NAMESPACE, True

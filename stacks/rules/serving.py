@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .. import bedrock
 from ..checks import rule
+from ..config.addons import ExternalProvider
 from ..errors import Problem, key_path
+from ..regions import region
 from ..resolved import ResolvedStack
 
 SCALER_NAMES = {
@@ -67,22 +70,24 @@ def an_hpa_has_metrics_to_read(stack: ResolvedStack) -> Iterable[Problem]:
 
 @rule
 def serving_addons_enabled(stack: ResolvedStack) -> Iterable[Problem]:
-    """LoRA adapters and the AIBrix autoscaler need AIBrix; a workloads stack runs on its platform's (its
+    """LoRA adapters on vLLM and the AIBrix autoscaler need AIBrix (Ray Serve loads its adapters itself);
+    a workloads stack runs on its platform's (its
     exports), unknown until the preview when the platform cannot be read here."""
     aibrix = not stack.platform.known or stack.platform.addons.aibrix.enabled
     for entry in stack.entries:
         model = entry.config
-        if model.adapters and not aibrix:
+        if model.adapters and entry.facts.lora and not aibrix:
             yield Problem(
                 entry.key("adapters"),
                 f"LoRA adapters are AIBrix ModelAdapters, and AIBrix is not installed: {stack.ask_for('aibrix')}, "
                 f"or remove adapters",
             )
-        if model.adapters and not entry.facts.lora:
+        if model.adapters and not (entry.facts.lora or entry.facts.lora_from_prefix):
             yield Problem(
                 entry.key("adapters"),
-                f"AIBrix loads adapters into vLLM at runtime; engine {model.engine} cannot take them "
-                f"(use engine: vllm, or remove adapters)",
+                f"AIBrix loads adapters into vLLM at runtime, and Ray Serve LLM loads them itself; engine "
+                f"{model.engine} cannot take them (use engine: vllm with AIBrix or engine: ray-serve, or remove "
+                f"adapters)",
             )
         if model.autoscaling.owner == "aibrix" and not aibrix:
             yield Problem(
@@ -134,6 +139,50 @@ def litellm_providers(stack: ResolvedStack) -> Iterable[Problem]:
                 )
             elif target == source:
                 yield Problem(key_path([*base, "fallbacks", source]), f"{source!r} cannot fall back to itself")
+
+
+def _provider_problems(provider: ExternalProvider, base: list[str | int]) -> Iterable[Problem]:
+    """A provider's credentials and, for Bedrock, its Region and model ids (stacks/bedrock.py)."""
+    if provider.name != bedrock.PROVIDER:
+        if provider.api_key_secret is None:
+            yield Problem(
+                key_path([*base, "apiKeySecret"]),
+                f"provider {provider.name} needs its API key: name the Secret (key api-key) in namespace litellm",
+            )
+        if provider.region is not None:
+            yield Problem(
+                key_path([*base, "region"]),
+                "region is Bedrock's (aws_region_name); other providers take no region: remove it",
+            )
+        return
+    if provider.region is None:
+        yield Problem(
+            key_path([*base, "region"]),
+            "a Bedrock provider needs the Region the proxy calls it in (LiteLLM's aws_region_name), e.g. us-west-2",
+        )
+    elif region(provider.region) is None:
+        yield Problem(
+            key_path([*base, "region"]),
+            f"{provider.region!r} is not an AWS Region (stacks/data/regions.json); e.g. us-west-2, us-east-1",
+        )
+    for k, model in enumerate(provider.models):
+        why = bedrock.model_id_problem(model)
+        if why is None and provider.region is not None and region(provider.region) is not None:
+            why = bedrock.region_problem(model, provider.region)
+        if why is not None:
+            yield Problem(key_path([*base, "models", k]), why)
+
+
+@rule
+def litellm_provider_credentials(stack: ResolvedStack) -> Iterable[Problem]:
+    """Each external provider can be called as written: a key for the key-based providers; for Bedrock
+    a Region it has and model ids of Bedrock's shape (its API key is optional: without one the proxy
+    calls Bedrock as its own Pod Identity role, granted exactly those models)."""
+    addon = stack.config.addons.litellm
+    if not addon.enabled:
+        return
+    for p, provider in enumerate(addon.external_providers):
+        yield from _provider_problems(provider, ["addons", "litellm", "externalProviders", p])
 
 
 @rule
