@@ -333,6 +333,9 @@ class ScalingSignal:
 # and the KEDA HTTP add-on's InterceptorRoute matches: every model reaches the interceptor under the same
 # host and `/v1/...` paths, so the header is what tells them apart (its value: `Wake.header`).
 WAKE_HEADER = "x-inference-platform-model"
+# The header the llm-d router's endpoint picker writes its pick into, `podIP:port`
+# (llm-d-router v0.10.0 pkg/epp/metadata/consts.go; GAIE 004 endpoint-picker protocol).
+PICKER_HEADER = "x-gateway-destination-endpoint"
 
 
 @dataclass(frozen=True)

@@ -121,3 +121,28 @@ def test_an_api_key_header_envoy_strips_or_sets_is_refused_naming_apikeyheader(h
         check_sections(sections, "us-west-2")
     text = "\n".join(map(str, exc.value.problems))
     assert "inference-platform:gateway.apiKeyHeader:" in text and "Envoy removes or sets itself" in text, text
+
+
+@pytest.mark.parametrize(
+    ("key", "header"),
+    [
+        ("apiKeyHeader", "x-inference-platform-model"),
+        ("apiKeyHeader", "X-Gateway-Destination-Endpoint"),
+        ("clientHeader", "x-inference-platform-model"),
+        ("clientHeader", "x-gateway-destination-endpoint"),
+        ("clientHeader", "host"),
+        ("clientHeader", "x-envoy-original-path"),
+    ],
+)
+def test_a_credential_or_client_header_the_platform_writes_itself_is_refused_naming_its_key(key, header):
+    gateway: dict[str, Any] = {"auth": "none", "allowUnauthenticated": True}
+    if key == "apiKeyHeader":
+        gateway["apiKeyHeader"] = header
+    else:
+        gateway["rateLimit"] = {"requestsPerMinute": 60, "clientHeader": header}
+    with pytest.raises(ConfigError) as exc:
+        check_sections({"cluster": {"name": "x"}, "gateway": gateway}, "us-west-2")
+    text = "\n".join(map(str, exc.value.problems))
+    where = "gateway.apiKeyHeader" if key == "apiKeyHeader" else "gateway.rateLimit.clientHeader"
+    assert f"inference-platform:{where}:" in text, text
+    assert "the platform relies on" in text or "Envoy removes or sets itself" in text, text

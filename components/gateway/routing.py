@@ -40,6 +40,7 @@ from stacks.resolved import (
     HTTPS_LISTENER,
     KEDA_NAMESPACE,
     MODEL_LABEL,
+    PICKER_HEADER,
     TEAM_LABEL,
     WAKE_HEADER,
     Endpoint,
@@ -61,9 +62,6 @@ PROXY_POD_LABELS = {
 HTTP_LISTENER = "http"
 # A model route's request timeout: generation can stream for minutes.
 REQUEST_TIMEOUT = f"{wake.REQUEST_SECONDS // 60}m"
-# The header the llm-d router's endpoint picker writes its pick into, `podIP:port`
-# (llm-d-router v0.10.0 pkg/epp/metadata/consts.go; GAIE 004 endpoint-picker protocol).
-PICKER_HEADER = "x-gateway-destination-endpoint"
 TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 # The JWT provider's name in every SecurityPolicy (authorization rules name it).
 JWT_PROVIDER = "stack"

@@ -15,7 +15,7 @@ from components.engines import ENGINES
 from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
-from ..resolved import ResolvedStack
+from ..resolved import PICKER_HEADER, WAKE_HEADER, ResolvedStack
 
 
 def _carried(config: StackConfig) -> bool:
@@ -183,3 +183,38 @@ def api_key_header_reaches_the_gateway(stack: ResolvedStack) -> Iterable[Problem
             "run (connection-specific headers, host, content-length, x-envoy-*), so no client key would arrive "
             "in it; use Authorization (the default) or x-api-key",
         )
+
+
+# Headers the platform itself writes on a model's requests (overwriting a client's): the wake header the
+# front door and LiteLLM set for the KEDA HTTP add-on's interceptor, and the pick the endpoint picker writes.
+PLATFORM_HEADERS = {
+    WAKE_HEADER: "the front door writes the model's wake name there for the KEDA HTTP add-on's interceptor",
+    PICKER_HEADER: "the endpoint picker writes the pod it chose there",
+}
+
+
+@rule
+def client_headers_stay_apart_from_the_platforms(stack: ResolvedStack) -> Iterable[Problem]:
+    """The credential header, the rate limit's client-id header and the headers the platform writes are
+    different headers: a credential in a header the platform overwrites never authenticates (or is
+    forwarded to the interceptor and picker), and a client id written over a header the platform routes
+    by sends the request to the wrong model or pod."""
+    gateway = stack.config.gateway
+    written = {"gateway.apiKeyHeader": gateway.api_key_header.lower()}
+    if gateway.rate_limit is not None:
+        written["gateway.rateLimit.clientHeader"] = gateway.rate_limit.client_header.lower()
+    for key, header in written.items():
+        why = PLATFORM_HEADERS.get(header)
+        if (
+            why is None
+            and key.endswith("clientHeader")
+            and (header in ENVOY_MANAGED_HEADERS or header.startswith("x-envoy-"))
+        ):
+            why = "Envoy removes or sets it itself"
+        if why is not None:
+            default = "Authorization" if key.endswith("apiKeyHeader") else "x-client-id"
+            yield Problem(
+                key_path(key.split(".")),
+                f"{header} is a header the platform relies on ({why}); a setting here would be overwritten or "
+                f"would misroute requests: use another name (the default is {default})",
+            )
