@@ -214,7 +214,7 @@ def client_headers_stay_apart_from_the_platforms(stack: ResolvedStack) -> Iterab
         if why is not None:
             default = "Authorization" if key.endswith("apiKeyHeader") else "x-client-id"
             yield Problem(
-                key_path(key.split(".")),
+                key_path(tuple(key.split("."))),
                 f"{header} is a header the platform relies on ({why}); a setting here would be overwritten or "
                 f"would misroute requests: use another name (the default is {default})",
             )
