@@ -145,6 +145,10 @@ class EngineFacts:
     # graphs) where `compileCache` keeps them, each with its subdirectory of the model's compile key
     # (stacks/fastpath.py); empty: it keeps none the platform can place.
     compile_cache_env: Mapping[str, str]
+    # The role (`app.kubernetes.io/component`) of the pods its Service selects, the only pods callers from
+    # outside the model (the gateway's proxies, LiteLLM, the interceptor, Prometheus) reach: a Dynamo
+    # graph's Frontend, never its workers. None: every pod of the model serves.
+    serving_role: str | None = None
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

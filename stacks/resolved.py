@@ -28,6 +28,7 @@ from .errors import key_path
 from .fit import NodePoolLimits, Requests
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
+from .naming import COMPONENT_LABEL
 from .versions import Image
 
 # Bump when an export changes shape; a workloads stack refuses exports of another version.
@@ -385,6 +386,12 @@ class Endpoint:
         return {MODEL_LABEL: self.name}
 
     @property
+    def serving_selector(self) -> dict[str, str]:
+        """Labels selecting the pods that serve clients (its Service's, and what callers from outside the
+        model reach): every pod of the server."""
+        return self.selector
+
+    @property
     def metrics_selector(self) -> dict[str, str]:
         """Labels selecting the pods that export this server's metrics."""
         return self.selector
@@ -558,11 +565,20 @@ class ResolvedModel(Endpoint):
         return ((self.service, 100 - weight), (self.canary.service, weight))
 
     @property
+    def serving_selector(self) -> dict[str, str]:
+        """The pods of the engine's serving role (a Dynamo graph's Frontend: its workers are reached by the
+        Frontend alone), or every pod of the model."""
+        role = self.facts.serving_role
+        return self.selector if role is None else {**self.selector, COMPONENT_LABEL: role}
+
+    @property
     def metrics_selector(self) -> dict[str, str]:
-        """A LeaderWorkerSet group's leaders only: its workers serve no API and export no metrics."""
+        """A LeaderWorkerSet group's leaders only: its workers serve no API and export no metrics; a Dynamo
+        graph's Frontend only (the series the platform reads are the Frontend's, on its serving port, where
+        a worker listens to nothing)."""
         if leader_worker_set(self.config, self.facts.groups):
             return {**self.selector, LWS_WORKER_INDEX: "0"}
-        return self.selector
+        return self.serving_selector
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,8 @@ FACTS = EngineFacts(
     ),
     # The operator builds the workers' pods; the platform mounts no cache of its own into them.
     compile_cache_env={},
+    # Clients, the gateway and Prometheus reach the Frontend; only the graph's own pods reach the workers.
+    serving_role="frontend",
 )
 API_VERSION = "nvidia.com/v1beta1"
 
