@@ -209,3 +209,7 @@ class ModelFacts:
     names: tuple[DerivedName, ...]
     # Add-on settings this model needs on (`dynamo.grove` for a Dynamo graph across nodes).
     addons: tuple[str, ...]
+    # The fewest replicas KEDA must keep of the scaled targets when the model's own count says so (a Dynamo
+    # graph's `dynamo.decodeWorkers`, or an aggregated graph's `replicas`): the scaling adapter starts at
+    # one whatever the graph asks. None: `autoscaling.minReplicas`.
+    keda_floor: int | None = None

@@ -537,6 +537,15 @@ class ResolvedModel(Endpoint):
     # (apiVersion, kind, name) of what the model's KEDA ScaledObjects scale, one ScaledObject each: the
     # workload, or a Dynamo graph's scaling adapters (one per scaled component); () without KEDA.
     keda_targets: tuple[tuple[str, str, str], ...] = ()
+    # The fewest replicas KEDA keeps when the engine's own count sets it (ModelFacts.keda_floor); None:
+    # `autoscaling.minReplicas`.
+    scale_floor: int | None = None
+
+    @property
+    def min_replicas(self) -> int:
+        """The fewest replicas its autoscaler keeps: the worker count a Dynamo graph under KEDA asks for
+        (`dynamo.decodeWorkers`, or `replicas` of an aggregated graph), else `autoscaling.minReplicas`."""
+        return self.config.autoscaling.min_replicas if self.scale_floor is None else self.scale_floor
 
     @property
     def scale_target(self) -> tuple[str, str, str]:

@@ -173,7 +173,7 @@ def test_each_models_serving_and_metrics_ports_admit_exactly_their_callers(path)
 def test_a_dynamo_graphs_workers_admit_only_the_graphs_own_pods_even_on_the_frontends_port(path):
     """The prefill, decode and aggregated workers carry the model's label but serve nobody: the gateway's
     proxies, LiteLLM and Prometheus reach the Frontend (its role label) and never a worker."""
-    stack, objects = _stack(path), _objects(path)
+    objects = _objects(path)
     for served in _models(path):
         if served.serving_selector == served.selector:
             continue

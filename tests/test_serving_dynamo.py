@@ -83,7 +83,10 @@ def test_a_disaggregated_graph_has_prefill_and_decode_roles_on_the_same_backend_
     assert prefill["args"][prefill["args"].index("--disaggregation-mode") + 1] == "prefill"
     assert decode["args"][decode["args"].index("--disaggregation-mode") + 1] == "decode"
     assert "--kv-transfer-config" in prefill["args"], "the prefill role hands its KV cache over NIXL"
-    assert roles["prefill"]["replicas"] == 1 and roles["decode"]["replicas"] == 2
+    assert roles["prefill"]["replicas"] == 1, "prefill workers run dynamo.prefillWorkers"
+    # KEDA scales the decode role through its adapter, which starts at one: decodeWorkers: 2 is KEDA's floor.
+    assert roles["decode"]["scalingAdapter"] == {} and "replicas" not in roles["decode"]
+    assert resolved_model(serving_stack(), "qwen3-32b-disagg").min_replicas == 2
     assert graph["spec"]["backendFramework"] == "vllm"
 
 

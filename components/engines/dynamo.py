@@ -282,6 +282,18 @@ def scaled_role(model: ModelSection) -> str | None:
     return SCALED_ROLE[dynamo_block(model).mode]
 
 
+def scaled_count(model: ModelSection) -> tuple[str, int] | None:
+    """The worker count the stack sets for the role KEDA scales, as (key under the model entry, count):
+    `dynamo.decodeWorkers` of a disaggregated graph, `replicas` of an aggregated one; None when the stack
+    leaves it unset (the adapter's floor is then `autoscaling.minReplicas`) or nothing scales the graph."""
+    role = scaled_role(model)
+    if role == "decode" and "decode_workers" in dynamo_block(model).model_fields_set:
+        return "dynamo.decodeWorkers", dynamo_block(model).decode_workers
+    if role == "worker" and "replicas" in model.model_fields_set:
+        return "replicas", model.replicas
+    return None
+
+
 def scaling_adapters(model: ModelSection) -> tuple[tuple[str, str, str], ...]:
     """The DGDSAs the operator creates for the components with `scalingAdapter: {}`, as (apiVersion, kind,
     name)."""
@@ -577,6 +589,9 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
         ),
         # A graph across nodes runs through Grove ("no multinode orchestrator available" without it).
         addons=("dynamo.grove",) if dynamo_multinode(model) else (),
+        # The operator creates the adapter at one replica whatever the graph asks (the component renders no
+        # `replicas`: the adapter's webhook refuses edits of it), so the count asked is KEDA's floor.
+        keda_floor=None if (counted := scaled_count(model)) is None else counted[1],
     )
 
 
@@ -632,6 +647,34 @@ def _disaggregation(entry: ModelEntry) -> Iterable[Problem]:
         )
 
 
+def _scaled_workers(entry: ModelEntry) -> Iterable[Problem]:
+    """Under KEDA the worker count the graph asks for is the ScaledObject's floor, so it must agree with
+    the autoscaler's bounds: a `minReplicas` of its own that differs, or a `maxReplicas` below it, would
+    silently drop the count asked for."""
+    model = entry.config
+    counted = scaled_count(model)
+    if counted is None:
+        return
+    key, count = counted
+    scaling = model.autoscaling
+    adapter = scaling_adapter_name(graph_name(model), ROLE_NAMES[SCALED_ROLE[dynamo_block(model).mode]])
+    path = entry.key(*key.split("."))
+    if "min_replicas" in scaling.model_fields_set and scaling.min_replicas != count:
+        yield Problem(
+            path,
+            f"{key} {count} and autoscaling.minReplicas {scaling.min_replicas} both set the fewest workers KEDA keeps "
+            f"(through the scaling adapter {adapter}); keep one: drop autoscaling.minReplicas (KEDA then keeps "
+            f"{count}), or drop {key} (KEDA keeps {scaling.min_replicas})",
+        )
+    elif count > scaling.max_replicas:
+        yield Problem(
+            path,
+            f"{key} {count} is more than autoscaling.maxReplicas {scaling.max_replicas}: KEDA never runs more than "
+            f"maxReplicas workers through the scaling adapter {adapter}; raise autoscaling.maxReplicas to at least "
+            f"{count} or lower {key}",
+        )
+
+
 def _planner(entry: ModelEntry) -> Iterable[Problem]:
     if entry.config.autoscaling.owner != "dynamo-planner":
         return
@@ -665,6 +708,7 @@ def _parallelism(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
 def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
     yield from _disaggregation(entry)
     yield from _planner(entry)
+    yield from _scaled_workers(entry)
     yield from _parallelism(entry, stack)
     tag = entry.config.image.tag
     if tag is not None and not RUNTIME_TAG.match(tag):

@@ -210,6 +210,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         routing=route_picking(model, facts, routed),
         # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
         keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
+        scale_floor=made.keda_floor if model.autoscaling.owner == "keda" else None,
         # A model that scales to zero comes back through its InterceptorRoute (named after it).
         wake=wake_of(entry, warm) if model.autoscaling.to_zero else None,
     )
@@ -240,6 +241,7 @@ def canary_of(entry: ModelEntry, stable: ResolvedModel, view: PlatformView, rout
         workload=(api_version, kind, name),
         scaler="none",
         keda_targets=(),
+        scale_floor=None,
         routing=stable.routing,
         wake=None,
     )
