@@ -174,7 +174,7 @@ FACTS = EngineFacts(
     metrics=METRICS,
     # The worker component's multinode.nodeCount; its tensor size is the whole group's, which the
     # operator's injected --nnodes/--node-rank wiring expects.
-    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=True, head_rule=None),
+    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=True, head_rule=None, fixed_sizes=None),
     autoscalers=Autoscalers(
         built_in="the Dynamo operator (it sets each DynamoGraphDeployment component's replicas)",
         # KEDA scales a graph through its scaling adapters (keda_targets).

@@ -7,6 +7,7 @@ from zero and its canary. Builders, rules and `stacks plan` read these figures; 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from components.engines import ENGINES
 
@@ -15,7 +16,7 @@ from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
 from ..config.storage import StorageSection
 from ..config.teams import PLATFORM_CLIENTS
-from ..engine_facts import EngineFacts
+from ..engine_facts import EngineFacts, ModelFacts
 from ..fastpath import SHARED_CACHES, image_key, shape_key
 from ..groups import ReplicaGroup, replica_group
 from ..resolved import (
@@ -208,13 +209,19 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         allowance=allowance,
         await_seconds=await_seconds(model, allowance),
         routing=route_picking(model, facts, routed),
-        # KEDA scales the workload, or a Dynamo graph's scaling adapters (its CRD has no scale subresource).
-        keda_targets=made.keda_targets if model.autoscaling.owner == "keda" else (),
-        scale_floor=made.keda_floor if model.autoscaling.owner == "keda" else None,
+        **keda_scaling(model, made),
         # A model that scales to zero comes back through its InterceptorRoute (named after it).
         wake=wake_of(entry, warm) if model.autoscaling.to_zero else None,
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
+
+
+def keda_scaling(model: ModelSection, made: ModelFacts) -> dict[str, Any]:
+    """What KEDA scales (the workload, or a Dynamo graph's scaling adapters: its CRD has no scale
+    subresource) and the floor the engine's own count sets; nothing without `autoscaling.owner: keda`."""
+    if model.autoscaling.owner != "keda":
+        return {"keda_targets": (), "scale_floor": None}
+    return {"keda_targets": made.keda_targets, "scale_floor": made.keda_floor}
 
 
 def canary_of(entry: ModelEntry, stable: ResolvedModel, view: PlatformView, routed: bool) -> ResolvedModel:
