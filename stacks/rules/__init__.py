@@ -9,6 +9,7 @@ from ..resolved import ResolvedStack
 from . import (  # noqa: F401  (each registers its rules)
     benchmark,
     canary,
+    capacity,
     collisions,
     crds,
     engine_args,
