@@ -194,7 +194,9 @@ def test_the_team_quota_counts_the_canary_beside_the_replicas():
     with pytest.raises(ConfigError) as refused:
         warned()
     assert any(
-        p.path.endswith("models[0].canary") and "quota.gpus" in p.message and "3 of requests.nvidia.com/gpu" in p.message
+        p.path.endswith("models[0].canary")
+        and "quota.gpus" in p.message
+        and "3 of requests.nvidia.com/gpu" in p.message
         for p in refused.value.problems
     ), "the canary's GPU is a third one the quota must hold"
 
