@@ -89,3 +89,22 @@ def test_a_single_node_claim_refuses_a_surge_pod_that_could_never_attach_it():
     assert has(found, "models[1].rollout.maxSurge", "ReadWriteOnce", "attaches to one node", "maxSurge: 0"), found
     sections["storage"]["existingClaim"]["accessMode"] = "ReadWriteMany"
     assert not [p for p in problems_of(sections) if "models[1].rollout.maxSurge" in p], "ReadWriteMany holds both"
+
+
+@pytest.mark.parametrize(
+    ("model", "key", "words"),
+    [
+        ({"rollout": {"maxSurge": 2}}, "rollout.maxSurge", ("6 replicas", "cpu 288 > 200")),
+        ({"autoscaling": {"owner": "hpa", "minReplicas": 2, "maxReplicas": 6}}, "autoscaling.maxReplicas", ("6",)),
+    ],
+)
+def test_a_pools_cpu_limit_refuses_the_replicas_and_surge_it_can_never_launch_nodes_for(model, key, words):
+    """A replica of 4 GPUs takes a whole g6.12xlarge (48 vCPU): 4 replicas are 192 vCPU of node capacity
+    within the pool's 200, 6 (4 and a surge of 2, or maxReplicas 6) are 288, which Karpenter never
+    launches."""
+    sections = sections_of(DEV)
+    pool = sections["nodePools"][0]
+    pool.update({"instanceTypes": ["g6.12xlarge"], "limits": {"cpu": "200"}})
+    sections["models"][0].update({"acceleratorsPerReplica": 4, "parameters": "8B", **model})
+    found = problems(sections)
+    assert has(found, f"models[0].{key}", "pool gpu", "over its limits", "nodePools[0].limits", *words), found

@@ -8,7 +8,9 @@ What a model asks at once: its fewest replicas (`replicas`, or `autoscaling.minR
 - a team's quota (`teams[].quota`, read in a workloads stack): a rollout's surge pod or a canary the quota
   cannot hold beside the fewest replicas is refused by the API server, and the rollout never ends;
 - a single-node volume (`storage.existingClaim` ReadWriteOnce/ReadWriteOncePod): a surge or canary pod on
-  another node can never attach it.
+  another node can never attach it;
+- a dynamic pool's cpu and memory limits the stack file gives (node capacity, as fit.over_limits counts
+  it): the least capacity Karpenter must launch for those replicas, whatever types it picks.
 The dynamic pools' limits against a surge or a canary are stacks/rules/groups.py's (a_rollout_surge_fits_
 the_pool, a_canary_fits_the_pool_beside_a_replica); one replica against the quota is stacks/rules/
 workloads.py's. Every message names the key that asks and the fix.
@@ -169,3 +171,57 @@ def a_single_node_volume_takes_no_second_pod(stack: ResolvedStack) -> Iterable[P
                     f"never starts; drop {key} (rollout.maxSurge: 0 stops the old pod first), or use a "
                     f"ReadWriteMany claim (modelCache: efs or fsx) or modelCache: local",
                 )
+
+
+def _lower_bound(model: ResolvedModel, replicas: int) -> tuple[int, int] | None:
+    """The least node capacity (millicores, MiB) `replicas` replicas make Karpenter launch on the model's pool,
+    whatever types it picks: each replica costs at least the cheapest allowed type's capacity over the
+    replicas one node of it holds (a group: its nodes whole). None where accelerators do not bound it."""
+    apr, group = model.config.accelerators_per_replica, model.group
+    costs: list[tuple[float, float]] = []
+    for t in model.pool.instance_types:
+        if t.accelerator_count < max(1, group.per_node) or apr < 1:
+            continue
+        per = 1 / group.nodes if group.multi_node else t.accelerator_count // apr
+        costs.append((t.vcpu * 1000 / per, t.memory_gib * 1024 / per))
+    if not costs:
+        return None
+    return int(replicas * min(c for c, _ in costs)), int(replicas * min(m for _, m in costs))
+
+
+def _over(model: ResolvedModel, replicas: int) -> list[str]:
+    """The cpu and memory limits the stack file gives the pool that `replicas` replicas surely exceed, worded
+    (derived ones follow the accelerator limit, which its own rule checks)."""
+    bound, limits, given = _lower_bound(model, replicas), model.pool.limits, model.pool.config.limits
+    if bound is None:
+        return []
+    return [
+        f"{name} {need // scale}{unit} > {limit // scale}{unit}"
+        for name, need, limit, scale, unit in (
+            ("cpu", bound[0], limits.cpu_m, 1000, ""),
+            ("memory", bound[1], limits.memory_mib, 1024, "Gi"),
+        )
+        if limit is not None and need > limit and getattr(given, name) is not None
+    ]
+
+
+@rule
+def pool_cpu_and_memory_limits_hold_the_rollout(stack: ResolvedStack) -> Iterable[Problem]:
+    """A pool's cpu and memory limits (node capacity, as fit.over_limits counts it) must hold the model's
+    replicas, its canary and a rollout's surge at once, as its accelerator limit must (groups.py
+    a_rollout_surge_fits_the_pool): Karpenter launches no node past a limit. The first ask that cannot fit
+    is named."""
+    for model in stack.models:
+        limits = model.pool.limits
+        if model.pool.static or (limits.cpu_m is None and limits.memory_mib is None):
+            continue
+        for key, count, what in _asks(model):
+            over = _over(model, count)
+            if over:
+                yield Problem(
+                    model.key(*key.split(".")),
+                    f"model {model.name} runs {count} replicas at once for {what}, at least {'; '.join(over)} of "
+                    f"node capacity on pool {model.pool.name}, over its limits; lower {key} or raise "
+                    f"{_pool_key(stack, model)}.limits",
+                )
+                break
