@@ -108,3 +108,24 @@ def test_a_pools_cpu_limit_refuses_the_replicas_and_surge_it_can_never_launch_no
     sections["models"][0].update({"acceleratorsPerReplica": 4, "parameters": "8B", **model})
     found = problems(sections)
     assert has(found, f"models[0].{key}", "pool gpu", "over its limits", "nodePools[0].limits", *words), found
+
+
+def test_a_disaggregated_graph_whose_prefill_and_decode_workers_exceed_the_pools_limit_together_is_refused():
+    """Each role alone fits the dev pool's 16 GPUs; 3 prefill and up to 3 decode workers of 4 GPUs are 24."""
+    sections = sections_of(DEV)
+    sections["addons"]["dynamo"] = {"enabled": True}
+    model = sections["models"][0]
+    for key in ("routing", "slo"):
+        model.pop(key, None)
+    model.update(
+        {
+            "engine": "dynamo",
+            "acceleratorsPerReplica": 4,
+            "dynamo": {"mode": "disaggregated", "prefillWorkers": 3},
+            "autoscaling": {"owner": "keda", "maxReplicas": 3},
+        }
+    )
+    found = problems(sections)
+    assert has(found, "models[0].dynamo", "prefill 3 x 4 + decode 3 x 4 = 24", "limit of 16"), found
+    model["dynamo"]["prefillWorkers"] = 1
+    assert not [p for p in problems_of(sections) if "worker roles" in p], "4 + 12 GPUs fit 16"
