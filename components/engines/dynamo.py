@@ -72,6 +72,7 @@ from stacks.engine_facts import (
     ModelFacts,
 )
 from stacks.errors import Problem
+from stacks.feasibility import roles_over_the_pool
 from stacks.fit import Requests
 from stacks.groups import ReplicaGroup
 from stacks.metrics import Metric, Signal
@@ -705,8 +706,26 @@ def _parallelism(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
         )
 
 
+def _roles_fit_the_pool(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """The prefill workers (fixed) and the decode workers (at maxReplicas under KEDA) hold their
+    accelerators at once: the pool's accelerator limit or a static pool's nodes must hold both roles, or
+    one waits for capacity the other never frees (each role alone is the fit rule's)."""
+    served = stack.placed(entry)
+    over = None if served is None else roles_over_the_pool(served)
+    if over is None:
+        return
+    parts, _, _, where = over
+    yield Problem(
+        entry.key("dynamo"),
+        f"model {entry.name}'s worker roles run at once, {parts} accelerators (a role KEDA scales at its "
+        f"maxReplicas), over {where}; lower dynamo.prefillWorkers or autoscaling.maxReplicas (or "
+        f"dynamo.decodeWorkers), or raise the pool's limits.accelerators (a static pool's replicas)",
+    )
+
+
 def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
     yield from _disaggregation(entry)
+    yield from _roles_fit_the_pool(entry, stack)
     yield from _planner(entry)
     yield from _scaled_workers(entry)
     yield from _parallelism(entry, stack)

@@ -9,8 +9,9 @@ What a model asks at once: its fewest replicas (`replicas`, or `autoscaling.minR
   cannot hold beside the fewest replicas is refused by the API server, and the rollout never ends;
 - a single-node volume (`storage.existingClaim` ReadWriteOnce/ReadWriteOncePod): a surge or canary pod on
   another node can never attach it;
-- every worker role of one model together (a disaggregated Dynamo graph's prefill and decode workers)
-  against the pool's accelerator limit or a static pool's nodes;
+- every worker role of one model together (stacks/feasibility.py `roles_over_the_pool`; a disaggregated
+  graph's prefill and decode workers, checked in its engine's module) against the pool's accelerator
+  limit or a static pool's nodes;
 - a dynamic pool's cpu and memory limits the stack file gives (node capacity, as fit.over_limits counts
   it): the least capacity Karpenter must launch for those replicas, whatever types it picks.
 The dynamic pools' limits against a surge or a canary are stacks/rules/groups.py's (a_rollout_surge_fits_
@@ -24,18 +25,14 @@ from collections.abc import Iterable
 
 from ..checks import rule
 from ..errors import Problem, key_path
+from ..feasibility import node_accelerators
 from ..fit import Requests
 from ..guards import quota_shortfalls
-from ..resolved import ResolvedModel, ResolvedPool, ResolvedStack
+from ..resolved import ResolvedModel, ResolvedStack
 from .groups import held
 from .storage import SINGLE_NODE_MODES
 from .upgrades import fewest_replicas
 from .workloads import QUOTA_KEYS, one_replica, quota_requests
-
-
-def node_accelerators(pool: ResolvedPool) -> int:
-    """Accelerators every node of the pool has at least (the smallest allowed type's)."""
-    return min((t.accelerator_count for t in pool.instance_types), default=0)
 
 
 def replicas_that_fit(model: ResolvedModel, nodes: int) -> int | None:
@@ -227,42 +224,3 @@ def pool_cpu_and_memory_limits_hold_the_rollout(stack: ResolvedStack) -> Iterabl
                     f"{_pool_key(stack, model)}.limits",
                 )
                 break
-
-
-def role_accelerators(model: ResolvedModel) -> list[tuple[str, int, int]]:
-    """(role, pods at most, accelerators each) of every kind of pod the model runs on its pool: a role the
-    workload counts at its count, the role an autoscaler owns at its maxReplicas (a Dynamo graph's fixed
-    prefill workers beside its scaled decode workers)."""
-    out = []
-    for pod in model.pods:
-        each = pod.requests.gpu or pod.requests.neuron
-        if not pod.pool or not each:
-            continue
-        replicas = pod.replicas if pod.replicas is not None else model.config.autoscaling.max_replicas
-        out.append((pod.role, pod.count * replicas, each))
-    return out
-
-
-@rule
-def every_worker_role_fits_the_pool_together(stack: ResolvedStack) -> Iterable[Problem]:
-    """A graph of several worker roles on one pool (a disaggregated Dynamo graph's prefill and decode
-    workers) holds all their accelerators at once: the pool's accelerator limit, or a static pool's
-    nodes, must hold every role at its most, or a role waits for capacity the others never free."""
-    for model in stack.models:
-        roles = role_accelerators(model)
-        if len(roles) < 2:
-            continue
-        need = sum(pods * each for _, pods, each in roles)
-        nodes, per_node = model.pool.config.replicas, node_accelerators(model.pool)
-        limit = model.pool.limits.accelerators if nodes is None else nodes * per_node
-        if limit is None or need <= limit:
-            continue
-        parts = " + ".join(f"{role} {pods} x {each}" for role, pods, each in roles)
-        where = f"static pool {model.pool.name}'s {nodes} nodes" if nodes is not None else f"pool {model.pool.name}'s"
-        yield Problem(
-            model.key("dynamo") if model.engine == "dynamo" else model.key("pool"),
-            f"model {model.name}'s worker roles run on one pool at once, {parts} = {need} accelerators (a role an "
-            f"autoscaler owns at its maxReplicas), over {where} limit of {limit}; lower dynamo.prefillWorkers or "
-            f"autoscaling.maxReplicas, or raise {_pool_key(stack, model)}"
-            f"{'.replicas' if nodes is not None else '.limits.accelerators'}",
-        )
