@@ -49,7 +49,7 @@ def test_a_static_pool_refuses_replicas_it_can_never_hold_at_the_key_that_asks(m
     if key is None:
         assert not [p for p in found if "static pool" in p], found
         return
-    assert has(found, f"models[0].{key}", "static pool gpu", "1 nodes of 4 accelerators", "hold 4", *words), found
+    assert has(found, f"models[0].{key}", "static pool gpu", "1 node of 4 accelerators", "hold 4", *words), found
     assert any("raise nodePools[0].replicas" in p for p in found), found
 
 

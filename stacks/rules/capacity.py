@@ -87,7 +87,8 @@ def a_static_pool_holds_what_its_models_ask(stack: ResolvedStack) -> Iterable[Pr
                 yield Problem(
                     model.key(*key.split(".")),
                     f"model {model.name} runs {count} replicas at once for {what}, but static pool "
-                    f"{model.pool.name} is {nodes} nodes of {node_accelerators(model.pool)} accelerators, which "
+                    f"{model.pool.name} is {nodes} node{'s' if nodes != 1 else ''} of {node_accelerators(model.pool)} "
+                    f"accelerators, which "
                     f"hold {fits} replicas of {model.config.accelerators_per_replica} accelerators"
                     f"{' over ' + str(model.group.nodes) + ' nodes' if model.group.multi_node else ''} and never "
                     f"grow; lower {key} or raise {_pool_key(stack, model)}.replicas",

@@ -125,10 +125,11 @@ def parallelism_is_what_the_engine_runs(stack: ResolvedStack) -> Iterable[Proble
         if given.tensor in (None, runs) and given.pipeline in (None, 1):
             continue
         unit = "NeuronCores" if model.pool.accelerator == "neuron" else "GPUs"
+        said = ", ".join(f"{k}: {v}" for k, v in (("tensor", given.tensor), ("pipeline", given.pipeline)) if v)
         yield Problem(
             model.key("parallelism"),
-            f"model {model.name} on pool {model.pool.name}: parallelism tensor {given.tensor} x pipeline "
-            f"{given.pipeline} is not what engine {model.engine} runs: {model.facts.groups.fixed_sizes}, so it runs "
+            f"model {model.name} on pool {model.pool.name}: parallelism {{{said}}} is not what engine "
+            f"{model.engine} runs: {model.facts.groups.fixed_sizes}, so it runs "
             f"tensor {runs} x pipeline 1 over the replica's {runs} {unit}; leave parallelism unset (or tensor: "
             f"{runs}, pipeline: 1), and change acceleratorsPerReplica to change the size",
         )
