@@ -129,9 +129,9 @@ def parallelism_is_what_the_engine_runs(stack: ResolvedStack) -> Iterable[Proble
         yield Problem(
             model.key("parallelism"),
             f"model {model.name} on pool {model.pool.name}: parallelism {{{said}}} is not what engine "
-            f"{model.engine} runs: {model.facts.groups.fixed_sizes}, so it runs "
-            f"tensor {runs} x pipeline 1 over the replica's {runs} {unit}; leave parallelism unset (or tensor: "
-            f"{runs}, pipeline: 1), and change acceleratorsPerReplica to change the size",
+            f"{model.engine} runs: {model.facts.groups.fixed_sizes}; leave parallelism unset, or give exactly "
+            f"tensor {runs} x pipeline 1 (the replica's {runs} {unit}), and change acceleratorsPerReplica to change "
+            f"the size",
         )
 
 
