@@ -61,12 +61,16 @@ class Groups:
     `tensor_spans_nodes`: with `parallelism` unset, one tensor-parallel group over the whole replica
     (SGLang's `--tp 16 --nnodes 2`, Dynamo), else tensor parallel within a node and one pipeline stage
     per node (vLLM's recipe). `head_rule`: the pinned version whose parser refuses a tensor size that
-    does not divide the attention heads, None when the engine does not check it."""
+    does not divide the attention heads, None when the engine does not check it. `fixed_sizes`: on a
+    replica of one node the engine runs one tensor-parallel group over all of the replica's accelerators
+    whatever `parallelism` says, for this reason (TGI's `--num-shard`, Ollama, a NIM profile); None: it
+    takes the sizes given."""
 
     builder: Literal["lws", "operator"] | None
     refused: str | None
     tensor_spans_nodes: bool
     head_rule: str | None
+    fixed_sizes: str | None
 
     def __post_init__(self) -> None:
         if (self.builder is None) == (self.refused is None):
@@ -148,6 +152,10 @@ class EngineFacts:
     # graphs) where `compileCache` keeps them, each with its subdirectory of the model's compile key
     # (stacks/fastpath.py); empty: it keeps none the platform can place.
     compile_cache_env: Mapping[str, str]
+    # The role (`app.kubernetes.io/component`) of the pods its Service selects, the only pods callers from
+    # outside the model (the gateway's proxies, LiteLLM, the interceptor, Prometheus) reach: a Dynamo
+    # graph's Frontend, never its workers. None: every pod of the model serves.
+    serving_role: str | None
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""
@@ -208,3 +216,7 @@ class ModelFacts:
     names: tuple[DerivedName, ...]
     # Add-on settings this model needs on (`dynamo.grove` for a Dynamo graph across nodes).
     addons: tuple[str, ...]
+    # The fewest replicas KEDA must keep of the scaled targets when the model's own count says so (a Dynamo
+    # graph's `dynamo.decodeWorkers`, or an aggregated graph's `replicas`): the scaling adapter starts at
+    # one whatever the graph asks. None: `autoscaling.minReplicas`.
+    keda_floor: int | None

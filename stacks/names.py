@@ -126,6 +126,8 @@ PLATFORM_SUFFIXES = {
     "-picker-ingress": "NetworkPolicy",
     # gateway/isolation.py ray_head_ingress: a RayService head's own policy.
     "-ray-head": "NetworkPolicy",
+    # gateway/isolation.py serving_ingress: the callers' policy of a Dynamo graph's Frontend.
+    "-frontend-ingress": "NetworkPolicy",
     # components/storage/cache.py fill_job_name: a streamed model's (`loadFormat`) bucket fill.
     "-to-bucket": "Job",
     # components/engines/neuron_vllm.py compile_job_name: a Neuron model's ahead-of-time compile

@@ -29,6 +29,7 @@ from .errors import key_path
 from .fit import NodePoolLimits, Requests
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
+from .naming import COMPONENT_LABEL
 from .tiers import PoolTier
 from .versions import Image
 
@@ -445,6 +446,12 @@ class Endpoint:
         return {MODEL_LABEL: self.name}
 
     @property
+    def serving_selector(self) -> dict[str, str]:
+        """Labels selecting the pods that serve clients (its Service's, and what callers from outside the
+        model reach): every pod of the server."""
+        return self.selector
+
+    @property
     def metrics_selector(self) -> dict[str, str]:
         """Labels selecting the pods that export this server's metrics."""
         return self.selector
@@ -614,6 +621,15 @@ class ResolvedModel(Endpoint):
     routing_reason: str = ""
     # What its autoscaler follows (stacks/resolve/scaling.py); None without one (`owner: none`).
     scaling: ScalingSignal | None = None
+    # The fewest replicas KEDA keeps when the engine's own count sets it (ModelFacts.keda_floor); None:
+    # `autoscaling.minReplicas`.
+    scale_floor: int | None = None
+
+    @property
+    def min_replicas(self) -> int:
+        """The fewest replicas its autoscaler keeps: the worker count a Dynamo graph under KEDA asks for
+        (`dynamo.decodeWorkers`, or `replicas` of an aggregated graph), else `autoscaling.minReplicas`."""
+        return self.config.autoscaling.min_replicas if self.scale_floor is None else self.scale_floor
 
     @property
     def scale_target(self) -> tuple[str, str, str]:
@@ -661,11 +677,20 @@ class ResolvedModel(Endpoint):
         )
 
     @property
+    def serving_selector(self) -> dict[str, str]:
+        """The pods of the engine's serving role (a Dynamo graph's Frontend: its workers are reached by the
+        Frontend alone), or every pod of the model."""
+        role = self.facts.serving_role
+        return self.selector if role is None else {**self.selector, COMPONENT_LABEL: role}
+
+    @property
     def metrics_selector(self) -> dict[str, str]:
-        """A LeaderWorkerSet group's leaders only: its workers serve no API and export no metrics."""
+        """A LeaderWorkerSet group's leaders only: its workers serve no API and export no metrics; a Dynamo
+        graph's Frontend only (the series the platform reads are the Frontend's, on its serving port, where
+        a worker listens to nothing)."""
         if leader_worker_set(self.config, self.facts.groups):
             return {**self.selector, LWS_WORKER_INDEX: "0"}
-        return self.selector
+        return self.serving_selector
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,10 @@ def test_adopting_a_vpc_with_two_private_subnets_is_accepted(dev):
 
 def test_a_workloads_stack_without_platform_stack_is_refused():
     found = problems({"stack": {"role": "workloads", "team": "search"}})
-    assert any(p.startswith("inference-platform:stack:") and "platformStack is required" in p for p in found), found
+    # At the missing key itself, so the fix says where it goes.
+    assert any(
+        p.startswith("inference-platform:stack.platformStack:") and "platformStack is required" in p for p in found
+    ), found
 
 
 def test_a_workloads_stack_cannot_define_platform_resources():

@@ -50,7 +50,13 @@ TOY_FACTS = EngineFacts(
     platform_workload=True,
     picker_engine=None,
     metrics={},
-    groups=Groups(builder=None, refused="the toy server runs on one node", tensor_spans_nodes=False, head_rule=None),
+    groups=Groups(
+        builder=None,
+        refused="the toy server runs on one node",
+        tensor_spans_nodes=False,
+        head_rule=None,
+        fixed_sizes=None,
+    ),
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
     lora=False,
@@ -59,6 +65,7 @@ TOY_FACTS = EngineFacts(
     revisions=True,
     efa_stack=ONE_NODE,
     compile_cache_env={},
+    serving_role=None,
 )
 TOY_DIALECT = Dialect(engine="Toy 1.2", owned={"--port": "sets the port"}, streamed={}, refused=None)
 
@@ -84,6 +91,7 @@ def toy_engine() -> EngineSpec:
             platform_images=(),
             names=(),
             addons=(),
+            keda_floor=None,
         )
 
     def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
@@ -182,7 +190,7 @@ def test_what_an_engine_makes_of_a_model_is_complete_or_it_fails(fact):
 
 def test_an_engine_that_neither_builds_groups_nor_says_why_not_fails():
     with pytest.raises(ValueError, match="why it refuses"):
-        Groups(builder=None, refused=None, tensor_spans_nodes=False, head_rule=None)
+        Groups(builder=None, refused=None, tensor_spans_nodes=False, head_rule=None, fixed_sizes=None)
 
 
 # --- (c) the registry is complete -----------------------------------------------------------------

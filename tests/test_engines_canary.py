@@ -181,6 +181,9 @@ def test_a_canary_on_the_nim_operator_or_an_unexposed_model_is_refused():
 
 
 def test_the_team_quota_counts_the_canary_beside_the_replicas():
+    """A canary pod the quota cannot hold beside the fixed replicas is refused by the API server forever:
+    refused at models[0].canary (it was a warning, and the canary never started)."""
+    from stacks.errors import ConfigError
     from stacks.pipeline import check_sections, stack_warnings
     from tests.conftest import team_quota
 
@@ -193,9 +196,14 @@ def test_the_team_quota_counts_the_canary_beside_the_replicas():
 
     assert not any("quota.gpus" in w for w in warned()), "two replicas fit two GPUs"
     sections["models"][0]["canary"] = {"revision": "0" * 40, "weight": 10}
-    assert any("stack.team" in w and "quota.gpus" in w and "Pending" in w for w in warned()), (
-        "the canary's GPU is a third one the quota must hold"
-    )
+    with pytest.raises(ConfigError) as refused:
+        warned()
+    assert any(
+        p.path.endswith("models[0].canary")
+        and "quota.gpus" in p.message
+        and "3 of requests.nvidia.com/gpu" in p.message
+        for p in refused.value.problems
+    ), "the canary's GPU is a third one the quota must hold"
 
 
 def test_a_canary_of_a_model_across_nodes_is_a_second_leaderworkerset_group_of_the_canary_revision():

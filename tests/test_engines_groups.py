@@ -16,7 +16,7 @@ from stacks.pipeline import check_sections
 from stacks.resolved import LWS_WORKER_INDEX
 from tests.conftest import DEV, sections_of
 from tests.engines_helpers import flag, objects, stack_of
-from tests.guard_support import has, problems
+from tests.guard_support import has, problems, problems_of
 
 H100 = {
     "name": "h100",
@@ -204,3 +204,41 @@ def test_a_surge_the_pools_limits_cannot_hold_is_refused_at_its_key():
     check_sections(with_group({**LLAMA_405B, "rollout": {"maxSurge": 1}}), "us-west-2")  # accepted
     found = problems(with_group({**LLAMA_405B, "rollout": {"maxSurge": 2}}))
     assert has(found, "models[2].rollout.maxSurge", "llama-405b", "1 + 2 replicas", "48 accelerators", "32"), found
+
+
+def test_a_neuron_parallelism_other_than_the_replicas_neuroncores_is_refused_and_the_cores_are_accepted():
+    """neuron-vllm's tensor-parallel degree is the NeuronCores of its devices (4 inf2 devices = 8 cores):
+    `tensor: 4` would silently run 8, and `tensor: 8` is exactly what runs."""
+    sections = sections_of(DEV)
+    neuron = sections["models"][1]
+    assert neuron["engine"] == "neuron-vllm" and neuron["acceleratorsPerReplica"] == 4
+    neuron["parallelism"] = {"tensor": 4}
+    found = problems(sections)
+    assert has(found, "models[1].parallelism", "8 NeuronCores", "tensor 8 x pipeline 1", "NeuronCores of"), found
+    neuron["parallelism"] = {"tensor": 8, "pipeline": 1}
+    assert not [p for p in problems_of(sections) if "models[1].parallelism" in p], "the cores are what runs"
+
+
+@pytest.mark.parametrize(
+    ("engine", "extra", "words"),
+    [
+        ("tgi", {"tgi": {"acceptMaintenanceMode": True}}, ("--num-shard", "tensor 4 x pipeline 1")),
+        ("ollama", {"model": "qwen3:8b"}, ("Ollama", "tensor 4 x pipeline 1")),
+    ],
+)
+def test_parallel_sizes_an_engine_does_not_take_are_refused_naming_what_it_runs(engine, extra, words):
+    sections = sections_of(DEV)
+    model = sections["models"][0]
+    model.update({"engine": engine, "acceleratorsPerReplica": 4, "parallelism": {"tensor": 2, "pipeline": 2}, **extra})
+    for key in ("routing", "autoscaling", "slo", "parameters", "dtype", "revision"):
+        model.pop(key, None)
+    found = problems_of(sections)
+    assert has(found, "models[0].parallelism", *words), found
+
+
+def test_a_group_that_strands_accelerators_on_the_nodes_it_owns_is_refused_with_the_node_count_that_fits():
+    """8 GPUs over 2 p5 nodes (8 GPUs each): each pod owns its node and uses 4, so 8 stay idle and one node
+    would hold the whole replica."""
+    model = LLAMA_405B | {"acceleratorsPerReplica": 8, "parallelism": {}, "parameters": "70B"}
+    found = problems(with_group(model))
+    assert has(found, "models[2].nodesPerReplica", "4 of each node's 8", "nodesPerReplica: 1", "16"), found

@@ -18,6 +18,10 @@ Inputs:
   added (from stacks/stack.schema.json); a key deleted or renamed by case and separators; a list entry
   duplicated; a named entry twinned under a similar name; and mutations of the file's text (a
   duplicate key, an explicit YAML tag, another encoding);
+- the keys of the last round (LAST_ROUND_KEYS: a pool's imagePull, imageSnapshot, warmNodes and
+  terminationGracePeriod, a model's compileCache, acceptDowntime and secrets, stack.intendedReplacements,
+  storage.modelBucket.name, the secrets section, the team keys) given plausible, donated, hostile and
+  random values, whose refusals must name the key, its section, or what depends on it;
 - generated files: random nesting under random keys, non-mapping top levels, tags, aliases, raw bytes;
 - the regression cases in tests/guard_cases/, one small file per failure class these tests found,
   each headed by
@@ -1298,3 +1302,79 @@ def load_config_or_none(path: Path) -> Any:
         return check_file(path).stack.model_dump()
     except Exception:
         return None
+
+
+# ---- the keys of the last round, each given arbitrary values -------------------------------------------
+
+M, NP, T = f"{PROJECT}:models", f"{PROJECT}:nodePools", f"{PROJECT}:teams"
+# (file, document path of a key added in the last round): each gets plausible, donated, hostile and random
+# values whether or not the file sets it. Issue 28 item 8.
+LAST_ROUND_KEYS: list[tuple[str, KeyPath]] = [
+    *(("Pulumi.dev.yaml", ("config", NP, 0, k)) for k in ("imagePull", "imageSnapshot", "warmNodes")),
+    ("Pulumi.dev.yaml", ("config", NP, 1, "terminationGracePeriod")),
+    *(("Pulumi.dev.yaml", ("config", M, 0, k)) for k in ("compileCache", "acceptDowntime", "secrets")),
+    ("Pulumi.dev.yaml", ("config", f"{PROJECT}:stack", "intendedReplacements")),
+    ("Pulumi.dev.yaml", ("config", f"{PROJECT}:storage", "modelBucket", "name")),
+    ("Pulumi.dev.yaml", ("config", f"{PROJECT}:secrets")),
+    ("Pulumi.dev.yaml", ("config", f"{PROJECT}:secrets", "hf-token")),
+    *(
+        ("Pulumi.platform.yaml", ("config", T, 0, k))
+        for k in ("name", "namespaces", "deployers", "quota", "litellm", "consumers")
+    ),
+    ("Pulumi.platform.yaml", ("config", T, 1)),
+    ("Pulumi.team-search.yaml", ("config", f"{PROJECT}:stack", "team")),
+]
+
+
+def key_of(path: KeyPath) -> str:
+    """`inference-platform:nodePools[0].imagePull` for a document path under `config`."""
+    from stacks.errors import key_path
+
+    section = str(path[1])
+    head = section.split(":", 1)[1] if section.startswith(f"{PROJECT}:") else section
+    return key_path([head, *path[2:]])
+
+
+def values_for(path: KeyPath) -> st.SearchStrategy[Any]:
+    node = schema_at(path) or {}
+    offered = [*plausible(node), *DONORS.get(str(path[-1]), [])] or [None]
+    return st.one_of(st.sampled_from(offered), st.sampled_from(HOSTILE), random_trees)
+
+
+@pytest.mark.parametrize("name", sorted({f for f, _ in LAST_ROUND_KEYS}))
+def test_arbitrary_values_of_the_last_rounds_keys_are_accepted_or_refused_naming_a_key(
+    name: str, tmp_path: Path
+) -> None:
+    """imagePull, imageSnapshot, warmNodes, terminationGracePeriod, compileCache, acceptDowntime, a model's
+    secrets, stack.intendedReplacements, storage.modelBucket.name, the secrets section and the team keys:
+    any value never tracebacks, and a refusal names the key it was given at (or one below it), or another
+    key of its section (a collision is refused at the second entry), or, for the secrets section, the
+    keys that refer to it."""
+    path = next(p for p in SHIPPED if p.name == name)
+    doc = shipped_doc(path)
+    work = tmp_path / name
+    paths = [p for f, p in LAST_ROUND_KEYS if f == name]
+
+    @budget(ci_examples=12)
+    @given(st.sampled_from(paths).flatmap(lambda p: values_for(p).map(lambda v, p=p: Mutation("add", p, v))))
+    def check(mutation: Mutation) -> None:
+        if not isinstance(at(doc, mutation.path[:-1]), (dict, list)):
+            return
+        data = dump(mutation.apply(doc))
+        work.write_bytes(data)
+        run, problems = check_file(work)
+        problems = judge(run, problems, mutation.expect(doc))
+        assert not problems, report(mutation, run, problems)
+        if run.code == 1 and not any(mutation.path[: len(r)] == r for r in REFERRED):
+            # The key, or its section: a collision with a sibling entry is refused at the second one.
+            key, section = key_of(mutation.path), key_of(mutation.path[:2])
+            named = refusal_names(run, work, key) or refusal_names(run, work, section)
+            assert named, report(mutation, run, [f"refused without naming {key} or a key of {section}"])
+
+    check()
+
+
+# Keys other keys depend on (the Secrets a model's huggingFaceToken or a `fromConfig` names; the team whose
+# quota and namespaces a workloads stack's models must fit): another value is refused where it is depended
+# on, which the invariant holds to naming a key path.
+REFERRED: list[KeyPath] = [("config", f"{PROJECT}:secrets"), ("config", f"{PROJECT}:stack", "team")]

@@ -191,6 +191,52 @@ def test_a_dynamo_graph_scales_through_its_scaling_adapter(dev, mode, component)
 
 
 @pytest.mark.parametrize(
+    ("mode", "count", "component"),
+    [("disaggregated", {"dynamo": {"decodeWorkers": 2}}, "DecodeWorker"), ("aggregated", {"replicas": 2}, "Worker")],
+)
+def test_the_worker_count_a_dynamo_graph_asks_for_holds_under_keda(dev, mode, count, component):
+    """The operator creates the scaling adapter at one replica; `dynamo.decodeWorkers: 2` (or an aggregated
+    graph's `replicas: 2`) is KEDA's floor, so the graph runs two scaled workers, and the fixed prefill
+    workers keep their own count."""
+    sections = dynamo_sections(dev, mode)
+    model = sections["models"][0]
+    model["autoscaling"].pop("minReplicas")  # the count asked for is the floor; a second one is refused
+    for key, value in count.items():
+        model[key] = {**model[key], **value} if isinstance(value, dict) else value
+    if mode == "disaggregated":
+        model["dynamo"]["prefillWorkers"] = 3
+    stack = resolved_stack(sections)
+    obj = only_scaled_object(stack, "qwen3-8b")
+    assert obj["metadata"]["name"] == f"qwen3-8b-{component.lower()}"
+    assert (obj["spec"]["minReplicaCount"], obj["spec"]["maxReplicaCount"]) == (2, 3), "2 workers, never fewer"
+    (graph,) = by_kind(engine_objects(stack, "qwen3-8b"), "DynamoGraphDeployment")
+    components = {c["name"]: c for c in graph["spec"]["components"]}
+    if mode == "disaggregated":
+        assert components["PrefillWorker"]["replicas"] == 3, "prefill is not scaled: it runs dynamo.prefillWorkers"
+    valid_custom(obj)
+
+
+@pytest.mark.parametrize(
+    ("count", "scaling", "key", "fix"),
+    [
+        ({"dynamo": {"decodeWorkers": 2}}, {"minReplicas": 1}, "dynamo.decodeWorkers", "drop autoscaling.minReplicas"),
+        ({"dynamo": {"decodeWorkers": 4}}, {}, "dynamo.decodeWorkers", "raise autoscaling.maxReplicas to at least 4"),
+        ({"replicas": 5}, {}, "replicas", "raise autoscaling.maxReplicas to at least 5"),
+    ],
+)
+def test_a_dynamo_worker_count_keda_could_not_keep_is_refused_naming_the_key(dev, count, scaling, key, fix):
+    mode = "disaggregated" if "dynamo" in count else "aggregated"
+    sections = dynamo_sections(dev, mode)
+    model = sections["models"][0]
+    model["autoscaling"].pop("minReplicas")
+    model["autoscaling"].update(scaling)
+    for name, value in count.items():
+        model[name] = {**model[name], **value} if isinstance(value, dict) else value
+    problems = [p for p in refusals(sections) if p.startswith(f"{P}models[0].{key}:")]
+    assert problems and fix in problems[0], refusals(sections)
+
+
+@pytest.mark.parametrize(
     ("example", "engine", "operator"),
     [("Pulumi.serving.yaml", "ray-serve", False), ("Pulumi.engines.yaml", "nim", True)],
 )

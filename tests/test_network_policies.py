@@ -166,9 +166,24 @@ def test_each_models_serving_and_metrics_ports_admit_exactly_their_callers(path)
     stack, objects = _stack(path), _objects(path)
     for served in _models(path):
         for port in {served.port, *([served.metrics_port] if served.metrics_port else [])}:
-            got = admitted(objects, served.namespace, served.selector, port)
+            got = admitted(objects, served.namespace, served.serving_selector, port)
             want = expected_on(stack, served, port)
             assert got == set(want), f"{path.name}: {served.name} on {port}:{_diff(got, want)}"
+
+
+@pytest.mark.parametrize("path", ALL_STACKS, ids=_id)
+def test_a_dynamo_graphs_workers_admit_only_the_graphs_own_pods_even_on_the_frontends_port(path):
+    """The prefill, decode and aggregated workers carry the model's label but serve nobody: the gateway's
+    proxies, LiteLLM and Prometheus reach the Frontend (its role label) and never a worker."""
+    objects = _objects(path)
+    for served in _models(path):
+        if served.serving_selector == served.selector:
+            continue
+        for role in (s.role for s in served.pods if s.role != served.facts.serving_role):
+            labels = {**served.selector, "app.kubernetes.io/component": role}
+            got = admitted(objects, served.namespace, labels, served.port)
+            want = {Peer.own(served.namespace, served.selector): "the graph's own pods"}
+            assert got == set(want), f"{path.name}: {served.name} {role} on {served.port}:{_diff(got, want)}"
 
 
 @pytest.mark.parametrize("path", ALL_STACKS, ids=_id)

@@ -7,10 +7,14 @@ import json
 
 import pytest
 
+from components import peers
 from components.engines import ENGINES, dynamo
+from components.gateway import isolation
+from components.monitoring.collection import pod_monitor
 from stacks import conformance
 from stacks.errors import ConfigError
 from tests.builders import resolved_model
+from tests.netpol import Peer, admitted
 from tests.serving_support import SCHEMAS, config_of, model_entry, serving_objects, serving_sections, serving_stack
 
 
@@ -79,7 +83,10 @@ def test_a_disaggregated_graph_has_prefill_and_decode_roles_on_the_same_backend_
     assert prefill["args"][prefill["args"].index("--disaggregation-mode") + 1] == "prefill"
     assert decode["args"][decode["args"].index("--disaggregation-mode") + 1] == "decode"
     assert "--kv-transfer-config" in prefill["args"], "the prefill role hands its KV cache over NIXL"
-    assert roles["prefill"]["replicas"] == 1 and roles["decode"]["replicas"] == 2
+    assert roles["prefill"]["replicas"] == 1, "prefill workers run dynamo.prefillWorkers"
+    # KEDA scales the decode role through its adapter, which starts at one: decodeWorkers: 2 is KEDA's floor.
+    assert roles["decode"]["scalingAdapter"] == {} and "replicas" not in roles["decode"]
+    assert resolved_model(serving_stack(), "qwen3-32b-disagg").min_replicas == 2
     assert graph["spec"]["backendFramework"] == "vllm"
 
 
@@ -292,3 +299,29 @@ def test_each_pod_of_a_graph_is_labelled_with_its_role_and_the_graph():
         assert labels["app.kubernetes.io/component"] == component["type"], component["name"]
         assert labels["app.kubernetes.io/name"] == graph["metadata"]["name"] == "qwen3-32b-disagg"
         assert labels["inference-platform.io/model"] == "qwen3-32b-disagg", "the selector label stays on every pod"
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b-dynamo", "qwen3-32b-disagg"])
+def test_the_scrape_and_the_callers_policies_select_the_frontend_pods_and_never_a_worker(name):
+    """The rendered pods of each role against every selector the platform writes: the PodMonitor and the
+    NetworkPolicy that admits the gateway's proxies, LiteLLM and Prometheus select the Frontend alone; a
+    prefill, decode or aggregated worker is reached by the graph's own pods only."""
+    stack = serving_stack()
+    served = resolved_model(stack, name)
+    callers = isolation.Callers(
+        proxies=peers.proxies(stack.route_parent), prometheus=peers.PROMETHEUS, litellm=True, controllers={}
+    )
+    policies = isolation.namespace_policies([served], callers)
+    monitor = pod_monitor(served)
+    assert monitor is not None
+    front_door = Peer.of(peers.proxies(stack.route_parent))
+    for component in _graph(name)["spec"]["components"]:
+        labels = component["podTemplate"]["metadata"]["labels"]
+        frontend = component["type"] == "frontend"
+        scraped = monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+        assert scraped == frontend, f"{component['name']}: the PodMonitor scrapes the Frontend's port 8000 only"
+        reached = admitted(policies, served.namespace, labels, served.port)
+        assert (front_door in reached) == frontend, f"{component['name']}: {sorted(map(str, reached))}"
+        assert (Peer.of(peers.PROMETHEUS) in reached) == frontend, component["name"]
+        assert Peer.own(served.namespace, served.selector) in reached, "the graph's own pods reach every role"
+    assert served.serving_selector == {**served.selector, "app.kubernetes.io/component": "frontend"}

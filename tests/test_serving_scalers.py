@@ -45,7 +45,7 @@ def test_a_single_owner_per_model_passes():
     owners = {m.name: m.autoscaling.owner for m in config.models}
     assert owners == {
         "qwen3-8b-dynamo": "keda",
-        "qwen3-32b-disagg": "none",
+        "qwen3-32b-disagg": "keda",
         "qwen3-8b-lora": "aibrix",
         "qwen3-4b-ray": "none",
     }

@@ -100,6 +100,7 @@ FLOOR = (
     "stacks.errors",
     "stacks.exports",
     "stacks.fastpath",
+    "stacks.feasibility",
     "stacks.fit",
     "stacks.flags",
     "stacks.groups",

@@ -114,7 +114,8 @@ def scaled_object(
     api_version, kind, name = target
     spec: dict[str, Any] = {
         "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": name},
-        "minReplicaCount": scaling.min_replicas,
+        # A Dynamo graph's configured worker count where it sets one: its adapter starts at one replica.
+        "minReplicaCount": served.min_replicas,
         "maxReplicaCount": scaling.max_replicas,
         "pollingInterval": POLLING_SECONDS,
         # The HPA is named after the target, as `owner: hpa` names its own (components/engines/workload.py).

@@ -72,6 +72,7 @@ from stacks.engine_facts import (
     ModelFacts,
 )
 from stacks.errors import Problem
+from stacks.feasibility import roles_over_the_pool
 from stacks.fit import Requests
 from stacks.groups import ReplicaGroup
 from stacks.metrics import Metric, Signal
@@ -174,7 +175,7 @@ FACTS = EngineFacts(
     metrics=METRICS,
     # The worker component's multinode.nodeCount; its tensor size is the whole group's, which the
     # operator's injected --nnodes/--node-rank wiring expects.
-    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=True, head_rule=None),
+    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=True, head_rule=None, fixed_sizes=None),
     autoscalers=Autoscalers(
         built_in="the Dynamo operator (it sets each DynamoGraphDeployment component's replicas)",
         # KEDA scales a graph through its scaling adapters (keda_targets).
@@ -195,6 +196,8 @@ FACTS = EngineFacts(
     ),
     # The operator builds the workers' pods; the platform mounts no cache of its own into them.
     compile_cache_env={},
+    # Clients, the gateway and Prometheus reach the Frontend; only the graph's own pods reach the workers.
+    serving_role="frontend",
 )
 API_VERSION = "nvidia.com/v1beta1"
 
@@ -279,6 +282,18 @@ def scaled_role(model: ModelSection) -> str | None:
     if model.autoscaling.owner != "keda":
         return None
     return SCALED_ROLE[dynamo_block(model).mode]
+
+
+def scaled_count(model: ModelSection) -> tuple[str, int] | None:
+    """The worker count the stack sets for the role KEDA scales, as (key under the model entry, count):
+    `dynamo.decodeWorkers` of a disaggregated graph, `replicas` of an aggregated one; None when the stack
+    leaves it unset (the adapter's floor is then `autoscaling.minReplicas`) or nothing scales the graph."""
+    role = scaled_role(model)
+    if role == "decode" and "decode_workers" in dynamo_block(model).model_fields_set:
+        return "dynamo.decodeWorkers", dynamo_block(model).decode_workers
+    if role == "worker" and "replicas" in model.model_fields_set:
+        return "replicas", model.replicas
+    return None
 
 
 def scaling_adapters(model: ModelSection) -> tuple[tuple[str, str, str], ...]:
@@ -576,6 +591,9 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
         ),
         # A graph across nodes runs through Grove ("no multinode orchestrator available" without it).
         addons=("dynamo.grove",) if dynamo_multinode(model) else (),
+        # The operator creates the adapter at one replica whatever the graph asks (the component renders no
+        # `replicas`: the adapter's webhook refuses edits of it), so the count asked is KEDA's floor.
+        keda_floor=None if (counted := scaled_count(model)) is None else counted[1],
     )
 
 
@@ -631,6 +649,34 @@ def _disaggregation(entry: ModelEntry) -> Iterable[Problem]:
         )
 
 
+def _scaled_workers(entry: ModelEntry) -> Iterable[Problem]:
+    """Under KEDA the worker count the graph asks for is the ScaledObject's floor, so it must agree with
+    the autoscaler's bounds: a `minReplicas` of its own that differs, or a `maxReplicas` below it, would
+    silently drop the count asked for."""
+    model = entry.config
+    counted = scaled_count(model)
+    if counted is None:
+        return
+    key, count = counted
+    scaling = model.autoscaling
+    adapter = scaling_adapter_name(graph_name(model), ROLE_NAMES[SCALED_ROLE[dynamo_block(model).mode]])
+    path = entry.key(*key.split("."))
+    if "min_replicas" in scaling.model_fields_set and scaling.min_replicas != count:
+        yield Problem(
+            path,
+            f"{key} {count} and autoscaling.minReplicas {scaling.min_replicas} both set the fewest workers KEDA keeps "
+            f"(through the scaling adapter {adapter}); keep one: drop autoscaling.minReplicas (KEDA then keeps "
+            f"{count}), or drop {key} (KEDA keeps {scaling.min_replicas})",
+        )
+    elif count > scaling.max_replicas:
+        yield Problem(
+            path,
+            f"{key} {count} is more than autoscaling.maxReplicas {scaling.max_replicas}: KEDA never runs more than "
+            f"maxReplicas workers through the scaling adapter {adapter}; raise autoscaling.maxReplicas to at least "
+            f"{count} or lower {key}",
+        )
+
+
 def _planner(entry: ModelEntry) -> Iterable[Problem]:
     if entry.config.autoscaling.owner != "dynamo-planner":
         return
@@ -661,9 +707,28 @@ def _parallelism(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
         )
 
 
+def _roles_fit_the_pool(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """The prefill workers (fixed) and the decode workers (at maxReplicas under KEDA) hold their
+    accelerators at once: the pool's accelerator limit or a static pool's nodes must hold both roles, or
+    one waits for capacity the other never frees (each role alone is the fit rule's)."""
+    served = stack.placed(entry)
+    over = None if served is None else roles_over_the_pool(served)
+    if over is None:
+        return
+    parts, _, _, where = over
+    yield Problem(
+        entry.key("dynamo"),
+        f"model {entry.name}'s worker roles run at once, {parts} accelerators (a role KEDA scales at its "
+        f"maxReplicas), over {where}; lower dynamo.prefillWorkers or autoscaling.maxReplicas (or "
+        f"dynamo.decodeWorkers), or raise the pool's limits.accelerators (a static pool's replicas)",
+    )
+
+
 def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
     yield from _disaggregation(entry)
+    yield from _roles_fit_the_pool(entry, stack)
     yield from _planner(entry)
+    yield from _scaled_workers(entry)
     yield from _parallelism(entry, stack)
     tag = entry.config.image.tag
     if tag is not None and not RUNTIME_TAG.match(tag):

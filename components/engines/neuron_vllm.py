@@ -71,6 +71,8 @@ FACTS = EngineFacts(
         tensor_spans_nodes=False,
         # vLLM 0.16's ModelConfig.verify_with_parallel_config: the heads divide by the NeuronCores.
         head_rule="vLLM 0.16 (vllm-neuron)",
+        fixed_sizes="its --tensor-parallel-size is the NeuronCores of the replica's devices (acceleratorsPerReplica "
+        "x the cores of one device) and it takes no pipeline size",
     ),
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
@@ -83,6 +85,7 @@ FACTS = EngineFacts(
     # libneuronxla) beside the NxD Inference artifacts (NEURON_COMPILED_ARTIFACTS), both under the model's
     # compiled-artifact tree, which `compileCache` keys on the shared cache (container() below).
     compile_cache_env={"NEURON_COMPILE_CACHE_URL": "compile-cache"},
+    serving_role=None,
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours

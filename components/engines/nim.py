@@ -70,7 +70,14 @@ FACTS = EngineFacts(
     picker_engine=None,
     metrics=vllm.METRICS,
     # The NIM Operator's NIMService multiNode forms the group.
-    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None),
+    groups=Groups(
+        builder="operator",
+        refused=None,
+        tensor_spans_nodes=False,
+        head_rule=None,
+        # Across nodes the NIMService's multiNode takes both sizes (checks below hold them to the group).
+        fixed_sizes="on one node the NIM profile (nim.profile) fixes the parallel sizes over the replica's GPUs",
+    ),
     # Who owns the count depends on the operator (addons.nimOperator): its checks say.
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
@@ -81,6 +88,7 @@ FACTS = EngineFacts(
     efa_stack=EFA_UNVERIFIED,
     # NIM chooses its own cache layout under NIM_CACHE_PATH with the weights; none placed apart.
     compile_cache_env={},
+    serving_role=None,
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000

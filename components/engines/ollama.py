@@ -67,6 +67,7 @@ FACTS = EngineFacts(
         refused="Ollama runs a model on the accelerators of one machine; it has no multi-node mode",
         tensor_spans_nodes=False,
         head_rule=None,
+        fixed_sizes="Ollama spreads a model over the GPUs it is given and takes no parallel sizes",
     ),
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
@@ -78,6 +79,7 @@ FACTS = EngineFacts(
     efa_stack=ONE_NODE,
     # llama.cpp compiles nothing it keeps between starts.
     compile_cache_env={},
+    serving_role=None,
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60

@@ -113,7 +113,7 @@ FACTS = EngineFacts(
     picker_engine=None,
     metrics=METRICS,
     # N worker pods per replica in a PACK placement group: tensor within a node, pipeline across nodes.
-    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None),
+    groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None, fixed_sizes=None),
     autoscalers=Autoscalers(
         built_in="Ray Serve's replica autoscaling with the KubeRay autoscaler (rayServe.minWorkers/maxWorkers/"
         "targetOngoingRequests; a RayService has no scale subresource for another scaler)",
@@ -130,6 +130,7 @@ FACTS = EngineFacts(
     efa_stack=EFA_UNVERIFIED,
     # Ray's workers run inside the RayService's pods, whose caches the platform does not place.
     compile_cache_env={},
+    serving_role=None,
 )
 
 
@@ -403,6 +404,7 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
             ),
         ),
         addons=(),
+        keda_floor=None,
     )
 
 

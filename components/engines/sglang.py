@@ -100,7 +100,7 @@ FACTS = EngineFacts(
     picker_engine="sglang",
     metrics=METRICS,
     # One tensor-parallel group over the whole replica (`--tp 16 --nnodes 2`, SGLang docs multi_node.md).
-    groups=Groups(builder="lws", refused=None, tensor_spans_nodes=True, head_rule="SGLang 0.5.19"),
+    groups=Groups(builder="lws", refused=None, tensor_spans_nodes=True, head_rule="SGLang 0.5.19", fixed_sizes=None),
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=True,
     lora=False,
@@ -116,6 +116,7 @@ FACTS = EngineFacts(
         "TRITON_CACHE_DIR": "triton",
         "SGLANG_DG_CACHE_DIR": "deep_gemm",
     },
+    serving_role=None,
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000

@@ -88,6 +88,8 @@ FACTS = EngineFacts(
         "processes); it has no multi-node mode",
         tensor_spans_nodes=False,
         head_rule=None,
+        fixed_sizes="its launcher shards over every GPU of the replica (`--num-shard` is acceleratorsPerReplica) "
+        "and takes no pipeline size",
     ),
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=False,
@@ -98,6 +100,7 @@ FACTS = EngineFacts(
     efa_stack=ONE_NODE,
     # TGI captures its CUDA graphs at every start and keeps no compile cache to place.
     compile_cache_env={},
+    serving_role=None,
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"

@@ -115,7 +115,7 @@ FACTS = EngineFacts(
     picker_engine="vllm",
     metrics=METRICS,
     # Tensor parallel within a node, one pipeline stage per node (docs/serving/parallelism_scaling.md).
-    groups=Groups(builder="lws", refused=None, tensor_spans_nodes=False, head_rule="vLLM 0.29"),
+    groups=Groups(builder="lws", refused=None, tensor_spans_nodes=False, head_rule="vLLM 0.29", fixed_sizes=None),
     autoscalers=Autoscalers(built_in=None, keda=None, to_zero=None),
     streams=True,
     lora=True,
@@ -127,6 +127,7 @@ FACTS = EngineFacts(
     # (vllm/compilation/backends.py; envs.py VLLM_CACHE_ROOT, default ~/.cache/vllm), and Triton its kernels
     # under $TRITON_CACHE_DIR (default ~/.triton/cache) for the kernels it compiles outside that graph.
     compile_cache_env={"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton"},
+    serving_role=None,
 )
 
 

@@ -544,6 +544,7 @@ def platform_model(
         platform_images=(),
         names=(),
         addons=(),
+        keda_floor=None,
     )
 
 

@@ -24,6 +24,10 @@ more than the one component that must call in. Who calls a model's pods, on whic
 | the KubeRay operator, to the Ray head only           | 8265 (Serve config), serve  | a RayService                   |
 |                                                      | port (proxy health)         |                                |
 
+A Dynamo graph's callers reach its Frontend only (`serving_ingress`, on the Frontend's role label): the
+prefill and decode workers carry the model's label too, but serve nobody, so only the graph's own pods
+reach them (`model_ingress`).
+
 Where an engine serves its metrics on its serving port (vLLM, SGLang, TGI, NIM, Dynamo's frontend,
 the picker's scrape), Prometheus's rule is on the serving port: a NetworkPolicy cannot tell `/metrics`
 from `/v1`, so Prometheus's own pods, which hold no client key, are the only scraper admitted there.
@@ -188,8 +192,27 @@ def model_grants(served: ResolvedModel, callers: Callers) -> list[peers.Grant]:
 
 
 def model_ingress(served: ResolvedModel, callers: Callers) -> dict[str, Any]:
-    rules = [_own_pods(served, callers), *peers.rules(model_grants(served, callers), served.namespace)]
+    """Every pod of the model: its own pods and, where every pod serves, every other caller. Where only
+    some pods serve (a Dynamo graph's Frontend), the others' callers are on `serving_ingress` alone."""
+    rules = [_own_pods(served, callers)]
+    if not _split(served):
+        rules += peers.rules(model_grants(served, callers), served.namespace)
     return _policy(f"{served.name}-ingress", served.namespace, served.selector, rules)
+
+
+def _split(served: ResolvedModel) -> bool:
+    return served.serving_selector != served.selector
+
+
+def serving_ingress(served: ResolvedModel, callers: Callers) -> dict[str, Any] | None:
+    """The serving pods of a model whose other pods serve nobody (a Dynamo graph's Frontend, not its prefill
+    or decode workers): the gateway's proxies, LiteLLM, the interceptor and Prometheus reach these alone.
+    None where every pod serves (`model_ingress` admits them)."""
+    if not _split(served):
+        return None
+    rules = peers.rules(model_grants(served, callers), served.namespace)
+    role = served.facts.serving_role
+    return _policy(f"{served.name}-{role}-ingress", served.namespace, served.serving_selector, rules)
 
 
 def ray_head_ingress(served: ResolvedModel, callers: Callers) -> dict[str, Any] | None:
@@ -232,9 +255,9 @@ def namespace_policies(served_in_namespace: Sequence[ResolvedModel], callers: Ca
     objs = [default_deny(namespace), egress(namespace)]
     for served in served_in_namespace:
         objs.append(model_ingress(served, callers))
-        head = ray_head_ingress(served, callers)
-        if head is not None:
-            objs.append(head)
+        for extra in (serving_ingress(served, callers), ray_head_ingress(served, callers)):
+            if extra is not None:
+                objs.append(extra)
         if _picked(served) and callers.proxies is not None:
             objs.append(picker_ingress(served, callers))
     return objs

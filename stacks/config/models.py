@@ -210,7 +210,13 @@ class DynamoGraph(Strict):
         "a disaggregated graph and with a `revision`.",
     )
     prefill_workers: int = Field(default=1, ge=1, le=64, description="Prefill workers; disaggregated only.")
-    decode_workers: int = Field(default=1, ge=1, le=64, description="Decode workers; disaggregated only.")
+    decode_workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Decode workers; disaggregated only. With `autoscaling.owner: keda` (which scales the decode "
+        "role) the fewest KEDA keeps, so it replaces `autoscaling.minReplicas` and is at most `maxReplicas`.",
+    )
     prefill_revision: Revision | None = Field(
         default=None,
         description="Disaggregated only: must equal `revision` if given (KV blocks move between roles, so both "
@@ -629,7 +635,8 @@ class ModelSection(Strict):
         ge=0,
         le=1000,
         description="Replicas with `autoscaling.owner: none` (with an autoscaler the workload leaves the count to "
-        "it); for an aggregated Dynamo graph, its workers.",
+        "it); for an aggregated Dynamo graph, its workers (under KEDA, the fewest it keeps, in place of "
+        "`autoscaling.minReplicas`).",
     )
     max_model_len: int | None = Field(
         default=None,

@@ -110,14 +110,26 @@ class StackSection(Strict):
     @model_validator(mode="after")
     def _role_needs(self) -> Self:
         if self.role == "workloads":
+            # At the missing key itself (stack.team), not at the section, so the fix names where it goes.
             if self.platform_stack is None:
-                raise ValueError(
-                    "platformStack is required when role is workloads: name the platform stack "
-                    "as org/project/stack, e.g. acme/inference-platform/platform-prod"
+                raise KeyedError(
+                    [
+                        (
+                            ("platformStack",),
+                            "platformStack is required when role is workloads: name the platform stack "
+                            "as org/project/stack, e.g. acme/inference-platform/platform-prod",
+                        )
+                    ]
                 )
             if self.team is None:
-                raise ValueError(
-                    "team is required when role is workloads: name the team the platform stack declares in teams"
+                raise KeyedError(
+                    [
+                        (
+                            ("team",),
+                            "team is required when role is workloads: name the team the platform stack declares "
+                            "in teams",
+                        )
+                    ]
                 )
             if self.quota is not None:
                 raise KeyedError(

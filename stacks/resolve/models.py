@@ -16,7 +16,7 @@ from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
 from ..config.storage import StorageSection
 from ..config.teams import PLATFORM_CLIENTS
-from ..engine_facts import EngineFacts
+from ..engine_facts import EngineFacts, ModelFacts
 from ..fastpath import SHARED_CACHES, image_key, shape_key
 from ..groups import ReplicaGroup, replica_group
 from ..resolved import (
@@ -207,7 +207,7 @@ def scaler_fields(entry: ModelEntry, warm: ColdStartEstimate) -> dict[str, Any]:
     scales to zero or on the add-on's request count, and the signal its autoscaler follows."""
     model, facts = entry.config, entry.facts
     return {
-        "keda_targets": entry.made.keda_targets if model.autoscaling.owner == "keda" else (),
+        **keda_scaling(model, entry.made),
         "wake": wake_of(entry, warm) if through_interceptor(model, facts) else None,
         "scaling": scaling_signal(model, facts),
     }
@@ -272,6 +272,14 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
 
 
+def keda_scaling(model: ModelSection, made: ModelFacts) -> dict[str, Any]:
+    """What KEDA scales (the workload, or a Dynamo graph's scaling adapters: its CRD has no scale
+    subresource) and the floor the engine's own count sets; nothing without `autoscaling.owner: keda`."""
+    if model.autoscaling.owner != "keda":
+        return {"keda_targets": (), "scale_floor": None}
+    return {"keda_targets": made.keda_targets, "scale_floor": made.keda_floor}
+
+
 def canary_of(entry: ModelEntry, stable: ResolvedModel, view: PlatformView, routed: bool) -> ResolvedModel:
     """The canary beside a stable model: the same entry at the canary's revision (so its cache path and
     preparation follow that revision), one fixed replica without an autoscaler (a canary compares a
@@ -296,6 +304,7 @@ def canary_of(entry: ModelEntry, stable: ResolvedModel, view: PlatformView, rout
         workload=(api_version, kind, name),
         scaler="none",
         keda_targets=(),
+        scale_floor=None,
         routing=stable.routing,
         routing_reason=stable.routing_reason,
         wake=None,

@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (each registers its rules)
     adapters,
     benchmark,
     canary,
+    capacity,
     collisions,
     crds,
     engine_args,

@@ -53,7 +53,9 @@ def groups_split_their_accelerators(stack: ResolvedStack) -> Iterable[Problem]:
             continue
         given = config.parallelism
         tensor, pipeline = model.group.tensor, model.group.pipeline
-        if (given.tensor is not None or given.pipeline is not None) and tensor * pipeline != total:
+        if fixed_sizes(model):
+            pass  # the engine runs its own sizes: parallelism_is_what_the_engine_runs holds it to them
+        elif (given.tensor is not None or given.pipeline is not None) and tensor * pipeline != total:
             yield Problem(
                 model.key("parallelism"),
                 f"{where}: tensor {tensor} x pipeline {pipeline} = {tensor * pipeline}, but the replica has "
@@ -70,6 +72,67 @@ def groups_split_their_accelerators(stack: ResolvedStack) -> Iterable[Problem]:
                     f"{model.pool.name} also allows {', '.join(short)} with fewer; allow only types with at least "
                     f"{share}, or change nodesPerReplica",
                 )
+
+
+@rule
+def a_group_fills_the_nodes_it_owns(stack: ResolvedStack) -> Iterable[Problem]:
+    """Each pod of a group owns its node (the node's EFA devices, one pod per node): a share smaller than
+    every allowed type's accelerators strands the rest of each node, and the replica crosses nodes it
+    would fit in fewer of."""
+    for model in stack.models:
+        config = model.config
+        nodes, total = config.nodes_per_replica, config.accelerators_per_replica
+        if nodes < 2 or total % nodes or model.facts.groups.builder is None:
+            continue
+        share = model.group.per_node
+        counts = [t.accelerator_count for t in model.pool.instance_types if t.accelerator_count >= share]
+        if not counts or share >= min(counts):
+            continue  # the fit rule names a share no type holds
+        node = min(counts)
+        fewer = -(-total // node)
+        yield Problem(
+            model.key("nodesPerReplica"),
+            f"model {model.name} on pool {model.pool.name}: a group of {nodes} nodes takes {share} of each node's "
+            f"{node} accelerators, and each pod owns its node, so {nodes * (node - share)} accelerators stay idle "
+            f"and the replica's collectives cross nodes it does not need; use nodesPerReplica: {fewer} "
+            f"(acceleratorsPerReplica {total} fits {fewer} node{'s' if fewer > 1 else ''}), or acceleratorsPerReplica "
+            f"{nodes * node} to use every accelerator of the {nodes} nodes",
+        )
+
+
+def fixed_sizes(model: ResolvedModel) -> bool:
+    """A replica of one node on an engine that runs its own parallel sizes (`Groups.fixed_sizes`)."""
+    return model.facts.groups.fixed_sizes is not None and not model.group.multi_node
+
+
+def engine_tensor(model: ResolvedModel) -> int:
+    """The tensor-parallel size an engine with fixed sizes runs: every NeuronCore of the replica's devices
+    on Neuron, every GPU of the replica elsewhere."""
+    if model.pool.accelerator == "neuron":
+        return model.tensor_parallel
+    return max(1, model.config.accelerators_per_replica)
+
+
+@rule
+def parallelism_is_what_the_engine_runs(stack: ResolvedStack) -> Iterable[Problem]:
+    """An engine with fixed sizes (TGI, Ollama, a NIM profile on one node, neuron-vllm) runs one tensor group
+    over the replica's accelerators: a `parallelism` that says otherwise would be silently not what runs."""
+    for model in stack.models:
+        given = model.config.parallelism
+        if not fixed_sizes(model) or (given.tensor is None and given.pipeline is None):
+            continue
+        runs = engine_tensor(model)
+        if given.tensor in (None, runs) and given.pipeline in (None, 1):
+            continue
+        unit = "NeuronCores" if model.pool.accelerator == "neuron" else "GPUs"
+        said = ", ".join(f"{k}: {v}" for k, v in (("tensor", given.tensor), ("pipeline", given.pipeline)) if v)
+        yield Problem(
+            model.key("parallelism"),
+            f"model {model.name} on pool {model.pool.name}: parallelism {{{said}}} is not what engine "
+            f"{model.engine} runs: {model.facts.groups.fixed_sizes}; leave parallelism unset, or give exactly "
+            f"tensor {runs} x pipeline 1 (the replica's {runs} {unit}), and change acceleratorsPerReplica to change "
+            f"the size",
+        )
 
 
 def neuron_heads_split(model: ResolvedModel) -> Problem | None:
