@@ -102,6 +102,17 @@ EFA_UNVERIFIED = EfaStack(
 ONE_NODE = EfaStack(missing=False, why="serves a replica on one node, so it needs no EFA stack")
 
 
+@dataclass(frozen=True)
+class KvOffload:
+    """An engine's KV-cache CPU tier: how messages name it; whether the tier is a shared-memory region
+    in /dev/shm (vLLM's), which the pod's memory-backed /dev/shm volume must then hold; and whether its
+    size flag is whole GB per tensor-parallel rank (SGLang's --hicache-size) rather than GiB in total."""
+
+    title: str
+    in_shm: bool
+    per_rank_gb: bool
+
+
 @dataclass(frozen=True, kw_only=True)
 class EngineFacts:
     """The engine's server and what it supports."""
@@ -145,6 +156,9 @@ class EngineFacts:
     # graphs) where `compileCache` keeps them, each with its subdirectory of the model's compile key
     # (stacks/fastpath.py); empty: it keeps none the platform can place.
     compile_cache_env: Mapping[str, str]
+    # How the engine keeps a CPU tier under its GPU KV cache (`models[].kvCacheOffload`); None: the
+    # platform wires no KV-cache offload for it (the key is refused).
+    kv_offload: KvOffload | None
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

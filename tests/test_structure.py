@@ -105,6 +105,7 @@ FLOOR = (
     "stacks.hardware",
     "stacks.metrics",
     "stacks.naming",
+    "stacks.offload",
     "stacks.paths",
     "stacks.quantity",
     "stacks.regions",

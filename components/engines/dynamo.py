@@ -132,7 +132,7 @@ FLAGS: dict[str, str] = {
 DIALECTS = {
     "vllm": Dialect(
         engine="Dynamo's vLLM worker",
-        owned={**vllm.FLAGS, **FLAGS},
+        owned={**vllm.FLAGS, **vllm.NO_OFFLOAD, **FLAGS},
         streamed={},
         refused=None,
         exact=vllm.EXACT,
@@ -148,7 +148,7 @@ DIALECTS = {
     ),
     "sglang": Dialect(
         engine="Dynamo's SGLang worker",
-        owned={**sglang.FLAGS, **FLAGS},
+        owned={**sglang.FLAGS, **sglang.NO_OFFLOAD, **FLAGS},
         streamed={},
         refused=None,
         exact=sglang.EXACT,
@@ -194,6 +194,7 @@ FACTS = EngineFacts(
     ),
     # The operator builds the workers' pods; the platform mounts no cache of its own into them.
     compile_cache_env={},
+    kv_offload=None,
 )
 API_VERSION = "nvidia.com/v1beta1"
 

@@ -77,6 +77,7 @@ FACTS = EngineFacts(
     efa_stack=ONE_NODE,
     # llama.cpp compiles nothing it keeps between starts.
     compile_cache_env={},
+    kv_offload=None,
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60

@@ -128,6 +128,7 @@ FACTS = EngineFacts(
     efa_stack=EFA_UNVERIFIED,
     # Ray's workers run inside the RayService's pods, whose caches the platform does not place.
     compile_cache_env={},
+    kv_offload=None,
 )
 
 

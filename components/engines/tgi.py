@@ -97,6 +97,7 @@ FACTS = EngineFacts(
     efa_stack=ONE_NODE,
     # TGI captures its CUDA graphs at every start and keeps no compile cache to place.
     compile_cache_env={},
+    kv_offload=None,
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"

@@ -18,6 +18,7 @@ from ..config import ModelSection
 from ..errors import Problem, key_path
 from ..fit import Requests
 from ..guards import QUOTA_RESOURCES, quota_shortfalls
+from ..offload import tier_mib
 from ..quantity import mebibytes, millicores
 from ..resolved import ModelEntry, ResolvedStack
 
@@ -34,11 +35,12 @@ def _team_models(stack: ResolvedStack) -> Iterable[ModelEntry]:
 
 def stated_requests(model: ModelSection, accelerator: str) -> Requests:
     """A lower bound of one replica's requests when the platform's pools are not known offline: its
-    accelerators, and cpu/memory only where the stack file states them."""
+    accelerators, and cpu/memory only where the stack file states them (memory with its KV-cache tier)."""
     accel = model.accelerators_per_replica
     return Requests(
         cpu_m=millicores(model.resources.cpu) if model.resources.cpu else 0,
-        memory_mib=mebibytes(model.resources.memory) if model.resources.memory else 0,
+        # The KV-cache CPU tier is memory the pod requests whatever its engine's share.
+        memory_mib=(mebibytes(model.resources.memory) if model.resources.memory else 0) + tier_mib(model),
         gpu=accel if accelerator == "nvidia" else 0,
         neuron=accel if accelerator == "neuron" else 0,
     )
