@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from .architectures import ModelArchitecture
 from .config.models import ModelSection
 
 GIB_MIB = 1024
@@ -65,3 +66,30 @@ def sglang_args(model: ModelSection, tensor: int) -> list[str]:
         "--hicache-size",
         str(sglang_hicache_gb(model.kv_cache_offload.cpu_gib, tensor)),
     ]
+
+
+# The endpoint picker's approximate prefix index (llm-d-router v0.10.0 `approx-prefix-cache-producer`):
+# it hashes prompts in blocks of `blockSizeTokens`, clamped up to 64 ("values below the minimum of 64
+# are clamped up at request time"), and keeps `lruCapacityPerServer` blocks per pod.
+PICKER_BLOCK_TOKENS = 64
+# The KV cache's element size: 16-bit, as both engines' `auto` KV dtype follows the model's compute
+# dtype (bf16/fp16 even for fp8 or int4 weights); an fp8 KV cache set in engineArgs holds twice the
+# tokens, so the picker then remembers half of what the tier holds (it under-scores, never over-scores).
+KV_ELEMENT_BYTES = 2
+
+
+def kv_bytes_per_token(arch: ModelArchitecture) -> int | None:
+    """A token's K and V over every layer and KV head (all tensor-parallel ranks together); None when
+    the head size is not known."""
+    if arch.head_dim is None:
+        return None
+    return 2 * arch.layers * arch.kv_heads * arch.head_dim * KV_ELEMENT_BYTES
+
+
+def picker_tier_blocks(model: ModelSection, arch: ModelArchitecture | None) -> int | None:
+    """How many of the picker's prefix blocks the model's CPU tier holds per pod: the tier's bytes over a
+    token's KV bytes, in blocks of PICKER_BLOCK_TOKENS; None without a tier or a known head size."""
+    per_token = kv_bytes_per_token(arch) if arch is not None else None
+    if model.kv_cache_offload is None or per_token is None:
+        return None
+    return max(1, model.kv_cache_offload.cpu_gib * 2**30 // (per_token * PICKER_BLOCK_TOKENS))

@@ -266,6 +266,9 @@ class RoutePicking:
 
     strategy: str
     engine_type: str | None  # None: round-robin, no picker
+    # With `prefix-cache` on a model with a KV-cache CPU tier: the picker's prefix blocks the tier holds
+    # per pod (stacks/offload.py), for a second prefix index that remembers what left the GPU; None: none.
+    cpu_tier_blocks: int | None = None
 
     @property
     def picker(self) -> bool:

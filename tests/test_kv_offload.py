@@ -9,10 +9,13 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 
 from components.engines import ENGINES
+from components.gateway.picker import values as picker_chart_values
 from components.monitoring.dashboards import engine_dashboard
 from stacks import offload
+from stacks.architectures import ARCHITECTURES
 from stacks.load import ROOT
 from stacks.pipeline import check_sections
 from stacks.sizing import engine_memory_mib, largest_tier_gib, replica_requests
@@ -240,3 +243,59 @@ def test_no_engine_without_a_known_hits_series_gets_an_offload_panel():
     for name in ("sglang", "tgi", "nim", "neuron-vllm"):
         board = engine_dashboard(name, ENGINES[name].facts)
         assert board is None or not any("CPU tier" in p["title"] for p in board["panels"]), name
+
+
+# ---- the endpoint picker learns the tier ----------------------------------------------------------------
+
+
+def routed_offloading(dev: dict[str, Any], architecture: dict[str, int] | None) -> dict[str, Any]:
+    """dev's routed vLLM model with a 16GiB tier on the pool's 4-GPU type (48 GiB a GPU)."""
+    gpu = next(p for p in dev["nodePools"] if p["name"] == dev["models"][0]["pool"])
+    gpu["instanceTypes"] = ["g6.12xlarge"]
+    dev["models"][0]["kvCacheOffload"] = {"cpuGiB": 16}
+    if architecture is not None:
+        dev["models"][0]["architecture"] = architecture
+    return dev
+
+
+def picker_values(stack: Any, name: str) -> dict[str, Any]:
+    model = next(m for m in stack.models if m.name == name)
+    return picker_chart_values(model, stack.images["endpoint-picker"])["router"]["epp"]
+
+
+def test_the_picker_scores_the_cpu_tier_with_a_second_prefix_index_sized_to_the_tier(dev):
+    qwen3_8b = {"attentionHeads": 32, "kvHeads": 8, "layers": 36, "headDim": 128}
+    epp = picker_values(stack_of(routed_offloading(dev, qwen3_8b)), "qwen3-8b")
+    config = yaml.safe_load(epp["pluginsCustomConfig"][epp["pluginsConfigFile"]])
+    producers = [p for p in config["plugins"] if p["type"] == "approx-prefix-cache-producer"]
+    assert [p.get("name") for p in producers] == [None, "cpu-prefix-cache-producer"], (
+        "the GPU index keeps the default name the conditional-decode gate reads"
+    )
+    # 16 GiB over (2 x 36 layers x 8 KV heads x 128 x 2 bytes) a token, in the picker's 64-token blocks.
+    per_token = 2 * 36 * 8 * 128 * 2
+    assert producers[1]["parameters"] == {
+        "autoTune": False,
+        "blockSizeTokens": 64,
+        "lruCapacityPerServer": 16 * 2**30 // (per_token * 64),
+    }
+    scorers = {p.get("name", p["type"]): p for p in config["plugins"] if p["type"] == "prefix-cache-scorer"}
+    assert scorers["cpu-prefix-cache-scorer"]["parameters"] == {
+        "prefixMatchInfoProducerName": "cpu-prefix-cache-producer"
+    }
+    weights = {p["pluginRef"]: p["weight"] for p in config["schedulingProfiles"][0]["plugins"]}
+    assert weights == {
+        "queue-scorer": 2,
+        "kv-cache-utilization-scorer": 2,
+        "prefix-cache-scorer": 3,
+        "cpu-prefix-cache-scorer": 2,
+    }, "the chart's own profile plus the CPU tier's scorer"
+
+
+def test_without_a_known_head_size_the_picker_keeps_the_charts_own_profile(dev):
+    epp = picker_values(stack_of(routed_offloading(dev, None)), "qwen3-8b")
+    assert "pluginsConfigFile" not in epp, "Qwen3-8B's head size is not in the catalog: no guessed index"
+
+
+def test_the_shipped_70b_models_kv_bytes_per_token_come_from_its_config():
+    arch = ARCHITECTURES["meta-llama/Llama-3.3-70B-Instruct"]
+    assert offload.kv_bytes_per_token(arch) == 2 * 80 * 8 * 128 * 2 == 327_680

@@ -328,6 +328,14 @@ class Architecture(Strict):
     attention_heads: int = Field(ge=1, le=4096, description="config.json `num_attention_heads`.")
     kv_heads: int = Field(ge=1, le=4096, description="config.json `num_key_value_heads`.")
     layers: int = Field(ge=1, le=4096, description="config.json `num_hidden_layers`.")
+    head_dim: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="config.json `head_dim` (hidden_size / num_attention_heads where the config leaves it out): "
+        "with kvHeads and layers, the KV cache's bytes per token, which sizes the endpoint picker's record of a "
+        "`kvCacheOffload` tier. Unset: the picker does not score that tier.",
+    )
 
     @model_validator(mode="after")
     def _grouped(self) -> Self:

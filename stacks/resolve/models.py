@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from components.engines import ENGINES
 
+from ..architectures import architecture
 from ..coldstart import await_seconds, budget, estimate, first_start, probe_allowance
 from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
@@ -18,6 +19,7 @@ from ..config.teams import PLATFORM_CLIENTS
 from ..engine_facts import EngineFacts
 from ..fastpath import SHARED_CACHES, image_key, shape_key
 from ..groups import ReplicaGroup, replica_group
+from ..offload import picker_tier_blocks
 from ..resolved import (
     CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
@@ -97,7 +99,8 @@ def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> Rout
         return None
     if strategy == "round-robin":
         return RoutePicking(strategy=strategy, engine_type=None)
-    return RoutePicking(strategy=strategy, engine_type=facts.picker_engine)
+    tier = picker_tier_blocks(model, architecture(model)) if strategy == "prefix-cache" else None
+    return RoutePicking(strategy=strategy, engine_type=facts.picker_engine, cpu_tier_blocks=tier)
 
 
 def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
