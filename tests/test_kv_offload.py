@@ -117,7 +117,9 @@ def test_the_fit_rule_refuses_a_tier_the_node_cannot_hold_naming_the_largest_tha
     prod["models"][0]["kvCacheOffload"] = {"cpuGiB": 4096}
     found = problems(prod)
     assert has(found, "models[0].kvCacheOffload.cpuGiB", "does not fit pool h100", "the largest that fits is"), found
-    line = next(p for p in found if "kvCacheOffload.cpuGiB" in p)
+    assert not any(".resources.memory:" in p for p in found), "the fit rule names the tier, not a key never set"
+    assert has(found, "models[0].kvCacheOffload.cpuGiB", "fits no instance type", "4096GiB CPU tier"), found
+    line = next(p for p in found if "the largest that fits is" in p)
     largest = int(line.split("the largest that fits is ")[1].split()[0])
     prod["models"][0]["kvCacheOffload"] = {"cpuGiB": largest}
     check_sections(prod, "us-west-2")  # the size the message names does fit
@@ -143,7 +145,9 @@ def test_a_team_quota_counts_the_tier():
     assert need.memory_mib == engine_memory_mib(model.config, model.pool.config) + 32 * GIB
     short = f"{need.memory_mib - GIB}Mi"
     found = problems(team, team_quota(memory=short, gpus=8))
-    assert any("quota.memory" in p and f"{need.memory_mib}Mi" in p for p in found), found
+    assert any("quota.memory" in p and f"{need.memory_mib}Mi" in p and "kvCacheOffload.cpuGiB" in p for p in found), (
+        found
+    )
     check_sections(team, "us-west-2", platforms=team_quota(memory=f"{need.memory_mib}Mi", gpus=8))
 
 

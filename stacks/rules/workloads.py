@@ -117,12 +117,18 @@ def quota_holds_one_replica(stack: ResolvedStack) -> Iterable[Problem]:
             key = QUOTA_KEYS[short.resource]
             sized = "" if exact else "at least "
             i = entry.index
+            tier = entry.config.kv_cache_offload
+            lower = (
+                f", or lower models[{i}].kvCacheOffload.cpuGiB ({tier.cpu_gib}GiB of it)"
+                if tier is not None and key == "memory"
+                else ""
+            )
             yield Problem(
                 entry.key(),
                 f"one replica of {entry.name} needs {sized}{short.requested} of {short.resource} but team "
                 f"{stack.team.name}'s quota allows {short.available} ({stack.platform.where}'s teams[].quota.{key}), "
                 f"so the API server would refuse every pod; ask the platform team to raise it, or set "
-                f"models[{i}].resources / use fewer accelerators per replica",
+                f"models[{i}].resources / use fewer accelerators per replica{lower}",
             )
 
 
