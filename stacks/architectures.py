@@ -21,13 +21,18 @@ class ModelArchitecture:
     kv_heads: int
     layers: int
     source: str
+    # config.json `head_dim` (or hidden_size / num_attention_heads where the config leaves it to that
+    # default): with kv_heads and layers, the KV cache's bytes per token (stacks/offload.py); None: not known.
+    head_dim: int | None = None
 
 
 _LLAMA_31_8B = ModelArchitecture(
     32,
     8,
     32,
-    "meta-llama/Llama-3.1-8B config.json: num_attention_heads 32, num_key_value_heads 8, num_hidden_layers 32",
+    "meta-llama/Llama-3.1-8B config.json: num_attention_heads 32, num_key_value_heads 8, num_hidden_layers 32, "
+    "hidden_size 4096 (head_dim 4096 / 32 = 128)",
+    head_dim=128,
 )
 _QWEN25_7B = ModelArchitecture(
     28,
@@ -35,6 +40,15 @@ _QWEN25_7B = ModelArchitecture(
     28,
     "Qwen/Qwen2.5-7B config.json: hidden_size 3584, head_dim 128 (q_proj 3584x3584 = 28 heads, k_proj 512x3584 = 4 KV "
     "heads), num_hidden_layers 28",
+    head_dim=128,
+)
+_LLAMA_33_70B = ModelArchitecture(
+    64,
+    8,
+    80,
+    "meta-llama/Llama-3.3-70B-Instruct config.json: num_attention_heads 64, num_key_value_heads 8, num_hidden_layers "
+    "80, hidden_size 8192 (head_dim 8192 / 64 = 128); the same figures in the Llama 3 herd paper's 70B row",
+    head_dim=128,
 )
 
 ARCHITECTURES: dict[str, ModelArchitecture] = {
@@ -45,11 +59,13 @@ ARCHITECTURES: dict[str, ModelArchitecture] = {
         8,
         126,
         "meta-llama/Llama-3.1-405B config.json: num_attention_heads 128, num_key_value_heads 8, num_hidden_layers 126, "
-        "hidden_size 16384",
+        "hidden_size 16384 (head_dim 16384 / 128 = 128)",
+        head_dim=128,
     ),
     "meta-llama/Llama-3.1-405B-Instruct": ModelArchitecture(
-        128, 8, 126, "the base model's config.json (the instruct tune keeps the architecture)"
+        128, 8, 126, "the base model's config.json (the instruct tune keeps the architecture)", head_dim=128
     ),
+    "meta-llama/Llama-3.3-70B-Instruct": _LLAMA_33_70B,
     "Qwen/Qwen3-4B": ModelArchitecture(
         32,
         8,
@@ -72,5 +88,5 @@ def architecture(model: ModelSection) -> ModelArchitecture | None:
     """The model's shape: its own `architecture` key, else the catalog's entry for its repository."""
     if model.architecture is not None:
         a = model.architecture
-        return ModelArchitecture(a.attention_heads, a.kv_heads, a.layers, "models[].architecture")
+        return ModelArchitecture(a.attention_heads, a.kv_heads, a.layers, "models[].architecture", head_dim=a.head_dim)
     return ARCHITECTURES.get(model.model.removeprefix("hf://"))

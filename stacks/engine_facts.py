@@ -106,6 +106,17 @@ EFA_UNVERIFIED = EfaStack(
 ONE_NODE = EfaStack(missing=False, why="serves a replica on one node, so it needs no EFA stack")
 
 
+@dataclass(frozen=True)
+class KvOffload:
+    """An engine's KV-cache CPU tier: how messages name it; whether the tier is a shared-memory region
+    in /dev/shm (vLLM's), which the pod's memory-backed /dev/shm volume must then hold; and whether its
+    size flag is whole GB per tensor-parallel rank (SGLang's --hicache-size) rather than GiB in total."""
+
+    title: str
+    in_shm: bool
+    per_rank_gb: bool
+
+
 @dataclass(frozen=True, kw_only=True)
 class EngineFacts:
     """The engine's server and what it supports."""
@@ -156,6 +167,9 @@ class EngineFacts:
     # outside the model (the gateway's proxies, LiteLLM, the interceptor, Prometheus) reach: a Dynamo
     # graph's Frontend, never its workers. None: every pod of the model serves.
     serving_role: str | None
+    # How the engine keeps a CPU tier under its GPU KV cache (`models[].kvCacheOffload`); None: the
+    # platform wires no KV-cache offload for it (the key is refused).
+    kv_offload: KvOffload | None
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

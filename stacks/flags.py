@@ -73,3 +73,11 @@ GGUF = (
     "selects GGUF weights, and the Run:ai streamer loads only safetensors; remove it, or remove models[].loadFormat "
     "to load the model from the cache"
 )
+OFFLOAD = (
+    "sets the KV-cache offload (a host-memory tier the pod's memory is not sized for, or a KV connector in its "
+    "place), which is models[].kvCacheOffload; use kvCacheOffload (cpuGiB) instead, which also sizes the pod"
+)
+NO_OFFLOAD = (
+    "offloads the KV cache into host memory the pod is not sized for, and the platform wires KV-cache offload "
+    "(models[].kvCacheOffload) for vllm and sglang only; remove it"
+)

@@ -27,7 +27,7 @@ Kind = Literal["histogram", "gauge", "counter"]
 Unit = Literal["s", "ms", "ratio", "percent", "tokens", "requests", "endpoints", "MiB", "replicas", "bool"]
 
 # The signals a serving dashboard and an SLO talk about.
-Signal = Literal["ttft", "itl", "e2e", "tokens", "queue", "running", "kv_cache", "requests"]
+Signal = Literal["ttft", "itl", "e2e", "tokens", "queue", "running", "kv_cache", "requests", "offload_hits"]
 
 
 @dataclass(frozen=True)

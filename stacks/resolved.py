@@ -302,6 +302,9 @@ class RoutePicking:
     # Why this strategy (as written, the default for the engine, or round-robin because the model is
     # reached through the KEDA HTTP add-on's interceptor): `stacks plan` shows it.
     reason: str = ""
+    # With `prefix-cache` on a model with a KV-cache CPU tier: the picker's prefix blocks the tier holds
+    # per pod (stacks/offload.py), for a second prefix index that remembers what left the GPU; None: none.
+    cpu_tier_blocks: int | None = None
 
     @property
     def picker(self) -> bool:

@@ -19,6 +19,9 @@ catalog.
   `storage.local.headroomPercent`, plus room for compiled Neuron artifacts on Neuron pools), so
   the fit rule checks the ephemeral-storage request the pod really makes.
 - weights: parameters x bytes per parameter of the dtype (BYTES_PER_PARAMETER).
+- KV-cache offload (`models[].kvCacheOffload`): the CPU tier is added to the pod's memory request
+  and limit; a derived share first gives the node's tiers their room (engine_memory_mib), so the
+  tier never eats the margin kept back for spikes.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import offload
 from .config.models import ModelSection
 from .config.pools import NodePoolSection
 from .config.storage import StorageSection
@@ -136,15 +140,51 @@ def host_memory_floor_mib(model: ModelSection, pool: NodePoolSection) -> int:
     return math.ceil((w.bytes * 1.25 / 2**20 + 8 * GIB) / GIB) * GIB
 
 
+def pod_allocatable_mib(model: ModelSection, pool: NodePoolSection) -> int:
+    """One pod's part of the node's memory after the platform's DaemonSets, on the pool's smallest type
+    that holds its accelerators (the node's allocatable over the pods it holds); 0 when none does."""
+    overhead = daemonset_overhead(pool)
+    types = accelerator_types(model, pool)
+    if not types:
+        return 0
+    return min(int((t.alloc_memory_mib - overhead.memory_mib) * per_node(model) / t.accelerator_count) for t in types)
+
+
+def largest_tier_gib(model: ModelSection, pool: NodePoolSection) -> int:
+    """The largest KV-cache CPU tier (GiB) one pod of `model` can have on `pool`: the engine keeps its
+    floor (or its `resources.memory`) and engine + tier stays inside the pod's part of the node."""
+    bare = model.model_copy(update={"kv_cache_offload": None})
+    room = pod_allocatable_mib(model, pool)
+    if model.resources.memory:
+        return max(0, (room - mebibytes(model.resources.memory)) // GIB)
+    share = engine_memory_mib(bare, pool)
+    return max(0, min(int((share - offload.ENGINE_FLOOR_MIB) / MARGIN), room - offload.ENGINE_FLOOR_MIB) // GIB)
+
+
+def engine_memory_mib(model: ModelSection, pool: NodePoolSection) -> int:
+    """The pod's memory for the engine itself, beside any KV-cache CPU tier: `resources.memory` when
+    given; else its share of the node, the node's tiers carved out first (each pod's share of
+    allocatable less the tiers of the pods the node holds, so share + tier stays inside the pod's part of
+    the node), rounded down to whole GiB. May fall below the engine floor: the offload rule refuses that."""
+    if model.resources.memory:
+        return mebibytes(model.resources.memory)
+    _, mem = _share(model, pool)
+    mem = max(mem, host_memory_floor_mib(model, pool))
+    tier = offload.tier_mib(model)
+    if not tier:
+        return mem
+    return max(0, int(mem - tier * MARGIN) // GIB * GIB)
+
+
 def replica_requests(model: ModelSection, pool: NodePoolSection, storage: StorageSection | None = None) -> Requests:
     """What one pod of `model` requests on `pool` (accelerator requests equal limits): the whole
-    replica on one node, or one of its `nodesPerReplica` pods."""
-    cpu, mem = _share(model, pool)
-    mem = max(mem, host_memory_floor_mib(model, pool))
+    replica on one node, or one of its `nodesPerReplica` pods. Memory is the engine's plus its
+    KV-cache CPU tier (`kvCacheOffload.cpuGiB`), which the engine allocates in host RAM (vLLM in
+    /dev/shm, a memory-backed volume charged to the pod)."""
+    cpu, _ = _share(model, pool)
+    mem = engine_memory_mib(model, pool) + offload.tier_mib(model)
     if model.resources.cpu:
         cpu = millicores(model.resources.cpu)
-    if model.resources.memory:
-        mem = mebibytes(model.resources.memory)
     apr = per_node(model)
     return Requests(
         cpu_m=cpu,

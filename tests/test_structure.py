@@ -107,6 +107,7 @@ FLOOR = (
     "stacks.hardware",
     "stacks.metrics",
     "stacks.naming",
+    "stacks.offload",
     "stacks.paths",
     "stacks.quantity",
     "stacks.regions",

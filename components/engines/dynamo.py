@@ -133,7 +133,7 @@ FLAGS: dict[str, str] = {
 DIALECTS = {
     "vllm": Dialect(
         engine="Dynamo's vLLM worker",
-        owned={**vllm.FLAGS, **FLAGS},
+        owned={**vllm.FLAGS, **vllm.NO_OFFLOAD, **FLAGS},
         streamed={},
         refused=None,
         exact=vllm.EXACT,
@@ -149,7 +149,7 @@ DIALECTS = {
     ),
     "sglang": Dialect(
         engine="Dynamo's SGLang worker",
-        owned={**sglang.FLAGS, **FLAGS},
+        owned={**sglang.FLAGS, **sglang.NO_OFFLOAD, **FLAGS},
         streamed={},
         refused=None,
         exact=sglang.EXACT,
@@ -198,6 +198,7 @@ FACTS = EngineFacts(
     compile_cache_env={},
     # Clients, the gateway and Prometheus reach the Frontend; only the graph's own pods reach the workers.
     serving_role="frontend",
+    kv_offload=None,
 )
 API_VERSION = "nvidia.com/v1beta1"
 

@@ -41,7 +41,7 @@ from .workload import manifests as workload_manifests
 # vLLM 0.16's parser, of the same design as 0.29's and reading the same flags.
 DIALECT = Dialect(
     engine="vLLM 0.16 (vllm-neuron)",
-    owned=vllm.FLAGS,
+    owned={**vllm.FLAGS, **vllm.NO_OFFLOAD},
     streamed={},
     refused=None,
     exact=vllm.EXACT,
@@ -86,6 +86,8 @@ FACTS = EngineFacts(
     # compiled-artifact tree, which `compileCache` keys on the shared cache (container() below).
     compile_cache_env={"NEURON_COMPILE_CACHE_URL": "compile-cache"},
     serving_role=None,
+    # vLLM's OffloadingConnector copies blocks with CUDA; NxD Inference on Neuron has no such tier wired.
+    kv_offload=None,
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours

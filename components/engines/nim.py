@@ -50,7 +50,14 @@ from .workload import (
 from .workload import manifests as workload_manifests
 
 # NIM 2.0 forwards vLLM's flags after `nim-serve`.
-DIALECT = Dialect(engine="NIM's vLLM", owned=vllm.FLAGS, streamed={}, refused=None, exact=vllm.EXACT, underscores=True)
+DIALECT = Dialect(
+    engine="NIM's vLLM",
+    owned={**vllm.FLAGS, **vllm.NO_OFFLOAD},
+    streamed={},
+    refused=None,
+    exact=vllm.EXACT,
+    underscores=True,
+)
 
 FACTS = EngineFacts(
     title="NIM 2.0.12",
@@ -89,6 +96,7 @@ FACTS = EngineFacts(
     # NIM chooses its own cache layout under NIM_CACHE_PATH with the weights; none placed apart.
     compile_cache_env={},
     serving_role=None,
+    kv_offload=None,
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000

@@ -80,6 +80,7 @@ FACTS = EngineFacts(
     # llama.cpp compiles nothing it keeps between starts.
     compile_cache_env={},
     serving_role=None,
+    kv_offload=None,
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60

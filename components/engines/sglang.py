@@ -18,10 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks import flags
+from stacks import flags, offload
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
+from stacks.engine_facts import (
+    EFA_UNVERIFIED,
+    OPENAI_PATHS,
+    Autoscalers,
+    Dialect,
+    EngineFacts,
+    Groups,
+    KvOffload,
+    ModelFacts,
+)
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
@@ -71,6 +80,24 @@ FLAGS: dict[str, str] = {
     "--admin-api-key": flags.API_KEY,
     "--ssl-keyfile-password": flags.CREDENTIAL,
 }
+# SGLang 0.5.19's hierarchical-cache flags (srt/server_args.py): `models[].kvCacheOffload` sets them
+# and sizes the pod for them.
+OFFLOAD: dict[str, str] = dict.fromkeys(
+    (
+        "--enable-hierarchical-cache",
+        "--hicache-ratio",
+        "--hicache-size",
+        "--hicache-write-policy",
+        "--hicache-io-backend",
+        "--hicache-mem-layout",
+        "--hicache-storage-backend",
+        "--hicache-storage-prefetch-policy",
+        "--hicache-storage-backend-extra-config",
+    ),
+    flags.OFFLOAD,
+)
+# The same flags on an SGLang the platform wires no offload for (Dynamo's workers).
+NO_OFFLOAD = dict.fromkeys(OFFLOAD, flags.NO_OFFLOAD)
 EXACT = frozenset({"--model", "--ssl-keyfile"})
 # SGLang flags whose names end like a credential's but are not one.
 NOT_SECRETS = frozenset({"--bucket-time-to-first-token", "--kt-max-deferred-experts-per-token"})
@@ -82,7 +109,12 @@ STREAMED: dict[str, str] = {
     "--quantization": flags.GGUF,
 }
 DIALECT = Dialect(
-    engine="SGLang 0.5.19", owned=FLAGS, streamed=STREAMED, refused=None, exact=EXACT, not_secrets=NOT_SECRETS
+    engine="SGLang 0.5.19",
+    owned={**FLAGS, **OFFLOAD},
+    streamed=STREAMED,
+    refused=None,
+    exact=EXACT,
+    not_secrets=NOT_SECRETS,
 )
 
 FACTS = EngineFacts(
@@ -117,6 +149,11 @@ FACTS = EngineFacts(
         "SGLANG_DG_CACHE_DIR": "deep_gemm",
     },
     serving_role=None,
+    # Its host pool is pinned process memory, not /dev/shm. Its HiCache series at 0.5.19 were not read
+    # from its metrics collector, so its dashboard has no offload-hit panel.
+    kv_offload=KvOffload(
+        "SGLang's hierarchical cache (--enable-hierarchical-cache --hicache-size)", in_shm=False, per_rank_gb=True
+    ),
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000
@@ -146,6 +183,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         "--grammar-backend",
         grammar,
     ]
+    args += offload.sglang_args(m, spec.served.tensor_parallel)
     g = spec.served.group
     if g.pipeline > 1:
         args += ["--pp-size", str(g.pipeline)]

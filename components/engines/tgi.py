@@ -101,6 +101,7 @@ FACTS = EngineFacts(
     # TGI captures its CUDA graphs at every start and keeps no compile cache to place.
     compile_cache_env={},
     serving_role=None,
+    kv_offload=None,
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"

@@ -23,10 +23,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks import flags
+from stacks import flags, offload
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
+from stacks.engine_facts import (
+    EFA_UNVERIFIED,
+    OPENAI_PATHS,
+    Autoscalers,
+    Dialect,
+    EngineFacts,
+    Groups,
+    KvOffload,
+    ModelFacts,
+)
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
@@ -47,6 +56,11 @@ METRICS: dict[Signal, Metric] = {
     "queue": Metric("vllm:num_requests_waiting", "gauge", "requests", "requests waiting"),
     "running": Metric("vllm:num_requests_running", "gauge", "requests", "requests running"),
     "kv_cache": Metric("vllm:kv_cache_usage_perc", "gauge", "ratio", "KV-cache blocks in use (0-1)"),
+    # The KV connector's prefix hits in prompt tokens (the counter `vllm:external_prefix_cache_hits`,
+    # exported with `_total`): with `kvCacheOffload`, the tokens loaded from the CPU tier.
+    "offload_hits": Metric(
+        "vllm:external_prefix_cache_hits_total", "counter", "tokens", "prompt tokens loaded from the KV connector"
+    ),
 }
 
 # The flags `vllm serve` reads for what the platform sets (vllm/engine/arg_utils.py and
@@ -87,6 +101,15 @@ FLAGS: dict[str, str] = {
     "--api-key": flags.API_KEY,
     "--hf-token": flags.HF_TOKEN,
 }
+# The flags of a KV-cache CPU tier or of a KV connector in its place (vllm/config/cache.py,
+# config/kv_transfer.py at 0.29.0): `models[].kvCacheOffload` sets them and sizes the pod for them.
+OFFLOAD: dict[str, str] = {
+    "--kv-offloading-backend": flags.OFFLOAD,
+    "--kv-offloading-size": flags.OFFLOAD,
+    "--kv-transfer-config": flags.OFFLOAD,
+}
+# The same flags on a vLLM the platform wires no offload for (NIM's, vllm-neuron's, Dynamo's workers).
+NO_OFFLOAD = dict.fromkeys(OFFLOAD, flags.NO_OFFLOAD)
 # Exact vLLM flags that are prefixes of an owned one (so they are not abbreviations of it).
 EXACT = frozenset({"--model", "--tokenizer", "--data-parallel-size", "-dp"})
 # What a streamed model's loader owns: the load format, the streamer's settings, and GGUF quantization
@@ -98,7 +121,9 @@ STREAMED: dict[str, str] = {
     "--quantization": flags.GGUF,
     "-q": flags.GGUF,
 }
-DIALECT = Dialect(engine="vLLM 0.29", owned=FLAGS, streamed=STREAMED, refused=None, exact=EXACT, underscores=True)
+DIALECT = Dialect(
+    engine="vLLM 0.29", owned={**FLAGS, **OFFLOAD}, streamed=STREAMED, refused=None, exact=EXACT, underscores=True
+)
 
 FACTS = EngineFacts(
     title="vLLM 0.29",
@@ -128,6 +153,9 @@ FACTS = EngineFacts(
     # under $TRITON_CACHE_DIR (default ~/.triton/cache) for the kernels it compiles outside that graph.
     compile_cache_env={"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton"},
     serving_role=None,
+    kv_offload=KvOffload(
+        "vLLM's native OffloadingConnector (--kv-offloading-backend native)", in_shm=True, per_rank_gb=False
+    ),
 )
 
 
@@ -218,7 +246,7 @@ def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
     return EngineContainer(
         init_containers=streamer.image_check(spec, ENGINE_UID),
         command=["vllm", "serve"],
-        args=[*served_args(spec), *group_args(spec, headless=headless), *lora_args],
+        args=[*served_args(spec), *group_args(spec, headless=headless), *offload.vllm_args(spec.model), *lora_args],
         env=[
             # Usage stats phone home by default; a platform does not.
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},

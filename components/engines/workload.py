@@ -21,6 +21,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from stacks import offload
 from stacks.awaits import await_for
 from stacks.config import ModelSection
 from stacks.engine_facts import SHUTDOWN_SECONDS, Dialect, EngineFacts, ModelFacts
@@ -199,10 +200,15 @@ def topology_spread(spec: WorkloadSpec) -> list[dict[str, Any]]:
 
 def shm_volume(spec: WorkloadSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """NCCL and the engines' worker processes share tensors through /dev/shm; the container
-    runtime's 64Mi default breaks a tensor-parallel group."""
-    if spec.model.accelerators_per_replica <= 1:
+    runtime's 64Mi default breaks a tensor-parallel group. An engine whose KV-cache CPU tier is a
+    shared-memory region (vLLM's) gets room for the whole tier on top; the tier is already in the
+    pod's memory request and limit, which a memory-backed volume is charged to."""
+    tier = offload.tier_mib(spec.model) if spec.facts.kv_offload and spec.facts.kv_offload.in_shm else 0
+    if spec.model.accelerators_per_replica <= 1 and not tier:
         return [], []
-    size = f"{min(16 * 1024, spec.served.requests.memory_mib // 4)}Mi"
+    engine = spec.served.requests.memory_mib - tier
+    base = min(16 * 1024, engine // 4) if spec.model.accelerators_per_replica > 1 else 0
+    size = f"{base + tier}Mi"
     return (
         [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": size}}],
         [{"name": "dshm", "mountPath": SHM_PATH}],

@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
-from stacks.resolved import Endpoint, GatewayParent
+from stacks.offload import PICKER_BLOCK_TOKENS
+from stacks.resolved import Endpoint, GatewayParent, RoutePicking
 from stacks.versions import Image
 
 from .routing import EG_API, REQUEST_TIMEOUT, service_grant
@@ -39,6 +40,11 @@ MESSAGE_TIMEOUT = REQUEST_TIMEOUT
 # kv-cache-utilization 2, prefix-cache 3; all Beta plugins, no --allow-experimental-plugins); load is
 # that profile without the prefix scorer, as a custom config file the chart mounts beside it.
 LOAD_CONFIG = "load.yaml"
+# prefix-cache on a model with a KV-cache CPU tier (`models[].kvCacheOffload`): the profile above plus a
+# prefix index and scorer for what the tier holds.
+TIERED_CONFIG = "tiered-prefix.yaml"
+CPU_PRODUCER = "cpu-prefix-cache-producer"
+CPU_SCORER = "cpu-prefix-cache-scorer"
 
 
 def release_name(served: Endpoint) -> str:
@@ -63,22 +69,28 @@ def _image(image: Image) -> dict[str, str]:
     return {"registry": registry, "repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
 
 
-def _load_config(engine_type: str, metrics_path: str) -> str:
+def _data_source(engine_type: str, metrics_path: str) -> str:
     extractor = "- type: core-metrics-extractor\n"
     if engine_type != "vllm":
         extractor += f"  parameters:\n    defaultEngine: {engine_type}\n"
     return (
-        "apiVersion: llm-d.ai/v1alpha1\n"
-        "kind: EndpointPickerConfig\n"
-        "plugins:\n"
-        "- type: queue-scorer\n"
-        "- type: kv-cache-utilization-scorer\n"
         "- type: metrics-data-source\n"
         "  parameters:\n"
         "    scheme: http\n"
         f"    path: {metrics_path}\n"
         "    insecureSkipVerify: false\n"
         f"{extractor}"
+    )
+
+
+def _load_config(engine_type: str, metrics_path: str) -> str:
+    return (
+        "apiVersion: llm-d.ai/v1alpha1\n"
+        "kind: EndpointPickerConfig\n"
+        "plugins:\n"
+        "- type: queue-scorer\n"
+        "- type: kv-cache-utilization-scorer\n"
+        f"{_data_source(engine_type, metrics_path)}"
         "schedulingProfiles:\n"
         "- name: default\n"
         "  plugins:\n"
@@ -87,6 +99,61 @@ def _load_config(engine_type: str, metrics_path: str) -> str:
         "  - pluginRef: kv-cache-utilization-scorer\n"
         "    weight: 2\n"
     )
+
+
+def _tiered_config(engine_type: str, metrics_path: str, cpu_blocks: int) -> str:
+    """The chart's prefix-cache profile plus a second approximate prefix index for the KV-cache CPU tier
+    (llm-d-router v0.10.0 docs, approx-prefix-cache-producer "multiple named instances ... for tiered
+    caching"; prefix-cache-scorer's `prefixMatchInfoProducerName`). The GPU index keeps the default
+    name (the conditional-decode gate reads it, RELEASE-NOTES #1288) and auto-tunes from the pods'
+    metrics; the CPU one is sized by hand (the engines export no CPU-tier block metrics), to the blocks
+    the tier holds. A CPU hit saves the prefill but costs a host-to-GPU copy: it weighs 2 to the GPU
+    hit's 3 (a platform choice)."""
+    return (
+        "apiVersion: llm-d.ai/v1alpha1\n"
+        "kind: EndpointPickerConfig\n"
+        "plugins:\n"
+        "- type: queue-scorer\n"
+        "- type: kv-cache-utilization-scorer\n"
+        "- type: approx-prefix-cache-producer\n"
+        f"- name: {CPU_PRODUCER}\n"
+        "  type: approx-prefix-cache-producer\n"
+        "  parameters:\n"
+        "    autoTune: false\n"
+        f"    blockSizeTokens: {PICKER_BLOCK_TOKENS}\n"
+        f"    lruCapacityPerServer: {cpu_blocks}\n"
+        "- type: prefix-cache-scorer\n"
+        f"- name: {CPU_SCORER}\n"
+        "  type: prefix-cache-scorer\n"
+        "  parameters:\n"
+        f"    prefixMatchInfoProducerName: {CPU_PRODUCER}\n"
+        f"{_data_source(engine_type, metrics_path)}"
+        "schedulingProfiles:\n"
+        "- name: default\n"
+        "  plugins:\n"
+        "  - pluginRef: queue-scorer\n"
+        "    weight: 2\n"
+        "  - pluginRef: kv-cache-utilization-scorer\n"
+        "    weight: 2\n"
+        "  - pluginRef: prefix-cache-scorer\n"
+        "    weight: 3\n"
+        f"  - pluginRef: {CPU_SCORER}\n"
+        "    weight: 2\n"
+    )
+
+
+def _profile(routing: RoutePicking, metrics_path: str) -> dict[str, Any]:
+    """The picker's config file when it is not the chart's own prefix-cache profile."""
+    assert routing.engine_type is not None
+    if routing.strategy == "load":
+        return {
+            "pluginsConfigFile": LOAD_CONFIG,
+            "pluginsCustomConfig": {LOAD_CONFIG: _load_config(routing.engine_type, metrics_path)},
+        }
+    if routing.cpu_tier_blocks is not None:
+        tiered = _tiered_config(routing.engine_type, metrics_path, routing.cpu_tier_blocks)
+        return {"pluginsConfigFile": TIERED_CONFIG, "pluginsCustomConfig": {TIERED_CONFIG: tiered}}
+    return {}
 
 
 def values(served: Endpoint, image: Image) -> dict[str, Any]:
@@ -121,9 +188,7 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
             }
         },
     }
-    if routing.strategy == "load":
-        epp["pluginsConfigFile"] = LOAD_CONFIG
-        epp["pluginsCustomConfig"] = {LOAD_CONFIG: _load_config(routing.engine_type, metrics_path)}
+    epp |= _profile(routing, metrics_path)
     return {
         "router": {
             "modelServers": {

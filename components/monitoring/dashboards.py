@@ -33,6 +33,8 @@ TITLES = {
     "queue": "Queue depth (requests waiting)",
     "running": "Requests running",
     "kv_cache": "KV-cache use",
+    # Empty for a model without `kvCacheOffload`: the engine counts them only with a KV connector.
+    "offload_hits": "KV-cache CPU tier hits (prompt tokens/s)",
 }
 
 
@@ -118,14 +120,27 @@ def _dashboard(uid: str, title: str, tags: list[str], panels: list[dict[str, Any
 
 
 def engine_dashboard(engine: str, facts: EngineFacts) -> dict[str, Any] | None:
-    """TTFT, ITL, end-to-end latency, throughput, queue depth, running requests and KV-cache use, as
-    far as the engine exports them (TGI has no TTFT or KV-cache metric, Ollama none at all), and a row
-    by revision for an engine that can run a canary."""
+    """TTFT, ITL, end-to-end latency, throughput, queue depth, running requests, KV-cache use and the
+    KV-cache CPU tier's hits, as far as the engine exports them (TGI has no TTFT or KV-cache metric,
+    Ollama none at all), and a row by revision for an engine that can run a canary."""
     table = facts.metrics
     if not table:
         return None
-    order: tuple[Signal, ...] = ("ttft", "itl", "e2e", "tokens", "requests", "queue", "running", "kv_cache")
-    panels = [signal_panel(i, s, table[s]) for i, s in enumerate((s for s in order if s in table), start=1)]
+    order: tuple[Signal, ...] = (
+        "ttft",
+        "itl",
+        "e2e",
+        "tokens",
+        "requests",
+        "queue",
+        "running",
+        "kv_cache",
+        "offload_hits",
+    )
+    # The CPU tier's hits only where the platform wires the tier (NIM's and vllm-neuron's vLLM export the
+    # same counter, always empty there).
+    shown = [s for s in order if s in table and (s != "offload_hits" or facts.kv_offload is not None)]
+    panels = [signal_panel(i, s, table[s]) for i, s in enumerate(shown, start=1)]
     if facts.canary:
         panels += canary_row(panels, table)
     return _dashboard(f"ip-{engine}", f"Inference: {engine}", [f"engine:{engine}"], panels)

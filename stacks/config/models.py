@@ -348,6 +348,14 @@ class Architecture(Strict):
     attention_heads: int = Field(ge=1, le=4096, description="config.json `num_attention_heads`.")
     kv_heads: int = Field(ge=1, le=4096, description="config.json `num_key_value_heads`.")
     layers: int = Field(ge=1, le=4096, description="config.json `num_hidden_layers`.")
+    head_dim: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="config.json `head_dim` (hidden_size / num_attention_heads where the config leaves it out): "
+        "with kvHeads and layers, the KV cache's bytes per token, which sizes the endpoint picker's record of a "
+        "`kvCacheOffload` tier. Unset: the picker does not score that tier.",
+    )
 
     @model_validator(mode="after")
     def _grouped(self) -> Self:
@@ -464,6 +472,23 @@ class Routing(Strict):
 
 # vLLM's admissible max_lora_rank values (vllm/config/lora.py MaxLoRARanks at 0.29).
 LoraRank = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]
+
+
+class KvCacheOffload(Strict):
+    """A host-memory (CPU) tier under the model's GPU KV cache: blocks evicted from the GPU are kept in the
+    pod's RAM and loaded back on a prefix hit instead of being recomputed (vLLM's native
+    OffloadingConnector, SGLang's hierarchical cache)."""
+
+    cpu_gib: int = Field(
+        alias="cpuGiB",
+        ge=1,
+        le=16384,
+        description="GiB of the pod's host memory the engine keeps KV-cache blocks in, over all its GPUs "
+        "(vLLM `--kv-offloading-size`, the total over its tensor-parallel ranks; SGLang `--hicache-size`, the "
+        "per-rank GB this makes). The pod's memory request and limit grow by it (and its /dev/shm on vLLM, "
+        "whose tier is a shared-memory region); the fit rule and team quotas count it. vLLM and SGLang on "
+        "one node only.",
+    )
 
 
 class Adapter(Strict):
@@ -662,6 +687,11 @@ class ModelSection(Strict):
         description="`runai-streamer`: the engine streams safetensors straight from the model bucket "
         "(`s3://<bucket>/platform/<name>/<revision>/`) with the Run:ai Model Streamer instead of loading a prepared "
         "cache copy; a one-time Job fills an empty prefix from Hugging Face. vLLM and SGLang only. Unset: the cache.",
+    )
+    kv_cache_offload: KvCacheOffload | None = Field(
+        default=None,
+        description="A CPU tier for the KV cache (`cpuGiB`): vLLM's native offloading, SGLang's hierarchical "
+        "cache. The pod's memory grows by it; its offload flags are refused in engineArgs. Unset: none.",
     )
     engine_args: list[str] = Field(
         default_factory=list,

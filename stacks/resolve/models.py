@@ -11,6 +11,7 @@ from typing import Any
 
 from components.engines import ENGINES
 
+from ..architectures import architecture
 from ..coldstart import await_seconds, budget, compile_job_deadline, estimate, first_start, probe_allowance
 from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
@@ -19,6 +20,7 @@ from ..config.teams import PLATFORM_CLIENTS
 from ..engine_facts import EngineFacts, ModelFacts
 from ..fastpath import SHARED_CACHES, image_key, shape_key
 from ..groups import ReplicaGroup, replica_group
+from ..offload import picker_tier_blocks
 from ..resolved import (
     CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
@@ -119,7 +121,8 @@ def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> dict
     if strategy == "round-robin":
         picking = RoutePicking(strategy=strategy, engine_type=None, reason=reason)
     elif strategy is not None:
-        picking = RoutePicking(strategy=strategy, engine_type=facts.picker_engine, reason=reason)
+        tier = picker_tier_blocks(model, architecture(model)) if strategy == "prefix-cache" else None
+        picking = RoutePicking(strategy=strategy, engine_type=facts.picker_engine, reason=reason, cpu_tier_blocks=tier)
     return {"routing": picking, "routing_reason": reason}
 
 

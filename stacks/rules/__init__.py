@@ -23,6 +23,7 @@ from . import (  # noqa: F401  (each registers its rules)
     models,
     monitoring,
     names,
+    offload,
     pins,
     pools,
     prod,

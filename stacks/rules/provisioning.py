@@ -114,6 +114,11 @@ def _no_fit(stack: ResolvedStack, model: ResolvedModel, pod: PodShape, report: F
     misses = report.misses.get(largest(list(model.pool.instance_types)).name, [])
     shorts = sorted((m.resource for m in misses), key=lambda r: RESOURCE_KEYS.get(r) != "acceleratorsPerReplica")
     first = shorts[0] if shorts else ""
+    offload = model.config.kv_cache_offload
+    if first == "memory" and offload is not None:
+        # The memory asked for is the engine's plus its KV-cache CPU tier: the tier is what to change.
+        text += f" (the memory includes kvCacheOffload's {offload.cpu_gib}GiB CPU tier)"
+        return Problem(model.key("kvCacheOffload", "cpuGiB"), text)
     return Problem(model.key(*RESOURCE_KEYS.get(first, "pool").split(".")), text)
 
 

@@ -18,6 +18,7 @@ from ..config import ModelSection
 from ..errors import Problem, key_path
 from ..fit import Requests
 from ..guards import QUOTA_RESOURCES, quota_shortfalls
+from ..offload import tier_mib
 from ..quantity import mebibytes, millicores
 from ..resolved import ModelEntry, ResolvedStack
 
@@ -34,11 +35,12 @@ def _team_models(stack: ResolvedStack) -> Iterable[ModelEntry]:
 
 def stated_requests(model: ModelSection, accelerator: str) -> Requests:
     """A lower bound of one replica's requests when the platform's pools are not known offline: its
-    accelerators, and cpu/memory only where the stack file states them."""
+    accelerators, and cpu/memory only where the stack file states them (memory with its KV-cache tier)."""
     accel = model.accelerators_per_replica
     return Requests(
         cpu_m=millicores(model.resources.cpu) if model.resources.cpu else 0,
-        memory_mib=mebibytes(model.resources.memory) if model.resources.memory else 0,
+        # The KV-cache CPU tier is memory the pod requests whatever its engine's share.
+        memory_mib=(mebibytes(model.resources.memory) if model.resources.memory else 0) + tier_mib(model),
         gpu=accel if accelerator == "nvidia" else 0,
         neuron=accel if accelerator == "neuron" else 0,
     )
@@ -115,12 +117,18 @@ def quota_holds_one_replica(stack: ResolvedStack) -> Iterable[Problem]:
             key = QUOTA_KEYS[short.resource]
             sized = "" if exact else "at least "
             i = entry.index
+            tier = entry.config.kv_cache_offload
+            lower = (
+                f", or lower models[{i}].kvCacheOffload.cpuGiB ({tier.cpu_gib}GiB of it)"
+                if tier is not None and key == "memory"
+                else ""
+            )
             yield Problem(
                 entry.key(),
                 f"one replica of {entry.name} needs {sized}{short.requested} of {short.resource} but team "
                 f"{stack.team.name}'s quota allows {short.available} ({stack.platform.where}'s teams[].quota.{key}), "
                 f"so the API server would refuse every pod; ask the platform team to raise it, or set "
-                f"models[{i}].resources / use fewer accelerators per replica",
+                f"models[{i}].resources / use fewer accelerators per replica{lower}",
             )
 
 

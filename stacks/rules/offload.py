@@ -1,0 +1,93 @@
+"""KV-cache offload rules (`models[].kvCacheOffload`): the engines the platform wires a CPU tier for
+(`EngineFacts.kv_offload`: vLLM's native OffloadingConnector, SGLang's hierarchical cache), on one node,
+and a tier the pod's part of its node can hold beside the engine (stacks/sizing.py). Refused, each at
+the key: another engine (TGI, Ollama, NIM, neuron-vllm and Ray Serve have no offload the platform
+wires), a Dynamo graph (disaggregated, its workers' KV connector is NIXL, which the offloading
+connector would replace; aggregated, Dynamo's own KV block manager is the path, not wired here), a
+replica across nodes (how the engines split the tier over pipeline stages on several hosts is not
+verified), an SGLang tier under 1 GB per rank (its `--hicache-size` is whole GB per rank), and a
+tier that leaves the engine less than its floor on the pool's smallest type, with the largest that
+fits. Zero and negative sizes are refused when the stack file loads (`cpuGiB` is at least 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from components.engines import ENGINES
+
+from ..checks import rule
+from ..errors import Problem
+from ..groups import replica_group
+from ..offload import ENGINE_FLOOR_GIB, sglang_smallest_gib
+from ..resolved import ModelEntry, ResolvedStack
+from ..sizing import largest_tier_gib
+
+
+def _engine_problem(entry: ModelEntry) -> str | None:
+    model = entry.config
+    if model.dynamo is not None:  # only a Dynamo graph has the block
+        if model.dynamo.mode == "disaggregated":
+            return (
+                "a disaggregated Dynamo graph moves the KV cache from prefill to decode workers through the NIXL "
+                "connector the platform sets (--kv-transfer-config), and the offloading connector would replace "
+                "it; remove kvCacheOffload, or serve the model aggregated on vllm or sglang"
+            )
+        return (
+            "the platform wires no KV-cache offload on Dynamo's workers (Dynamo's own KV block manager is its "
+            "path, not set up here); remove kvCacheOffload, or serve the model with engine vllm or sglang"
+        )
+    if entry.facts.kv_offload is None:
+        wired = " and ".join(f"{n} ({e.facts.kv_offload.title})" for n, e in ENGINES.items() if e.facts.kv_offload)
+        return (
+            f"the platform wires KV-cache offload for {wired} only, not {model.engine}; remove kvCacheOffload or "
+            f"choose one of those engines"
+        )
+    if model.nodes_per_replica > 1:
+        return (
+            f"a replica across {model.nodes_per_replica} nodes: how the engine splits its CPU tier over the "
+            f"pipeline stages on several hosts is not verified; remove kvCacheOffload or serve the replica on one "
+            f"node (nodesPerReplica: 1)"
+        )
+    return None
+
+
+def offload_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    model = entry.config
+    offload = model.kv_cache_offload
+    if offload is None:
+        return
+    why = _engine_problem(entry)
+    if why is not None:
+        yield Problem(entry.key("kvCacheOffload"), why)
+        return
+    at = entry.key("kvCacheOffload", "cpuGiB")
+    assert entry.facts.kv_offload is not None
+    if entry.facts.kv_offload.per_rank_gb:
+        tensor = replica_group(model, entry.facts.groups).tensor
+        smallest = sglang_smallest_gib(tensor)
+        if offload.cpu_gib < smallest:
+            yield Problem(
+                at,
+                f"cpuGiB: {offload.cpu_gib} over {tensor} tensor-parallel ranks is under 1 GB per rank, and SGLang's "
+                f"--hicache-size is whole GB per rank; set cpuGiB to {smallest} or more",
+            )
+            return
+    pool = stack.platform.pool(model.pool) if stack.platform.known else None
+    if pool is None or pool.accelerator != "nvidia":
+        return  # an unknown or CPU pool is refused by its own rule; a workloads stack's is checked at preview
+    largest = largest_tier_gib(model, pool.config)
+    if offload.cpu_gib > largest:
+        keeps = "resources.memory" if model.resources.memory else f"its {ENGINE_FLOOR_GIB}GiB floor"
+        fits = f"the largest that fits is {largest}" if largest > 0 else "no tier fits"
+        yield Problem(
+            at,
+            f"a {offload.cpu_gib}GiB CPU tier does not fit pool {pool.name}: on its smallest type for this model, "
+            f"one pod's part of the node's memory after the platform's DaemonSets holds the engine ({keeps}) and "
+            f"at most {max(largest, 0)}GiB more; {fits} (or choose a pool of larger instances)",
+        )
+
+
+@rule
+def kv_cache_offload_is_wired_and_fits(stack: ResolvedStack) -> Iterable[Problem]:
+    for entry in stack.entries:
+        yield from offload_problems(entry, stack)
