@@ -383,7 +383,17 @@ def parse_sections(raw: dict[str, Any], region: Any, source: str = "") -> StackC
     raw = {k: v for k, v in raw.items() if k not in values}
     problems: list[Problem] = []
     for key in raw:
-        if key not in SECTIONS:
+        if key not in SECTIONS and isinstance(raw[key], dict) and set(raw[key]) == {"secure"}:
+            # A Pulumi secret (`pulumi config set --secret`) that no Secret reads any longer.
+            problems.append(
+                Problem(
+                    key_path([str(key)]),
+                    "is a Pulumi secret that no `secrets.<Secret>.fromConfig` entry names, so nothing reads it; "
+                    f"name it in the Secret it belongs to (e.g. `secrets.<Secret>.fromConfig: {{<entry>: {key}}}`) "
+                    f"or remove it with `pulumi config rm {PROJECT}:{key}`",
+                )
+            )
+        elif key not in SECTIONS:
             meant = did_you_mean(str(key), SECTIONS, edits=0)
             problems.append(
                 Problem(

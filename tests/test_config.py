@@ -36,6 +36,14 @@ def test_an_unknown_section_is_refused(dev):
     ]
 
 
+def test_a_pulumi_secret_no_secret_reads_is_named_as_such_with_the_command_to_remove_it(dev):
+    dev.pop("secrets", None)
+    dev["hfToken"] = {"secure": "v1:abc"}
+    found = [p for p in problems(dev) if p.startswith("inference-platform:hfToken:")]
+    assert found and "is a Pulumi secret that no `secrets.<Secret>.fromConfig` entry names" in found[0], found
+    assert "pulumi config rm inference-platform:hfToken" in found[0]
+
+
 def test_a_wrong_type_names_the_key_and_the_value(dev):
     dev["cluster"]["systemNodes"]["min"] = "two"
     found = problems(dev)
