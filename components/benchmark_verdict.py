@@ -4,9 +4,11 @@ Standard library only: it runs under the guidellm image's own Python. It runs gu
 concurrency of the sweep (argv lists from the Job's environment, built by components/benchmark.py),
 then reads each JSON result and compares the SLO's quantile of time to first token and inter-token
 latency (guidellm reports both in milliseconds, `benchmarks[].metrics.*_ms.successful.percentiles`)
-with the model's objectives. It writes `verdict.json` beside the results and a `passed` marker only
-when every objective holds at every concurrency; the uploader exits non-zero without the marker, so
-the results reach the bucket even when the Job fails.
+with the model's objectives. It writes `verdict.json` beside the results (for a model with a canary,
+which revision each part measured, `stable`/`canary` and its commit; else the bucket path names the
+commit) and a `passed` marker only when every objective holds at every concurrency of every measured
+revision; the uploader exits non-zero without the marker, so the results reach the bucket even when
+the Job fails.
 """
 
 from __future__ import annotations
@@ -52,10 +54,33 @@ def misses(result: dict[str, Any], slo: dict[str, float], p: float, concurrency:
     return found
 
 
-def verdict(results: dict[int, dict[str, Any]], slo: dict[str, float], p: float) -> dict[str, Any]:
-    """The Job's verdict over every concurrency's result."""
+def verdict(
+    results: dict[int, dict[str, Any]], slo: dict[str, float], p: float, revision: str | None = None
+) -> dict[str, Any]:
+    """The verdict over every concurrency's result of one revision (`revision`: `stable` or `canary` for
+    a canaried model, whose misses it names; None: the model's only revision)."""
     found = [m for level, r in sorted(results.items()) for m in misses(r, slo, p, level)]
+    if revision is not None:
+        found = [f"{revision} revision: {m}" for m in found]
     return {"passed": not found, "quantile": percentile_key(p), "slo": slo, "misses": found}
+
+
+def overall(
+    measured: list[tuple[str | None, str, dict[int, dict[str, Any]]]], slo: dict[str, float], p: float
+) -> dict[str, Any]:
+    """The Job's verdict over each measured (label, commit, results): it passes when every revision
+    does, and says which revision (label and commit) each part measured."""
+    parts = {label: (commit, verdict(results, slo, p, label)) for label, commit, results in measured}
+    if list(parts) == [None]:
+        # The model's only revision: the results' bucket path names its commit.
+        return parts[None][1]
+    return {
+        "passed": all(v["passed"] for _, v in parts.values()),
+        "quantile": percentile_key(p),
+        "slo": slo,
+        "misses": [m for _, v in parts.values() for m in v["misses"]],
+        "revisions": {str(label): {"commit": commit, "passed": v["passed"]} for label, (commit, v) in parts.items()},
+    }
 
 
 def main() -> int:
@@ -63,16 +88,17 @@ def main() -> int:
     slo: dict[str, float] = json.loads(os.environ["BENCH_SLO"])
     p = float(os.environ["BENCH_QUANTILE"])
     out = Path(os.environ["BENCH_RESULTS"])
-    results: dict[int, dict[str, Any]] = {}
+    measured: dict[str | None, tuple[str, dict[int, dict[str, Any]]]] = {}
     for run in runs:
-        level, path = int(run["concurrency"]), Path(run["output"])
+        level, path, label = int(run["concurrency"]), Path(run["output"]), run.get("revision")
+        _, results = measured.setdefault(label, (run.get("commit", ""), {}))
         rc = subprocess.run(run["argv"], check=False).returncode
         if rc != 0 or not path.is_file():
             print(f"benchmark: guidellm exited {rc} at concurrency {level}", file=sys.stderr)
             results[level] = {"benchmarks": []}
             continue
         results[level] = json.loads(path.read_text())
-    decided = verdict(results, slo, p)
+    decided = overall([(label, commit, results) for label, (commit, results) in measured.items()], slo, p)
     (out / "verdict.json").write_text(json.dumps(decided, indent=2))
     print(json.dumps(decided))
     if decided["passed"]:

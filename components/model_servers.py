@@ -41,9 +41,10 @@ class ModelsArgs:
     namespaces: dict[str, pulumi.Resource] = field(default_factory=dict)
     # The serving platforms' releases by add-on name: a custom resource waits for its CRD's.
     operators: dict[str, pulumi.Resource] = field(default_factory=dict)
-    # Each pool's NodePool by pool name (components/capacity): a model's objects wait for its pool's,
-    # which waits for the pool's EC2NodeClass; empty in a team's stack (the platform's pools exist).
-    node_pools: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # Each pool's NodePools (one per capacity tier) by pool name (components/capacity): a model's objects
+    # wait for every one of its pool's, which wait for the pool's EC2NodeClass; empty in a team's stack
+    # (the platform's pools exist).
+    node_pools: dict[str, list[pulumi.Resource]] = field(default_factory=dict)
     # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
     # closed, so every Service, and every release creating one, waits for it.
     service_webhook: pulumi.Resource | None = None
@@ -92,13 +93,16 @@ class Models(pulumi.ComponentResource):
                 deps.append(ns)
             # Scheduled on the pool's nodes: pods created before Karpenter knows the pool wait Pending,
             # and on destroy the pool (and its nodes) outlives them.
-            if pool := args.node_pools.get(model.pool.name):
-                deps.append(pool)
+            deps += args.node_pools.get(model.pool.name, [])
             deps += args.secrets.get(model.namespace, [])
             # A group across nodes is a LeaderWorkerSet, whose CRD the LWS release installs.
             installer = "lws" if leader_worker_set(model.config, model.facts.groups) else model.facts.controller
+            # A Job the engine returns first (a Neuron compile) runs before the serving objects: they wait
+            # for its completion, which the provider awaits (its timeout annotation). model_objects puts a
+            # streamed model's fill Job last, so nothing waits for that one (its pods wait for its marker).
+            before: list[pulumi.Resource] = []
             for obj in objs:
-                obj_deps = list(deps)
+                obj_deps = list(deps) + (before if obj["kind"] != "Job" else [])
                 if not _is_core(obj) and installer:
                     if installer in args.operators:
                         obj_deps.append(args.operators[installer])
@@ -108,12 +112,14 @@ class Models(pulumi.ComponentResource):
                             f"CRD is wired; the object will fail to apply until it is installed",
                             self,
                         )
-                register(
+                made = register(
                     obj,
                     pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=obj_deps),
                     name=f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",
                     service_webhook=args.service_webhook,
                 )
+                if obj["kind"] == "Job":
+                    before.append(made)
         self.register_outputs({})
 
 

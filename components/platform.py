@@ -82,8 +82,8 @@ class Wiring:
     # Envoy Gateway (Gateway API CRDs), the serving platforms' releases by add-on name (the engines'
     # `FACTS.controller`, and AIBrix), the LiteLLM proxy.
     load_balancer: pulumi.Resource | None = None
-    # Each pool's NodePool by pool name: the models scheduled on it wait for it.
-    node_pools: dict[str, pulumi.Resource] = field(default_factory=dict)
+    # Each pool's NodePools (one per capacity tier) by pool name: the models scheduled on it wait for them.
+    node_pools: dict[str, list[pulumi.Resource]] = field(default_factory=dict)
     envoy_gateway: pulumi.Resource | None = None
     operators: dict[str, pulumi.Resource] = field(default_factory=dict)
     litellm: pulumi.Resource | None = None

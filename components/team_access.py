@@ -57,7 +57,12 @@ TEAM_OBJECTS: tuple[Grant, ...] = (
     Grant("", ("services",), ("Service",), "a model's Service, its picker's"),
     Grant("policy", ("poddisruptionbudgets",), ("PodDisruptionBudget",), "a model's disruption budget"),
     Grant("autoscaling", ("horizontalpodautoscalers",), ("HorizontalPodAutoscaler",), "autoscaling.owner: hpa"),
-    Grant("batch", ("jobs",), ("Job",), "a model's benchmark Job (components/benchmark.py)"),
+    Grant(
+        "batch",
+        ("jobs", "cronjobs"),
+        ("Job", "CronJob"),
+        "a model's benchmark Job and its scheduled benchmark's CronJob (components/benchmark.py)",
+    ),
     Grant("", ("configmaps",), ("ConfigMap",), "a model's scaling dashboard, the stack's record, the picker's"),
     Grant("", ("serviceaccounts",), ("ServiceAccount",), "the endpoint picker's account (its chart's)"),
     Grant("networking.k8s.io", ("networkpolicies",), ("NetworkPolicy",), "a model namespace's isolation"),

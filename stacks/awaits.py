@@ -16,6 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 TIMEOUT_SECONDS = "pulumi.com/timeoutSeconds"
+# The program's own estimate of how long a Job runs (a Neuron compile: stacks/coldstart.py), written on the
+# Job so that `stacks lifecycle`, which reads only the render, counts it on the critical path.
+ESTIMATED_SECONDS = "inference-platform.io/estimated-seconds"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 WAIT_FOR = "pulumi.com/waitFor"
 
@@ -38,6 +41,11 @@ JOB_REPORT_SECONDS = 60
 def await_for(seconds: int) -> dict[str, str]:
     """The annotation that makes `pulumi up` wait `seconds` for a workload to become ready."""
     return {TIMEOUT_SECONDS: str(int(seconds))}
+
+
+def estimated(seconds: int) -> dict[str, str]:
+    """The annotation that tells `stacks lifecycle` how long the object's work is estimated to take."""
+    return {ESTIMATED_SECONDS: str(int(seconds))}
 
 
 def await_service(window: int = 0) -> dict[str, str]:

@@ -451,7 +451,10 @@ def main(files: list[Path], out: Path | None) -> int:
     if root is None:
         # A fresh clone with nothing beside it: the check needs the pinned charts, which CI has. The
         # marker tells the scan (scripts/scan.sh) there are no chart renders to look for.
-        line = f"charts: skipped: no chart directory (../shared/charts); set {ENV} to template every release"
+        line = (
+            f"charts: skipped: no chart directory (../shared/charts); `make upstream` fetches the pinned charts "
+            f"(or set {ENV}) to template every release"
+        )
         print(line)
         if marker is not None:
             marker.parent.mkdir(parents=True, exist_ok=True)

@@ -185,10 +185,13 @@ def weights_term(
     return Term(fill.seconds + read.seconds, f"{fill.source}; then {read.source}"), fill.seconds
 
 
-def engine_term(pool: ResolvedPool, cache: ModelCache, compile_cache: bool, first: bool) -> Term:
+def engine_term(pool: ResolvedPool, cache: ModelCache, compile_cache: bool, first: bool, ahead: bool = False) -> Term:
     """The engine's own start: warm, plus the compile a cold cache costs (torch.compile on CUDA; on Neuron
-    the compile, or the cached artifacts' load where they survive: the shared cache, or `compileCache`)."""
+    the compile, or the cached artifacts' load where they survive: the shared cache, or `compileCache`, or
+    `ahead`: the compile Job put them there before the pod started)."""
     if pool.accelerator == "neuron":
+        if ahead:
+            return Term(int(NEURON_CACHED.value), f"compiled ahead by the model's compile Job: {NEURON_CACHED.source}")
         cached = not first and (compile_cache or cache.claim is not None)
         fact = NEURON_CACHED if cached else NEURON_COMPILE
         return Term(int(fact.value), fact.source)
@@ -208,15 +211,17 @@ def estimate(
     prepared: bool,
     compile_cache: bool,
     first: bool = False,
+    ahead: bool = False,
 ) -> ColdStartEstimate:
     """From nothing to the first token: with its caches as a restart finds them (`first` False: a shared
-    cache filled, the compile cache warm where it is kept), or on its first start (everything cold)."""
+    cache filled, the compile cache warm where it is kept), or on its first start (everything cold but what
+    an ahead-of-time compile Job, `ahead`, compiled before it)."""
     weights_, fill = weights_term(model, pool, storage, cache, prepared, first)
     return ColdStartEstimate(
         node=node_term(pool),
         image=image_term(image, pool),
         weights=weights_,
-        engine=engine_term(pool, cache, compile_cache, first),
+        engine=engine_term(pool, cache, compile_cache, first, ahead),
         fill=fill,
         first=first,
     )
@@ -252,6 +257,12 @@ def first_start(first: ColdStartEstimate, startup_seconds: int) -> ColdStart:
         fill=safe(first.fill),
         startup=startup_seconds,
     )
+
+
+def compile_job_deadline(job: ColdStartEstimate) -> int:
+    """A Neuron compile Job's activeDeadlineSeconds: its pod's first start (node, image, fill, the compile)
+    with each term times the safety factor, as a serving pod's first start is allowed."""
+    return first_start(job, probe_allowance(job)).seconds
 
 
 def await_seconds(model: ModelSection, allowance: ColdStart) -> int:

@@ -25,6 +25,7 @@ from .fastpath import image_pull
 from .fit import Installed, daemonset_overhead, daemonsets_on, pool_limits
 from .hardware import expand
 from .resolved import EXPORTS_VERSION, GatewayParent, PlatformView, ResolvedPool, Team
+from .tiers import pool_tiers
 
 __all__ = [
     "EXPORTS_VERSION",
@@ -81,6 +82,7 @@ def resolve_pool(pool: NodePoolSection, platform: Installed | None) -> ResolvedP
         limits=pool_limits(pool),
         image_pull=image_pull(pool, types),
         warm_nodes=pool.warm_nodes,
+        tiers=pool_tiers(pool),
     )
 
 
@@ -91,7 +93,7 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
         "name": p.name,
         "accelerator": p.accelerator,
         "instanceTypes": [t.name for t in pool.instance_types],
-        "capacityTypes": list(p.capacity_types),
+        "capacityTypes": list(p.capacity_order),
         "architecture": p.architecture,
         "rootVolumeGiB": p.root_volume_gib,
         # A team's multi-node group requests the pool's EFA devices (ResolvedPool.efa_per_node).
@@ -103,6 +105,11 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
         "imagePull": pool.image_pull,
         "warmNodes": pool.warm_nodes,
     }
+    if p.capacity_preference:
+        # Added within version 3, only on a tiered pool: a team's plan lists the tiers its models may land on.
+        out["capacityPreference"] = list(p.capacity_preference)
+        if p.weight is not None:
+            out["weight"] = p.weight
     if p.image_snapshot is not None:
         # Added within version 3, only on a snapshot pool: whether its image cache has fast snapshot
         # restore decides a team's image term (stacks/coldstart.py); absent: no cache.

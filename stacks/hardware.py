@@ -6,7 +6,11 @@ The allocatable figures are Karpenter's for AL2023, VPC CNI without prefix deleg
 root volume; `stacks/fit.py` adjusts them for a pool's own root volume or RAID0 instance store.
 `stacks/data/instances-cpu.json` adds the m7i and c7i families for `accelerator: none` pools,
 computed with the same formulas and checked against the same Karpenter reference
-(tests/test_capacity_fit.py recomputes every entry)."""
+(tests/test_capacity_fit.py recomputes every entry). `stacks/data/instances-frontier.json` adds the newest
+accelerated types (p6-b200, p6-b300, the g6f fractional-L4 sizes) from the same Karpenter reference, and
+names the newest types whose figures are not published where the catalog reads them (p6e-gb200 and trn2u
+UltraServers, trn2.3xlarge) so a pool naming one is refused with the reason instead of "unknown type"
+(tests/test_hardware_frontier.py recomputes every figure)."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from typing import Literal
 
 DATA = Path(__file__).resolve().parent / "data" / "instances.json"
 DATA_CPU = Path(__file__).resolve().parent / "data" / "instances-cpu.json"
+DATA_FRONTIER = Path(__file__).resolve().parent / "data" / "instances-frontier.json"
 
 AcceleratorKind = Literal["nvidia", "neuron", "none"]
 
@@ -50,6 +55,13 @@ class InstanceType:
     # Karpenter's `instance-network-bandwidth` (baseline Mbps): the rate a node can pull an image or read
     # its weights at, over any path (stacks/coldstart.py bounds every transfer by it).
     network_mbps: int = 0
+    # Karpenter's `instance-ebs-bandwidth` (baseline Mbps); 0 where the catalog's entry does not record it.
+    ebs_mbps: int = 0
+    # The share of one physical GPU a node gets (g6f: 1/8, 1/4, 1/2 of an L4, through NVIDIA vGPU); None: whole
+    # GPUs. `gpu_count` and `gpu_memory_gib` are what the node's device plugin and driver show (one GPU of
+    # the fraction's memory); `karpenter_gpus` is what Karpenter counts (0 for g6f: EC2 reports no whole GPU).
+    gpu_fraction: float | None = None
+    karpenter_gpus: int = 0
 
     @property
     def network_bytes_per_second(self) -> float:
@@ -147,13 +159,39 @@ def _from_json(entry: dict) -> InstanceType:
         efa_interfaces=entry.get("efa_interfaces") or 0,
         network_cards=entry.get("network_cards") or 1,
         network_mbps=entry.get("network_baseline_mbps") or 0,
+        ebs_mbps=entry.get("ebs_baseline_mbps") or 0,
+        gpu_fraction=entry.get("gpu_fraction"),
+        karpenter_gpus=alloc.get("nvidia.com/gpu") or 0,
     )
 
 
 @cache
 def catalog() -> dict[str, InstanceType]:
-    entries = [e for path in (DATA, DATA_CPU) for e in json.loads(path.read_text())["instances"]]
+    entries = [e for path in (DATA, DATA_CPU, DATA_FRONTIER) for e in json.loads(path.read_text())["instances"]]
     return {e["name"]: _from_json(e) for e in entries}
+
+
+@dataclass(frozen=True)
+class UncataloguedType:
+    """An EC2 type that exists but whose figures (vCPU, memory, ENI limits, allocatable) are not published
+    where the catalog reads them: what is known of it, and why the rest is not."""
+
+    name: str
+    architecture: str
+    network_mbps: int
+    why: str
+    sources: tuple[str, ...]
+
+
+@cache
+def uncatalogued() -> dict[str, UncataloguedType]:
+    raw = json.loads(DATA_FRONTIER.read_text())["not_catalogued"]
+    return {
+        name: UncataloguedType(
+            name, e["architecture"], e["network_baseline_mbps"], e["why"], tuple(e.get("sources", ()))
+        )
+        for name, e in raw.items()
+    }
 
 
 def families() -> set[str]:

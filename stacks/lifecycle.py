@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import lifecycle_facts as facts
-from .awaits import IMAGE_PULL_SECONDS
+from .awaits import ESTIMATED_SECONDS, IMAGE_PULL_SECONDS
 from .mocks import Record
 from .versions import CHARTS, RELEASE_WAITS
 
@@ -354,6 +354,10 @@ def duration(record: Record, pools: dict[str, Record]) -> Step:
         timeout = _helm_await(record).timeout or need.seconds
         return Step(min(need.seconds, timeout), need.basis, need.source)
     waits = await_of(record)
+    if waits.waits and (own := annotations_of(record).get(ESTIMATED_SECONDS)):
+        # A Job whose run the program estimated (a Neuron compile): that, cut at its await like a probe's.
+        seconds = min(int(own), waits.timeout or int(own))
+        return Step(seconds, f"its estimated run {own} s (node, image, fill and compile)", "stacks/coldstart.py")
     start = startup(record, pools)
     if waits.waits and start is not None and start.seconds:
         basis = f"startup probe window {start.probe} s"

@@ -112,6 +112,16 @@ KUBE_METRICS: dict[str, Metric] = {
     ),
     "job_failed": Metric("kube_job_failed", "gauge", "bool", "the Job's Failed condition", labels=(*_JOB, "condition")),
     "job_active": Metric("kube_job_status_active", "gauge", "replicas", "the Job's running pods", labels=_JOB),
+    # A scheduled benchmark's runs: the Jobs its CronJob owns, and when each was created (the newest is
+    # the current run).
+    "job_owner": Metric(
+        "kube_job_owner",
+        "gauge",
+        "bool",
+        "the Job's owner (1 per owner reference)",
+        labels=(*_JOB, "owner_kind", "owner_name", "owner_is_controller"),
+    ),
+    "job_created": Metric("kube_job_created", "gauge", "s", "the Job's creation time (Unix seconds)", labels=_JOB),
 }
 
 # Grafana unit ids: the metric's unit shown as-is (seconds as seconds), never relabelled.

@@ -128,6 +128,9 @@ PLATFORM_SUFFIXES = {
     "-ray-head": "NetworkPolicy",
     # components/storage/cache.py fill_job_name: a streamed model's (`loadFormat`) bucket fill.
     "-to-bucket": "Job",
+    # components/engines/neuron_vllm.py compile_job_name: a Neuron model's ahead-of-time compile
+    # (`neuron.compile: ahead`), cut to 63 with a hash like the fill Job (its name is a label value).
+    "-neuron-compile": "Job",
 }
 
 

@@ -20,7 +20,15 @@ from typing import Any
 from .errors import ConfigError, Problem, key_path
 from .fastpath import warm_chunk, warm_cost
 from .fit import Requests, allocatable, fit
-from .resolved import EFA_RESOURCE, ColdStartEstimate, PodShape, ResolvedModel, ResolvedPool, ResolvedStack
+from .resolved import (
+    EFA_RESOURCE,
+    AheadCompile,
+    ColdStartEstimate,
+    PodShape,
+    ResolvedModel,
+    ResolvedPool,
+    ResolvedStack,
+)
 
 COLUMNS = ("type", "cpu", "memory", "ephemeral", "gpu", "neuron", "neuroncore", "pods")
 UNITS = {"nvidia": "GPUs", "neuron": "Neuron devices"}
@@ -36,8 +44,9 @@ def _pool_lines(pool: ResolvedPool, models: tuple[ResolvedModel, ...] = ()) -> l
     limits = pool.limits.manifest(p.accelerator)
     warm = warm_cost(pool, warm_chunk(pool, models) if pool.warm_nodes else None)
     lines = [
-        f"pool {p.name}: accelerator {p.accelerator}, {'/'.join(p.capacity_types)}, {p.ami_alias}, "
-        f"limits {limits or 'none'}",
+        f"pool {p.name}: accelerator {p.accelerator}, {'/'.join(p.capacity_order)}, {p.ami_alias}, "
+        f"limits {limits or 'none'}{' per tier' if len(pool.tiers) > 1 else ''}",
+        *_tier_lines(pool),
         f"  image pull {pool.image_pull}; {warm}",
         f"  after DaemonSets ({', '.join(pool.daemonsets)}: cpu {pool.overhead.cpu_m}m, "
         f"memory {pool.overhead.memory_mib}Mi):",
@@ -58,6 +67,19 @@ def _pool_lines(pool: ResolvedPool, models: tuple[ResolvedModel, ...] = ()) -> l
             )
         )
     return lines + (_table(rows) if len(rows) > 1 else ["    (no instance type the catalog knows)"])
+
+
+def _tier_lines(pool: ResolvedPool) -> list[str]:
+    """A tiered pool's NodePools in the order Karpenter tries them (highest weight first), each with its
+    own copy of the limits: one pool to its models, which may land on any tier."""
+    if len(pool.tiers) < 2:
+        return []
+    order = ", then ".join(f"{t.capacity_types[0]} (NodePool {t.name}, weight {t.weight})" for t in pool.tiers)
+    return [f"  capacity preference: {order}; a full or short tier sends new nodes to the next"]
+
+
+def _tiers_json(pool: ResolvedPool) -> list[dict[str, Any]]:
+    return [{"nodePool": t.name, "capacityTypes": list(t.capacity_types), "weight": t.weight} for t in pool.tiers]
 
 
 def _asked(pod: PodShape) -> str:
@@ -99,16 +121,23 @@ def _cold_start_lines(model: ResolvedModel) -> list[str]:
     waits = f"startup probe {model.startup_seconds}s, await {model.await_seconds}s"
     if model.wake is not None:
         waits += f", wake budget {model.wake.cold_start.seconds}s"
-    return [
+    lines = [
         f"  cold start: {warm.seconds}s ({_terms(warm)}); first start {first.seconds}s ({_terms(first)})",
         f"  waits: {waits}",
     ]
+    if (ahead := model.ahead_compile) is not None:
+        job = ahead.estimate
+        lines.append(
+            f"  neuron compile Job, before the serving pods: {job.seconds}s ({_terms(job)}); deadline "
+            f"{ahead.deadline_seconds}s"
+        )
+    return lines
 
 
 def cold_start_json(model: ResolvedModel) -> dict[str, Any]:
     """The model's cold-start estimate as `plan --json` gives it: seconds, each term with its source, the
     first start's, and the waits derived from them."""
-    warm, first = model.cold_start_estimate, model.first_start_estimate
+    warm, first, ahead = model.cold_start_estimate, model.first_start_estimate, model.ahead_compile
     return {
         "coldStartSeconds": warm.seconds,
         "coldStartTerms": {k: {"seconds": t.seconds, "source": t.source} for k, t in warm.terms().items()},
@@ -119,6 +148,18 @@ def cold_start_json(model: ResolvedModel) -> dict[str, Any]:
             "awaitSeconds": model.await_seconds,
             "wakeBudgetSeconds": model.wake.cold_start.seconds if model.wake is not None else None,
         },
+        "aheadCompile": None if ahead is None else compile_json(ahead),
+    }
+
+
+def compile_json(ahead: AheadCompile) -> dict[str, Any]:
+    """A Neuron model's compile Job (`neuron.compile: ahead`) as `plan --json` gives it: its own estimate, run
+    before the serving pods (whose first start then loads the artifacts), and its deadline."""
+    job = ahead.estimate
+    return {
+        "seconds": job.seconds,
+        "terms": {k: {"seconds": t.seconds, "source": t.source} for k, t in job.terms().items()},
+        "deadlineSeconds": ahead.deadline_seconds,
     }
 
 
@@ -200,6 +241,8 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
             "daemonsets": list(pool.daemonsets),
             "overhead": _requests_json(pool.overhead),
             "limits": pool.limits.manifest(pool.accelerator),
+            # The NodePools the pool renders, most preferred first; each carries `limits` whole.
+            "tiers": _tiers_json(pool),
             "instanceTypes": [t.name for t in pool.instance_types],
             "imagePull": pool.image_pull,
             "warmNodes": pool.warm_nodes,

@@ -28,6 +28,7 @@ from .errors import key_path
 from .fit import NodePoolLimits, Requests
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
+from .tiers import PoolTier
 from .versions import Image
 
 # Bump when an export changes shape; a workloads stack refuses exports of another version.
@@ -133,6 +134,9 @@ class ResolvedPool:
     # The cold-start estimate reads both.
     image_pull: str = "standard"
     warm_nodes: int = 0
+    # The NodePools the pool renders, most preferred first (stacks/tiers.py): one unless
+    # `capacityPreference` orders several. Each carries the pool's label, taints and `limits`.
+    tiers: tuple[PoolTier, ...] = ()
 
     @property
     def name(self) -> str:
@@ -157,6 +161,15 @@ class ResolvedPool:
         if not self.config.efa or not self.instance_types:
             return ()
         return self.instance_types[0].efa_layout
+
+    @property
+    def accelerators_at_most(self) -> int | None:
+        """The most accelerators the whole pool can hold at once: `limits.accelerators` on each of its
+        tiers (Karpenter counts limits per NodePool), so the limit times the tiers; None: unlimited.
+        Replicas beyond one tier's limit land on the next, so rollouts and canaries count this; one
+        replica or group is checked against a single tier's limit (its nodes belong to one NodePool)."""
+        limit = self.limits.accelerators
+        return None if limit is None else limit * max(len(self.tiers), 1)
 
     @property
     def static(self) -> bool:
@@ -252,6 +265,24 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 REVISION_LABEL = "inference-platform.io/revision"
 # The canary's workload and Service: `<model>-canary` (stacks/rules/collisions.py keeps it free).
 CANARY_SUFFIX = "-canary"
+# A revision-pinned rule on a canaried model's route: `<route prefix>/-/<stable|canary>/v1/chat/completions`
+# reaches that revision's Service alone (not the weighted split). `-` is never a model's or a namespace's
+# name (both start with a letter or digit), so the segment cannot shadow another model's path.
+REVISION_SEGMENT = "-"
+# The one path a benchmark sends (guidellm's openai_http backend: POST {target}/v1/chat/completions).
+BENCHMARK_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class MeasuredRevision:
+    """One revision a model's benchmark measures: `label` (`stable`, `canary`, or None for a model
+    without a canary, measured through its plain route), its commit, the Service that serves it, and
+    the path prefix the benchmark calls (guidellm appends BENCHMARK_PATH)."""
+
+    label: str | None
+    commit: str | None
+    service: str
+    path_prefix: str
 
 
 # The llm-d router's per-pod engine label: its metrics extractor reads a pod by the engine it names, and
@@ -394,6 +425,11 @@ class Endpoint:
         """(Service, weight) the model's route sends to: its one Service."""
         return ((self.service, 1),)
 
+    @property
+    def measured_revisions(self) -> tuple[MeasuredRevision, ...]:
+        """What a benchmark measures (a model's: ResolvedModel); a server without one: nothing."""
+        return ()
+
 
 @dataclass(frozen=True, kw_only=True)
 class ModelEntry:
@@ -471,6 +507,17 @@ class ModelCache:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AheadCompile:
+    """`models[].neuron.compile: ahead` resolved: the Job that compiles the model's Neuron graphs into the shared
+    cache before its serving pods start. `estimate` is the Job pod's first start (a node, the image, the
+    cache fill and the whole compile: the serving pods' own estimate then loads the artifacts instead), and
+    `deadline_seconds` its activeDeadlineSeconds: that estimate's terms times the safety factor."""
+
+    estimate: ColdStartEstimate
+    deadline_seconds: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResolvedModel(Endpoint):
     """One `models[]` entry with everything derived from it: where it runs, its image, and the
     workload its engine builds for it (`workload`, the object a scaler targets)."""
@@ -527,6 +574,9 @@ class ResolvedModel(Endpoint):
     # kept on the shared cache (`cache.compile_dir`) across replicas and restarts, so a warm start skips
     # the compile (the cold-start estimate reads it).
     compile_cache: bool = False
+    # `models[].neuron.compile` resolved to `ahead`: the compile Job's estimate and deadline (the serving
+    # pods' estimates then load the compiled artifacts); None: the first serving pod compiles.
+    ahead_compile: AheadCompile | None = None
     # (apiVersion, kind, name) of what the model's KEDA ScaledObjects scale, one ScaledObject each: the
     # workload, or a Dynamo graph's scaling adapters (one per scaled component); () without KEDA.
     keda_targets: tuple[tuple[str, str, str], ...] = ()
@@ -556,6 +606,25 @@ class ResolvedModel(Endpoint):
             return super().backends
         weight = self.config.canary.weight
         return ((self.service, 100 - weight), (self.canary.service, weight))
+
+    @property
+    def measured_revisions(self) -> tuple[MeasuredRevision, ...]:
+        """What `benchmark` measures, in order. Without a canary: the model through its route. With one:
+        the stable revision through its own revision-pinned rule, and with `revisions: each` the canary's
+        after it, so neither measures the weighted blend; () without a benchmark."""
+        bench = self.config.benchmark
+        if bench is None:
+            return ()
+        if self.canary is None:
+            return (MeasuredRevision(None, self.config.revision, self.service, self.path_prefix),)
+        pinned = f"{self.path_prefix}/{REVISION_SEGMENT}"
+        stable = MeasuredRevision("stable", self.config.revision, self.service, f"{pinned}/stable")
+        if bench.revisions == "stable":
+            return (stable,)
+        return (
+            stable,
+            MeasuredRevision("canary", self.canary.config.revision, self.canary.service, f"{pinned}/canary"),
+        )
 
     @property
     def metrics_selector(self) -> dict[str, str]:

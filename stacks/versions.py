@@ -239,6 +239,43 @@ MODEL_IMAGES: dict[str, Image] = {
 
 
 @dataclass(frozen=True)
+class ImagePlatforms:
+    """What hardware an engine image runs on: the CPU architectures it is published for (a node pulls only
+    its own from the manifest list) and whether its CUDA build carries Blackwell kernels (sm_100 for B200,
+    sm_103 for B300; CUDA 12.8 or later). None: not published where the catalog read; `docker buildx
+    imagetools inspect <image>` answers the first, the image's CUDA version the second."""
+
+    architectures: frozenset[str] | None
+    blackwell: bool | None
+    source: str
+
+
+# Keyed by (repository, tag): a `models[].image` override of another tag is a different image, unknown
+# here. stacks/rules/hardware.py refuses what a fact rules out and warns where it is unknown.
+IMAGE_PLATFORMS: dict[tuple[str, str], ImagePlatforms] = {
+    ("vllm/vllm-openai", "v0.29.0"): ImagePlatforms(
+        frozenset({"amd64", "arm64"}),
+        True,
+        "vllm-project/vllm .buildkite/scripts/publish-release-images.sh: vllm/vllm-openai:v<release> is a manifest "
+        "list of the -x86_64 and -aarch64 builds, and the default build is CUDA 13.0 (CUDA 12.9 is the -cu129 "
+        "variant); NVIDIA/Model-Optimizer#2042 runs these multi-arch release tags on B300/GB300 (sm_103) with the "
+        "CUDA 13 build; B200 (sm_100) needs CUDA 12.8 or later (vllm-project/vllm#17901)",
+    ),
+    ("ghcr.io/huggingface/text-generation-inference", "3.3.7"): ImagePlatforms(
+        frozenset({"amd64"}),
+        None,
+        "huggingface/text-generation-inference .github/workflows/build.yaml builds `platforms: 'linux/amd64'` only "
+        "(no arm64 TGI image is published); its CUDA build's Blackwell kernels are not stated for 3.3.7",
+    ),
+}
+
+
+def image_platforms(image: Image) -> ImagePlatforms | None:
+    """The platforms the catalog knows for this image (by repository and tag), or None."""
+    return IMAGE_PLATFORMS.get((image.repository, image.tag))
+
+
+@dataclass(frozen=True)
 class ImageSize:
     """An engine image's compressed size (what a node pulls), and where it is published. `bound`: no size
     is published for the pinned tag, and this is a stated upper bound, not a measurement."""

@@ -14,6 +14,10 @@ the values itself, with yaml.v3's scalar rules, refusing what cannot be read as 
 - a plain timestamp (`2025-01-01`, which yaml.v3 turns into a time) and NaN or infinite numbers,
   which JSON, and so Pulumi's config, cannot carry.
 
+YAML 1.1's other spellings arrive as yaml.v3 reads them, as strings (`on`, `yes`, `off`, `n`, `1:30`); the
+stack-config models refuse such a string where a boolean or a number is expected (stacks/config/base.py)
+rather than let pydantic's lax mode turn `on` into true, a meaning the file did not write for Pulumi.
+
 Every refusal is a `YamlProblem` with the document path of the deepest key it concerns.
 """
 

@@ -331,7 +331,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if missing:
         terminalreporter.write_line(
             "upstream files not on file: the checks against the upstream CRDs, chart values and charts were left "
-            f"out (deselected); set {' and '.join(missing.values())} to run them"
+            f"out (deselected); `make upstream` fetches them (or set {' and '.join(missing.values())}) to run them"
         )
 
 

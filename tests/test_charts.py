@@ -133,6 +133,7 @@ def test_without_the_charts_beside_a_fresh_clone_the_check_says_it_is_skipped_in
     assert charts.main([], tmp_path / "render") == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("charts: skipped:") and charts.ENV in out[0], out
+    assert "`make upstream`" in out[0], "the one line says the command that fetches the pinned charts"
     marker = tmp_path / "render" / charts.SKIPPED_MARKER
     assert marker.read_text().strip() == out[0], "the scan reads why it has no chart renders"
     (tmp_path / "charts").mkdir()

@@ -84,3 +84,40 @@ def test_prod_must_name_its_tls_while_dev_is_warned(dev):
 def test_an_api_key_header_must_be_a_header_name(dev):
     dev["gateway"]["apiKeyHeader"] = "x api key"
     assert any(p.startswith("inference-platform:gateway.apiKeyHeader") for p in problems(dev))
+
+
+# ---- secret headers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("header", ["authorization", "x-api-key", "cookie"])
+def test_a_rate_limit_keyed_on_the_credential_header_is_refused_naming_clientheader(header):
+    from stacks.errors import ConfigError
+    from stacks.pipeline import check_sections
+
+    sections = {
+        "cluster": {"name": "x"},
+        "gateway": {
+            "auth": "none",
+            "allowUnauthenticated": True,
+            "rateLimit": {"requestsPerMinute": 60, "clientHeader": header},
+        },
+    }
+    with pytest.raises(ConfigError) as exc:
+        check_sections(sections, "us-west-2")
+    text = "\n".join(map(str, exc.value.problems))
+    assert "inference-platform:gateway.rateLimit.clientHeader:" in text and "by its secret" in text, text
+
+
+@pytest.mark.parametrize("header", ["Connection", "Host", "x-envoy-original-path"])
+def test_an_api_key_header_envoy_strips_or_sets_is_refused_naming_apikeyheader(header):
+    from stacks.errors import ConfigError
+    from stacks.pipeline import check_sections
+
+    sections = {
+        "cluster": {"name": "x"},
+        "gateway": {"auth": "none", "allowUnauthenticated": True, "apiKeyHeader": header},
+    }
+    with pytest.raises(ConfigError) as exc:
+        check_sections(sections, "us-west-2")
+    text = "\n".join(map(str, exc.value.problems))
+    assert "inference-platform:gateway.apiKeyHeader:" in text and "Envoy removes or sets itself" in text, text

@@ -546,3 +546,33 @@ def test_an_empty_key_is_refused_by_its_place_never_as_the_bare_namespace(tmp_pa
         paths = [p.path for p in exc.value.problems]
         assert paths and all(p.startswith("config") for p in paths), (key, paths)
         assert "empty name" in str(exc.value)
+
+
+# ---- YAML 1.1 spellings where a boolean or a number is expected ---------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["on", "yes", "off", "no", "y", "n", "'true'", "1"])
+def test_a_yaml_1_1_boolean_spelling_in_a_boolean_key_is_refused_naming_the_key_and_true_or_false(tmp_path, spelling):
+    # Pulumi passes `on` on as the string "on"; pydantic's lax mode would have read it as true.
+    path = _write(tmp_path, MINIMAL + f"  inference-platform:gateway:\n    enabled: {spelling}\n")
+    with pytest.raises(ConfigError) as exc:
+        check_file(path)
+    text = str(exc.value.problems[0])
+    assert text.startswith("inference-platform:gateway.enabled:"), text
+    assert "is not a boolean" in text and "write true or false" in text, text
+
+
+def test_a_yaml_1_1_boolean_spelling_in_a_nested_model_names_its_full_key_path():
+    with pytest.raises(ConfigError) as exc:
+        check_sections({"cluster": {"name": "x"}, "addons": {"keda": {"enabled": "off"}}}, "us-west-2")
+    text = "\n".join(map(str, exc.value.problems))
+    assert "inference-platform:addons.keda.enabled: 'off' is not a boolean" in text, text
+
+
+def test_a_base_60_number_in_a_numeric_key_is_refused_saying_pulumi_reads_a_string(tmp_path):
+    path = _write(tmp_path, MINIMAL + "  inference-platform:gateway:\n    rateLimit:\n      requestsPerMinute: 1:30\n")
+    with pytest.raises(ConfigError) as exc:
+        check_file(path)
+    text = "\n".join(map(str, exc.value.problems))
+    assert "inference-platform:gateway.rateLimit.requestsPerMinute: '1:30' is a string as Pulumi reads it" in text
+    assert "write the number itself" in text, text

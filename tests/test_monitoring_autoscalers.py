@@ -38,6 +38,8 @@ KSM_LABELS = {
     "kube_job_complete": {"namespace", "job_name", "condition"},
     "kube_job_failed": {"namespace", "job_name", "condition"},
     "kube_job_status_active": {"namespace", "job_name"},
+    "kube_job_owner": {"namespace", "job_name", "owner_kind", "owner_name", "owner_is_controller"},
+    "kube_job_created": {"namespace", "job_name"},
 }
 # The labels an engine series carries from the PodMonitor (collection.py model_filter, podTargetLabels).
 ENGINE_LABELS = {"namespace", "inference_platform_io_model", "inference_platform_io_revision", "stage"}
@@ -212,6 +214,37 @@ def test_a_benchmarked_model_is_alerted_when_its_current_benchmark_job_fails(ben
     assert obj["metadata"]["namespace"] == served.namespace
 
 
+def test_a_scheduled_benchmark_is_judged_and_alerted_by_its_cronjobs_newest_run():
+    from components.benchmark import cron_job_name
+
+    sections = copy.deepcopy(example())
+    model = next(m for m in sections["models"] if m["name"] == "qwen3-8b")
+    model["benchmark"] = {**model["benchmark"], "schedule": "0 3 * * *", "gate": False}
+    stack = stack_of(sections)
+    served = resolved_model(stack, "qwen3-8b")
+    cron = cron_job_name(served)
+    owned = f'{K["job_owner"].name}{{namespace="{served.namespace}",owner_kind="CronJob",owner_name="{cron}"}}'
+    created = f'{K["job_created"].name}{{namespace="{served.namespace}"}}'
+    newest = f"topk(1, {created} * on (namespace, job_name) group_left () {owned})"
+    rule = alerts(served, stack.images)["BenchmarkSloMissed"]
+    assert rule["expr"] == (
+        f'{K["job_failed"].name}{{namespace="{served.namespace}",condition="true"}} == 1 '
+        f"and on (namespace, job_name) {newest}"
+    ), "a miss of the newest nightly run alerts; an older failed run kept in the history does not"
+    assert job_name(served, stack.images) not in rule["expr"], "no one-off Job runs without a gate"
+    verdict = panels(served, stack.images)[f"Latest benchmark verdict (newest run of CronJob {cron})"]
+    assert verdict["targets"][1]["expr"] == (
+        f'max({K["job_failed"].name}{{namespace="{served.namespace}",condition="true"}} and on (namespace, job_name) '
+        f"{newest})"
+    )
+    model["benchmark"] = {**model["benchmark"], "gate": True}
+    gated = resolved_model(stack_of(sections), "qwen3-8b")
+    both = alerts(gated, stack.images)["BenchmarkSloMissed"]["expr"]
+    sel = f'namespace="{served.namespace}",job_name="{job_name(gated, stack.images)}",condition="true"'
+    once = f"{K['job_failed'].name}{{{sel}}} == 1"
+    assert both.startswith(f"({once}) or (") and newest in both, "with a gate the one-off Job is watched too"
+
+
 def test_the_latest_benchmark_verdict_stands_beside_the_slo_the_stack_states(benchmarked):
     stack, served = benchmarked
     slo = served.config.slo
@@ -257,13 +290,19 @@ def test_every_metric_comes_from_the_catalog_and_every_label_is_one_its_exporter
             for grouping in re.findall(r"\b(?:by|on) \(([^)]*)\)", expr):
                 labels = {g.strip() for g in grouping.split(",") if g.strip()}
                 # kube-state-metrics' own labels, and a histogram's bucket bound.
-                assert labels <= {"namespace", "horizontalpodautoscaler", "le"}, expr
+                # job_name: a scheduled benchmark's runs joined to their CronJob (kube_job_owner).
+                assert labels <= {"namespace", "horizontalpodautoscaler", "le", "job_name"}, expr
 
 
 def test_the_catalog_spells_kube_state_metrics_labels_as_it_exports_them():
     assert {m.name: set(m.labels) for m in K.values()} == KSM_LABELS
     for m in K.values():
-        assert m.kind == "gauge" and GRAFANA_UNITS[m.unit] in ("short", "bool")
+        # kube_job_created is a time (seconds): it only picks a CronJob's newest run, never shown.
+        assert m.kind == "gauge" and GRAFANA_UNITS[m.unit] in (
+            "short",
+            "bool",
+            *(("s",) if m is K["job_created"] else ()),
+        )
 
 
 def test_the_dashboard_is_a_grafana_configmap_in_the_models_namespace_with_a_short_uid(dev):

@@ -47,7 +47,10 @@ def catalog_for(board: dict[str, Any]) -> dict[str, Metric]:
 
 
 def queried_metric(expr: str, catalog: dict[str, Metric]) -> Metric:
-    names = {re.sub(r"_(bucket|sum|count)$", "", n) for n in NAME.findall(expr)}
+    # What follows `and on (...)` only selects series (a scheduled benchmark's newest run): the value
+    # shown, and so the unit, is the metric before it.
+    shown = expr.split(" and on (", 1)[0]
+    names = {re.sub(r"_(bucket|sum|count)$", "", n) for n in NAME.findall(shown)}
     found = [catalog[n] for n in names if n in catalog]
     assert len(found) == 1, f"{expr!r} names no (or several) metric the engine exports: {sorted(names)}"
     return found[0]

@@ -288,6 +288,8 @@ def _to_zero(path: Any) -> ResolvedStack:
     model.pop("replicas", None)
     model["autoscaling"] = {"owner": "keda", "minReplicas": 0, "maxReplicas": 2}
     model["routing"] = {"strategy": "round-robin"}
+    # A model that scales to zero runs no canary (stacks/rules/scaling.py); team-chat's has one.
+    model.pop("canary", None)
     return resolved_stack(sections)
 
 

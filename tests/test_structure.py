@@ -110,6 +110,7 @@ FLOOR = (
     "stacks.quantity",
     "stacks.regions",
     "stacks.resolved",
+    "stacks.tiers",
     "stacks.versions",
     "stacks.yamlread",
 )

@@ -63,7 +63,7 @@ NAMESPACED_BUILTINS = {
     "apps": {"deployments", "replicasets"},
     "policy": {"poddisruptionbudgets"},
     "autoscaling": {"horizontalpodautoscalers"},
-    "batch": {"jobs"},
+    "batch": {"jobs", "cronjobs"},
     "networking.k8s.io": {"networkpolicies"},
     "discovery.k8s.io": {"endpointslices"},
     RBAC_API: {"roles", "rolebindings"},

@@ -1,4 +1,5 @@
-"""Accelerator capacity: Karpenter, one EC2NodeClass and NodePool per `nodePools[]` entry, and the
+"""Accelerator capacity: Karpenter, one EC2NodeClass and NodePool (one per capacity tier with
+`capacityPreference`) per `nodePools[]` entry, and the
 device plugins those pools need.
 
 `Capacity` builds the Karpenter component (components/capacity/karpenter.py), applies the pure
@@ -69,9 +70,9 @@ class Capacity(pulumi.ComponentResource):
 
     node_role_name: pulumi.Output[str]
     release: pulumi.Resource  # Karpenter's: NodePools and EC2NodeClasses wait for it
-    # Each pool's NodePool by pool name: a model's workload waits for its pool's (and, through it, the
-    # pool's EC2NodeClass).
-    node_pools: dict[str, pulumi.Resource]
+    # Each pool's NodePools (one per capacity tier, most preferred first) by pool name: a model's workload
+    # waits for its pool's (and, through them, the pool's EC2NodeClass).
+    node_pools: dict[str, list[pulumi.Resource]]
 
     def __init__(self, name: str, args: CapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:Capacity", name, None, opts)
@@ -121,11 +122,16 @@ class Capacity(pulumi.ComponentResource):
                 after_crds,
                 name=f"{name}-nodeclass-{pool.name}",
             )
-            self.node_pools[pool.name] = register(
-                node_pool(pool),
-                pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=[node_class])),
-                name=f"{name}-nodepool-{pool.name}",
-            )
+            # A tiered pool (`capacityPreference`) is one pool to everything else: a model waits for every
+            # tier, since its pods may land on any of them.
+            self.node_pools[pool.name] = [
+                register(
+                    node_pool(pool, tier),
+                    pulumi.ResourceOptions.merge(after_crds, pulumi.ResourceOptions(depends_on=[node_class])),
+                    name=f"{name}-nodepool-{tier.name}",
+                )
+                for tier in resolved.tiers
+            ]
         self._create_warm_nodes(name, args, after_crds)
 
     def _create_warm_nodes(self, name: str, args: CapacityArgs, after_crds: pulumi.ResourceOptions) -> None:
@@ -140,7 +146,7 @@ class Capacity(pulumi.ComponentResource):
                 after_crds,
                 name=f"{name}-warm-template-{pool.name}",
             )
-            depends = pulumi.ResourceOptions(depends_on=[template, self.node_pools[pool.name]])
+            depends = pulumi.ResourceOptions(depends_on=[template, *self.node_pools[pool.name]])
             register(
                 capacity_buffer(resolved),
                 pulumi.ResourceOptions.merge(after_crds, depends),

@@ -13,7 +13,9 @@ What each object carries and why:
   default on accelerator pools that can), the userData that turns on SOCI parallel pull and the image
   volume's 600 MiB/s (stacks/fastpath.py). With `imagePull: snapshot` (Bottlerocket), the data volume
   created from the pre-pulled image cache's EBS snapshot (`ebs.snapshotID`) at the same 600 MiB/s.
-- NodePool: requirements from the pool's instance types or families, capacity types and
+- NodePool (one per capacity tier with `capacityPreference`, stacks/tiers.py: the first named after the
+  pool, the others `<pool>-<type>`, each with one capacity type and a descending weight): requirements
+  from the pool's instance types or families, capacity types and
   architecture; the accelerator taint and labels from components/scheduling.py (one source for the
   taint and its toleration); limits from stacks/fit.py; disruption with consolidateAfter and,
   by default on accelerator pools, a business-hours budget that keeps serving nodes in place; a
@@ -41,6 +43,7 @@ from stacks.fastpath import (
 )
 from stacks.fit import pool_limits
 from stacks.resolved import KARPENTER_NAMESPACE, ResolvedPool
+from stacks.tiers import PoolTier, pool_tiers
 
 from ..scheduling import POOL_LABEL, placement, pool_labels, pool_taints
 
@@ -135,7 +138,9 @@ def ec2_node_class(
     }
 
 
-def requirements(pool: NodePoolSection) -> list[dict[str, Any]]:
+def requirements(pool: NodePoolSection, capacity_types: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """The pool's instance types or families, the capacity types of one of its tiers (default: the
+    pool's `capacityTypes`), its architecture and Linux."""
     if pool.instance_types:
         selector = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(pool.instance_types)}
     else:
@@ -146,7 +151,11 @@ def requirements(pool: NodePoolSection) -> list[dict[str, Any]]:
         }
     return [
         selector,
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(pool.capacity_types)},
+        {
+            "key": "karpenter.sh/capacity-type",
+            "operator": "In",
+            "values": list(pool.capacity_types if capacity_types is None else capacity_types),
+        },
         {"key": "kubernetes.io/arch", "operator": "In", "values": [pool.architecture]},
         {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
     ]
@@ -159,10 +168,14 @@ def budgets(pool: NodePoolSection) -> list[dict[str, Any]]:
     return [b.model_dump(by_alias=True, exclude_none=True) for b in chosen]
 
 
-def node_pool(pool: NodePoolSection) -> dict[str, Any]:
+def node_pool(pool: NodePoolSection, tier: PoolTier | None = None) -> dict[str, Any]:
+    """One NodePool of the pool: its only one, or one tier of a `capacityPreference` (stacks/tiers.py),
+    which differs from its siblings only in name, capacity type and weight: the same EC2NodeClass, label,
+    taints, limits (each tier its own, as Karpenter counts them per NodePool) and disruption."""
+    tier = tier or pool_tiers(pool)[0]
     template_spec: dict[str, Any] = {
         "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": "EC2NodeClass", "name": pool.name},
-        "requirements": requirements(pool),
+        "requirements": requirements(pool, tier.capacity_types),
         "expireAfter": pool.expire_after,
         # Without it a drain a PodDisruptionBudget blocks never ends, and the node is never replaced.
         "terminationGracePeriod": pool.termination_grace_period,
@@ -181,11 +194,11 @@ def node_pool(pool: NodePoolSection) -> dict[str, Any]:
     limits = pool_limits(pool).manifest(pool.accelerator)
     if limits:
         spec["limits"] = limits
-    if pool.weight is not None:
-        spec["weight"] = pool.weight
+    if tier.weight is not None:
+        spec["weight"] = tier.weight
     if pool.replicas is not None:
         spec["replicas"] = pool.replicas
-    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool.name}, "spec": spec}
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": tier.name}, "spec": spec}
 
 
 # ---- warm nodes (`warmNodes`) --------------------------------------------------------------------------

@@ -7,28 +7,35 @@ Trn2/Trn3 only, which stacks/rules/engines.py refuses on inf2. The pod asks for 
 NeuronCores those devices hold (2 per Inferentia2 device). It uses the Neuron scheduler extension
 when installed. Compiled artifacts (NEFFs) live in the cache's compiled-artifact tree
 (`CacheMount.compiled_dir`, apart from the weights' directory), keyed by model, revision and TP
-degree, so a recompile never mixes with the downloaded model; on a shared cache (efs, fsx) a model
-is compiled once, not once per pod, and a node-local cache is sized with room for them. The DLC runs
-as root (Neuron runtime and device access); privilege escalation and capabilities stay off.
+degree and a digest of the serving flags (vllm-neuron loads what it finds there and ignores differing
+flags), so a recompile never mixes with the downloaded model; on a shared cache (efs, fsx) a model
+is compiled once, not once per pod, and a node-local cache is sized with room for them. With
+`neuron.compile: ahead` a Job (`compile_job`) runs the serving args once, before the serving pods, so they
+load instead of compiling. The DLC runs as root (Neuron runtime and device access); privilege escalation
+and capabilities stay off.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from stacks.awaits import await_job, estimated
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.errors import Problem
+from stacks.naming import labels, physical
 from stacks.resolved import ModelEntry, ResolvedStack
 from stacks.versions import IMAGES, overridden
 
 from . import vllm
 from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
 from .vllm import served_args
-from .workload import EngineContainer, platform_model, server_pods
+from .workload import EngineContainer, platform_model, pod_template, scanner_annotations, server_pods
 from .workload import manifests as workload_manifests
 
 # vLLM 0.16's parser, of the same design as 0.29's and reading the same flags.
@@ -91,16 +98,31 @@ def compiled_root(spec: WorkloadSpec) -> str:
     return compiled
 
 
+def serving_args(spec: WorkloadSpec) -> list[str]:
+    """The flags the engine is started with, the managed ones and then `engineArgs` (the last flag wins), as
+    the serving container and the compile Job both run them: one list, so the two cannot drift."""
+    # A local directory: for a repo id the vllm-neuron loader ignores the revision and saves a
+    # second full copy under ./local-models (SDK 2.31 guide: serve a local path).
+    return [*served_args(spec), "--max-num-seqs", str(MAX_NUM_SEQS), *spec.model.engine_args]
+
+
+def flags_key(spec: WorkloadSpec) -> str:
+    """The first 10 hex digits of the serving flags' SHA-256. vllm-neuron loads whatever it finds at
+    NEURON_COMPILED_ARTIFACTS and ignores a differing configuration (neuronx_distributed_model_loader.py
+    `_load_compiled_model`: "Using pre-compiled artifacts, override_neuron_config will be ignored"), so a
+    new --max-model-len, --max-num-seqs or override must get a directory of its own, never the old graphs."""
+    return hashlib.sha256(json.dumps(serving_args(spec)).encode()).hexdigest()[:10]
+
+
 def artifacts_dir(spec: WorkloadSpec) -> str:
-    return f"{compiled_root(spec)}/tp{spec.served.tensor_parallel}"
+    return f"{compiled_root(spec)}/tp{spec.served.tensor_parallel}-{flags_key(spec)}"
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
     return EngineContainer(
         command=["vllm", "serve"],
-        # A local directory: for a repo id the vllm-neuron loader ignores the revision and saves a
-        # second full copy under ./local-models (SDK 2.31 guide: serve a local path).
-        args=[*served_args(spec), "--max-num-seqs", str(MAX_NUM_SEQS)],
+        args=serving_args(spec),
+        append_engine_args=False,
         env=[
             {"name": "NEURON_COMPILED_ARTIFACTS", "value": artifacts_dir(spec)},
             {"name": "NEURON_COMPILE_CACHE_URL", "value": f"{compiled_root(spec)}/compile-cache"},
@@ -111,8 +133,93 @@ def container(spec: WorkloadSpec) -> EngineContainer:
     )
 
 
+# ---- the ahead-of-time compile Job (`models[].neuron.compile: ahead`) ------------------------------------
+
+COMPILE_JOB_SUFFIX = "-neuron-compile"
+# What the compile Job writes once vLLM has compiled and loaded the graphs and answers /health; a Job that
+# finds it (the same key compiled before) exits at once. NxD Inference's own test (`is_compiled`: a
+# `model.pt` in the directory) would also pass for a compile that was killed while it saved.
+COMPILED_MARKER = ".compiled"
+# `sh -c SCRIPT compile <the serving args>`: vLLM is started with exactly the serving container's args
+# ("$@"); vllm-neuron compiles into NEURON_COMPILED_ARTIFACTS when nothing loads from there, saves, loads,
+# and serves; then the marker is written and the server stopped.
+COMPILE_SCRIPT = """set -u
+done_marker="$NEURON_COMPILED_ARTIFACTS/{marker}"
+if [ -f "$done_marker" ]; then
+  echo "already compiled: $NEURON_COMPILED_ARTIFACTS"; exit 0
+fi
+vllm serve "$@" &
+server=$!
+health="http://127.0.0.1:{port}{health}"
+until python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$health" 2>/dev/null; do
+  if ! kill -0 "$server" 2>/dev/null; then
+    wait "$server"; echo "vllm serve exited (status $?) before it served: nothing compiled"; exit 1
+  fi
+  sleep 10
+done
+touch "$done_marker"
+echo "compiled: $NEURON_COMPILED_ARTIFACTS"
+kill -TERM "$server"; wait "$server" || true
+"""
+
+
+def compile_job_name(spec: WorkloadSpec) -> str:
+    return physical(f"{spec.served.workload[2]}{COMPILE_JOB_SUFFIX}")
+
+
+def compile_command() -> list[str]:
+    script = COMPILE_SCRIPT.format(marker=COMPILED_MARKER, port=FACTS.port, health=FACTS.health_path)
+    return ["/bin/sh", "-c", script, "compile"]
+
+
+def compile_job(spec: WorkloadSpec) -> dict[str, Any]:
+    """The Job that compiles the model before its serving pods start: the serving pod's own template (the
+    image, the cache and its fill, the Neuron devices and placement, the env that names the artifacts'
+    directory and the args) with the server wrapped by COMPILE_SCRIPT, without probes, labels a Service
+    selects, or a topology spread. vllm-neuron compiles on the devices it then loads onto, so the Job asks
+    for the replica's Neuron devices on the model's pool."""
+    ahead = spec.served.ahead_compile
+    assert ahead is not None, "a compile Job only for a model that compiles ahead"
+    engine = container(spec)
+    template = pod_template(spec, engine)
+    pod = template["spec"]
+    pod.pop("topologySpreadConstraints", None)
+    pod["restartPolicy"] = "Never"
+    server = pod["containers"][0]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        server.pop(probe, None)
+    server["name"] = "compile"
+    server["command"] = compile_command()
+    name = compile_job_name(spec)
+    job_labels = labels("neuron-compile", spec.model.name)
+    annotations = {
+        **scanner_annotations(spec, engine),
+        **await_job(ahead.deadline_seconds),
+        **estimated(ahead.estimate.seconds),
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": spec.served.namespace,
+            "labels": job_labels,
+            "annotations": annotations,
+        },
+        "spec": {
+            # One retry: a lost node (a reclaimed instance) fails a pod; a compile error fails both alike.
+            "backoffLimit": 1,
+            "activeDeadlineSeconds": ahead.deadline_seconds,
+            "template": {"metadata": {"labels": job_labels}, "spec": pod},
+        },
+    }
+
+
 def manifests(spec: WorkloadSpec) -> list[dict[str, Any]]:
-    return workload_manifests(spec, container(spec))
+    """The compile Job first when the model compiles ahead (components/model_servers.py makes the serving
+    workload wait for a Job the engine returns), then the workload, Service and the rest."""
+    served = workload_manifests(spec, container(spec))
+    return served if spec.served.ahead_compile is None else [compile_job(spec), *served]
 
 
 def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:

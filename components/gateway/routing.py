@@ -33,6 +33,7 @@ from stacks.config.gateway import GatewaySection
 from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.resolved import (
+    BENCHMARK_PATH,
     DEFAULT_TLS_SECRET,
     GATEWAY_NAME,
     GATEWAY_NAMESPACE,
@@ -227,9 +228,34 @@ def http_route(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -> d
         "spec": {
             "parentRefs": [{"name": parent.name, "namespace": parent.namespace, "sectionName": parent.listener}],
             "hostnames": [gw.hostname],
-            "rules": rules,
+            "rules": rules + revision_rules(served),
         },
     }
+
+
+def revision_rules(served: Endpoint) -> list[dict[str, Any]]:
+    """A canaried model's benchmark measures each revision it names through a rule of its own:
+    `<prefix>/-/<stable|canary>/v1/chat/completions` to that revision's Service alone, unweighted. The
+    rules hang on the model's route, so its SecurityPolicy (the same callers and benchmark key), its
+    picker and its traffic policy apply to them as to the weighted rules; a picker's pick of the other
+    revision's pod is outside the rule's Service and falls back to its balancing."""
+    return [
+        {
+            "matches": [{"path": {"type": "PathPrefix", "value": measured.path_prefix + BENCHMARK_PATH}}],
+            "filters": [
+                {
+                    "type": "URLRewrite",
+                    "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": BENCHMARK_PATH}},
+                }
+            ],
+            "backendRefs": [
+                {"kind": "Service", "name": measured.service, "namespace": served.namespace, "port": served.port}
+            ],
+            "timeouts": {"request": REQUEST_TIMEOUT},
+        }
+        for measured in served.measured_revisions
+        if measured.label is not None
+    ]
 
 
 def credential_ref(keys: KeySecret, namespace: str) -> dict[str, str]:

@@ -34,7 +34,7 @@ from stacks.metrics import GRAFANA_UNITS, KUBE_METRICS, seconds_in
 from stacks.resolved import ImageTable, ResolvedModel
 
 from ..autoscaling.keda import hpa_name, queue_query, queue_series
-from ..benchmark import job_name, objectives, results_prefix
+from ..benchmark import cron_job_name, job_name, objectives, results_prefix, runs_once
 from .collection import _quantile, model_filter, rule_group
 
 K = KUBE_METRICS
@@ -105,9 +105,34 @@ def waking(served: ResolvedModel) -> str:
     return f"{K['deployment_spec'].series(sel)} > 0 and {K['deployment_available'].series(sel)} == 0"
 
 
+def scheduled_runs(served: ResolvedModel) -> str:
+    """The Jobs the model's benchmark CronJob created (its history: the last runs of each outcome)."""
+    owner = f'namespace="{served.namespace}",owner_kind="CronJob",owner_name="{cron_job_name(served)}"'
+    return K["job_owner"].series(owner)
+
+
+def newest_scheduled_run(served: ResolvedModel) -> str:
+    """The CronJob's newest Job, the current scheduled run: a filter on (namespace, job_name)."""
+    created = K["job_created"].series(f'namespace="{served.namespace}"')
+    return f"topk(1, {created} * on (namespace, job_name) group_left () {scheduled_runs(served)})"
+
+
 def verdict_targets(served: ResolvedModel, images: ImageTable) -> list[tuple[str, str]]:
     """The current Job's Complete condition (the verdict met the SLO), its Failed condition (missed, or
-    nothing measured) and its running pods (neither yet)."""
+    nothing measured) and its running pods (neither yet). With a schedule, the current Job is the
+    CronJob's newest run (what follows `and on` only selects it; its value is not shown)."""
+    if served.config.benchmark is not None and served.config.benchmark.schedule is not None:
+        ns = f'namespace="{served.namespace}"'
+        done = ns + ',condition="true"'
+        newest = f"and on (namespace, job_name) {newest_scheduled_run(served)}"
+        return [
+            (f"max({K['job_complete'].series(done)} {newest})", "SLO met (Job complete)"),
+            (f"max({K['job_failed'].series(done)} {newest})", "SLO missed or nothing measured (Job failed)"),
+            (
+                f"sum({K['job_active'].series(ns)} and on (namespace, job_name) {scheduled_runs(served)})",
+                "running (pods)",
+            ),
+        ]
     sel = benchmark_selector(served, images)
     done = sel + ',condition="true"'
     return [
@@ -115,6 +140,13 @@ def verdict_targets(served: ResolvedModel, images: ImageTable) -> list[tuple[str
         (f"max({K['job_failed'].series(done)})", "SLO missed or nothing measured (Job failed)"),
         (f"sum({K['job_active'].series(sel)})", "running (pods)"),
     ]
+
+
+def verdict_title(served: ResolvedModel, images: ImageTable) -> str:
+    bench = served.config.benchmark
+    if bench is not None and bench.schedule is not None:
+        return f"Latest benchmark verdict (newest run of CronJob {cron_job_name(served)})"
+    return f"Latest benchmark verdict ({job_name(served, images)})"
 
 
 # -- the dashboard ------------------------------------------------------------------------------------
@@ -255,7 +287,7 @@ def slo_text(served: ResolvedModel) -> str:
 def benchmark_panels(first: int, served: ResolvedModel, images: ImageTable) -> list[dict[str, Any]]:
     verdict = _panel(
         first,
-        f"Latest benchmark verdict ({job_name(served, images)})",
+        verdict_title(served, images),
         GRAFANA_UNITS[K["job_complete"].unit],
         verdict_targets(served, images),
         kind="stat",
@@ -356,8 +388,16 @@ def scaler_unreadable(served: ResolvedModel) -> str:
 
 
 def benchmark_failed(served: ResolvedModel, images: ImageTable) -> str:
-    failed = K["job_failed"].series(benchmark_selector(served, images) + ',condition="true"')
-    return f"{failed} == 1"
+    """The one-off Job failed and, with a schedule, the CronJob's newest run did (either, when both run)."""
+    found = []
+    if runs_once(served):
+        once = K["job_failed"].series(benchmark_selector(served, images) + ',condition="true"')
+        found.append(f"{once} == 1")
+    bench = served.config.benchmark
+    if bench is not None and bench.schedule is not None:
+        failed = K["job_failed"].series(f'namespace="{served.namespace}",condition="true"')
+        found.append(f"{failed} == 1 and on (namespace, job_name) {newest_scheduled_run(served)}")
+    return found[0] if len(found) == 1 else " or ".join(f"({e})" for e in found)
 
 
 def scaling_rules(served: ResolvedModel, images: ImageTable) -> list[dict[str, Any]]:
@@ -434,10 +474,19 @@ def _benchmark_rule(served: ResolvedModel, images: ImageTable) -> dict[str, Any]
         benchmark_failed(served, images),
         "",
         "its benchmark Job failed: the SLO was missed or nothing was measured",
-        f"Job {job_name(served, images)} failed; its verdict.json is under {results_prefix(served)}/ in "
+        f"{_benchmark_jobs(served, images)} failed; its verdict.json is under {results_prefix(served)}/ in "
         f"the model bucket (the Job fails exactly when the verdict misses the SLO, or when it measured "
         f"nothing).",
     )
+
+
+def _benchmark_jobs(served: ResolvedModel, images: ImageTable) -> str:
+    """What the alert watches, in words: the one-off Job and/or the CronJob's newest run."""
+    bench = served.config.benchmark
+    named = [f"Job {job_name(served, images)}"] if runs_once(served) else []
+    if bench is not None and bench.schedule is not None:
+        named.append(f"the newest run of CronJob {cron_job_name(served)}")
+    return " or ".join(named)
 
 
 def scaling_prometheus_rule(served: ResolvedModel, images: ImageTable) -> dict[str, Any] | None:

@@ -102,6 +102,49 @@ def _fields_holding_models(model: type[BaseModel]) -> dict[str, bool]:
     return {(f.alias or n): _holds_model(f.annotation) for n, f in model.model_fields.items()}
 
 
+def _scalar_kind(annotation: Any) -> str | None:
+    """ "bool" for a field that is a boolean (or None), "number" for an int or float one, else None."""
+    from types import NoneType
+    from typing import get_args
+
+    kinds = {a for a in (get_args(annotation) or (annotation,)) if a is not NoneType}
+    if kinds == {bool}:
+        return "bool"
+    if kinds and kinds <= {int, float}:
+        return "number"
+    return None
+
+
+@functools.cache
+def _scalar_fields(model: type[BaseModel]) -> dict[str, str]:
+    """A model's boolean and numeric keys (as written in the stack file) -> "bool" or "number"."""
+    kinds = {(f.alias or n): _scalar_kind(f.annotation) for n, f in model.model_fields.items()}
+    return {key: kind for key, kind in kinds.items() if kind is not None}
+
+
+# YAML 1.1's base-60 numbers (`1:30` was 90); yaml.v3, and so Pulumi, reads them as strings.
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
+
+
+def scalar_problem(kind: str, value: Any) -> str | None:
+    """Why a value cannot be read as a boolean or a number as Pulumi passes it, or None. pydantic's lax
+    mode would turn the strings `on`, `yes`, `y`, `1` and the number 1 into true, and `off`, `no`, `n`
+    into false: a meaning the stack file did not write for Pulumi, which reads YAML 1.2 (they are
+    strings there) and passes them on as written."""
+    if kind == "bool" and value is not None and not isinstance(value, bool):
+        shown_value = shown(value) if isinstance(value, str) else repr(value)
+        return (
+            f"{shown_value} is not a boolean: Pulumi reads the stack file as YAML 1.2, where yes/no/on/off/y/n "
+            "are strings, not booleans; write true or false"
+        )
+    if kind == "number" and isinstance(value, str) and _SEXAGESIMAL.fullmatch(value):
+        return (
+            f"{shown(value)} is a string as Pulumi reads it (YAML 1.2 has no base-60 numbers; YAML 1.1 read "
+            "`1:30` as 90): write the number itself"
+        )
+    return None
+
+
 def _walk(value: Any, loc: tuple[str | int, ...], out: list[tuple[tuple[str | int, ...], str, Any]]) -> None:
     if isinstance(value, str):
         if (why := text_problem(value)) is not None:
@@ -148,9 +191,13 @@ class Strict(BaseModel):
             return handler(data)
         found: list[tuple[tuple[str | int, ...], str, Any]] = []
         fields = _fields_holding_models(cls)
+        scalars = _scalar_fields(cls)
         for key, value in data.items():
             if isinstance(key, str) and (why := text_problem(key)) is not None:
                 found.append(((key,), f"(the key) {why}", key))
+                continue
+            if isinstance(key, str) and key in scalars and (why := scalar_problem(scalars[key], value)) is not None:
+                found.append(((key,), why, value))
                 continue
             holds_model = fields.get(key) if isinstance(key, str) else None
             if holds_model is None:

@@ -1,4 +1,6 @@
-"""`models[].benchmark`: an SLO benchmark Job (guidellm 0.8.1) run against the model's gateway route.
+"""`models[].benchmark`: an SLO benchmark Job (guidellm 0.8.1) run against the model's gateway route,
+once after `pulumi up` or on a `schedule` (a CronJob), of the stable revision or of each revision
+beside a canary.
 
 The Job's verdict is the model's `slo`: it fails when the `slo.p` quantile of time to first token or
 inter-token latency misses its objective at any concurrency of the sweep (components/benchmark.py).
@@ -6,11 +8,16 @@ inter-token latency misses its objective at any concurrency of the sweep (compon
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import SecretName, Strict
+from .cron import schedule_problem, time_zone_problem
+
+# The quantiles guidellm 0.8.1 reports for every latency distribution (schemas/statistics.py
+# `Percentiles`: p001, p01, p05, p10, p25, p50, p75, p90, p95, p99, p999); the verdict reads `slo.p`'s.
+GUIDELLM_PERCENTILES = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999)
 
 
 class Benchmark(Strict):
@@ -43,6 +50,51 @@ class Benchmark(Strict):
         "(with `auth: jwt`, a token of one of the model's callers): the model's route admits it and no other route "
         "does; mounted as a file and exported to the benchmark at exec time."
     )
+
+    schedule: str | None = Field(
+        default=None,
+        description="A cron schedule (five fields, or @hourly, @daily, @weekly ...) as a Kubernetes CronJob takes it, "
+        'e.g. "0 3 * * *" for 03:00 nightly: the benchmark then runs as a CronJob, each run\'s results under its own '
+        "UTC time. Without `gate` that CronJob is the only benchmark (no run after `pulumi up`); with `gate: true` the "
+        "one-off Job that gates `pulumi up` runs too. Unset: the one-off Job only.",
+    )
+    time_zone: str | None = Field(
+        default=None,
+        description="The IANA time zone `schedule` is read in (the CronJob's spec.timeZone, e.g. Europe/Berlin); "
+        "unset: the cluster controller's zone, UTC on EKS. Needs `schedule`.",
+    )
+    revisions: Literal["stable", "each"] = Field(
+        default="stable",
+        description="Which revision a model with a `canary` is measured at: `stable` (default) measures only the "
+        "model's `revision`, `each` measures it and then the canary's, each through its own revision-pinned rule on "
+        "the model's route (not the weighted split); results and verdict name the revision. Without a canary there "
+        "is one revision to measure.",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        problem = None if value is None else schedule_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("time_zone")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        problem = None if value is None else time_zone_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _zone_needs_schedule(self) -> Self:
+        if self.time_zone is not None and self.schedule is None:
+            raise ValueError(
+                'timeZone is the zone a schedule is read in, and there is no schedule; add schedule (e.g. "0 3 * * *") '
+                "or remove timeZone"
+            )
+        return self
 
     @model_validator(mode="after")
     def _ascending(self) -> Self:

@@ -182,6 +182,20 @@ class Ollama(Strict):
     )
 
 
+class NeuronOptions(Strict):
+    """`engine: neuron-vllm` only: when the model's Neuron graphs are compiled."""
+
+    compile: Literal["ahead", "on-start"] | None = Field(
+        default=None,
+        description="`ahead`: a Job (`<name>-neuron-compile`) starts vLLM with exactly the serving flags, image and "
+        "Neuron devices, lets it compile into the shared cache's compiled-artifact directory (keyed by revision, "
+        "image, tensor-parallel degree and a digest of the flags), and exits; the serving pods wait for it and "
+        "load instead of compiling. A Job finding that key compiled exits at once. Needs `storage.modelCache` "
+        "`efs` or `fsx` and a pinned 40-hex `revision`. `on-start`: the first serving pod compiles. Unset: "
+        "`ahead` on `environment: prod` with a shared cache, else `on-start`.",
+    )
+
+
 class DynamoGraph(Strict):
     """`engine: dynamo` only: the shape of the DynamoGraphDeployment."""
 
@@ -630,6 +644,9 @@ class ModelSection(Strict):
     tgi: Tgi | None = Field(default=None, description="TGI options; required with, and only for, `engine: tgi`.")
     sglang: Sglang | None = Field(default=None, description="SGLang options; only for `engine: sglang`.")
     ollama: Ollama | None = Field(default=None, description="Ollama options; only for `engine: ollama`.")
+    neuron: NeuronOptions | None = Field(
+        default=None, description="Neuron compile options; only for `engine: neuron-vllm`."
+    )
     dynamo: DynamoGraph | None = Field(default=None, description="Dynamo graph options; only for `engine: dynamo`.")
     ray_serve: RayServe | None = Field(default=None, description="Ray Serve options; only for `engine: ray-serve`.")
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Who scales the replicas, and on what.")
@@ -722,6 +739,7 @@ class ModelSection(Strict):
             "ollama": "ollama",
             "dynamo": "dynamo",
             "ray_serve": "ray-serve",
+            "neuron": "neuron-vllm",
         }
         for attr, engine in blocks.items():
             if getattr(self, attr) is not None and self.engine != engine:

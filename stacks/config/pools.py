@@ -187,7 +187,18 @@ class NodePoolSection(Strict):
     capacity_types: list[CapacityType] = Field(
         default_factory=lambda: list[CapacityType](["on-demand"]),
         min_length=1,
-        description="EC2 capacity types Karpenter may use (`on-demand`, `spot`, `reserved`), each at most once.",
+        description="EC2 capacity types Karpenter may use (`on-demand`, `spot`, `reserved`), each at most once, in "
+        "one NodePool. With more than one, Karpenter chooses the order itself: `reserved`, then `spot`, then "
+        "`on-demand` (a warning says so); to choose the order, use `capacityPreference` instead.",
+    )
+    capacity_preference: list[CapacityType] | None = Field(
+        default=None,
+        description="Capacity types in the order the pool should use them, e.g. `[on-demand, spot]` (on-demand "
+        "first, spot when on-demand is short) or `[reserved, on-demand]`: one Karpenter NodePool per type (a "
+        "tier), the first named after the pool and the others `<pool>-<type>`, with descending weights (from "
+        "`weight`, else from the number of tiers) and one EC2NodeClass. Every tier carries the pool's label, "
+        "taints and `limits` (each tier its own: Karpenter counts limits per NodePool, so a full tier sends new "
+        "nodes to the next). Instead of `capacityTypes`; not on a static pool (`replicas`).",
     )
     architecture: Literal["amd64", "arm64"] = Field(
         default="amd64", description="CPU architecture of the nodes; must match the instance types."
@@ -241,7 +252,9 @@ class NodePoolSection(Strict):
         default=None,
         ge=1,
         le=100,
-        description="Preference among pools that could serve the same pod (higher first); unset: no weight.",
+        description="Preference among pools that could serve the same pod (higher first); unset: no weight. With "
+        "`capacityPreference`, the first tier's weight; each further tier takes one less, so it must be at least "
+        "the number of tiers.",
     )
     efa: bool = Field(
         default=False,
@@ -300,6 +313,12 @@ class NodePoolSection(Strict):
         if len(set(self.capacity_types)) != len(self.capacity_types):
             raise ValueError("capacityTypes lists a value twice")
         return self
+
+    @property
+    def capacity_order(self) -> tuple[CapacityType, ...]:
+        """Every capacity type the pool may launch, in the order it prefers them: `capacityPreference` when
+        given (one NodePool each), else `capacityTypes` (one NodePool, Karpenter's own order)."""
+        return tuple(self.capacity_preference or self.capacity_types)
 
     @property
     def ami_family(self) -> str:

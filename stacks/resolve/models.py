@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from components.engines import ENGINES
 
-from ..coldstart import await_seconds, budget, estimate, first_start, probe_allowance
+from ..coldstart import await_seconds, budget, compile_job_deadline, estimate, first_start, probe_allowance
 from ..config.addons import AddonsSection
 from ..config.models import Autoscaling, ModelSection
 from ..config.storage import StorageSection
@@ -27,6 +27,7 @@ from ..resolved import (
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
     READER_SERVICE_ACCOUNT,
+    AheadCompile,
     ColdStartEstimate,
     GatewayParent,
     ModelCache,
@@ -129,18 +130,42 @@ def keeps_compile_cache(model: ModelSection, facts: EngineFacts, storage: Storag
     return storage.model_cache in SHARED_CACHES and bool(facts.compile_cache_env)
 
 
+def compiles_ahead(model: ModelSection, facts: EngineFacts, view: PlatformView) -> bool:
+    """`models[].neuron.compile` resolved: as written, else `ahead` for a Neuron engine on a prod platform
+    whose cache every pod shares (where a compile is worth doing once, before any serving pod). An explicit
+    `ahead` the storage or revision cannot honour stays true here and is refused (stacks/rules/fastpath.py)."""
+    if "neuron" not in facts.accelerators:
+        return False
+    chosen = model.neuron.compile if model.neuron is not None else None
+    if chosen is not None:
+        return chosen == "ahead"
+    return view.environment == "prod" and view.storage.model_cache in SHARED_CACHES
+
+
 def starts(
     entry: ModelEntry, pool: ResolvedPool, view: PlatformView, cache: ModelCache, compile_cache: bool
-) -> tuple[ColdStartEstimate, ColdStartEstimate]:
-    """The model's cold-start estimates: with its caches warm (a restart, a wake from zero), and its first."""
+) -> tuple[ColdStartEstimate, ColdStartEstimate, AheadCompile | None]:
+    """The model's cold-start estimates: with its caches warm (a restart, a wake from zero), and its first
+    (loading what an ahead-of-time compile Job compiled, when it has one); and that Job's own."""
     model, made = entry.config, entry.made
-    warm, first = (
-        estimate(
-            model, pool, view.storage, cache, made.image, prepared=made.prepared, compile_cache=compile_cache, first=f
+    ahead = compiles_ahead(model, entry.facts, view)
+
+    def at(first: bool, compiled: bool) -> ColdStartEstimate:
+        return estimate(
+            model,
+            pool,
+            view.storage,
+            cache,
+            made.image,
+            prepared=made.prepared,
+            compile_cache=compile_cache,
+            first=first,
+            ahead=compiled,
         )
-        for f in (False, True)
-    )
-    return warm, first
+
+    job = at(True, False) if ahead else None
+    compiled = None if job is None else AheadCompile(estimate=job, deadline_seconds=compile_job_deadline(job))
+    return at(False, ahead), at(True, ahead), compiled
 
 
 def placed_cache(
@@ -157,14 +182,13 @@ def placed_cache(
 def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel | None:
     """The entry on its pool of the platform; None when the platform has no such pool (refused)."""
     model, facts, made = entry.config, entry.facts, entry.made
-    pool = view.pool(model.pool)
-    if pool is None:
+    if (pool := view.pool(model.pool)) is None:
         return None
     requests = replica_requests(model, pool.config, view.storage)
     group = replica_group(model, facts.groups)
     tensor = tensor_parallel(model, pool.config, facts.groups)
     cache, compiles = placed_cache(entry, pool, view, tensor, group)
-    warm, first = starts(entry, pool, view, cache, compiles)
+    warm, first, compiled = starts(entry, pool, view, cache, compiles)
     startup = probe_allowance(first)
     allowance = first_start(first, startup)
     served = ResolvedModel(
@@ -202,6 +226,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         tensor_parallel=tensor,
         cache=cache,
         compile_cache=compiles,
+        ahead_compile=compiled,
         startup_seconds=startup,
         cold_start_estimate=warm,
         first_start_estimate=first,

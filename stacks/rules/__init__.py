@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (each registers its rules)
     gateway,
     groups,
     guards,
+    hardware,
     models,
     monitoring,
     names,

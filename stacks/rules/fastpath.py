@@ -7,6 +7,9 @@
 - `models[].compileCache: true` on a cache that cannot be shared (`storage.modelCache: local` or
   `none`: each pod's emptyDir dies with it, and one claim per pod is not what the key promises), or for
   an engine that keeps no compiled artifacts the platform can place;
+- `models[].neuron.compile: ahead` on a cache that cannot be shared (the Job's artifacts would die with its
+  pod) or without a 40-hex `revision` (a branch moves, and the artifacts compiled for one commit would be
+  loaded for another); on an engine other than neuron-vllm the stack file's model refuses the block;
 - `nodePools[].warmNodes` on a static pool (its nodes are always there), on a pool with nothing to size
   a warm node by, or where the pool's limits leave no room for that many nodes.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..checks import rule
+from ..config.base import GIT_REVISION
 from ..errors import Problem, key_path
 from ..fastpath import SHARED_CACHES, SOCI, snapshot_refusal, soci_refusal, warm_chunk, warm_room
 from ..hardware import expand
@@ -58,6 +62,29 @@ def compile_caches_are_shared(stack: ResolvedStack) -> Iterable[Problem]:
                 entry.key("compileCache"),
                 f"{entry.facts.title} keeps no compiled artifacts the platform can place on the cache; remove "
                 f"compileCache",
+            )
+
+
+@rule
+def ahead_compiles_have_a_shared_cache_and_a_pinned_revision(stack: ResolvedStack) -> Iterable[Problem]:
+    cache = stack.platform.storage.model_cache
+    for entry in stack.entries:
+        neuron = entry.config.neuron
+        if neuron is None or neuron.compile != "ahead":
+            continue
+        if cache not in SHARED_CACHES:
+            yield Problem(
+                entry.key("neuron", "compile"),
+                f"storage.modelCache is {cache}: the compile Job's artifacts would stay in its own pod's volume "
+                f"and no serving pod could load them; use modelCache: efs or fsx, or set neuron.compile: on-start",
+            )
+        revision = entry.config.revision
+        if revision is None or not GIT_REVISION.match(revision):
+            yield Problem(
+                entry.key("revision"),
+                f"neuron.compile: ahead compiles one revision for every pod, and {revision or 'no revision'!r} is "
+                f"not a 40-hex commit (a branch moves under the compiled graphs); pin the model's commit sha, or "
+                f"set neuron.compile: on-start",
             )
 
 

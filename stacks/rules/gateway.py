@@ -140,3 +140,46 @@ def routing_needs_the_route(stack: ResolvedStack) -> Iterable[Problem]:
                 "routing applies to the model's gateway route, and expose: false gives it none; set expose: true, "
                 "or remove routing",
             )
+
+
+# Headers that carry a credential: a limiter keyed on one counts (and its metrics and logs name) each
+# client by its secret.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
+# Headers Envoy removes or rewrites before its filters see a client's request: the HTTP/1.1
+# connection-specific ones (stripped by the HTTP connection manager), the ones it sets itself, and its
+# own `x-envoy-` headers (removed from requests from untrusted clients).
+ENVOY_MANAGED_HEADERS = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "host", "content-length"}
+)
+
+
+@rule
+def no_secret_header_as_a_limit_key(stack: ResolvedStack) -> Iterable[Problem]:
+    """The rate limit counts by `gateway.rateLimit.clientHeader`, which the gateway writes the client id
+    into: naming the credential header there would overwrite the key it authenticates with, and key the
+    limiter (its metrics and logs) on a secret."""
+    gateway = stack.config.gateway
+    if gateway.rate_limit is None:
+        return
+    header = gateway.rate_limit.client_header.lower()
+    if header in CREDENTIAL_HEADERS | {gateway.api_key_header.lower()}:
+        yield Problem(
+            key_path(["gateway", "rateLimit", "clientHeader"]),
+            f"{header} carries the client's credential (gateway.apiKeyHeader is {gateway.api_key_header}): a limit "
+            "keyed on it counts each client by its secret and puts the secret into the limiter's keys, metrics "
+            "and logs; keep the default x-client-id (the gateway writes the authenticated client's name there)",
+        )
+
+
+@rule
+def api_key_header_reaches_the_gateway(stack: ResolvedStack) -> Iterable[Problem]:
+    """A client's key is read from `gateway.apiKeyHeader`; a header Envoy strips or sets itself never
+    carries it there."""
+    header = stack.config.gateway.api_key_header.lower()
+    if header in ENVOY_MANAGED_HEADERS or header.startswith("x-envoy-"):
+        yield Problem(
+            key_path(["gateway", "apiKeyHeader"]),
+            f"{stack.config.gateway.api_key_header} is a header Envoy removes or sets itself before its filters "
+            "run (connection-specific headers, host, content-length, x-envoy-*), so no client key would arrive "
+            "in it; use Authorization (the default) or x-api-key",
+        )

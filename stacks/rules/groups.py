@@ -27,7 +27,7 @@ from ..architectures import architecture
 from ..checks import rule, warning
 from ..errors import Problem, key_path
 from ..fit import over_limits
-from ..resolved import ResolvedModel, ResolvedStack
+from ..resolved import ResolvedModel, ResolvedPool, ResolvedStack
 
 
 @rule
@@ -193,12 +193,21 @@ def held(model: ResolvedModel) -> int | None:
     return model.config.accelerators_per_replica
 
 
+def _limit_text(pool: ResolvedPool) -> str:
+    """The pool's accelerator limit as a message names it: per tier on a `capacityPreference` pool."""
+    if len(pool.tiers) > 1:
+        tiers, each = len(pool.tiers), pool.limits.accelerators
+        return f"the {pool.accelerators_at_most} its {tiers} capacity tiers hold ({each} each)"
+    return f"the pool's limit of {pool.limits.accelerators}"
+
+
 @rule
 def a_canary_fits_the_pool_beside_a_replica(stack: ResolvedStack) -> Iterable[Problem]:
     """A canary runs beside the stable workload: the pool's accelerator limit must hold one replica of
-    each at once, or the canary waits for capacity the stable replicas never free."""
+    each at once, or the canary waits for capacity the stable replicas never free (every tier of a
+    `capacityPreference` pool counts: ResolvedPool.accelerators_at_most)."""
     for model in stack.models:
-        config, limit = model.config, model.pool.limits.accelerators
+        config, limit = model.config, model.pool.accelerators_at_most
         if not config.canary_replicas or limit is None or config.accelerators_per_replica % config.nodes_per_replica:
             continue
         each = held(model)
@@ -209,7 +218,7 @@ def a_canary_fits_the_pool_beside_a_replica(stack: ResolvedStack) -> Iterable[Pr
             yield Problem(
                 model.key("canary"),
                 f"model {model.name}: its canary runs beside at least one stable replica, {need} accelerators of "
-                f"pool {model.pool.name} ({each} each), over the pool's limit of {limit}; raise "
+                f"pool {model.pool.name} ({each} each), over {_limit_text(model.pool)}; raise "
                 f"nodePools[].limits.accelerators or drop the canary",
             )
 
@@ -218,9 +227,10 @@ def a_canary_fits_the_pool_beside_a_replica(stack: ResolvedStack) -> Iterable[Pr
 def a_rollout_surge_fits_the_pool(stack: ResolvedStack) -> Iterable[Problem]:
     """`rollout.maxSurge` starts replicas above the most the model runs: the pool's accelerator limit
     must hold them all at once (a group holds its nodes whole), or the rollout waits on capacity that
-    never comes while nothing old is stopped (maxUnavailable 0)."""
+    never comes while nothing old is stopped (maxUnavailable 0). Every tier of a `capacityPreference`
+    pool counts (ResolvedPool.accelerators_at_most)."""
     for model in stack.models:
-        config, limit = model.config, model.pool.limits.accelerators
+        config, limit = model.config, model.pool.accelerators_at_most
         surge = config.rollout.max_surge
         if not surge or limit is None or config.accelerators_per_replica % config.nodes_per_replica:
             continue
@@ -233,7 +243,7 @@ def a_rollout_surge_fits_the_pool(stack: ResolvedStack) -> Iterable[Problem]:
             yield Problem(
                 model.key("rollout", "maxSurge"),
                 f"model {model.name}: a rollout with maxSurge {surge} runs {most} + {surge} replicas at once, "
-                f"{need} accelerators of pool {model.pool.name} ({each} each), over the pool's limit of {limit}; "
+                f"{need} accelerators of pool {model.pool.name} ({each} each), over {_limit_text(model.pool)}; "
                 f"lower maxSurge (0 replaces one replica at a time) or raise nodePools[].limits.accelerators",
             )
 

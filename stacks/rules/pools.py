@@ -2,18 +2,21 @@
 pool (`accelerator: none`) selects no accelerator family or type, since it is neither tainted nor
 labelled for their devices; the system node group runs known CPU types; an `efa` pool has one EFA
 layout and accelerator count; `reserved` and `capacityReservations` go together; a static pool
-(`replicas`) follows Karpenter's static-capacity rules."""
+(`replicas`) follows Karpenter's static-capacity rules; `capacityPreference` is an order of distinct types
+whose tiers (stacks/tiers.py) neither collide by name nor interleave by weight with another pool's, and
+several `capacityTypes` in one NodePool warn that Karpenter, not the order written, decides."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
-from ..checks import rule
+from ..checks import rule, warning
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
-from ..hardware import catalog, expand, families
+from ..hardware import InstanceType, catalog, expand, families, uncatalogued
 from ..resolved import ResolvedStack
+from ..tiers import pool_tiers, tier_weights
 
 
 def _names_of(accelerator: str) -> list[str]:
@@ -70,7 +73,9 @@ def _accelerator_pool_problems(i: int, pool: NodePoolSection) -> Iterable[Proble
     known = catalog()
     for j, name in enumerate(pool.instance_types):
         itype = known.get(name)
-        if itype is None:
+        if itype is None and name in uncatalogued():
+            yield Problem(key_path(["nodePools", i, "instanceTypes", j]), _uncatalogued(name, pool.accelerator))
+        elif itype is None:
             yield Problem(
                 key_path(["nodePools", i, "instanceTypes", j]),
                 f"{name} is not in the hardware catalog (stacks/data/instances.json); known "
@@ -95,6 +100,53 @@ def _accelerator_pool_problems(i: int, pool: NodePoolSection) -> Iterable[Proble
                 f"family {fam} has {members[0].accelerator} accelerators but the pool says "
                 f"accelerator: {pool.accelerator}",
             )
+
+
+def _uncatalogued(name: str, accelerator: str) -> str:
+    entry = uncatalogued()[name]
+    return (
+        f"{name} exists but the hardware catalog cannot size it: {entry.why}. Without its allocatable no "
+        f"fit, quota or EFA rule can be checked; choose a catalogued {accelerator} type "
+        f"({', '.join(_newest(accelerator))}), or add its figures with their sources to "
+        f"stacks/data/instances-frontier.json"
+    )
+
+
+def _newest(accelerator: str) -> list[str]:
+    return [t.name for t in catalog().values() if t.accelerator == accelerator][-3:]
+
+
+def _karpenter_sees_no_gpu(pool: NodePoolSection) -> list[InstanceType]:
+    """The pool's types whose GPUs Karpenter does not count (g6f: EC2 reports a fractional GPU as 0)."""
+    return [t for t in expand(pool.instance_types, pool.instance_families) if t.gpu_count > t.karpenter_gpus]
+
+
+@rule
+def fractional_gpus_need_karpenter_to_count_them(stack: ResolvedStack) -> Iterable[Problem]:
+    """Karpenter v1.14 sizes a type from EC2's DescribeInstanceTypes: a g6f's fractional L4 is reported as
+    0 GPUs, so Karpenter gives it no nvidia.com/gpu capacity and never launches one for a pod that
+    requests a GPU, although the node's device plugin then advertises nvidia.com/gpu: 1. Only a NodeOverlay
+    (karpenter.sh/v1alpha1, behind the nodeOverlay feature gate) adding the capacity would change that,
+    and the platform renders none yet: refused, not left to pods that stay Pending."""
+    for i, pool in enumerate(stack.config.node_pools):
+        if pool.accelerator != "nvidia" or not (blind := _karpenter_sees_no_gpu(pool)):
+            continue
+        names = sorted({t.name for t in blind})
+        field, j = _where(pool, blind[0])
+        yield Problem(
+            key_path(["nodePools", i, field, j]),
+            f"{', '.join(names)} {'carries' if len(names) == 1 else 'carry'} a fraction of an L4 (NVIDIA vGPU: "
+            f"{', '.join(f'{t.name} {t.gpu_memory_gib:g} GiB' for t in blind)}) that EC2 reports as 0 GPUs, so "
+            f"Karpenter 1.14 gives the type no nvidia.com/gpu and never launches it for a GPU pod; the "
+            f"platform renders no NodeOverlay to add that capacity yet. Use whole-GPU types (g6.xlarge: one L4, "
+            f"22.35 GiB), or share a GPU another way",
+        )
+
+
+def _where(pool: NodePoolSection, itype: InstanceType) -> tuple[str, int]:
+    if itype.name in pool.instance_types:
+        return "instanceTypes", pool.instance_types.index(itype.name)
+    return "instanceFamilies", pool.instance_families.index(itype.family)
 
 
 @rule
@@ -200,10 +252,12 @@ def reserved_capacity_is_selected(stack: ResolvedStack) -> Iterable[Problem]:
     `reserved` would never use them. Both are refused rather than completed silently."""
     config = stack.config
     for i, pool in enumerate(config.node_pools):
-        reserved = "reserved" in pool.capacity_types
+        key = "capacityPreference" if pool.capacity_preference else "capacityTypes"
+        order = pool.capacity_order
+        reserved = "reserved" in order
         if reserved and not pool.capacity_reservations:
             yield Problem(
-                key_path(["nodePools", i, "capacityTypes", pool.capacity_types.index("reserved")]),
+                key_path(["nodePools", i, key, order.index("reserved")]),
                 "reserved capacity matches only the reservations the pool selects (Karpenter never uses an open "
                 "reservation by itself), and this pool selects none; add capacityReservations: "
                 "[{id: cr-...}] or [{tags: {...}}], or drop reserved",
@@ -211,8 +265,125 @@ def reserved_capacity_is_selected(stack: ResolvedStack) -> Iterable[Problem]:
         elif pool.capacity_reservations and not reserved:
             yield Problem(
                 key_path(["nodePools", i, "capacityReservations"]),
-                "the pool selects capacity reservations but capacityTypes lacks reserved, so Karpenter never "
-                "launches into them; add reserved to capacityTypes (e.g. [reserved] or [reserved, on-demand])",
+                f"the pool selects capacity reservations but {key} lacks reserved, so Karpenter never "
+                f"launches into them; add reserved to {key} (e.g. capacityTypes: [reserved] or "
+                "capacityPreference: [reserved, on-demand])",
+            )
+
+
+def _preference_problems(i: int, pool: NodePoolSection) -> Iterable[Problem]:
+    """A preference orders two or more distinct types, replaces capacityTypes, and needs room for one
+    weight per tier on a pool that takes weights (not a static one)."""
+    preference = pool.capacity_preference or []
+    where: list[str | int] = ["nodePools", i, "capacityPreference"]
+    if len(preference) < 2:
+        yield Problem(
+            key_path(where),
+            "capacityPreference orders two or more capacity types (e.g. [on-demand, spot]); for one type write "
+            f"capacityTypes: [{preference[0] if preference else 'on-demand'}] instead",
+        )
+    for j, kind in enumerate(preference):
+        if kind in preference[:j]:
+            yield Problem(
+                key_path([*where, j]),
+                f"{kind} is listed twice; each capacity type is one tier (one NodePool), so list it once, at "
+                "the place it should be tried",
+            )
+    if "capacity_types" in pool.model_fields_set:
+        yield Problem(
+            key_path(["nodePools", i, "capacityTypes"]),
+            "give either capacityTypes (one NodePool, Karpenter orders the types: reserved, spot, on-demand) or "
+            "capacityPreference (one NodePool per type, in your order), not both; remove capacityTypes",
+        )
+    if pool.replicas is not None:
+        yield Problem(
+            key_path(where),
+            "a static pool (replicas) is one NodePool of fixed size and takes no weight, so it cannot be split "
+            "into preferred tiers; use capacityTypes on it, or remove replicas",
+        )
+    elif pool.weight is not None and pool.weight < len(preference):
+        yield Problem(
+            key_path(["nodePools", i, "weight"]),
+            f"the {len(preference)} tiers take weights {pool.weight} and down, one less each, and Karpenter's "
+            f"lowest weight is 1; set weight to at least {len(preference)} (or leave it unset)",
+        )
+
+
+@rule
+def capacity_preference_is_an_order(stack: ResolvedStack) -> Iterable[Problem]:
+    """`capacityPreference` (stacks/tiers.py): its own shape, and tier NodePool names no other pool uses."""
+    config = stack.config
+    names = {p.name: i for i, p in enumerate(config.node_pools)}
+    for i, pool in enumerate(config.node_pools):
+        if pool.capacity_preference is None:
+            continue
+        yield from _preference_problems(i, pool)
+        for j, tier in enumerate(pool_tiers(pool)[1:], start=1):
+            if tier.name in names:
+                yield Problem(
+                    key_path(["nodePools", i, "capacityPreference", j]),
+                    f"this tier's NodePool would be named {tier.name}, the name of nodePools[{names[tier.name]}]; "
+                    f"rename one of the pools",
+                )
+
+
+def _weight_span(pool: NodePoolSection) -> tuple[int, int]:
+    return tier_weights(pool) or (pool.weight or 0, pool.weight or 0)
+
+
+@rule
+def tier_weights_do_not_interleave(stack: ResolvedStack) -> Iterable[Problem]:
+    """Karpenter orders every NodePool a pod could use by weight, across pools. A model's pods select
+    their pool by label, so only pools without a taint (`accelerator: none`) share pods that select
+    none; between two such pools, a tiered pool's weights overlapping the other's would interleave or
+    tie the two pools' tiers, and pods would not try one pool's tiers in the order its preference says."""
+    untainted = [
+        (i, p) for i, p in enumerate(stack.config.node_pools) if p.accelerator == "none" and p.replicas is None
+    ]
+    for n, (i, pool) in enumerate(untainted):
+        for k, other in untainted[:n]:
+            if pool.capacity_preference is None and other.capacity_preference is None:
+                continue
+            low, high = _weight_span(pool)
+            other_low, other_high = _weight_span(other)
+            if low <= other_high and other_low <= high:
+                yield Problem(
+                    key_path(["nodePools", i, "weight"]),
+                    f"this pool's NodePools take weights {low}-{high} and nodePools[{k}] ({other.name}) "
+                    f"{other_low}-{other_high}; neither is tainted, so a pod that selects no pool would try "
+                    "their tiers interleaved. Set weight so the ranges do not overlap (e.g. above "
+                    f"{other_high + high - low})",
+                )
+
+
+@warning
+def capacity_types_order_is_karpenters(stack: ResolvedStack) -> Iterable[Problem]:
+    """`capacityTypes` with several types is one NodePool, where Karpenter chooses the order itself:
+    reserved, then spot, then on-demand, falling back only when EC2 has no offering of the higher
+    type (karpenter-provider-aws v1.14 concepts/nodepools.md, "Capacity Type"). Not an error (spot first
+    is often wanted), but the order written is not the order used."""
+    for i, pool in enumerate(stack.config.node_pools):
+        kinds = pool.capacity_types
+        if pool.capacity_preference is not None or len(kinds) < 2:
+            continue
+        where = key_path(["nodePools", i, "capacityTypes"])
+        written = f"[{', '.join(kinds)}]"
+        if "on-demand" in kinds and "spot" in kinds:
+            after = " (after the reservations)" if "reserved" in kinds else ""
+            yield Problem(
+                where,
+                f"{written} is one NodePool, and Karpenter launches spot first{after}, "
+                "falling back to on-demand only when spot is unavailable, whatever the order written; for on-demand "
+                "first and spot when on-demand is short write capacityPreference: [on-demand, spot] (one NodePool "
+                "per type, weighted), or capacityPreference: [spot, on-demand] to keep spot first and say so",
+            )
+        elif "reserved" in kinds:
+            rest = ", ".join(k for k in kinds if k != "reserved")
+            yield Problem(
+                where,
+                f"{written} is one NodePool, and Karpenter launches into the selected reservations first and {rest} "
+                f"only when none has room, whatever the order written; capacityPreference: [reserved, {rest}] says "
+                f"so (one NodePool per type, weighted), and [{rest}, reserved] would keep the reservations for last",
             )
 
 
