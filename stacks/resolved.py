@@ -459,7 +459,7 @@ class ModelEntry:
         return adapter_loader(self.config, self.facts)
 
 
-AdapterLoader = Literal["engine", "aibrix", "ray-serve"]
+AdapterLoader = Literal["engine", "aibrix", "prefix"]
 
 
 def adapter_loader(config: ModelSection, facts: EngineFacts) -> AdapterLoader | None:
@@ -472,7 +472,7 @@ def adapter_loader(config: ModelSection, facts: EngineFacts) -> AdapterLoader | 
     if config.lora is not None:
         return "engine" if facts.lora_flags else None
     if facts.lora_from_prefix:
-        return "ray-serve"
+        return "prefix"
     return "aibrix" if facts.lora else None
 
 
@@ -623,7 +623,7 @@ class ResolvedModel(Endpoint):
     def adapter_model_names(self) -> tuple[str, ...]:
         """The `model` a request names to get each adapter, on the model's own route: the adapter's name
         (vLLM, SGLang, AIBrix), or `<model>:<adapter>` on Ray Serve LLM (its get_lora_model_ids)."""
-        if self.adapter_loader == "ray-serve":
+        if self.adapter_loader == "prefix":
             return tuple(f"{self.name}:{a.name}" for a in self.config.adapters)
         return tuple(a.name for a in self.config.adapters) if self.adapter_loader else ()
 

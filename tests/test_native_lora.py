@@ -98,7 +98,7 @@ def test_litellm_lists_each_natively_served_adapter_as_a_model_at_its_models_ser
 def test_stacks_plan_lists_the_adapters_a_request_may_name_on_the_models_route():
     models = {m["name"]: m for m in plan_json(serving_stack())["models"]}
     assert models[NAME]["adapters"] == {"loader": "engine", "models": ["support-native", "sql-native"]}
-    assert models["qwen3-4b-ray"]["adapters"] == {"loader": "ray-serve", "models": ["qwen3-4b-ray:support-ray"]}
+    assert models["qwen3-4b-ray"]["adapters"] == {"loader": "prefix", "models": ["qwen3-4b-ray:support-ray"]}
     assert models["qwen3-8b-lora"]["adapters"]["loader"] == "aibrix"
 
 
