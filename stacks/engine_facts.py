@@ -153,6 +153,9 @@ class EngineFacts:
     # It loads `models[].adapters` itself, each from a subfolder of one bucket prefix, without AIBrix (Ray
     # Serve LLM's `lora_config.dynamic_lora_loading_path`); clients ask for `<model>:<adapter>`.
     lora_from_prefix: bool
+    # It loads `models[].adapters` itself at start from prepared directories (`models[].lora`: vLLM's
+    # `--lora-modules`, SGLang's `--lora-paths`), without AIBrix.
+    lora_flags: bool
     # The platform can run a second revision beside the first (`models[].canary`).
     canary: bool
     # A model is a repository at a git revision (`models[].revision` pins it); False: the engine pulls

@@ -69,6 +69,10 @@ LOADER = (
     "sets how the weights load, which the platform owns for a streamed model (`--load-format runai_streamer` and "
     "the streamer's concurrency and memory limit); remove it, or remove models[].loadFormat"
 )
+LORA = (
+    "sets LoRA serving, which the platform sets from models[].adapters and models[].lora (the prepared adapters, "
+    "their largest rank, maxLoras and maxCpuLoras); use adapters and lora instead"
+)
 GGUF = (
     "selects GGUF weights, and the Run:ai streamer loads only safetensors; remove it, or remove models[].loadFormat "
     "to load the model from the cache"

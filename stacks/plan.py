@@ -108,7 +108,12 @@ def _model_lines(model: ResolvedModel) -> list[str]:
     else:
         head = f"{where}: fits {verdict}"
     pods = [f"  {p.role}: {_count(p)}{'' if p.pool else ' (on the CPU nodes)'}, each {_asked(p)}" for p in model.pods]
-    return [head, *pods, *_cold_start_lines(model), *_traffic_lines(model)]
+    adapters = (
+        [f"  adapters ({model.adapter_loader}), asked for by name on its route: {', '.join(model.adapter_model_names)}"]
+        if model.adapter_model_names
+        else []
+    )
+    return [head, *pods, *adapters, *_cold_start_lines(model), *_traffic_lines(model)]
 
 
 def _traffic_lines(model: ResolvedModel) -> list[str]:
@@ -296,6 +301,7 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
                     }
                     for p in model.pods
                 ],
+                "adapters": {"loader": model.adapter_loader, "models": list(model.adapter_model_names)},
                 **cold_start_json(model),
                 **traffic_json(model),
             }

@@ -492,6 +492,27 @@ class ModelEntry:
         """The key path of this entry or of one of its keys: `models[2].autoscaling.owner`."""
         return key_path(["models", self.index, *path])
 
+    @property
+    def adapter_loader(self) -> AdapterLoader | None:
+        return adapter_loader(self.config, self.facts)
+
+
+AdapterLoader = Literal["engine", "aibrix", "prefix"]
+
+
+def adapter_loader(config: ModelSection, facts: EngineFacts) -> AdapterLoader | None:
+    """What loads a model's `adapters` (the one answer every rule and builder reads): the engine itself at
+    start (`lora` on an engine that takes LoRA flags: vLLM, SGLang), Ray Serve LLM from one bucket prefix,
+    or AIBrix's adapter controller at runtime (vLLM without `lora`); None without adapters or when nothing
+    on this engine can load them (refused by stacks/rules/serving.py)."""
+    if not config.adapters:
+        return None
+    if config.lora is not None:
+        return "engine" if facts.lora_flags else None
+    if facts.lora_from_prefix:
+        return "prefix"
+    return "aibrix" if facts.lora else None
+
 
 @dataclass(frozen=True, kw_only=True)
 class PodShape:
@@ -543,6 +564,10 @@ class ModelCache:
     # revision, engine image and parallel shape (`/models/_compile/<owner prefix>/<name>/<revision>/<image
     # key>/tp<T>-pp<P>`), which every replica and restart of that key reuses; None: none kept.
     compile_dir: str | None = None
+    # With `models[].lora`: (adapter name, its directory) per adapter, where the preparation steps put it and
+    # the engine loads it from: `/models/<owner prefix>/<name>/adapters/<adapter>/<revision>`, beside the
+    # model's revisions and never inside one (a weights refill replaces the revision's directory whole).
+    adapter_dirs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -641,6 +666,18 @@ class ResolvedModel(Endpoint):
     def key(self, *path: str | int) -> str:
         """The key path of this model's entry or of one of its keys: `models[2].autoscaling.owner`."""
         return key_path(["models", self.index, *path])
+
+    @property
+    def adapter_loader(self) -> AdapterLoader | None:
+        return adapter_loader(self.config, self.facts)
+
+    @property
+    def adapter_model_names(self) -> tuple[str, ...]:
+        """The `model` a request names to get each adapter, on the model's own route: the adapter's name
+        (vLLM, SGLang, AIBrix), or `<model>:<adapter>` on Ray Serve LLM (its get_lora_model_ids)."""
+        if self.adapter_loader == "prefix":
+            return tuple(f"{self.name}:{a.name}" for a in self.config.adapters)
+        return tuple(a.name for a in self.config.adapters) if self.adapter_loader else ()
 
     def pod(self, role: str) -> PodShape:
         """The pods of this role the model runs (`frontend`, `worker`, `decode` ...)."""

@@ -124,9 +124,9 @@ def _controllers_on(stack: ResolvedStack, served: ResolvedModel, port: int) -> d
     if _aibrix_labelled(stack, served):
         if port == peers.AIBRIX_ENGINE_PORT:
             out[Peer.of(peers.AIBRIX_GATEWAY_PLUGIN)] = "reads pod metrics on 8000 (no metric-port label)"
-        if port == peers.AIBRIX_ENGINE_PORT and served.config.adapters:
+        if port == peers.AIBRIX_ENGINE_PORT and served.adapter_loader == "aibrix":
             out[Peer.of(peers.AIBRIX_CONTROLLER)] = "loads LoRA adapters at :8000"
-        if port == peers.AIBRIX_RUNTIME_PORT and served.config.adapters:
+        if port == peers.AIBRIX_RUNTIME_PORT and served.adapter_loader == "aibrix":
             out[Peer.of(peers.AIBRIX_CONTROLLER)] = "hands each adapter's artifact to the runtime sidecar at :8080"
         if served.scaler == "aibrix" and port == (served.metrics_port or served.port):
             out[Peer.of(peers.AIBRIX_CONTROLLER)] = "its PodAutoscaler reads the pods' metrics"

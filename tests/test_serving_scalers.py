@@ -48,6 +48,7 @@ def test_a_single_owner_per_model_passes():
         "qwen3-32b-disagg": "keda",
         "qwen3-8b-lora": "aibrix",
         "qwen3-4b-ray": "none",
+        "qwen3-8b-native": "none",
     }
 
 

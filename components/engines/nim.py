@@ -90,6 +90,7 @@ FACTS = EngineFacts(
     streams=False,
     lora=False,
     lora_from_prefix=False,
+    lora_flags=False,
     canary=True,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,

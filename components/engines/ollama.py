@@ -73,6 +73,7 @@ FACTS = EngineFacts(
     streams=False,
     lora=False,
     lora_from_prefix=False,
+    lora_flags=False,
     canary=False,
     # Ollama pulls its models by name and tag (`ollama.pull`), not a repository at a git revision.
     revisions=False,

@@ -125,6 +125,7 @@ FACTS = EngineFacts(
     lora=False,
     # Ray Serve LLM's lora_config: each adapter a subfolder of one prefix, served as `<model>:<adapter>`.
     lora_from_prefix=True,
+    lora_flags=False,
     canary=False,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,

@@ -98,6 +98,16 @@ OFFLOAD: dict[str, str] = dict.fromkeys(
 )
 # The same flags on an SGLang the platform wires no offload for (Dynamo's workers).
 NO_OFFLOAD = dict.fromkeys(OFFLOAD, flags.NO_OFFLOAD)
+# SGLang 0.5.19's LoRA flags (srt/server_args.py; docs advanced_features/lora.md): set from
+# `models[].adapters` and `lora`. `--lora-target-modules` is left to SGLang, which infers the union of the
+# listed adapters' target modules (it is needed only for adapters loaded later through the API).
+LORA_FLAGS: dict[str, str] = {
+    "--enable-lora": flags.LORA,
+    "--lora-paths": flags.LORA,
+    "--max-loras-per-batch": flags.LORA,
+    "--max-loaded-loras": flags.LORA,
+    "--max-lora-rank": flags.LORA,
+}
 EXACT = frozenset({"--model", "--ssl-keyfile"})
 # SGLang flags whose names end like a credential's but are not one.
 NOT_SECRETS = frozenset({"--bucket-time-to-first-token", "--kt-max-deferred-experts-per-token"})
@@ -110,7 +120,7 @@ STREAMED: dict[str, str] = {
 }
 DIALECT = Dialect(
     engine="SGLang 0.5.19",
-    owned={**FLAGS, **OFFLOAD},
+    owned={**FLAGS, **OFFLOAD, **LORA_FLAGS},
     streamed=STREAMED,
     refused=None,
     exact=EXACT,
@@ -137,6 +147,7 @@ FACTS = EngineFacts(
     streams=True,
     lora=False,
     lora_from_prefix=False,
+    lora_flags=True,
     canary=True,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,
@@ -162,6 +173,26 @@ DIST_INIT_PORT = 20000
 # Where SGLang pulls a streamed model's config and tokenizer files (srt/utils/runai_utils.py
 # $SGLANG_CACHE_DIR/model_streamer): the engine's writable home.
 CACHE_DIR = f"{HOME}/.cache/sglang"
+
+
+def native_lora(spec: WorkloadSpec) -> list[str]:
+    """SGLang's own multi-LoRA flags (`models[].lora`): every prepared adapter as `--lora-paths name=path`
+    (served under `name`), the batch's adapters, those kept loaded (SGLang requires max_loaded_loras >=
+    max_loras_per_batch) and the largest rank."""
+    lora = spec.model.lora
+    if lora is None or spec.served.adapter_loader != "engine":
+        return []
+    ranks = [a.rank for a in spec.model.adapters if a.rank is not None]
+    return [
+        "--enable-lora",
+        "--lora-paths",
+        *(f"{name}={path}" for name, path in spec.served.cache.adapter_dirs),
+        "--max-loras-per-batch",
+        str(lora.max_loras),
+        "--max-loaded-loras",
+        str(lora.held),
+        *(["--max-lora-rank", str(max(ranks))] if ranks else []),
+    ]
 
 
 def container(spec: WorkloadSpec) -> EngineContainer:
@@ -200,6 +231,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         args += ["--context-length", str(m.max_model_len)]
     if m.trust_remote_code:
         args.append("--trust-remote-code")
+    args += native_lora(spec)
     env = []
     if spec.cache.stream_uri:
         args += streamer.args()

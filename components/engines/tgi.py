@@ -95,6 +95,7 @@ FACTS = EngineFacts(
     streams=False,
     lora=False,
     lora_from_prefix=False,
+    lora_flags=False,
     canary=False,
     revisions=True,
     efa_stack=ONE_NODE,

@@ -110,6 +110,15 @@ OFFLOAD: dict[str, str] = {
 }
 # The same flags on a vLLM the platform wires no offload for (NIM's, vllm-neuron's, Dynamo's workers).
 NO_OFFLOAD = dict.fromkeys(OFFLOAD, flags.NO_OFFLOAD)
+# The LoRA flags (vllm/engine/arg_utils.py from config/lora.py LoRAConfig, and `--lora-modules`, the API
+# server's LoRAParserAction of `name=path` or JSON, at 0.29.0): set from `models[].adapters` and `lora`.
+LORA_FLAGS: dict[str, str] = {
+    "--enable-lora": flags.LORA,
+    "--lora-modules": flags.LORA,
+    "--max-lora-rank": flags.LORA,
+    "--max-loras": flags.LORA,
+    "--max-cpu-loras": flags.LORA,
+}
 # Exact vLLM flags that are prefixes of an owned one (so they are not abbreviations of it).
 EXACT = frozenset({"--model", "--tokenizer", "--data-parallel-size", "-dp"})
 # What a streamed model's loader owns: the load format, the streamer's settings, and GGUF quantization
@@ -122,7 +131,12 @@ STREAMED: dict[str, str] = {
     "-q": flags.GGUF,
 }
 DIALECT = Dialect(
-    engine="vLLM 0.29", owned={**FLAGS, **OFFLOAD}, streamed=STREAMED, refused=None, exact=EXACT, underscores=True
+    engine="vLLM 0.29",
+    owned={**FLAGS, **OFFLOAD, **LORA_FLAGS},
+    streamed=STREAMED,
+    refused=None,
+    exact=EXACT,
+    underscores=True,
 )
 
 FACTS = EngineFacts(
@@ -145,6 +159,7 @@ FACTS = EngineFacts(
     streams=True,
     lora=True,
     lora_from_prefix=False,
+    lora_flags=True,
     canary=True,
     revisions=True,
     efa_stack=EFA_UNVERIFIED,
@@ -192,11 +207,31 @@ def served_args(spec: WorkloadSpec) -> list[str]:
 def lora(spec: WorkloadSpec) -> tuple[list[str], list[dict[str, str]]]:
     """AIBrix's runtime LoRA flags and env for a model with adapters, when AIBrix loads them, and the
     largest rank its adapters give (`--max-lora-rank`: vLLM's default 16 refuses a larger adapter)."""
-    if not (spec.served.aibrix and spec.model.adapters):
+    if not (spec.served.aibrix and spec.served.adapter_loader == "aibrix"):
         return [], []
     args, env = aibrix.lora_runtime()
     ranks = [a.rank for a in spec.model.adapters if a.rank is not None]
     return [*args, *(["--max-lora-rank", str(max(ranks))] if ranks else [])], env
+
+
+def native_lora(spec: WorkloadSpec) -> list[str]:
+    """vLLM's own multi-LoRA flags (`models[].lora`): every prepared adapter as `--lora-modules name=path`,
+    so a request naming the adapter as its `model` gets it; the largest rank; the GPU batch and the CPU
+    cache (vLLM's LoRAConfig requires max_cpu_loras >= max_loras; the rules hold every adapter in it)."""
+    lora = spec.model.lora
+    if lora is None or spec.served.adapter_loader != "engine":
+        return []
+    ranks = [a.rank for a in spec.model.adapters if a.rank is not None]
+    return [
+        "--enable-lora",
+        "--lora-modules",
+        *(f"{name}={path}" for name, path in spec.served.cache.adapter_dirs),
+        *(["--max-lora-rank", str(max(ranks))] if ranks else []),
+        "--max-loras",
+        str(lora.max_loras),
+        "--max-cpu-loras",
+        str(lora.held),
+    ]
 
 
 # vLLM 0.29's default --master-port (config/parallel.py), stated so the leader and workers agree.
@@ -246,7 +281,13 @@ def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
     return EngineContainer(
         init_containers=streamer.image_check(spec, ENGINE_UID),
         command=["vllm", "serve"],
-        args=[*served_args(spec), *group_args(spec, headless=headless), *offload.vllm_args(spec.model), *lora_args],
+        args=[
+            *served_args(spec),
+            *group_args(spec, headless=headless),
+            *offload.vllm_args(spec.model),
+            *lora_args,
+            *native_lora(spec),
+        ],
         env=[
             # Usage stats phone home by default; a platform does not.
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},

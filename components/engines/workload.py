@@ -89,7 +89,7 @@ def pod_labels(spec: WorkloadSpec) -> dict[str, str]:
         # Only on picked models: a new label on every vLLM pod would roll every one of them.
         labels[PICKER_ENGINE_LABEL] = routing.engine_type
     if spec.served.aibrix:
-        labels.update(aibrix.pod_labels(spec.served, adapters=bool(spec.model.adapters)))
+        labels.update(aibrix.pod_labels(spec.served, adapters=spec.served.adapter_loader == "aibrix"))
     return labels
 
 

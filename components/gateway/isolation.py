@@ -149,7 +149,7 @@ def _controller_grants(served: ResolvedModel, callers: Callers) -> list[peers.Gr
     if callers.run(peers.AIBRIX_CONTROLLER, served) and _aibrix_labelled(served):
         grants.append((peers.AIBRIX_GATEWAY_PLUGIN, (peers.AIBRIX_ENGINE_PORT,)))
         adapters = (peers.AIBRIX_ENGINE_PORT, peers.AIBRIX_RUNTIME_PORT)
-        ports: tuple[int, ...] = adapters if served.config.adapters else ()
+        ports: tuple[int, ...] = adapters if served.adapter_loader == "aibrix" else ()
         if served.scaler == "aibrix":  # its PodAutoscaler reads the pods' metrics (serving/aibrix.py)
             ports += (served.metrics_port or served.port,)
         if ports:

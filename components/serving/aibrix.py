@@ -97,7 +97,7 @@ def runtime_sidecar(
 def model_adapters(served: ResolvedModel, labels: dict[str, str]) -> list[dict[str, Any]]:
     """One ModelAdapter per adapter of a model whose engine AIBrix loads adapters into (an engine that
     loads its own, Ray Serve, gets none: AIBrix would try to load them into pods it cannot reach)."""
-    if not served.facts.lora:
+    if served.adapter_loader != "aibrix":
         return []
     out = []
     for adapter in served.config.adapters:

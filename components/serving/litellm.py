@@ -31,7 +31,16 @@ from stacks.config.addons import ExternalProvider, LiteLLM
 from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import labels as k8s_labels
 from stacks.naming import provider_env, scanner_waivers
-from stacks.resolved import KEDA_NAMESPACE, LITELLM_NAMESPACE, TEAM_LABEL, WAKE_HEADER, Endpoint, ImageTable, KeySecret
+from stacks.resolved import (
+    KEDA_NAMESPACE,
+    LITELLM_NAMESPACE,
+    TEAM_LABEL,
+    WAKE_HEADER,
+    Endpoint,
+    ImageTable,
+    KeySecret,
+    ResolvedModel,
+)
 from stacks.versions import Image
 
 from .. import peers, secretfiles
@@ -103,6 +112,17 @@ def model_params(s: Endpoint) -> dict[str, Any]:
     return params
 
 
+def adapter_entries(s: Endpoint) -> list[dict[str, Any]]:
+    """The LoRA adapters a model's engine loads itself (`models[].lora`), each a model of its own name at
+    the model's own server: the engine serves an adapter under its name (a request's `model`)."""
+    if not isinstance(s, ResolvedModel) or s.adapter_loader != "engine":
+        return []
+    return [
+        {"model_name": a.name, "litellm_params": {**model_params(s), "model": f"hosted_vllm/{a.name}"}}
+        for a in s.config.adapters
+    ]
+
+
 def provider_params(provider: ExternalProvider, model: str) -> dict[str, Any]:
     """One external model's `litellm_params`: `<provider>/<model>` and the key's variable. For Bedrock,
     `aws_region_name` (LiteLLM's Bedrock parameter) and the key only when a Secret holds one (a Bedrock
@@ -125,6 +145,7 @@ def router_config(addon: LiteLLM, models: Sequence[Endpoint], monitoring: bool) 
     model_list: list[dict[str, Any]] = [
         {"model_name": s.name, "litellm_params": model_params(s)} for s in internal_models(models)
     ]
+    model_list += [entry for s in internal_models(models) for entry in adapter_entries(s)]
     for provider in addon.external_providers:
         for model in provider.models:
             model_list.append({"model_name": model, "litellm_params": provider_params(provider, model)})

@@ -138,6 +138,7 @@ def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) ->
             imported=storage.model_cache == "fsx",
             as_root=cache.writes_as_root,
         )
+        inits += adapter_steps(storage, served, mount, images)
     mounted = CacheMount(
         model_dir=weights,
         volumes=volumes,
@@ -151,6 +152,29 @@ def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) ->
         region=ctx.region,
     )
     return with_compile_cache(mounted, served)
+
+
+def adapter_steps(
+    storage: StorageSection, served: ResolvedModel, mount: dict[str, Any], images: ImageTable
+) -> list[dict[str, Any]]:
+    """One preparation step per adapter the engine loads itself (`models[].lora`), after the weights'."""
+    dirs = dict(served.cache.adapter_dirs)
+    return [
+        prepare.adapter_container(
+            name=adapter.name,
+            source=adapter.artifact_url,
+            revision=adapter.revision or "main",
+            adapter_dir=dirs[adapter.name],
+            cache_mount=mount,
+            token_secret=served.config.secrets.hugging_face_token,
+            images=images,
+            attempts=storage.preparation.attempts,
+            lock_timeout_seconds=storage.preparation.lock_timeout_seconds,
+            as_root=served.cache.writes_as_root,
+        )
+        for adapter in served.config.adapters
+        if adapter.name in dirs
+    ]
 
 
 def compile_cache_env(served: ResolvedModel) -> list[dict[str, Any]]:

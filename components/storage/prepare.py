@@ -142,6 +142,18 @@ finally:
 """
 
 
+# A LoRA adapter the engine loads itself (`models[].lora`) from an `s3://` folder: the bucket step, except
+# that no Hugging Face step follows it, so a missing folder fails the pod here, naming it, rather than the
+# engine at start.
+_HUB_FOLLOWS = 'then echo "model cache: no copy at $src; the Hugging Face step fills the cache"; exit 0; fi'
+_NOTHING_FOLLOWS = (
+    'then echo "adapter preparation failed: no adapter at $src; copy it there (adapter_config.json and its '
+    'weights) or fix models[].adapters[].artifactURL" >&2; exit 1; fi'
+)
+assert _HUB_FOLLOWS in S3_STEP
+ADAPTER_S3_STEP = S3_STEP.replace(_HUB_FOLLOWS, _NOTHING_FOLLOWS)
+
+
 def step_env(
     *,
     model_id: str,
@@ -238,6 +250,51 @@ def init_containers(
     hub = images["model-prep-hub"].ref
     containers.append(_container("model-from-hub", hub, ["python3", "-c", HUB_STEP], hub_env, mounts, as_root))
     return containers
+
+
+def adapter_container(
+    *,
+    name: str,
+    source: str,
+    revision: str,
+    adapter_dir: str,
+    cache_mount: dict[str, Any],
+    token_secret: str | None,
+    images: ImageTable,
+    attempts: int,
+    lock_timeout_seconds: int,
+    as_root: bool = False,
+) -> dict[str, Any]:
+    """The init container that prepares one adapter into `adapter_dir`, after the weights' steps and
+    with their lock, marker and retries: an `s3://` folder by the bucket step (copied, also on FSx: the
+    association imports bucket keys at their own paths, not at the adapter's directory), a Hub repository
+    (`hf://org/name`) at `revision` by the Hugging Face step."""
+    env = step_env(
+        model_id=source,
+        revision=revision,
+        model_dir=adapter_dir,
+        attempts=attempts,
+        lock_timeout_seconds=lock_timeout_seconds,
+    )
+    container_name = f"adapter-{name}"[:63].rstrip("-")
+    if source.startswith("s3://"):
+        bucket, _, key = source[len("s3://") :].partition("/")
+        s3_env = [
+            *env,
+            {"name": "MODEL_BUCKET", "value": bucket},
+            {"name": "MODEL_PREFIX", "value": key.rstrip("/")},
+            {"name": "CACHE_IMPORTED", "value": "false"},
+        ]
+        command = ["/bin/sh", "-c", ADAPTER_S3_STEP]
+        return _container(container_name, images["model-prep-s3"].ref, command, s3_env, [cache_mount], as_root)
+    repo = source.split("://", 1)[1].rstrip("/")
+    hub_env = [e if e["name"] != "MODEL_ID" else {"name": "MODEL_ID", "value": repo} for e in env]
+    mounts = [cache_mount]
+    if token_secret:
+        hub_env.append({"name": "HF_TOKEN_FILE", "value": f"{TOKEN_DIR}/{TOKEN_KEY}"})
+        mounts.append({"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True})
+    hub = images["model-prep-hub"].ref
+    return _container(container_name, hub, ["python3", "-c", HUB_STEP], hub_env, mounts, as_root)
 
 
 def token_volume(secret: str) -> dict[str, Any]:

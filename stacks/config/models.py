@@ -513,8 +513,15 @@ class Adapter(Strict):
         default=None,
         description="The adapter's LoRA rank (`r` in its adapter_config.json): the engine is started with "
         "`max_lora_rank` the largest of its adapters' (vLLM's default, 16, refuses a larger adapter at load). "
-        "Required on `engine: ray-serve`; on vLLM with AIBrix, sets `--max-lora-rank` when given. One of vLLM's "
-        "ranks: 1, 8, 16, 32, 64, 128, 256, 320, 512.",
+        "Required on `engine: ray-serve` and with `models[].lora`; on vLLM with AIBrix, sets `--max-lora-rank` "
+        "when given. One of vLLM's ranks: 1, 8, 16, 32, 64, 128, 256, 320, 512.",
+    )
+    revision: Revision | None = Field(
+        default=None,
+        description="With `models[].lora` (the engine loads the adapter at start): the adapter's pinned revision. "
+        "For `hf://org/name` the Hub commit (40 hex) fetched; for an `s3://` prefix the name of the copy it holds "
+        "(keep the revision in the prefix, `.../<name>/<revision>/`). It names the cache directory "
+        "`<model>/adapters/<name>/<revision>`; prod requires 40 hex. Unset: `main` (Hub), fetched once.",
     )
 
     @field_validator("artifact_url")
@@ -553,6 +560,41 @@ class Adapter(Strict):
                 f"matching pod, or set 1 to load it on one"
             )
         return value
+
+
+class Lora(Strict):
+    """Native multi-LoRA: the engine itself (vLLM, SGLang) loads every `models[].adapters` entry at start,
+    prepared into the model cache like the weights; no AIBrix. Each adapter is served under its own name
+    on the model's route."""
+
+    max_loras: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="Adapters in one batch on the GPU: vLLM `--max-loras`, SGLang `--max-loras-per-batch`.",
+    )
+    max_cpu_loras: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Adapters held in CPU memory, the GPU's included (vLLM `--max-cpu-loras`, SGLang "
+        "`--max-loaded-loras`): at least `maxLoras` and at least the number of adapters, so none is reloaded "
+        "from disk. Unset: `maxLoras`.",
+    )
+
+    @model_validator(mode="after")
+    def _cpu_holds_gpu(self) -> Self:
+        if self.max_cpu_loras is not None and self.max_cpu_loras < self.max_loras:
+            raise ValueError(
+                f"maxCpuLoras ({self.max_cpu_loras}) must be at least maxLoras ({self.max_loras}): the engines "
+                f"refuse to start otherwise (vLLM LoRAConfig, SGLang max_loaded_loras)"
+            )
+        return self
+
+    @property
+    def held(self) -> int:
+        """Adapters the engine keeps loaded at once (its CPU cache, which holds the GPU's)."""
+        return self.max_cpu_loras or self.max_loras
 
 
 class ModelSecrets(Strict):
@@ -726,9 +768,17 @@ class ModelSection(Strict):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="Who scales the replicas, and on what.")
     adapters: list[Adapter] = Field(
         default_factory=list,
-        description="LoRA adapters of the model: on `engine: vllm` AIBrix ModelAdapters (with `addons.aibrix`); "
+        description="LoRA adapters of the model, each served under its own name on the model's route: with "
+        "`lora` loaded by vLLM or SGLang itself; otherwise on `engine: vllm` AIBrix ModelAdapters (with "
+        "`addons.aibrix`); "
         "on `engine: ray-serve` Ray Serve LLM's `lora_config`, each adapter an `s3://` folder named like the "
         "adapter under one shared prefix of the model bucket, asked for as `<model>:<adapter>`.",
+    )
+    lora: Lora | None = Field(
+        default=None,
+        description="Native multi-LoRA on `engine: vllm` or `sglang`: the engine loads `adapters` itself at start "
+        "(`hf://` at a pinned revision, or an `s3://` prefix under the owner's prefix of the model bucket), "
+        "prepared into the cache; no AIBrix. Unset on vLLM: adapters are AIBrix ModelAdapters.",
     )
     secrets: ModelSecrets = Field(
         default_factory=ModelSecrets, description="Existing Secrets the pods mount as files, never as env."

@@ -39,6 +39,15 @@ def bucket_prefix(model: ModelSection, owner: str) -> str:
     return f"{owner_prefix(owner)}/{revision_path(model)}"
 
 
+def adapter_dirs(model: ModelSection, owner: str) -> tuple[tuple[str, str], ...]:
+    """(name, directory) of each adapter the engine loads itself (`models[].lora`): under the model's own
+    directory of its owner's prefix, `adapters/<adapter>/<revision>` (`latest` when unpinned, as for the weights)."""
+    if model.lora is None:
+        return ()
+    root = f"{CACHE_ROOT}/{owner_prefix(owner)}/{model.name}/adapters"
+    return tuple((a.name, f"{root}/{a.name}/{a.revision or 'latest'}") for a in model.adapters)
+
+
 def results_prefix(model: ModelSection, owner: str) -> str:
     """`<owner prefix>/_benchmarks/<name>/<revision>`: its benchmark results (the run adds its UTC time)."""
     return f"{owner_prefix(owner)}/{RESULTS_DIR}/{revision_path(model)}"
@@ -90,4 +99,5 @@ def model_cache(
         local_gib=local_cache_gib(model, pool, storage.local.headroom_percent) if on_node else None,
         staging_gib=staging_gib(model, storage) if streamed else None,
         writes_as_root=storage.model_cache == "fsx",
+        adapter_dirs=() if streamed else adapter_dirs(model, owner),
     )

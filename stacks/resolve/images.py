@@ -41,7 +41,7 @@ def rendered_images(
     if any(e.made.prepared for e in entries):
         names += ["model-prep-s3", "model-prep-hub"]
     names += sorted({image for e in entries for image in e.made.platform_images})
-    if any(e.config.adapters and e.facts.lora for e in entries):
+    if any(e.adapter_loader == "aibrix" for e in entries):
         names.append("aibrix-runtime")
     if any(picked):
         names.append("endpoint-picker")

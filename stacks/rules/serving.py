@@ -76,18 +76,18 @@ def serving_addons_enabled(stack: ResolvedStack) -> Iterable[Problem]:
     aibrix = not stack.platform.known or stack.platform.addons.aibrix.enabled
     for entry in stack.entries:
         model = entry.config
-        if model.adapters and entry.facts.lora and not aibrix:
+        if entry.adapter_loader == "aibrix" and not aibrix:
             yield Problem(
                 entry.key("adapters"),
                 f"LoRA adapters are AIBrix ModelAdapters, and AIBrix is not installed: {stack.ask_for('aibrix')}, "
                 f"or remove adapters",
             )
-        if model.adapters and not (entry.facts.lora or entry.facts.lora_from_prefix):
+        if model.adapters and entry.adapter_loader is None:
             yield Problem(
-                entry.key("adapters"),
-                f"AIBrix loads adapters into vLLM at runtime, and Ray Serve LLM loads them itself; engine "
-                f"{model.engine} cannot take them (use engine: vllm with AIBrix or engine: ray-serve, or remove "
-                f"adapters)",
+                entry.key("lora" if model.lora is not None else "adapters"),
+                f"engine {model.engine} cannot take LoRA adapters here: vLLM and SGLang load them themselves "
+                f"(models[].lora), AIBrix loads them into vLLM at runtime, Ray Serve LLM from one bucket prefix; use "
+                f"engine: vllm or sglang with lora, or remove adapters",
             )
         if model.autoscaling.owner == "aibrix" and not aibrix:
             yield Problem(
