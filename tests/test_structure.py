@@ -109,6 +109,7 @@ FLOOR = (
     "stacks.quantity",
     "stacks.regions",
     "stacks.resolved",
+    "stacks.sharing",
     "stacks.versions",
     "stacks.yamlread",
 )

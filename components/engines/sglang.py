@@ -115,6 +115,9 @@ FACTS = EngineFacts(
         "TRITON_CACHE_DIR": "triton",
         "SGLANG_DG_CACHE_DIR": "deep_gemm",
     },
+    # A MIG instance is a GPU of its own to SGLang; not time-sliced: it sizes its KV pool from the memory
+    # free when it starts (--mem-fraction-static is of that), so a second server on the GPU starves.
+    gpu_sharing=("mig",),
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000

@@ -28,6 +28,7 @@ from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
 from stacks.metrics import Metric, Signal
+from stacks.sharing import engine_memory_fraction
 from stacks.versions import IMAGES, overridden
 
 from ..serving import aibrix
@@ -126,6 +127,9 @@ FACTS = EngineFacts(
     # (vllm/compilation/backends.py; envs.py VLLM_CACHE_ROOT, default ~/.cache/vllm), and Triton its kernels
     # under $TRITON_CACHE_DIR (default ~/.triton/cache) for the kernels it compiles outside that graph.
     compile_cache_env={"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton"},
+    # A MIG instance is a GPU of its own to vLLM; on a time-sliced GPU the platform sets
+    # --gpu-memory-utilization, a per-instance fraction of the whole GPU (vLLM 0.29 config/cache.py).
+    gpu_sharing=("timeSlicing", "mig"),
 )
 
 
@@ -156,6 +160,10 @@ def served_args(spec: WorkloadSpec) -> list[str]:
         args += ["--max-model-len", str(m.max_model_len)]
     if m.trust_remote_code:
         args.append("--trust-remote-code")
+    if (fraction := engine_memory_fraction(spec.pool)) is not None:
+        # A time-sliced GPU isolates no memory: each replica's engine is held to its share of the GPU
+        # (vLLM's --gpu-memory-utilization is a per-instance fraction of the whole GPU, config/cache.py).
+        args += ["--gpu-memory-utilization", f"{fraction:g}"]
     return [*args, *(streamer.args() if spec.cache.stream_uri else [])]
 
 

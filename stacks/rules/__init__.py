@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (each registers its rules)
     scaling,
     secrets,
     serving,
+    sharing,
     storage,
     streaming,
     tenancy,
