@@ -107,6 +107,10 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
         # Added within version 3, only on a snapshot pool: whether its image cache has fast snapshot
         # restore decides a team's image term (stacks/coldstart.py); absent: no cache.
         out["imageSnapshot"] = p.image_snapshot.model_dump(mode="json", by_alias=True)
+    if p.gpu_sharing is not None:
+        # Added within version 3, only on a shared pool: a team's replica there requests one slice
+        # (stacks/sharing.py) and is fitted and counted against its quota as one; absent: whole GPUs.
+        out["gpuSharing"] = p.gpu_sharing.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
 
 

@@ -31,6 +31,8 @@ DATA = Path(__file__).resolve().parent / "data" / "mig-profiles.json"
 # templates/daemonset-device-plugin.yml: NODE_LABEL), and the config a node without it gets.
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 DEFAULT_CONFIG = "default"
+TIME_SLICING_CONFIG = "time-slicing-"
+MIG_CONFIG = "mig-"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 WHOLE_GPU = "nvidia.com/gpu"
@@ -137,13 +139,25 @@ def engine_memory_fraction(pool: NodePoolSection) -> float | None:
 
 def config_name(pool: NodePoolSection) -> str | None:
     """The device plugin's named config for this pool's nodes (the CONFIG_LABEL value); pools that share
-    alike share a config."""
+    alike share a config. A MIG config names its profile, though the plugin's config is the same for every
+    profile: the label then tells the policy pack (and a reader of the node) what the node is cut into."""
     sharing = pool.gpu_sharing
     if sharing is None:
         return None
     if sharing.time_slicing is not None:
-        return f"time-slicing-{sharing.time_slicing.replicas}"
-    return "mig-mixed"
+        return f"{TIME_SLICING_CONFIG}{sharing.time_slicing.replicas}"
+    assert sharing.mig is not None
+    return f"{MIG_CONFIG}{sharing.mig.profile}"
+
+
+def sharing_of_config(name: str | None) -> dict[str, object] | None:
+    """The `gpuSharing` a CONFIG_LABEL value stands for (the reverse of `config_name`), as stack-file keys;
+    None for whole GPUs or a value this platform does not write."""
+    if name and name.startswith(TIME_SLICING_CONFIG) and name[len(TIME_SLICING_CONFIG) :].isdigit():
+        return {"timeSlicing": {"replicas": int(name[len(TIME_SLICING_CONFIG) :])}}
+    if name and name.startswith(MIG_CONFIG):
+        return {"mig": {"profile": name[len(MIG_CONFIG) :]}}
+    return None
 
 
 def plugin_config(pool: NodePoolSection | None) -> dict[str, object]:

@@ -15,7 +15,7 @@ from stacks.fit import allocatable
 from stacks.hardware import catalog
 from stacks.pipeline import check_sections
 from stacks.sharing import DATA, mig_model, mig_models, slice_memory_gib
-from tests.conftest import EXAMPLES_DIR, rendered_stack
+from tests.conftest import EXAMPLES_DIR, rendered_stack, sections_of
 
 SHARING = EXAMPLES_DIR / "Pulumi.sharing.yaml"
 
@@ -228,7 +228,7 @@ def test_the_device_plugin_gets_one_config_per_sharing_picked_by_each_pools_node
     assert config["default"] == "default"
     parsed = {name: yaml.safe_load(text) for name, text in config["map"].items()}
     assert parsed["default"] == {"version": "v1", "flags": {"migStrategy": "none"}}
-    assert parsed["mig-mixed"]["flags"] == {"migStrategy": "mixed"}
+    assert parsed["mig-3g.40gb"]["flags"] == {"migStrategy": "mixed"}
     assert parsed["time-slicing-2"]["sharing"]["timeSlicing"] == {
         "renameByDefault": True,
         "resources": [{"name": "nvidia.com/gpu", "replicas": 2}],
@@ -236,7 +236,7 @@ def test_the_device_plugin_gets_one_config_per_sharing_picked_by_each_pools_node
     pools = objects(render, "NodePool")
     labels = {name: pools[name]["spec"]["template"]["metadata"]["labels"] for name in pools}
     assert labels["l4-shared"]["nvidia.com/device-plugin.config"] == "time-slicing-2"
-    assert labels["h100-mig"]["nvidia.com/device-plugin.config"] == "mig-mixed"
+    assert labels["h100-mig"]["nvidia.com/device-plugin.config"] == "mig-3g.40gb"
     assert "nvidia.com/device-plugin.config" not in labels["l4-half"], "whole (v)GPUs: the default config"
 
 
@@ -262,3 +262,66 @@ def test_each_model_requests_its_pools_slice_and_vllm_holds_to_its_share(render)
     assert args[args.index("--gpu-memory-utilization") + 1] == "0.45", "0.9 of half the GPU"
     mig_args = deployments["qwen3-8b-mig"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--mem-fraction-static" not in mig_args, "a MIG instance is a GPU of its own"
+
+
+# ---- team quotas count slices --------------------------------------------------------------------------------
+
+PLATFORM = EXAMPLES_DIR / "Pulumi.platform.yaml"
+MIG_POOL = {
+    "name": "h100-mig",
+    "accelerator": "nvidia",
+    "instanceTypes": ["p5.4xlarge"],
+    "limits": {"accelerators": 2},
+    "gpuSharing": {"mig": {"profile": "3g.40gb"}},
+}
+
+
+def test_a_team_quota_bounds_shared_gpus_and_each_mig_profile_it_names():
+    from components.team import resource_quota
+    from stacks.config.stack import Quota
+
+    quota = Quota.model_validate({"cpu": "8", "memory": "32Gi", "sharedGpus": 4, "migInstances": {"3g.40gb": 2}})
+    hard = resource_quota("search", "search", quota)["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu.shared"] == "4" and hard["requests.nvidia.com/mig-3g.40gb"] == "2"
+    unset = resource_quota("chat", "chat", Quota.model_validate({"cpu": "8", "memory": "32Gi"}))["spec"]["hard"]
+    assert unset["requests.nvidia.com/gpu.shared"] == "0", "a quota bounds shared GPUs even when it allows none"
+
+
+def test_a_team_quota_that_leaves_out_a_mig_profile_of_the_platform_is_refused():
+    platform = sections_of(PLATFORM)
+    platform["nodePools"].append(dict(MIG_POOL))
+    found = at(platform, "teams[0].quota.migInstances")
+    assert found and "MIG 3g.40gb, which team search's quota does not name" in found[0], found
+    for team in platform["teams"]:
+        team["quota"]["migInstances"] = {"3g.40gb": 0}
+    assert not at(platform, "teams[0].quota.migInstances")
+
+
+def test_a_team_model_on_a_mig_pool_needs_that_profile_in_its_quota(tmp_path):
+    from stacks.pipeline import PlatformExports, exports_from_file
+
+    platform = yaml.safe_load(PLATFORM.read_text())
+    config = platform["config"]
+    config["inference-platform:nodePools"].append(dict(MIG_POOL))
+    for team in config["inference-platform:teams"]:
+        team["quota"]["migInstances"] = {"3g.40gb": 0}
+    path = tmp_path / "Pulumi.platform.yaml"
+    path.write_text(yaml.safe_dump(platform))
+    exports = PlatformExports(exports_from_file(path), str(path))
+    team = sections_of(EXAMPLES_DIR / "Pulumi.team-search.yaml")
+    team["models"] = [team["models"][0] | {"pool": "h100-mig", "acceleratorsPerReplica": 1}]
+    with pytest.raises(ConfigError) as exc:
+        check_sections(team, "us-west-2", platforms=lambda ref: exports)
+    found = [str(p) for p in exc.value.problems]
+    assert any("needs 1 of nvidia.com/mig-3g.40gb but team search's quota allows 0" in p for p in found), found
+
+
+def test_the_policy_pack_reads_a_shared_pools_slices_from_its_device_plugin_label(render):
+    from policypack.validators import pool_section
+
+    pools = objects(render, "NodePool")
+    mig, sliced = pool_section(pools["h100-mig"]), pool_section(pools["l4-shared"])
+    assert mig is not None and mig.gpu_sharing is not None and mig.gpu_sharing.mig is not None
+    assert mig.gpu_sharing.mig.profile == "3g.40gb", "its replicas are fitted against MIG instances, not GPUs"
+    assert sliced is not None and sliced.gpu_sharing is not None and sliced.gpu_sharing.time_slicing is not None
+    assert sliced.gpu_sharing.time_slicing.replicas == 2

@@ -133,3 +133,44 @@ def _why(mode: str) -> str:
         "a time-sliced GPU isolates no memory, and only vLLM's --gpu-memory-utilization is a per-instance "
         "fraction the platform can set; SGLang sizes its cache from the memory free at start"
     )
+
+
+def _mig_profiles(pools: Iterable[NodePoolSection]) -> list[str]:
+    return sorted({p.gpu_sharing.mig.profile for p in pools if p.gpu_sharing is not None and p.gpu_sharing.mig})
+
+
+@rule
+def team_quotas_name_every_mig_profile(stack: ResolvedStack) -> Iterable[Problem]:
+    """A ResourceQuota bounds only the resources it names: a team quota without a MIG profile of the
+    platform's pools would let the team take every instance of it. Each must be listed (0 forbids it)."""
+    profiles = _mig_profiles(stack.config.node_pools)
+    for i, team in enumerate(stack.config.teams):
+        missing = [p for p in profiles if p not in team.quota.mig_instances]
+        if missing:
+            yield Problem(
+                key_path(["teams", i, "quota", "migInstances"]),
+                f"the platform's pools offer MIG {', '.join(missing)}, which team {team.name}'s quota does not "
+                f"name, so its ResourceQuota would not bound them; add e.g. "
+                f"migInstances: {{{', '.join(f'{p}: 0' for p in missing)}}} (0 forbids them)",
+            )
+
+
+@rule
+def team_quota_holds_one_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
+    """A team's model on a MIG pool needs its profile's instances in the team's quota (the API server
+    refuses a pod over it); the other resources are stacks/rules/workloads.py's."""
+    team = stack.team
+    if team is None or team.quota is None:
+        return
+    for model in stack.models:
+        sharing = model.pool.config.gpu_sharing
+        if sharing is None or sharing.mig is None or not model.requests.mig:
+            continue
+        allowed = team.quota.mig_instances.get(sharing.mig.profile, 0)
+        if model.requests.mig > allowed:
+            yield Problem(
+                model.key(),
+                f"one replica of {model.name} needs {model.requests.mig} of nvidia.com/mig-{sharing.mig.profile} "
+                f"but team {team.name}'s quota allows {allowed} (teams[].quota.migInstances of the platform "
+                f"stack); ask the platform team to raise it",
+            )

@@ -21,7 +21,11 @@ from ..guards import QUOTA_RESOURCES, quota_shortfalls
 from ..quantity import mebibytes, millicores
 from ..resolved import ModelEntry, ResolvedStack
 
-QUOTA_KEYS = {"requests.nvidia.com/gpu": "gpus", "requests.aws.amazon.com/neuron": "neuronDevices"} | {
+QUOTA_KEYS = {
+    "requests.nvidia.com/gpu": "gpus",
+    "requests.aws.amazon.com/neuron": "neuronDevices",
+    "requests.nvidia.com/gpu.shared": "sharedGpus",
+} | {
     "requests.cpu": "cpu",
     "requests.memory": "memory",
 }
@@ -59,7 +63,11 @@ def quota_requests(stack: ResolvedStack) -> Requests | None:
     if quota is None:
         return None
     return Requests(
-        cpu_m=millicores(quota.cpu), memory_mib=mebibytes(quota.memory), gpu=quota.gpus, neuron=quota.neuron_devices
+        cpu_m=millicores(quota.cpu),
+        memory_mib=mebibytes(quota.memory),
+        gpu=quota.gpus,
+        neuron=quota.neuron_devices,
+        gpu_shared=quota.shared_gpus,
     )
 
 
