@@ -153,13 +153,24 @@ def export_platform(view: PlatformView) -> dict[str, Any]:
     }
 
 
+def _quota_export(quota: Quota) -> dict[str, Any]:
+    """A team's quota as exported. Added within version 3: `sharedGpus` and `migInstances`, only when set,
+    so a platform that shares no GPUs exports what an older workloads stack reads."""
+    out = quota.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not quota.shared_gpus:
+        out.pop("sharedGpus", None)
+    if not quota.mig_instances:
+        out.pop("migInstances", None)
+    return out
+
+
 def _team_export(team: Team) -> dict[str, Any]:
     """What a team's stack reads of its declaration (its deployers stay with the platform)."""
     assert team.quota is not None
     out: dict[str, Any] = {
         "name": team.name,
         "namespaces": list(team.namespaces),
-        "quota": team.quota.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "quota": _quota_export(team.quota),
         "apiKeysSecret": team.api_keys_secret,
     }
     if team.litellm_models:

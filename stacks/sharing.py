@@ -72,6 +72,12 @@ def mig_models() -> dict[str, MigModel]:
     }
 
 
+@cache
+def without_mig() -> frozenset[str]:
+    """The catalog's GPUs that have no MIG at all (others without a table may have one not recorded)."""
+    return frozenset(json.loads(DATA.read_text())["no_mig"]["gpus"])
+
+
 def mig_model(itype: InstanceType) -> MigModel | None:
     """The MIG table of this type's GPU (by name and memory: A100 40 GB and 80 GB differ); None: no MIG."""
     if itype.gpu_fraction is not None:

@@ -297,23 +297,43 @@ def test_a_team_quota_that_leaves_out_a_mig_profile_of_the_platform_is_refused()
     assert not at(platform, "teams[0].quota.migInstances")
 
 
-def test_a_team_model_on_a_mig_pool_needs_that_profile_in_its_quota(tmp_path):
+def team_on(tmp_path, pool: dict, model: dict) -> list[str]:
+    """The problems of the search team's first model moved to `pool`, added to the platform example."""
     from stacks.pipeline import PlatformExports, exports_from_file
 
     platform = yaml.safe_load(PLATFORM.read_text())
     config = platform["config"]
-    config["inference-platform:nodePools"].append(dict(MIG_POOL))
+    config["inference-platform:nodePools"].append(dict(pool))
     for team in config["inference-platform:teams"]:
         team["quota"]["migInstances"] = {"3g.40gb": 0}
     path = tmp_path / "Pulumi.platform.yaml"
     path.write_text(yaml.safe_dump(platform))
     exports = PlatformExports(exports_from_file(path), str(path))
     team = sections_of(EXAMPLES_DIR / "Pulumi.team-search.yaml")
-    team["models"] = [team["models"][0] | {"pool": "h100-mig", "acceleratorsPerReplica": 1}]
-    with pytest.raises(ConfigError) as exc:
+    team["models"] = [team["models"][0] | {"pool": pool["name"], "acceleratorsPerReplica": 1} | model]
+    try:
         check_sections(team, "us-west-2", platforms=lambda ref: exports)
-    found = [str(p) for p in exc.value.problems]
+    except ConfigError as exc:
+        return [str(p) for p in exc.problems]
+    return []
+
+
+def test_a_team_model_on_a_mig_pool_needs_that_profile_in_its_quota(tmp_path):
+    found = team_on(tmp_path, MIG_POOL, {})
     assert any("needs 1 of nvidia.com/mig-3g.40gb but team search's quota allows 0" in p for p in found), found
+
+
+def test_a_team_model_on_a_time_sliced_pool_counts_against_shared_gpus_not_gpus(tmp_path):
+    sliced = {
+        "name": "l4-shared",
+        "accelerator": "nvidia",
+        "instanceTypes": ["g6.xlarge"],
+        "limits": {"accelerators": 4},
+    }
+    sliced["gpuSharing"] = {"timeSlicing": {"replicas": 2}}
+    found = team_on(tmp_path, sliced, {"parameters": "4B"})
+    assert any("requests.nvidia.com/gpu.shared" in p and "teams[].quota.sharedGpus" in p for p in found), found
+    assert not any("of requests.nvidia.com/gpu but" in p for p in found), "a slice is not a whole GPU"
 
 
 def test_the_policy_pack_reads_a_shared_pools_slices_from_its_device_plugin_label(render):
@@ -325,3 +345,9 @@ def test_the_policy_pack_reads_a_shared_pools_slices_from_its_device_plugin_labe
     assert mig.gpu_sharing.mig.profile == "3g.40gb", "its replicas are fitted against MIG instances, not GPUs"
     assert sliced is not None and sliced.gpu_sharing is not None and sliced.gpu_sharing.time_slicing is not None
     assert sliced.gpu_sharing.time_slicing.replicas == 2
+
+
+def test_mig_on_b300_is_refused_as_not_recorded_rather_than_as_absent(dev):
+    shared(dev, {"mig": {"profile": "1g.23gb"}}, ["p6-b300.48xlarge"])
+    [message] = at(dev, "nodePools[0].gpuSharing.mig")
+    assert "B300 GPUs, whose MIG profiles the catalog does not hold" in message

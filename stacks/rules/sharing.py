@@ -25,7 +25,7 @@ from ..checks import rule
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
 from ..resolved import ResolvedStack
-from ..sharing import fractional_gpus, mig_model, mig_models, pool_types
+from ..sharing import fractional_gpus, mig_model, mig_models, pool_types, without_mig
 
 MEMORY_FLAG = "--gpu-memory-utilization"
 
@@ -71,11 +71,16 @@ def _mig_problems(i: int, pool: NodePoolSection) -> Iterable[Problem]:
         if model is None:
             if itype.gpu_fraction is not None:
                 continue  # refused above as a vGPU fraction
+            gpu = (itype.gpu_name or "no").upper()
+            why = (
+                "which have no MIG"
+                if itype.gpu_name in without_mig()
+                else "whose MIG profiles the catalog does not hold (stacks/data/mig-profiles.json)"
+            )
             yield Problem(
                 key_path(["nodePools", i, "gpuSharing", "mig"]),
-                f"{itype.name} has {(itype.gpu_name or 'no').upper()} GPUs, which have no MIG; MIG is on "
-                f"{_mig_gpus()} (p4d, p4de, p5, p5e, p5en, p6-b200). Use timeSlicing on this pool, or MIG-capable "
-                f"types",
+                f"{itype.name} has {gpu} GPUs, {why}; MIG is on {_mig_gpus()} (p4d, p4de, p5, p5e, p5en, "
+                f"p6-b200). Use timeSlicing on this pool, or MIG-capable types",
             )
         elif profile not in model.profiles:
             yield Problem(
