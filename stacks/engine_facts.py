@@ -147,7 +147,7 @@ class EngineFacts:
     compile_cache_env: Mapping[str, str]
     # The GPU-sharing modes (`nodePools[].gpuSharing`: "timeSlicing", "mig") in which the platform can hold
     # the engine to one slice (stacks/rules/sharing.py); empty: whole GPUs only.
-    gpu_sharing: tuple[str, ...] = ()
+    gpu_sharing: tuple[str, ...]
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

@@ -58,6 +58,7 @@ TOY_FACTS = EngineFacts(
     revisions=True,
     efa_stack=ONE_NODE,
     compile_cache_env={},
+    gpu_sharing=(),
 )
 TOY_DIALECT = Dialect(engine="Toy 1.2", owned={"--port": "sets the port"}, streamed={}, refused=None)
 

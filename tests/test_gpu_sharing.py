@@ -351,3 +351,13 @@ def test_mig_on_b300_is_refused_as_not_recorded_rather_than_as_absent(dev):
     shared(dev, {"mig": {"profile": "1g.23gb"}}, ["p6-b300.48xlarge"])
     [message] = at(dev, "nodePools[0].gpuSharing.mig")
     assert "B300 GPUs, whose MIG profiles the catalog does not hold" in message
+
+
+def test_stacks_plan_shows_the_slices_each_shared_node_holds_and_each_replica_takes():
+    from stacks.pipeline import check_file
+    from stacks.plan import plan
+
+    text = plan(check_file(SHARING).stack)
+    assert "each node advertises nvidia.com/gpu.shared (the slices column), no nvidia.com/gpu" in text
+    assert "each node advertises nvidia.com/mig-3g.40gb" in text
+    assert "gpu 0, neuron 0, gpu slices 1" in text, "a replica takes one slice, not a GPU"

@@ -194,6 +194,8 @@ FACTS = EngineFacts(
     ),
     # The operator builds the workers' pods; the platform mounts no cache of its own into them.
     compile_cache_env={},
+    # Not on shared GPUs: the Dynamo operator's workers request whole GPUs.
+    gpu_sharing=(),
 )
 API_VERSION = "nvidia.com/v1beta1"
 

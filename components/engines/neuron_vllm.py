@@ -75,6 +75,8 @@ FACTS = EngineFacts(
     # libneuronxla) beside the NxD Inference artifacts (NEURON_COMPILED_ARTIFACTS), both under the model's
     # compiled-artifact tree, which `compileCache` keys on the shared cache (container() below).
     compile_cache_env={"NEURON_COMPILE_CACHE_URL": "compile-cache"},
+    # Neuron devices are not shared (gpuSharing is an NVIDIA pool's).
+    gpu_sharing=(),
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours

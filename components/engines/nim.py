@@ -80,6 +80,9 @@ FACTS = EngineFacts(
     efa_stack=EFA_UNVERIFIED,
     # NIM chooses its own cache layout under NIM_CACHE_PATH with the weights; none placed apart.
     compile_cache_env={},
+    # Not offered on shared GPUs: how it behaves within one slice (its memory sizing, its profiles) is not
+    # verified here; it runs on whole GPUs.
+    gpu_sharing=(),
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000

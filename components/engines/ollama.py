@@ -77,6 +77,9 @@ FACTS = EngineFacts(
     efa_stack=ONE_NODE,
     # llama.cpp compiles nothing it keeps between starts.
     compile_cache_env={},
+    # Not offered on shared GPUs: how it behaves within one slice (its memory sizing, its profiles) is not
+    # verified here; it runs on whole GPUs.
+    gpu_sharing=(),
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60

@@ -128,6 +128,8 @@ FACTS = EngineFacts(
     efa_stack=EFA_UNVERIFIED,
     # Ray's workers run inside the RayService's pods, whose caches the platform does not place.
     compile_cache_env={},
+    # Not on shared GPUs: KubeRay's pods request whole GPUs (rayStartParams num-gpus).
+    gpu_sharing=(),
 )
 
 

@@ -97,6 +97,9 @@ FACTS = EngineFacts(
     efa_stack=ONE_NODE,
     # TGI captures its CUDA graphs at every start and keeps no compile cache to place.
     compile_cache_env={},
+    # Not offered on shared GPUs: how it behaves within one slice (its memory sizing, its profiles) is not
+    # verified here; it runs on whole GPUs.
+    gpu_sharing=(),
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"
