@@ -209,8 +209,9 @@ def mig_partition_script(pool: NodePoolSection) -> str | None:
     docs), so the device plugin finds the instances when it starts. None when the pool is not MIG.
 
     What only a live node can confirm: that MIG mode takes effect without a reboot on the GPU model (A100s
-    in a VM may need the GPU reset nvidia-smi attempts when no process holds it), and that the instances
-    appear as `nvidia.com/mig-<profile>` in the node's allocatable."""
+    in a VM may need the GPU reset nvidia-smi attempts when no process holds it), that every GPU of a
+    multi-GPU type gets its instances (no `-i`: every GPU), and that the instances appear as
+    `nvidia.com/mig-<profile>` in the node's allocatable at the count the NodeOverlay promises."""
     sharing = pool.gpu_sharing
     if sharing is None or sharing.mig is None:
         return None
