@@ -140,9 +140,11 @@ def test_sglang_is_accepted_on_a_mig_pool(dev):
 
 def test_engine_args_may_not_set_the_memory_share_on_a_time_sliced_pool(dev):
     shared(small_model(dev), {"timeSlicing": {"replicas": 2}})
-    dev["models"][0]["engineArgs"] = ["--enable-prefix-caching", "--gpu-memory-utilization=0.9"]
+    dev["models"][0]["engineArgs"] = ["--enable-prefix-caching", "--gpu-memory-utilization=0.9", "--gpu_memory_util"]
     [message] = at(dev, "models[0].engineArgs[1]")
     assert "set by the platform on time-sliced pool gpu" in message
+    [spelled] = at(dev, "models[0].engineArgs[2]")
+    assert "--gpu_memory_util sets --gpu-memory-utilization" in spelled, "vLLM reads _ as - and takes a prefix"
 
 
 # ---- fit: slices of memory and of the node ------------------------------------------------------------------

@@ -18,14 +18,16 @@ The weights-per-slice check is stacks/rules/engines.py's; the pod's fit, stacks/
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from components.engines import ENGINES
 
 from ..checks import rule
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
-from ..resolved import ResolvedStack
+from ..resolved import ResolvedModel, ResolvedStack
 from ..sharing import fractional_gpus, mig_model, mig_models, pool_types, without_mig
+from .engine_args import owned_flag
 
 MEMORY_FLAG = "--gpu-memory-utilization"
 
@@ -122,13 +124,20 @@ def models_on_shared_pools_take_one_slice(stack: ResolvedStack) -> Iterable[Prob
                 f"{model.config.accelerators_per_replica} accelerators",
             )
         if mode == "time-sliced":
-            for j, arg in enumerate(model.config.engine_args):
-                if arg.split("=", 1)[0] == MEMORY_FLAG:
-                    yield Problem(
-                        model.key("engineArgs", j),
-                        f"{MEMORY_FLAG} is set by the platform on time-sliced pool {model.pool.name}: the GPU's "
-                        f"memory divided by its replicas is all that keeps the replicas on one GPU apart; remove it",
-                    )
+            yield from _memory_share_kept(model)
+
+
+def _memory_share_kept(model: ResolvedModel) -> Iterable[Problem]:
+    """`engineArgs` may not set the memory share on a time-sliced pool, in any spelling the engine's
+    parser reads as that flag (a prefix, `_` for `-`: stacks/rules/engine_args.py `owned_flag`)."""
+    why = (
+        f"is set by the platform on time-sliced pool {model.pool.name}: the GPU's memory divided by its replicas "
+        f"is all that keeps the replicas on one GPU apart; remove it"
+    )
+    dialect = replace(model.dialect, owned={MEMORY_FLAG: why}, exact=frozenset())
+    for j, token in enumerate(model.config.engine_args):
+        if owned_flag(token, dialect) is not None:
+            yield Problem(model.key("engineArgs", j), f"{token.split('=', 1)[0]} sets {MEMORY_FLAG}, which {why}")
 
 
 def _why(mode: str) -> str:
