@@ -363,3 +363,71 @@ def test_stacks_plan_shows_the_slices_each_shared_node_holds_and_each_replica_ta
     assert "each node advertises nvidia.com/gpu.shared (the slices column), no nvidia.com/gpu" in text
     assert "each node advertises nvidia.com/mig-3g.40gb" in text
     assert "gpu 0, neuron 0, gpu slices 1" in text, "a replica takes one slice, not a GPU"
+
+
+# ---- the NodeOverlays against the CRD's CEL rules (the conformance check reads its schema, not its CEL) ------
+
+
+def _cel_find(text, pattern):
+    """CEL's strings extension `find(regex)`, which the CRD's key rules use and celpy does not provide."""
+    import re
+
+    from celpy import celtypes
+
+    found = re.search(str(pattern), str(text))
+    return celtypes.StringType(found.group(0) if found else "")
+
+
+def cel_violations(schema: dict, value, where: str = "") -> list[str]:
+    """Every `x-kubernetes-validations` rule of the schema, evaluated at its node of the object."""
+    import celpy
+
+    out = []
+    for rule in schema.get("x-kubernetes-validations") or []:
+        env = celpy.Environment()
+        program = env.program(env.compile(rule["rule"]), functions={"find": _cel_find})
+        if not program.evaluate({"self": celpy.json_to_cel(value)}):
+            out.append(f"{where or '.'}: {rule['message']}")
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            child = (schema.get("properties") or {}).get(key) or schema.get("additionalProperties")
+            if isinstance(child, dict):
+                out += cel_violations(child, sub, f"{where}.{key}")
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, sub in enumerate(value):
+            out += cel_violations(schema["items"], sub, f"{where}[{i}]")
+    return out
+
+
+@pytest.fixture(scope="module")
+def overlay_schema() -> dict:
+    from stacks import conformance
+
+    root = conformance.schema_dir()
+    assert root is not None
+    ((_, schema),) = conformance.crd_schemas(root, "karpenter.sh", "v1alpha1", "NodeOverlay")
+    return schema
+
+
+@pytest.mark.schemas
+def test_every_rendered_node_overlay_passes_the_crds_cel_rules(render, overlay_schema):
+    overlays = objects(render, "NodeOverlay")
+    assert overlays
+    for name, overlay in overlays.items():
+        assert not cel_violations(overlay_schema, overlay), name
+
+
+@pytest.mark.schemas
+def test_the_cel_walk_catches_what_the_api_server_would_refuse(overlay_schema):
+    bad = {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": "bad"},
+        "spec": {
+            "requirements": [{"key": "karpenter.sh/other", "operator": "In", "values": ["x"]}],
+            "capacity": {"cpu": "1"},
+        },
+    }
+    found = cel_violations(overlay_schema, bad)
+    assert any("invalid resource restricted" in f for f in found), found
+    assert any('label domain "karpenter.sh" is restricted' in f for f in found), found
