@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stacks.config.pools import NodePoolSection
+from stacks.sharing import CONFIG_LABEL, config_name
 
 POOL_LABEL = "inference-platform.io/pool"
 ACCELERATOR_LABEL = "inference-platform.io/accelerator"
@@ -35,6 +36,9 @@ def pool_labels(pool: NodePoolSection) -> dict[str, str]:
         labels["nvidia.com/gpu.present"] = "true"
     if pool.efa:
         labels[EFA_LABEL] = "true"
+    if (config := config_name(pool)) is not None:
+        # The device plugin's config-manager reads this label to pick the node's sharing config.
+        labels[CONFIG_LABEL] = config
     return labels
 
 

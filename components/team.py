@@ -57,6 +57,8 @@ def resource_quota(team: str, namespace: str, quota: Quota, environment: str = "
             "hard": {
                 "requests.nvidia.com/gpu": str(quota.gpus),
                 "requests.aws.amazon.com/neuron": str(quota.neuron_devices),
+                "requests.nvidia.com/gpu.shared": str(quota.shared_gpus),
+                **{f"requests.nvidia.com/mig-{profile}": str(n) for profile, n in sorted(quota.mig_instances.items())},
                 "requests.cpu": quota.cpu,
                 "requests.memory": quota.memory,
                 "pods": str(quota.pods),

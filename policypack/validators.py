@@ -40,6 +40,7 @@ from stacks.guards import (
 )
 from stacks.hardware import catalog
 from stacks.resolved import scaling_adapter_name
+from stacks.sharing import CONFIG_LABEL, sharing_of_config
 
 Report = Callable[[str, str | None], None]
 
@@ -201,10 +202,17 @@ def pool_section(props: Mapping[str, Any]) -> NodePoolSection | None:
             families = list(req.get("values") or [])
     if not name or bool(types) == bool(families):
         return None  # no instance-type bound this check can reason about
+    section: dict[str, Any] = {
+        "name": name,
+        "accelerator": pool_accelerator(props),
+        "instanceTypes": types,
+        "instanceFamilies": families,
+    }
+    # A shared pool's nodes advertise slices, not GPUs: its device-plugin label says which.
+    if (sharing := sharing_of_config(labels.get(CONFIG_LABEL))) is not None:
+        section["gpuSharing"] = sharing
     try:
-        return NodePoolSection.model_validate(
-            {"name": name, "accelerator": pool_accelerator(props), "instanceTypes": types, "instanceFamilies": families}
-        )
+        return NodePoolSection.model_validate(section)
     except ValidationError:
         return None
 
@@ -239,6 +247,9 @@ def quota_limits(hard: Mapping[str, Any]) -> Requests:
         gpu=int(values["requests.nvidia.com/gpu"]) if values["requests.nvidia.com/gpu"] is not None else unlimited,
         neuron=int(values["requests.aws.amazon.com/neuron"])
         if values["requests.aws.amazon.com/neuron"] is not None
+        else unlimited,
+        gpu_shared=int(values["requests.nvidia.com/gpu.shared"])
+        if values["requests.nvidia.com/gpu.shared"] is not None
         else unlimited,
     )
 

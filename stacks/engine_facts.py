@@ -173,6 +173,9 @@ class EngineFacts:
     # How the engine keeps a CPU tier under its GPU KV cache (`models[].kvCacheOffload`); None: the
     # platform wires no KV-cache offload for it (the key is refused).
     kv_offload: KvOffload | None
+    # The GPU-sharing modes (`nodePools[].gpuSharing`: "timeSlicing", "mig") in which the platform can hold
+    # the engine to one slice (stacks/rules/sharing.py); empty: whole GPUs only.
+    gpu_sharing: tuple[str, ...]
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

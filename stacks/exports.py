@@ -114,6 +114,10 @@ def _pool_export(pool: ResolvedPool) -> dict[str, Any]:
         # Added within version 3, only on a snapshot pool: whether its image cache has fast snapshot
         # restore decides a team's image term (stacks/coldstart.py); absent: no cache.
         out["imageSnapshot"] = p.image_snapshot.model_dump(mode="json", by_alias=True)
+    if p.gpu_sharing is not None:
+        # Added within version 3, only on a shared pool: a team's replica there requests one slice
+        # (stacks/sharing.py) and is fitted and counted against its quota as one; absent: whole GPUs.
+        out["gpuSharing"] = p.gpu_sharing.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
 
 
@@ -156,13 +160,24 @@ def export_platform(view: PlatformView) -> dict[str, Any]:
     }
 
 
+def _quota_export(quota: Quota) -> dict[str, Any]:
+    """A team's quota as exported. Added within version 3: `sharedGpus` and `migInstances`, only when set,
+    so a platform that shares no GPUs exports what an older workloads stack reads."""
+    out = quota.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not quota.shared_gpus:
+        out.pop("sharedGpus", None)
+    if not quota.mig_instances:
+        out.pop("migInstances", None)
+    return out
+
+
 def _team_export(team: Team) -> dict[str, Any]:
     """What a team's stack reads of its declaration (its deployers stay with the platform)."""
     assert team.quota is not None
     out: dict[str, Any] = {
         "name": team.name,
         "namespaces": list(team.namespaces),
-        "quota": team.quota.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "quota": _quota_export(team.quota),
         "apiKeysSecret": team.api_keys_secret,
     }
     if team.litellm_models:

@@ -129,19 +129,22 @@ def image_pull(pool: NodePoolSection, types: Iterable[InstanceType]) -> str:
     return SOCI
 
 
+SOCI_NODE_CONFIG = (
+    "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true\n"
+)
+
+
+def mime_archive(parts: list[tuple[str, str]]) -> str:
+    """An AL2023 userData MIME multipart archive of (content type, body) parts, in order."""
+    body = "".join(f"--{MIME_BOUNDARY}\nContent-Type: {kind}\n\n{text}\n" for kind, text in parts)
+    return (
+        f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\n\n{body}--{MIME_BOUNDARY}--\n'
+    )
+
+
 def nodeadm_user_data() -> str:
     """The AL2023 EC2NodeClass userData of a SOCI pool: one MIME part, a NodeConfig enabling FastImagePull."""
-    node_config = (
-        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true\n"
-    )
-    return (
-        "MIME-Version: 1.0\n"
-        f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\n\n'
-        f"--{MIME_BOUNDARY}\n"
-        f"Content-Type: {NODEADM_CONTENT_TYPE}\n\n"
-        f"{node_config}\n"
-        f"--{MIME_BOUNDARY}--\n"
-    )
+    return mime_archive([(NODEADM_CONTENT_TYPE, SOCI_NODE_CONFIG)])
 
 
 def bottlerocket_user_data() -> str:

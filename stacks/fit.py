@@ -18,6 +18,7 @@ from .config.pools import NodePoolSection
 from .config.storage import StorageSection
 from .hardware import InstanceType, expand
 from .quantity import QuantityError, mebibytes, millicores
+from .sharing import MIG_RESOURCE_PREFIX, SHARED_RESOURCE, slice_resource, slices_per_node
 
 GIB = 1024  # MiB
 
@@ -33,6 +34,10 @@ class Requests:
     neuron: int = 0
     neuroncore: int = 0
     neurondevice: int = 0
+    # Slices of a shared GPU pool (stacks/sharing.py): time-sliced `nvidia.com/gpu.shared`, and MIG
+    # instances of the pool's one profile (`nvidia.com/mig-<profile>`).
+    gpu_shared: int = 0
+    mig: int = 0
 
     def __add__(self, other: Requests) -> Requests:
         return Requests(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True)))
@@ -46,9 +51,13 @@ class Requests:
             self.neuron,
             self.neuroncore,
             self.neurondevice,
+            self.gpu_shared,
+            self.mig,
         )
 
 
+# MIG instances of a pool's one profile, whatever the profile (`nvidia.com/mig-1g.10gb` on the pool).
+MIG_RESOURCE = f"{MIG_RESOURCE_PREFIX}<profile>"
 # Resource name -> (attribute, how to show a quantity of it).
 RESOURCES: dict[str, tuple[str, Callable[[int], str]]] = {
     "cpu": ("cpu_m", lambda v: f"{v}m"),
@@ -57,6 +66,8 @@ RESOURCES: dict[str, tuple[str, Callable[[int], str]]] = {
     "nvidia.com/gpu": ("gpu", str),
     "aws.amazon.com/neuron": ("neuron", str),
     "aws.amazon.com/neuroncore": ("neuroncore", str),
+    SHARED_RESOURCE: ("gpu_shared", str),
+    MIG_RESOURCE: ("mig", str),
 }
 
 
@@ -70,6 +81,8 @@ class Allocatable:
     neuron: int
     neuroncore: int
     pods: int
+    gpu_shared: int = 0
+    mig: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,17 +125,22 @@ def pods_and_memory(pool: NodePoolSection, itype: InstanceType) -> tuple[int, in
 
 
 def allocatable(pool: NodePoolSection, itype: InstanceType, overhead: Requests = Requests()) -> Allocatable:
-    """What a pod can request on a fresh node of this type, after the platform's DaemonSets."""
+    """What a pod can request on a fresh node of this type, after the platform's DaemonSets. On a shared
+    GPU pool its GPUs are advertised as slices only (the device plugin renames or partitions them all)."""
     pods, memory = pods_and_memory(pool, itype)
+    slices = slices_per_node(pool, itype)
+    shared = slice_resource(pool)
     return Allocatable(
         instance_type=itype.name,
         cpu_m=itype.alloc_cpu_m - overhead.cpu_m,
         memory_mib=memory - overhead.memory_mib,
         ephemeral_mib=ephemeral_mib(pool, itype) - overhead.ephemeral_mib,
-        gpu=itype.gpu_count,
+        gpu=0 if shared else itype.gpu_count,
         neuron=itype.neuron_devices,
         neuroncore=itype.neuron_cores,
         pods=pods,
+        gpu_shared=slices if shared == SHARED_RESOURCE else 0,
+        mig=slices if shared is not None and shared.startswith(MIG_RESOURCE_PREFIX) else 0,
     )
 
 
@@ -294,7 +312,8 @@ def daemonset_overhead(pool: NodePoolSection, platform: Installed | None = None)
 def container_resources(requests: Requests) -> dict[str, dict[str, str]]:
     """Kubernetes container resources: accelerators and memory with limits equal to requests
     (no overcommit of what a model cannot live without); no CPU limit, so a busy tokenizer is never
-    throttled."""
+    throttled. MIG instances are named by the pool's profile, which these requests do not carry: the
+    resolve step adds them (stacks/resolve/models.py `with_slices`)."""
     req = {
         "cpu": f"{requests.cpu_m}m",
         "memory": f"{requests.memory_mib}Mi",
@@ -303,7 +322,12 @@ def container_resources(requests: Requests) -> dict[str, dict[str, str]]:
     # No ephemeral-storage limit: an emptyDir model cache counts against it and would get the pod
     # evicted mid-download; the request still reserves the space on the node.
     lim = {"memory": req["memory"]}
-    for name, value in (("nvidia.com/gpu", requests.gpu), ("aws.amazon.com/neuron", requests.neuron)):
+    extended = [
+        ("nvidia.com/gpu", requests.gpu),
+        ("aws.amazon.com/neuron", requests.neuron),
+        (SHARED_RESOURCE, requests.gpu_shared),
+    ]
+    for name, value in extended:
         if value:
             req[name] = lim[name] = str(value)
     return {"requests": req, "limits": lim}
@@ -334,6 +358,7 @@ def requests_of(resources: Mapping[str, Mapping[str, object]]) -> Requests:
     def ext(name: str) -> int:
         return int(str(req.get(name) or lim.get(name) or 0))
 
+    migs = {str(k) for k in (*req, *lim) if str(k).startswith(MIG_RESOURCE_PREFIX)}
     return Requests(
         cpu_m=cpu_m_of(req.get("cpu", 0)),
         memory_mib=mib_of(req.get("memory", 0)),
@@ -341,6 +366,8 @@ def requests_of(resources: Mapping[str, Mapping[str, object]]) -> Requests:
         gpu=ext("nvidia.com/gpu"),
         neuron=ext("aws.amazon.com/neuron"),
         neuroncore=ext("aws.amazon.com/neuroncore"),
+        gpu_shared=ext(SHARED_RESOURCE),
+        mig=sum(ext(name) for name in migs),
     )
 
 
@@ -369,10 +396,11 @@ def fit(requests: Requests, pool: NodePoolSection, overhead: Requests = Requests
     """Which of the pool's instance types can hold one pod with these requests."""
     report = FitReport(pool=pool.name)
     refused = refusals(requests)
+    mig = slice_resource(pool) or MIG_RESOURCE
     for itype in pool_types(pool):
         alloc = allocatable(pool, itype, overhead)
         short = refused + [
-            Shortfall(name, show(getattr(requests, attr)), show(getattr(alloc, attr)))
+            Shortfall(mig if name == MIG_RESOURCE else name, show(getattr(requests, attr)), show(getattr(alloc, attr)))
             for name, (attr, show) in RESOURCES.items()
             if getattr(requests, attr) > getattr(alloc, attr)
         ]

@@ -15,6 +15,7 @@ from .fit import RESOURCES, Requests, Shortfall
 QUOTA_RESOURCES = {
     "requests.nvidia.com/gpu": "nvidia.com/gpu",
     "requests.aws.amazon.com/neuron": "aws.amazon.com/neuron",
+    "requests.nvidia.com/gpu.shared": "nvidia.com/gpu.shared",
     "requests.cpu": "cpu",
     "requests.memory": "memory",
 }

@@ -29,6 +29,7 @@ from .resolved import (
     ResolvedPool,
     ResolvedStack,
 )
+from .sharing import slice_resource
 
 COLUMNS = ("type", "cpu", "memory", "ephemeral", "gpu", "neuron", "neuroncore", "pods")
 UNITS = {"nvidia": "GPUs", "neuron": "Neuron devices"}
@@ -51,21 +52,23 @@ def _pool_lines(pool: ResolvedPool, models: tuple[ResolvedModel, ...] = ()) -> l
         f"  after DaemonSets ({', '.join(pool.daemonsets)}: cpu {pool.overhead.cpu_m}m, "
         f"memory {pool.overhead.memory_mib}Mi):",
     ]
-    rows: list[tuple[str, ...]] = [COLUMNS]
+    shared = slice_resource(p)
+    if shared is not None:
+        lines.insert(2, f"  GPUs shared: each node advertises {shared} (the slices column), no nvidia.com/gpu")
+    rows: list[tuple[str, ...]] = [COLUMNS + (("slices",) if shared else ())]
     for itype in pool.instance_types:
         a = allocatable(p, itype, pool.overhead)
-        rows.append(
-            (
-                a.instance_type,
-                f"{a.cpu_m}m",
-                f"{a.memory_mib}Mi",
-                f"{a.ephemeral_mib}Mi",
-                str(a.gpu),
-                str(a.neuron),
-                str(a.neuroncore),
-                str(a.pods),
-            )
+        row = (
+            a.instance_type,
+            f"{a.cpu_m}m",
+            f"{a.memory_mib}Mi",
+            f"{a.ephemeral_mib}Mi",
+            str(a.gpu),
+            str(a.neuron),
+            str(a.neuroncore),
+            str(a.pods),
         )
+        rows.append(row + ((str(a.gpu_shared or a.mig),) if shared else ()))
     return lines + (_table(rows) if len(rows) > 1 else ["    (no instance type the catalog knows)"])
 
 
@@ -85,7 +88,9 @@ def _tiers_json(pool: ResolvedPool) -> list[dict[str, Any]]:
 def _asked(pod: PodShape) -> str:
     r = pod.requests
     efa = pod.resources.get("requests", {}).get(EFA_RESOURCE)
-    return f"cpu {r.cpu_m}m, memory {r.memory_mib}Mi, gpu {r.gpu}, neuron {r.neuron}" + (f", efa {efa}" if efa else "")
+    slices = f", gpu slices {r.gpu_shared or r.mig}" if r.gpu_shared or r.mig else ""
+    asked = f"cpu {r.cpu_m}m, memory {r.memory_mib}Mi, gpu {r.gpu}, neuron {r.neuron}{slices}"
+    return asked + (f", efa {efa}" if efa else "")
 
 
 def fits(model: ResolvedModel, pod: PodShape) -> list[str]:
@@ -248,13 +253,17 @@ def plan(stack: ResolvedStack) -> str:
 
 
 def _requests_json(requests: Requests) -> dict[str, int]:
-    return {
+    out = {
         "cpuMillicores": requests.cpu_m,
         "memoryMiB": requests.memory_mib,
         "ephemeralMiB": requests.ephemeral_mib,
         "gpu": requests.gpu,
         "neuron": requests.neuron,
     }
+    if requests.gpu_shared or requests.mig:
+        # On a shared GPU pool only: the slices (nvidia.com/gpu.shared or nvidia.com/mig-<profile>) asked.
+        out["gpuSlices"] = requests.gpu_shared or requests.mig
+    return out
 
 
 def plan_json(stack: ResolvedStack) -> dict[str, Any]:

@@ -22,6 +22,8 @@ catalog.
 - KV-cache offload (`models[].kvCacheOffload`): the CPU tier is added to the pod's memory request
   and limit; a derived share first gives the node's tiers their room (engine_memory_mib), so the
   tier never eats the margin kept back for spikes.
+- shared GPU pools (`gpuSharing`, stacks/sharing.py): the pod requests one slice (`nvidia.com/gpu.shared`
+  or `nvidia.com/mig-<profile>`) instead of a GPU, and its cpu/memory share is per slice of the node.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .fit import GIB, Requests, daemonset_overhead, pool_types
 from .groups import per_node, replica_group
 from .hardware import InstanceType
 from .quantity import mebibytes, millicores
+from .sharing import SHARED_RESOURCE, slice_resource, slices_per_node
 
 BYTES_PER_PARAMETER = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 # Fraction of accelerator memory the weights may take; the rest is for the KV cache and activations.
@@ -90,10 +93,12 @@ def _share(model: ModelSection, pool: NodePoolSection) -> tuple[int, int]:
         types = accelerator_types(model, pool)
         if not types:
             return 0, 0  # no type holds the accelerators: the fit rule names that
+        # On a shared GPU pool a pod's accelerator is one slice: its share of the node is per slice.
+        units = {t.name: slices_per_node(pool, t) or t.accelerator_count for t in types}
         shares = [
             (
-                int((t.alloc_cpu_m - overhead.cpu_m) * MARGIN * pod_accelerators / t.accelerator_count),
-                int((t.alloc_memory_mib - overhead.memory_mib) * MARGIN * pod_accelerators / t.accelerator_count),
+                int((t.alloc_cpu_m - overhead.cpu_m) * MARGIN * pod_accelerators / units[t.name]),
+                int((t.alloc_memory_mib - overhead.memory_mib) * MARGIN * pod_accelerators / units[t.name]),
             )
             for t in types
         ]
@@ -186,12 +191,15 @@ def replica_requests(model: ModelSection, pool: NodePoolSection, storage: Storag
     if model.resources.cpu:
         cpu = millicores(model.resources.cpu)
     apr = per_node(model)
+    shared = slice_resource(pool)
     return Requests(
         cpu_m=cpu,
         memory_mib=mem,
         ephemeral_mib=_ephemeral(model, pool, storage),
-        gpu=apr if pool.accelerator == "nvidia" else 0,
+        gpu=apr if pool.accelerator == "nvidia" and shared is None else 0,
         neuron=apr if pool.accelerator == "neuron" else 0,
+        gpu_shared=apr if shared == SHARED_RESOURCE else 0,
+        mig=apr if shared is not None and shared != SHARED_RESOURCE else 0,
     )
 
 

@@ -68,6 +68,7 @@ TOY_FACTS = EngineFacts(
     compile_cache_env={},
     serving_role=None,
     kv_offload=None,
+    gpu_sharing=(),
 )
 TOY_DIALECT = Dialect(engine="Toy 1.2", owned={"--port": "sets the port"}, streamed={}, refused=None)
 

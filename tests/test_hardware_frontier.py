@@ -25,6 +25,15 @@ def problems(sections) -> list[str]:
     return [str(p) for p in exc.value.problems]
 
 
+def found(sections, key: str) -> list[str]:
+    """The problems at this key, if the stack is refused at all (an accepted stack has none)."""
+    try:
+        check_sections(sections, "us-west-2")
+    except ConfigError as exc:
+        return [str(p) for p in exc.problems if str(p).startswith(f"inference-platform:{key}: ")]
+    return []
+
+
 def at(sections, key: str) -> list[str]:
     return [p for p in problems(sections) if p.startswith(f"inference-platform:{key}: ")]
 
@@ -85,16 +94,27 @@ def test_a_pool_naming_p6e_gb200_is_refused_with_the_reason_and_catalogued_choic
     assert "UltraServer" in message and "p6-b300.48xlarge" in message and "instances-frontier.json" in message
 
 
-def test_a_g6f_pool_is_refused_because_karpenter_counts_no_gpu_on_it(dev):
+def test_a_g6f_pool_is_accepted_because_a_node_overlay_adds_the_gpu_karpenter_does_not_count(dev):
+    from components.capacity.nodepools import node_overlays
+    from stacks.config.pools import NodePoolSection
+
     dev["nodePools"][0]["instanceTypes"] = ["g6.xlarge", "g6f.4xlarge"]
-    [message] = at(dev, "nodePools[0].instanceTypes[1]")
-    assert "g6f.4xlarge 11.18 GiB" in message and "NodeOverlay" in message and "nvidia.com/gpu" in message
+    dev["models"][0]["parameters"] = "4B"
+    assert not found(dev, "nodePools[0].instanceTypes[1]")
+    [overlay] = node_overlays(NodePoolSection.model_validate(dev["nodePools"][0]))
+    assert overlay["spec"]["capacity"] == {"nvidia.com/gpu": "1"}, "only the g6f needs it; g6.xlarge's GPU is counted"
+    assert overlay["spec"]["requirements"][1]["values"] == ["g6f.4xlarge"]
 
 
-def test_a_g6f_family_is_refused_at_its_family_entry(dev):
+def test_a_g6f_family_pool_gets_an_overlay_for_every_size(dev):
+    from components.capacity.nodepools import node_overlays
+    from stacks.config.pools import NodePoolSection
+
     dev["nodePools"][0].pop("instanceTypes")
     dev["nodePools"][0]["instanceFamilies"] = ["g6f"]
-    assert len(at(dev, "nodePools[0].instanceFamilies[0]")) == 1
+    assert not found(dev, "nodePools[0].instanceFamilies[0]")
+    [overlay] = node_overlays(NodePoolSection.model_validate(dev["nodePools"][0]))
+    assert overlay["spec"]["requirements"][1]["values"] == ["g6f.large", "g6f.xlarge", "g6f.2xlarge", "g6f.4xlarge"]
 
 
 def test_the_weights_fit_rule_uses_the_fractional_gpu_memory(dev):

@@ -105,6 +105,7 @@ def test_the_platform_puts_each_teams_quota_and_limits_on_its_namespaces():
     assert quota["spec"]["hard"] == {
         "requests.nvidia.com/gpu": "4",
         "requests.aws.amazon.com/neuron": "6",
+        "requests.nvidia.com/gpu.shared": "0",
         "requests.cpu": "96",
         "requests.memory": "384Gi",
         "pods": "100",

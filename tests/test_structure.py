@@ -113,6 +113,7 @@ FLOOR = (
     "stacks.regions",
     "stacks.resolved",
     "stacks.tiers",
+    "stacks.sharing",
     "stacks.versions",
     "stacks.yamlread",
 )

@@ -5,7 +5,8 @@ device plugins those pools need.
 `Capacity` builds the Karpenter component (components/capacity/karpenter.py), applies the pure
 manifests of components/capacity/nodepools.py after the Karpenter release (which installs their
 CRDs), and installs the NVIDIA device plugin and the AWS Neuron chart only where some pool needs
-them (components/capacity/plugins.py), a CapacityBuffer per pool with `warmNodes` (its gate on), with the
+them (components/capacity/plugins.py), a CapacityBuffer per pool with `warmNodes` (its gate on), the
+NodeOverlays of shared-GPU and g6f pools (the nodeOverlay gate on), with the
 Neuron scheduler under the name the resolved stack
 gives Neuron pods (stacks/resolved.py NEURON_SCHEDULER). When some pool has `efa: true` it also
 installs the EFA device plugin and creates the EFA security group those pools' nodes carry beside the
@@ -31,12 +32,20 @@ from stacks.versions import chart, crd_source
 
 from ..k8s import register, release
 from .karpenter import Karpenter, KarpenterArgs
-from .nodepools import EFA_SECURITY_GROUP_TAG, capacity_buffer, ec2_node_class, node_pool, warm_pod_template
+from .nodepools import (
+    EFA_SECURITY_GROUP_TAG,
+    capacity_buffer,
+    ec2_node_class,
+    node_overlays,
+    node_pool,
+    warm_pod_template,
+)
 from .plugins import (
     efa_values,
     needs_capacity_buffer,
     needs_efa_plugin,
     needs_neuron_chart,
+    needs_node_overlay,
     needs_nvidia_plugin,
     needs_static_capacity,
     neuron_values,
@@ -88,6 +97,7 @@ class Capacity(pulumi.ComponentResource):
                 crd_chart=crd_source("karpenter", args.addons.karpenter.version).chart,
                 static_capacity=needs_static_capacity(args.pools),
                 capacity_buffer=needs_capacity_buffer(args.pools),
+                node_overlay=needs_node_overlay(args.pools),
                 provider=args.provider,
                 tags=args.tags,
                 service_webhook=args.service_webhook,
@@ -132,6 +142,9 @@ class Capacity(pulumi.ComponentResource):
                 )
                 for tier in resolved.tiers
             ]
+            for overlay in node_overlays(pool):
+                # Scoped to the pool by its name: Karpenter applies it to the pool's simulations once both exist.
+                register(overlay, after_crds, name=f"{name}-overlay-{overlay['metadata']['name']}")
         self._create_warm_nodes(name, args, after_crds)
 
     def _create_warm_nodes(self, name: str, args: CapacityArgs, after_crds: pulumi.ResourceOptions) -> None:
@@ -163,7 +176,7 @@ class Capacity(pulumi.ComponentResource):
                 chart("nvidia-device-plugin", addons.nvidia_device_plugin.version),
                 release_name="nvidia-device-plugin",
                 namespace="kube-system",
-                values=nvidia_values(),
+                values=nvidia_values(args.pools),
                 opts=k8s_opts,
                 service_webhook=args.service_webhook,
             )

@@ -32,17 +32,21 @@ import pulumi
 
 from stacks.config.pools import DisruptionBudget, NodePoolSection
 from stacks.fastpath import (
+    NODEADM_CONTENT_TYPE,
     SNAPSHOT,
     SOCI,
     SOCI_IOPS,
+    SOCI_NODE_CONFIG,
     SOCI_THROUGHPUT_MIBPS,
     STANDARD,
     WarmChunk,
     bottlerocket_user_data,
+    mime_archive,
     nodeadm_user_data,
 )
 from stacks.fit import pool_limits
 from stacks.resolved import KARPENTER_NAMESPACE, ResolvedPool
+from stacks.sharing import mig_partition_script, overlay_capacity, pool_types, slice_resource
 from stacks.tiers import PoolTier, pool_tiers
 
 from ..scheduling import POOL_LABEL, placement, pool_labels, pool_taints
@@ -96,6 +100,17 @@ def user_data(pool: NodePoolSection) -> str:
     return bottlerocket_user_data() if pool.ami_family == "bottlerocket" else nodeadm_user_data()
 
 
+def node_class_user_data(pool: NodePoolSection, image_pull: str) -> str | None:
+    """The EC2NodeClass userData: the SOCI part when the pool pulls with SOCI and, on an AL2023 MIG pool,
+    a shell-script part that partitions the GPUs (stacks/sharing.py `mig_partition_script`) in the same
+    MIME archive (Karpenter appends its own NodeConfig part to it). None: nothing to add."""
+    script = mig_partition_script(pool) if pool.ami_family == "al2023" else None
+    if script is None:
+        return user_data(pool) if image_pull == SOCI else None
+    parts = [(NODEADM_CONTENT_TYPE, SOCI_NODE_CONFIG)] if image_pull == SOCI else []
+    return mime_archive([*parts, ('text/x-shellscript; charset="us-ascii"', script)])
+
+
 def ec2_node_class(
     resolved: ResolvedPool, *, cluster: str, node_role: pulumi.Input[str], tags: dict[str, str]
 ) -> dict[str, Any]:
@@ -122,8 +137,8 @@ def ec2_node_class(
     }
     if pool.local_nvme == "raid0":
         spec["instanceStorePolicy"] = "RAID0"
-    if resolved.image_pull == SOCI:
-        spec["userData"] = user_data(pool)
+    if (data := node_class_user_data(pool, resolved.image_pull)) is not None:
+        spec["userData"] = data
     if resolved.network_interfaces:
         # Every node of the class gets this layout (Karpenter drops types it does not fit); efa-only
         # interfaces take no IPs, which is why the pool's pods per node drop (stacks/fit.py).
@@ -248,3 +263,39 @@ def capacity_buffer(pool: ResolvedPool) -> dict[str, Any]:
             "provisioningStrategy": "buffer.x-k8s.io/active-capacity",
         },
     }
+
+
+# ---- shared and fractional GPUs (`gpuSharing`, g6f) ------------------------------------------------------
+
+OVERLAY_API = "karpenter.sh/v1alpha1"
+
+
+def node_overlays(pool: NodePoolSection) -> list[dict[str, Any]]:
+    """Karpenter NodeOverlays (karpenter.sh/v1alpha1, behind the nodeOverlay gate) that tell Karpenter what
+    the pool's nodes will advertise beyond what EC2 reports: the slices of a shared pool
+    (`nvidia.com/gpu.shared` or `nvidia.com/mig-<profile>`, per node) and a g6f's one vGPU as
+    `nvidia.com/gpu`. One overlay per distinct capacity, scoped to the pool and the types it fits (its
+    `capacity` replaces a resource EC2 reported, so a g6f's 0 GPUs become 1). Without them Karpenter never
+    launches a node for a pod requesting a slice or a g6f's GPU."""
+    groups: dict[tuple[tuple[str, int], ...], list[str]] = {}
+    for itype in pool_types(pool):
+        capacity = overlay_capacity(pool, itype)
+        if capacity:
+            groups.setdefault(tuple(sorted(capacity.items())), []).append(itype.name)
+    kind = "gpu" if slice_resource(pool) is None else ("mig" if pool.gpu_sharing and pool.gpu_sharing.mig else "shared")
+    return [
+        {
+            "apiVersion": OVERLAY_API,
+            "kind": "NodeOverlay",
+            "metadata": {"name": f"{pool.name}-{kind}-{'-'.join(str(v) for _, v in capacity)}"},
+            "spec": {
+                "requirements": [
+                    # Every NodePool of the pool: its tiers too (capacityPreference), whose nodes are alike.
+                    {"key": "karpenter.sh/nodepool", "operator": "In", "values": [t.name for t in pool_tiers(pool)]},
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types},
+                ],
+                "capacity": {name: str(count) for name, count in capacity},
+            },
+        }
+        for capacity, types in groups.items()
+    ]

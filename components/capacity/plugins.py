@@ -12,8 +12,12 @@
   `efa: true`, which advertises `vpc.amazonaws.com/efa`. Its chart tolerates only CriticalAddonsOnly,
   so it gets the EFA pools' taints, and lands only on nodes labelled EFA_LABEL (its own affinity
   already limits it to EFA instance types).
+  With `gpuSharing` on some pool, its sharing config (`config.map`, one named config per distinct
+  sharing, the default whole GPUs) which the plugin's config-manager picks per node by the
+  `nvidia.com/device-plugin.config` label the pool's NodePool sets (stacks/sharing.py).
 - Karpenter: its `staticCapacity` feature gate (alpha, off in the chart) only when some pool is
-  static; `reservedCapacity` is on by default in chart 1.14.1 and left to it.
+  static; `nodeOverlay` (alpha) only when some pool renders a NodeOverlay (shared GPUs, g6f vGPUs);
+  `reservedCapacity` is on by default in chart 1.14.1 and left to it.
 """
 
 from __future__ import annotations
@@ -21,12 +25,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from stacks.config.addons import AddonsSection, Neuron
 from stacks.fit import daemonset_requests
 from stacks.naming import SYSTEM_NODE_LABEL
 from stacks.resolved import NEURON_SCHEDULER, ResolvedPool
+from stacks.sharing import DEFAULT_CONFIG, config_name, plugin_config
 
 from ..scheduling import ACCELERATOR_LABEL, EFA_LABEL, TAINT_KEYS, needs_nvidia_device_plugin, pool_taints
+from .nodepools import node_overlays
 
 if TYPE_CHECKING:  # annotations only: this module stays importable without the Pulumi SDK
     import pulumi
@@ -81,8 +89,31 @@ def _toleration(accelerator: str) -> dict[str, str]:
     return {"key": TAINT_KEYS[accelerator], "operator": "Exists", "effect": "NoSchedule"}
 
 
-def nvidia_values() -> dict[str, Any]:
+def needs_node_overlay(pools: Sequence[ResolvedPool]) -> bool:
+    """Some pool has a NodeOverlay (shared GPUs, or g6f vGPUs): Karpenter's nodeOverlay gate must be on."""
+    return any(node_overlays(p.config) for p in pools)
+
+
+def sharing_config(pools: Sequence[ResolvedPool]) -> dict[str, Any]:
+    """The device plugin's `config` values when some pool shares its GPUs (chart 0.20.0: `config.map` of
+    named configs, each a config file as text; `config.default` for nodes without the label): one config
+    per distinct sharing, picked per node by the pool's CONFIG_LABEL; none otherwise (whole GPUs, the
+    plugin's built-in defaults)."""
+    named = {name: p.config for p in pools if (name := config_name(p.config)) is not None}
+    if not named:
+        return {}
+    configs = {DEFAULT_CONFIG: plugin_config(None)} | {name: plugin_config(pool) for name, pool in named.items()}
     return {
+        "config": {
+            "map": {name: yaml.safe_dump(body, sort_keys=False) for name, body in configs.items()},
+            "default": DEFAULT_CONFIG,
+        }
+    }
+
+
+def nvidia_values(pools: Sequence[ResolvedPool] = ()) -> dict[str, Any]:
+    return {
+        **sharing_config(pools),
         # The AL2023 NVIDIA AMI has the driver at the host root; the plugin installs none.
         "nvidiaDriverRoot": "/",
         "gfd": {"enabled": False},
@@ -115,7 +146,12 @@ def neuron_values(addon: Neuron) -> dict[str, Any]:
 
 
 def karpenter_values(
-    *, cluster: str, queue: pulumi.Input[str], static_capacity: bool = False, capacity_buffer: bool = False
+    *,
+    cluster: str,
+    queue: pulumi.Input[str],
+    static_capacity: bool = False,
+    capacity_buffer: bool = False,
+    node_overlay: bool = False,
 ) -> dict[str, Any]:
     settings: dict[str, Any] = {"clusterName": cluster, "interruptionQueue": queue}
     # Helm merges this map into the chart's featureGates: the other gates keep their defaults. Both are
@@ -124,6 +160,8 @@ def karpenter_values(
     gates = {"staticCapacity": True} if static_capacity else {}
     if capacity_buffer:
         gates["capacityBuffer"] = True
+    if node_overlay:
+        gates["nodeOverlay"] = True
     if gates:
         settings["featureGates"] = gates
     return {

@@ -200,6 +200,8 @@ FACTS = EngineFacts(
     # Clients, the gateway and Prometheus reach the Frontend; only the graph's own pods reach the workers.
     serving_role="frontend",
     kv_offload=None,
+    # Not on shared GPUs: the Dynamo operator's workers request whole GPUs.
+    gpu_sharing=(),
 )
 API_VERSION = "nvidia.com/v1beta1"
 

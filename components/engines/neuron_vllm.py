@@ -89,6 +89,8 @@ FACTS = EngineFacts(
     serving_role=None,
     # vLLM's OffloadingConnector copies blocks with CUDA; NxD Inference on Neuron has no such tier wired.
     kv_offload=None,
+    # Neuron devices are not shared (gpuSharing is an NVIDIA pool's).
+    gpu_sharing=(),
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours

@@ -98,6 +98,9 @@ FACTS = EngineFacts(
     compile_cache_env={},
     serving_role=None,
     kv_offload=None,
+    # Not offered on shared GPUs: how it behaves within one slice (its memory sizing, its profiles) is not
+    # verified here; it runs on whole GPUs.
+    gpu_sharing=(),
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000

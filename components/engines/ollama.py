@@ -82,6 +82,9 @@ FACTS = EngineFacts(
     compile_cache_env={},
     serving_role=None,
     kv_offload=None,
+    # Not offered on shared GPUs: how it behaves within one slice (its memory sizing, its profiles) is not
+    # verified here; it runs on whole GPUs.
+    gpu_sharing=(),
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60

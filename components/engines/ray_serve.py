@@ -133,6 +133,8 @@ FACTS = EngineFacts(
     compile_cache_env={},
     serving_role=None,
     kv_offload=None,
+    # Not on shared GPUs: KubeRay's pods request whole GPUs (rayStartParams num-gpus).
+    gpu_sharing=(),
 )
 
 

@@ -165,6 +165,9 @@ FACTS = EngineFacts(
     kv_offload=KvOffload(
         "SGLang's hierarchical cache (--enable-hierarchical-cache --hicache-size)", in_shm=False, per_rank_gb=True
     ),
+    # A MIG instance is a GPU of its own to SGLang; not time-sliced: it sizes its KV pool from the memory
+    # free when it starts (--mem-fraction-static is of that), so a second server on the GPU starves.
+    gpu_sharing=("mig",),
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000

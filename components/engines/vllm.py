@@ -37,6 +37,7 @@ from stacks.engine_facts import (
     ModelFacts,
 )
 from stacks.metrics import Metric, Signal
+from stacks.sharing import engine_memory_fraction
 from stacks.versions import IMAGES, overridden
 
 from ..serving import aibrix
@@ -171,6 +172,9 @@ FACTS = EngineFacts(
     kv_offload=KvOffload(
         "vLLM's native OffloadingConnector (--kv-offloading-backend native)", in_shm=True, per_rank_gb=False
     ),
+    # A MIG instance is a GPU of its own to vLLM; on a time-sliced GPU the platform sets
+    # --gpu-memory-utilization, a per-instance fraction of the whole GPU (vLLM 0.29 config/cache.py).
+    gpu_sharing=("timeSlicing", "mig"),
 )
 
 
@@ -201,6 +205,10 @@ def served_args(spec: WorkloadSpec) -> list[str]:
         args += ["--max-model-len", str(m.max_model_len)]
     if m.trust_remote_code:
         args.append("--trust-remote-code")
+    if (fraction := engine_memory_fraction(spec.pool)) is not None:
+        # A time-sliced GPU isolates no memory: each replica's engine is held to its share of the GPU
+        # (vLLM's --gpu-memory-utilization is a per-instance fraction of the whole GPU, config/cache.py).
+        args += ["--gpu-memory-utilization", f"{fraction:g}"]
     return [*args, *(streamer.args() if spec.cache.stream_uri else [])]
 
 

@@ -162,6 +162,52 @@ class ImageSnapshot(Strict):
         return value
 
 
+# A MIG profile as NVIDIA names it: compute slices `g` and memory `gb` (e.g. `1g.10gb`, `3g.40gb`).
+MigProfileName = Annotated[str, StringConstraints(pattern=r"^[1-7]g\.[0-9]+gb$", max_length=16)]
+
+
+class TimeSlicing(Strict):
+    """The NVIDIA device plugin's time-slicing: each GPU advertised `replicas` times as
+    `nvidia.com/gpu.shared`; pods take turns on the whole GPU, with no memory or fault isolation."""
+
+    replicas: int = Field(
+        ge=2,
+        le=16,
+        description="Pods that share one GPU (2-16); each is advertised as one `nvidia.com/gpu.shared`. Time-slicing "
+        "isolates nothing: the platform caps each replica's engine at the GPU's memory divided by this (vLLM "
+        "`--gpu-memory-utilization`, SGLang `--mem-fraction-static`) and the fit rule checks the weights against that "
+        "share.",
+    )
+
+
+class Mig(Strict):
+    """Multi-Instance GPU: every GPU of the pool partitioned into instances of one profile, each a
+    hardware-isolated slice (its own compute, memory and cache) advertised as `nvidia.com/mig-<profile>`."""
+
+    profile: MigProfileName = Field(
+        description="The MIG profile every GPU of the pool is cut into (mig-parted's `all-<profile>` layout), e.g. "
+        "`1g.10gb` (7 per H100) or `3g.40gb` (2 per H100); it must be one the pool's GPU offers (A100, H100, H200, "
+        "B200: stacks/data/mig-profiles.json). A10G, L4 and L40S have no MIG.",
+    )
+
+
+class GpuSharing(Strict):
+    """How the pool's GPUs are shared among pods: time-slicing or MIG, exactly one."""
+
+    time_slicing: TimeSlicing | None = Field(
+        default=None, description="`{replicas: N}`: N pods per GPU, taking turns, no isolation."
+    )
+    mig: Mig | None = Field(
+        default=None, description="`{profile: 1g.10gb}`: each GPU cut into hardware-isolated MIG instances."
+    )
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> Self:
+        if (self.time_slicing is None) == (self.mig is None):
+            raise ValueError("give exactly one of timeSlicing ({replicas: 4}) or mig ({profile: 1g.10gb})")
+        return self
+
+
 class NodePoolSection(Strict):
     """One entry of `inference-platform:nodePools`: a Karpenter NodePool and EC2NodeClass that launch
     nodes on demand when a pod asks for the pool's devices, and remove them when empty."""
@@ -302,6 +348,15 @@ class NodePoolSection(Strict):
         description="A static pool (Karpenter static capacity, alpha): this many nodes run whatever the pods "
         "ask, never consolidated; turns on Karpenter's `staticCapacity` feature gate. Only `limits.nodes`, no "
         "`weight` and no consolidation settings; a pool cannot switch between static and dynamic in place.",
+    )
+
+    gpu_sharing: GpuSharing | None = Field(
+        default=None,
+        description="Share each GPU among pods (nvidia pools on AL2023): `{timeSlicing: {replicas: N}}` or "
+        "`{mig: {profile: 1g.10gb}}`. Models on the pool then request one slice (`nvidia.com/gpu.shared` or "
+        "`nvidia.com/mig-<profile>`, `acceleratorsPerReplica: 1`), a Karpenter NodeOverlay tells Karpenter how many "
+        "slices each type holds, and the device plugin gets the pool's sharing config through the node label "
+        "`nvidia.com/device-plugin.config`. Unset: whole GPUs.",
     )
 
     @model_validator(mode="after")

@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, StringConstraints, model_validator
 
 from .base import CpuQuantity, DnsLabel, KeyedError, MemoryQuantity, PositiveCpu, PositiveMemory, Strict
+from .pools import MigProfileName
 
 Role = Literal["all-in-one", "platform", "workloads"]
 Environment = Literal["dev", "staging", "prod"]
@@ -51,6 +52,20 @@ class Quota(Strict):
         le=100_000,
         description="Whole Neuron devices the team's pods may request in total "
         "(`requests.aws.amazon.com/neuron`); 0 allows none.",
+    )
+    shared_gpus: int = Field(
+        default=0,
+        ge=0,
+        le=100_000,
+        description="Time-sliced GPU slices the team's pods may request in total (`requests.nvidia.com/gpu.shared`, "
+        "one per replica on a `gpuSharing.timeSlicing` pool); 0 allows none.",
+    )
+    mig_instances: dict[MigProfileName, Annotated[int, Field(ge=0, le=100_000)]] = Field(
+        default_factory=dict,
+        max_length=16,
+        description="MIG instances the team's pods may request in total, per profile (`requests.nvidia.com/mig-"
+        "<profile>`, one per replica on a `gpuSharing.mig` pool), e.g. `{3g.40gb: 4}`. A ResourceQuota bounds only "
+        "the resources it names, so every MIG profile of the platform's pools must be listed (0 forbids it).",
     )
     cpu: CpuQuantity = Field(
         description="CPU the team's pods may request in total (`requests.cpu`): a Kubernetes quantity in cores or "

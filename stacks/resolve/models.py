@@ -19,6 +19,7 @@ from ..config.storage import StorageSection
 from ..config.teams import PLATFORM_CLIENTS
 from ..engine_facts import EngineFacts, ModelFacts
 from ..fastpath import SHARED_CACHES, image_key, shape_key
+from ..fit import Requests
 from ..groups import ReplicaGroup, replica_group
 from ..offload import picker_tier_blocks
 from ..resolved import (
@@ -43,6 +44,7 @@ from ..resolved import (
     Team,
     Wake,
 )
+from ..sharing import MIG_RESOURCE_PREFIX, slice_resource
 from ..sizing import replica_requests, tensor_parallel
 from .access import callers, key_secrets
 from .cache import model_cache
@@ -141,6 +143,34 @@ def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
             },
         )
         if p.pool
+        else p
+        for p in pods
+    )
+
+
+def pod_shapes(
+    model: ModelSection, pool: ResolvedPool, requests: Requests, group: ReplicaGroup
+) -> tuple[PodShape, ...]:
+    """The engine's pods for the model, with a multi-node group's EFA devices and a MIG pool's instances."""
+    pods = ENGINES[model.engine].pods(model, requests, group)
+    return with_slices(with_efa(pods, pool.efa_per_node if group.multi_node else 0), pool)
+
+
+def with_slices(pods: tuple[PodShape, ...], pool: ResolvedPool) -> tuple[PodShape, ...]:
+    """The pool's pods with their MIG instances requested and limited under the pool's profile
+    (`nvidia.com/mig-<profile>`, stacks/sharing.py); the pods unchanged elsewhere."""
+    resource = slice_resource(pool.config)
+    if resource is None or not resource.startswith(MIG_RESOURCE_PREFIX):
+        return pods
+    return tuple(
+        replace(
+            p,
+            resources={
+                part: {**values, resource: str(p.requests.mig)} if part in ("requests", "limits") else dict(values)
+                for part, values in p.resources.items()
+            },
+        )
+        if p.pool and p.requests.mig
         else p
         for p in pods
     )
@@ -259,7 +289,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         aibrix=view.addons.aibrix.enabled,
         group=group,
         requests=requests,
-        pods=with_efa(ENGINES[model.engine].pods(model, requests, group), pool.efa_per_node if group.multi_node else 0),
+        pods=pod_shapes(model, pool, requests, group),
         tensor_parallel=tensor,
         cache=cache,
         compile_cache=compiles,

@@ -32,6 +32,7 @@ from . import (  # noqa: F401  (each registers its rules)
     scaling,
     secrets,
     serving,
+    sharing,
     storage,
     streaming,
     tenancy,

@@ -19,6 +19,7 @@ from ..checks import rule, warning
 from ..errors import Problem
 from ..resolve.scaling import scaling_signal
 from ..resolved import ResolvedModel, ResolvedStack
+from ..sharing import slice_memory_gib, slices_per_node
 from ..sizing import WEIGHTS_FRACTION, weights
 from .groups import neuron_heads_split
 
@@ -63,6 +64,10 @@ def weights_fit_accelerator_memory(stack: ResolvedStack) -> Iterable[Problem]:
         types = [t for t in model.pool.instance_types if t.accelerator_count >= model.group.per_node]
         if w is None or not types or apr == 0:
             continue
+        pool = model.pool.config
+        if pool.gpu_sharing is not None:
+            yield from _weights_fit_a_slice(model, w.gib)
+            continue
         small = min(types, key=lambda t: t.memory_per_accelerator_gib)
         total = apr * small.memory_per_accelerator_gib
         usable = total * WEIGHTS_FRACTION
@@ -78,6 +83,31 @@ def weights_fit_accelerator_memory(stack: ResolvedStack) -> Iterable[Problem]:
                 f"{int(need)} accelerators per replica on a type that has them, larger accelerators, "
                 f"or a smaller dtype",
             )
+
+
+def _weights_fit_a_slice(model: ResolvedModel, weights_gib: float) -> Iterable[Problem]:
+    """On a shared GPU pool a replica holds one slice: a MIG instance's own memory, or a time-sliced GPU's
+    memory divided by the replicas sharing it (its engine is capped there: nothing else isolates it)."""
+    pool = model.pool.config
+    sliced = [(t, slice_memory_gib(pool, t)) for t in model.pool.instance_types if slices_per_node(pool, t)]
+    if not sliced:
+        return  # no type offers the slice: stacks/rules/sharing.py names that
+    small, memory = min(sliced, key=lambda pair: pair[1])
+    usable = memory * WEIGHTS_FRACTION
+    if weights_gib > usable:
+        sharing = pool.gpu_sharing
+        what = (
+            f"MIG {sharing.mig.profile} instance"
+            if sharing is not None and sharing.mig is not None
+            else f"1/{sharing.time_slicing.replicas if sharing and sharing.time_slicing else 1} of a time-sliced GPU"
+        )
+        yield Problem(
+            model.key("pool"),
+            f"weights do not fit a slice: {weights_gib:.1f} GiB of weights, but one slice of pool {pool.name} "
+            f"({what} on {small.name}) holds {memory:.1f} GiB, of which {WEIGHTS_FRACTION:.0%} ({usable:.1f} GiB) "
+            f"may hold weights. Use a larger MIG profile, fewer time-slicing replicas, a pool of whole GPUs, or a "
+            f"smaller dtype",
+        )
 
 
 @warning

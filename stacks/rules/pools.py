@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from ..checks import rule, warning
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
-from ..hardware import InstanceType, catalog, expand, families, uncatalogued
+from ..hardware import catalog, expand, families, uncatalogued
 from ..resolved import ResolvedStack
 from ..tiers import pool_tiers, tier_weights
 
@@ -114,39 +114,6 @@ def _uncatalogued(name: str, accelerator: str) -> str:
 
 def _newest(accelerator: str) -> list[str]:
     return [t.name for t in catalog().values() if t.accelerator == accelerator][-3:]
-
-
-def _karpenter_sees_no_gpu(pool: NodePoolSection) -> list[InstanceType]:
-    """The pool's types whose GPUs Karpenter does not count (g6f: EC2 reports a fractional GPU as 0)."""
-    return [t for t in expand(pool.instance_types, pool.instance_families) if t.gpu_count > t.karpenter_gpus]
-
-
-@rule
-def fractional_gpus_need_karpenter_to_count_them(stack: ResolvedStack) -> Iterable[Problem]:
-    """Karpenter v1.14 sizes a type from EC2's DescribeInstanceTypes: a g6f's fractional L4 is reported as
-    0 GPUs, so Karpenter gives it no nvidia.com/gpu capacity and never launches one for a pod that
-    requests a GPU, although the node's device plugin then advertises nvidia.com/gpu: 1. Only a NodeOverlay
-    (karpenter.sh/v1alpha1, behind the nodeOverlay feature gate) adding the capacity would change that,
-    and the platform renders none yet: refused, not left to pods that stay Pending."""
-    for i, pool in enumerate(stack.config.node_pools):
-        if pool.accelerator != "nvidia" or not (blind := _karpenter_sees_no_gpu(pool)):
-            continue
-        names = sorted({t.name for t in blind})
-        field, j = _where(pool, blind[0])
-        yield Problem(
-            key_path(["nodePools", i, field, j]),
-            f"{', '.join(names)} {'carries' if len(names) == 1 else 'carry'} a fraction of an L4 (NVIDIA vGPU: "
-            f"{', '.join(f'{t.name} {t.gpu_memory_gib:g} GiB' for t in blind)}) that EC2 reports as 0 GPUs, so "
-            f"Karpenter 1.14 gives the type no nvidia.com/gpu and never launches it for a GPU pod; the "
-            f"platform renders no NodeOverlay to add that capacity yet. Use whole-GPU types (g6.xlarge: one L4, "
-            f"22.35 GiB), or share a GPU another way",
-        )
-
-
-def _where(pool: NodePoolSection, itype: InstanceType) -> tuple[str, int]:
-    if itype.name in pool.instance_types:
-        return "instanceTypes", pool.instance_types.index(itype.name)
-    return "instanceFamilies", pool.instance_families.index(itype.family)
 
 
 @rule

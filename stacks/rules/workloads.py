@@ -22,7 +22,11 @@ from ..offload import tier_mib
 from ..quantity import mebibytes, millicores
 from ..resolved import ModelEntry, ResolvedStack
 
-QUOTA_KEYS = {"requests.nvidia.com/gpu": "gpus", "requests.aws.amazon.com/neuron": "neuronDevices"} | {
+QUOTA_KEYS = {
+    "requests.nvidia.com/gpu": "gpus",
+    "requests.aws.amazon.com/neuron": "neuronDevices",
+    "requests.nvidia.com/gpu.shared": "sharedGpus",
+} | {
     "requests.cpu": "cpu",
     "requests.memory": "memory",
 }
@@ -61,7 +65,11 @@ def quota_requests(stack: ResolvedStack) -> Requests | None:
     if quota is None:
         return None
     return Requests(
-        cpu_m=millicores(quota.cpu), memory_mib=mebibytes(quota.memory), gpu=quota.gpus, neuron=quota.neuron_devices
+        cpu_m=millicores(quota.cpu),
+        memory_mib=mebibytes(quota.memory),
+        gpu=quota.gpus,
+        neuron=quota.neuron_devices,
+        gpu_shared=quota.shared_gpus,
     )
 
 
