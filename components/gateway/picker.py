@@ -21,8 +21,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
-from stacks.resolved import Endpoint, GatewayParent
+from stacks.resolved import (
+    FAIRNESS_HEADER,
+    FAIRNESS_HEADER_ALIAS,
+    OBJECTIVE_HEADERS,
+    Endpoint,
+    FlowLimits,
+    GatewayParent,
+)
 from stacks.versions import Image
 
 from .routing import EG_API, REQUEST_TIMEOUT, service_grant
@@ -63,7 +72,55 @@ def _image(image: Image) -> dict[str, str]:
     return {"registry": registry, "repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
 
 
+# With flow control both strategies run a config of the platform's own: the chart's default file has no
+# `featureGates` or `flowControl`. prefix-cache's mirrors the chart's default profile.
+FLOW_CONTROL_CONFIG = "flow-control.yaml"
+# The flow-control gate (pkg/epp/flowcontrol/config.go FeatureGate) and the fairness policy that serves
+# the clients' queues in turn (a Beta plugin, cmd/epp/runner/runner.go): the default,
+# global-strict-fairness-policy, takes the oldest request of any queue, which is no fairness.
+FLOW_CONTROL_GATE = "flowControl"
+ROUND_ROBIN_FAIRNESS = "round-robin-fairness-policy"
+
+
+def _flow_control(limits: FlowLimits) -> dict[str, Any]:
+    """The `flowControl:` block (apix/config/v1alpha1 FlowControlConfig at v0.10.0). One priority band is
+    in use (no InferenceObjective resolves in standalone mode), so the global caps and the default band's
+    are the same bounds; quantities as strings, as the type's examples write them."""
+    bounds = {"maxBytes": f"{limits.max_queued_mib}Mi", "maxRequests": str(limits.max_requests)}
+    return {
+        **bounds,
+        "defaultRequestTTL": f"{limits.queue_timeout_seconds}s",
+        "defaultPriorityBand": {"priority": 0, **bounds, "fairnessPolicyRef": ROUND_ROBIN_FAIRNESS},
+    }
+
+
+def picker_config(engine_type: str, metrics_path: str, prefix: bool, limits: FlowLimits | None) -> dict[str, Any]:
+    """The EndpointPickerConfig the picker runs: the queue and KV-cache scorers (and the prefix scorer for
+    prefix-cache, weights as the chart's default profile), reading the pods' metrics on their path."""
+    extractor: dict[str, Any] = {"type": "core-metrics-extractor"}
+    if engine_type != "vllm":
+        extractor["parameters"] = {"defaultEngine": engine_type}
+    scorers = [("queue-scorer", 2), ("kv-cache-utilization-scorer", 2), *([("prefix-cache-scorer", 3)] * prefix)]
+    source = {"scheme": "http", "path": metrics_path, "insecureSkipVerify": False}
+    config: dict[str, Any] = {"apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig"}
+    if limits is not None:
+        config["featureGates"] = [FLOW_CONTROL_GATE]
+    config["plugins"] = [
+        *({"type": name} for name, _ in scorers),
+        {"type": "metrics-data-source", "parameters": source},
+        extractor,
+        *([{"type": ROUND_ROBIN_FAIRNESS}] if limits is not None else []),
+    ]
+    config["schedulingProfiles"] = [
+        {"name": "default", "plugins": [{"pluginRef": name, "weight": weight} for name, weight in scorers]}
+    ]
+    if limits is not None:
+        config["flowControl"] = _flow_control(limits)
+    return config
+
+
 def _load_config(engine_type: str, metrics_path: str) -> str:
+    # Written as text since before flow control: its ConfigMap's bytes stay as they were.
     extractor = "- type: core-metrics-extractor\n"
     if engine_type != "vllm":
         extractor += f"  parameters:\n    defaultEngine: {engine_type}\n"
@@ -121,7 +178,13 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
             }
         },
     }
-    if routing.strategy == "load":
+    if routing.flow_control is not None:
+        config = picker_config(
+            routing.engine_type, metrics_path, routing.strategy == "prefix-cache", routing.flow_control
+        )
+        epp["pluginsConfigFile"] = FLOW_CONTROL_CONFIG
+        epp["pluginsCustomConfig"] = {FLOW_CONTROL_CONFIG: yaml.safe_dump(config, sort_keys=False)}
+    elif routing.strategy == "load":
         epp["pluginsConfigFile"] = LOAD_CONFIG
         epp["pluginsCustomConfig"] = {LOAD_CONFIG: _load_config(routing.engine_type, metrics_path)}
     return {
@@ -147,10 +210,43 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
     }
 
 
+def fairness_script(limits: FlowLimits) -> str:
+    """The Lua the route runs before its picker: the fairness id is the authenticated client id the
+    auth filter wrote, over whatever the client sent (under either header name the picker reads), and
+    the objective headers go: no InferenceObjective resolves in standalone mode (v0.10.0
+    cmd/epp/runner/runner.go starts no CRD reconciler with --endpoint-selector), so a client's
+    objective would only name a priority the platform never set."""
+    removed = "".join(f'  headers:remove("{h}")\n' for h in (FAIRNESS_HEADER_ALIAS, *OBJECTIVE_HEADERS))
+    return (
+        "function envoy_on_request(request_handle)\n"
+        "  local headers = request_handle:headers()\n"
+        f'  local client = headers:get("{limits.client_header}")\n'
+        f"{removed}"
+        "  if client then\n"
+        f'    headers:replace("{FAIRNESS_HEADER}", client)\n'
+        "  else\n"
+        f'    headers:remove("{FAIRNESS_HEADER}")\n'
+        "  end\n"
+        "end\n"
+    )
+
+
 def extension_policy(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     """The model's route calls its picker for every request. The picker rewrites bodies in streamed
     chunks, so both directions are FullDuplexStreamed, which the CRD allows only with failOpen: false:
-    with the picker down, the route answers 5xx rather than routing blind."""
+    with the picker down, the route answers 5xx rather than routing blind.
+
+    With flow control, a Lua filter first writes the fairness id. Not a route's RequestHeaderModifier:
+    Envoy applies a route's header additions in its router filter, after every ext_proc, so the picker
+    would never see them. Envoy Gateway v1.9.0 orders Lua (13) after api_key_auth (7) and jwt_authn (10)
+    and before ext_proc (100+) (internal/xds/translator/httpfilters.go), and enables both on this route
+    alone."""
+    routing = served.routing
+    lua = (
+        {"lua": [{"type": "Inline", "inline": fairness_script(routing.flow_control)}]}
+        if routing is not None and routing.flow_control is not None
+        else {}
+    )
     return {
         "apiVersion": EG_API,
         "kind": "EnvoyExtensionPolicy",
@@ -174,6 +270,7 @@ def extension_policy(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
                     "failOpen": False,
                 }
             ],
+            **lua,
         },
     }
 
