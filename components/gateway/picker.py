@@ -31,6 +31,7 @@ from stacks.resolved import (
     Endpoint,
     FlowLimits,
     GatewayParent,
+    RoutePicking,
 )
 from stacks.versions import Image
 
@@ -146,6 +147,25 @@ def _load_config(engine_type: str, metrics_path: str) -> str:
     )
 
 
+def _config_file(routing: RoutePicking, metrics_path: str) -> dict[str, Any]:
+    """The config the picker runs when not the chart's default profile: the platform's own with flow
+    control, or load's; empty for prefix-cache without flow control."""
+    assert routing.engine_type is not None
+    if routing.flow_control is not None:
+        prefix = routing.strategy == "prefix-cache"
+        config = picker_config(routing.engine_type, metrics_path, prefix, routing.flow_control)
+        return {
+            "pluginsConfigFile": FLOW_CONTROL_CONFIG,
+            "pluginsCustomConfig": {FLOW_CONTROL_CONFIG: yaml.safe_dump(config, sort_keys=False)},
+        }
+    if routing.strategy == "load":
+        return {
+            "pluginsConfigFile": LOAD_CONFIG,
+            "pluginsCustomConfig": {LOAD_CONFIG: _load_config(routing.engine_type, metrics_path)},
+        }
+    return {}
+
+
 def values(served: Endpoint, image: Image) -> dict[str, Any]:
     """llm-d-router-standalone values for one model's picker (every key under `router:`, the library
     chart's alias)."""
@@ -178,15 +198,7 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
             }
         },
     }
-    if routing.flow_control is not None:
-        config = picker_config(
-            routing.engine_type, metrics_path, routing.strategy == "prefix-cache", routing.flow_control
-        )
-        epp["pluginsConfigFile"] = FLOW_CONTROL_CONFIG
-        epp["pluginsCustomConfig"] = {FLOW_CONTROL_CONFIG: yaml.safe_dump(config, sort_keys=False)}
-    elif routing.strategy == "load":
-        epp["pluginsConfigFile"] = LOAD_CONFIG
-        epp["pluginsCustomConfig"] = {LOAD_CONFIG: _load_config(routing.engine_type, metrics_path)}
+    epp.update(_config_file(routing, metrics_path))
     return {
         "router": {
             "modelServers": {
