@@ -6,7 +6,8 @@ the dashboards and alert rules read.
 Sources (names and units as each project's own code/docs spell them at the pinned versions):
 - The llm-d router's endpoint picker v0.10.0 (`docs/metrics.md`, prefix `llm_d_epp_`, on its own
   port 9090): request counts, errored requests (label `error_code`), the scheduler's end-to-end
-  latency in seconds, ready endpoints.
+  latency in seconds, ready endpoints; with flow control, its outcomes, queue size, queue wait and
+  stale endpoints (section "Flow control").
 - DCGM exporter: `DCGM_FI_DEV_GPU_UTIL` is a percentage 0-100; neuron-monitor's
   `neuroncore_utilization_ratio` is a 0-1 fraction.
 - kube-state-metrics v2.18.0 (the kube-state-metrics 7.1.0 chart kube-prometheus-stack 81.6.2 pins):
@@ -54,6 +55,41 @@ PICKER_METRICS: dict[str, Metric] = {
     "errors": Metric("llm_d_epp_request_error_total", "counter", "requests", "requests it errored"),
     "scheduling": Metric("llm_d_epp_scheduler_e2e_duration_seconds", "histogram", "s", "time to pick an endpoint"),
     "ready": Metric("llm_d_epp_ready_endpoints", "gauge", "endpoints", "ready endpoints it picks from"),
+}
+
+# The endpoint picker's flow control (models[].routing.flowControl; exposed only with the gate on), by
+# signal: llm-d-router v0.10.0 docs/metrics.md "Flow control". `outcome` is Dispatched, RejectedCapacity
+# (queue full: 429), RejectedNoEndpoints (no pod: 503), RejectedOther, EvictedTTL (waited past the
+# timeout: 429, 503 with no pod), EvictedContextCancelled, EvictedOther.
+FLOW_CONTROL_METRICS: dict[str, Metric] = {
+    "outcomes": Metric(
+        "llm_d_epp_flow_control_requests_total",
+        "counter",
+        "requests",
+        "requests by their flow-control outcome",
+        labels=("outcome", "priority", "inference_pool"),
+    ),
+    "queued": Metric(
+        "llm_d_epp_flow_control_queue_size",
+        "gauge",
+        "requests",
+        "requests held in the queue",
+        labels=("fairness_id", "priority", "inference_pool", "model_name", "target_model_name"),
+    ),
+    "queue_wait": Metric(
+        "llm_d_epp_flow_control_request_queue_duration_seconds",
+        "histogram",
+        "s",
+        "time from enqueue to outcome",
+        labels=("fairness_id", "priority", "outcome", "inference_pool", "model_name", "target_model_name"),
+    ),
+    "stale_endpoints": Metric(
+        "llm_d_epp_flow_control_stale_endpoints",
+        "gauge",
+        "endpoints",
+        "pods whose metrics are missing or stale, read as saturated",
+        labels=("detector",),
+    ),
 }
 
 # Accelerator exporters, by accelerator.

@@ -116,6 +116,7 @@ PLATFORM_SUFFIXES = {
     "-ingress": "NetworkPolicy",
     "-slo": "PrometheusRule",
     "-scaling": "PrometheusRule",
+    "-fairness": "PrometheusRule",
     "-kpa": "PodAutoscaler",
     "-hpa": "PodAutoscaler",
     "-apa": "PodAutoscaler",

@@ -292,6 +292,28 @@ class MeasuredRevision:
 PICKER_ENGINE_LABEL = "llm-d.ai/engine-type"
 
 
+# The llm-d router's flow-control headers (pkg/epp/metadata/consts.go at v0.10.0): the fairness id (one
+# queue per value; absent: every request shares `default-flow`) and the objective (a priority, resolved
+# through an InferenceObjective), each with the deprecated alias the picker still reads. The gateway
+# writes the fairness id from the authenticated client and strips the rest: a client picks neither its
+# queue nor its priority.
+FAIRNESS_HEADER = "x-llm-d-inference-fairness-id"
+FAIRNESS_HEADER_ALIAS = "x-gateway-inference-fairness-id"
+OBJECTIVE_HEADERS = ("x-llm-d-inference-objective", "x-gateway-inference-objective")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowLimits:
+    """`models[].routing.flowControl` resolved: the picker's queue bounds, and the header the gateway writes
+    the authenticated client id into (`gateway.rateLimit.clientHeader`, or its default), which the route
+    copies into FAIRNESS_HEADER."""
+
+    queue_timeout_seconds: int
+    max_requests: int
+    max_queued_mib: int
+    client_header: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class RoutePicking:
     """`models[].routing` resolved: the strategy and, when an endpoint picker serves it, the llm-d
@@ -305,6 +327,8 @@ class RoutePicking:
     # With `prefix-cache` on a model with a KV-cache CPU tier: the picker's prefix blocks the tier holds
     # per pod (stacks/offload.py), for a second prefix index that remembers what left the GPU; None: none.
     cpu_tier_blocks: int | None = None
+    # The picker's flow control; None: off (and always None without a picker).
+    flow_control: FlowLimits | None = None
 
     @property
     def picker(self) -> bool:

@@ -21,9 +21,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.offload import PICKER_BLOCK_TOKENS
-from stacks.resolved import Endpoint, GatewayParent, RoutePicking
+from stacks.resolved import (
+    FAIRNESS_HEADER,
+    FAIRNESS_HEADER_ALIAS,
+    OBJECTIVE_HEADERS,
+    Endpoint,
+    FlowLimits,
+    GatewayParent,
+    RoutePicking,
+)
 from stacks.versions import Image
 
 from .routing import EG_API, REQUEST_TIMEOUT, service_grant
@@ -69,28 +79,103 @@ def _image(image: Image) -> dict[str, str]:
     return {"registry": registry, "repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"}
 
 
-def _data_source(engine_type: str, metrics_path: str) -> str:
+# With flow control both strategies run a config of the platform's own: the chart's default file has no
+# `featureGates` or `flowControl`. prefix-cache's mirrors the chart's default profile.
+FLOW_CONTROL_CONFIG = "flow-control.yaml"
+# The flow-control gate (pkg/epp/flowcontrol/config.go FeatureGate) and the fairness policy that serves
+# the clients' queues in turn (a Beta plugin, cmd/epp/runner/runner.go): the default,
+# global-strict-fairness-policy, takes the oldest request of any queue, which is no fairness.
+FLOW_CONTROL_GATE = "flowControl"
+ROUND_ROBIN_FAIRNESS = "round-robin-fairness-policy"
+
+
+def _flow_control(limits: FlowLimits) -> dict[str, Any]:
+    """The `flowControl:` block (apix/config/v1alpha1 FlowControlConfig at v0.10.0). One priority band is
+    in use (no InferenceObjective resolves in standalone mode), so the global caps and the default band's
+    are the same bounds; quantities as strings, as the type's examples write them."""
+    bounds = {"maxBytes": f"{limits.max_queued_mib}Mi", "maxRequests": str(limits.max_requests)}
+    return {
+        **bounds,
+        "defaultRequestTTL": f"{limits.queue_timeout_seconds}s",
+        "defaultPriorityBand": {"priority": 0, **bounds, "fairnessPolicyRef": ROUND_ROBIN_FAIRNESS},
+    }
+
+
+def _cpu_tier(cpu_blocks: int) -> list[dict[str, Any]]:
+    """A second approximate prefix index for the KV-cache CPU tier and its scorer (llm-d-router v0.10.0
+    docs, approx-prefix-cache-producer "multiple named instances ... for tiered caching";
+    prefix-cache-scorer's `prefixMatchInfoProducerName`). The GPU index keeps the default name (the
+    conditional-decode gate reads it, RELEASE-NOTES #1288) and auto-tunes from the pods' metrics; the CPU
+    one is sized by hand (the engines export no CPU-tier block metrics), to the blocks the tier holds."""
+    return [
+        {"type": "approx-prefix-cache-producer"},
+        {
+            "name": CPU_PRODUCER,
+            "type": "approx-prefix-cache-producer",
+            "parameters": {
+                "autoTune": False,
+                "blockSizeTokens": PICKER_BLOCK_TOKENS,
+                "lruCapacityPerServer": cpu_blocks,
+            },
+        },
+        {
+            "name": CPU_SCORER,
+            "type": "prefix-cache-scorer",
+            "parameters": {"prefixMatchInfoProducerName": CPU_PRODUCER},
+        },
+    ]
+
+
+def picker_config(
+    engine_type: str, metrics_path: str, prefix: bool, limits: FlowLimits | None, cpu_blocks: int | None = None
+) -> dict[str, Any]:
+    """The EndpointPickerConfig the picker runs: the queue and KV-cache scorers (and the prefix scorer for
+    prefix-cache, weights as the chart's default profile), reading the pods' metrics on their path; with
+    a KV-cache CPU tier, its own prefix index and scorer (a CPU hit saves the prefill but costs a
+    host-to-GPU copy: it weighs 2 to the GPU hit's 3, a platform choice); with flow control, the gate, the
+    fair policy and the `flowControl:` block."""
+    extractor: dict[str, Any] = {"type": "core-metrics-extractor"}
+    if engine_type != "vllm":
+        extractor["parameters"] = {"defaultEngine": engine_type}
+    scorers = [("queue-scorer", 2), ("kv-cache-utilization-scorer", 2), *([("prefix-cache-scorer", 3)] * prefix)]
+    tier = _cpu_tier(cpu_blocks) if prefix and cpu_blocks is not None else []
+    source = {"scheme": "http", "path": metrics_path, "insecureSkipVerify": False}
+    config: dict[str, Any] = {"apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig"}
+    if limits is not None:
+        config["featureGates"] = [FLOW_CONTROL_GATE]
+    config["plugins"] = [
+        *({"type": name} for name, _ in scorers),
+        *tier,
+        {"type": "metrics-data-source", "parameters": source},
+        extractor,
+        *([{"type": ROUND_ROBIN_FAIRNESS}] if limits is not None else []),
+    ]
+    weights = [*scorers, *([(CPU_SCORER, 2)] if tier else [])]
+    config["schedulingProfiles"] = [
+        {"name": "default", "plugins": [{"pluginRef": name, "weight": weight} for name, weight in weights]}
+    ]
+    if limits is not None:
+        config["flowControl"] = _flow_control(limits)
+    return config
+
+
+def _load_config(engine_type: str, metrics_path: str) -> str:
+    # Written as text since before flow control: its ConfigMap's bytes stay as they were.
     extractor = "- type: core-metrics-extractor\n"
     if engine_type != "vllm":
         extractor += f"  parameters:\n    defaultEngine: {engine_type}\n"
     return (
+        "apiVersion: llm-d.ai/v1alpha1\n"
+        "kind: EndpointPickerConfig\n"
+        "plugins:\n"
+        "- type: queue-scorer\n"
+        "- type: kv-cache-utilization-scorer\n"
         "- type: metrics-data-source\n"
         "  parameters:\n"
         "    scheme: http\n"
         f"    path: {metrics_path}\n"
         "    insecureSkipVerify: false\n"
         f"{extractor}"
-    )
-
-
-def _load_config(engine_type: str, metrics_path: str) -> str:
-    return (
-        "apiVersion: llm-d.ai/v1alpha1\n"
-        "kind: EndpointPickerConfig\n"
-        "plugins:\n"
-        "- type: queue-scorer\n"
-        "- type: kv-cache-utilization-scorer\n"
-        f"{_data_source(engine_type, metrics_path)}"
         "schedulingProfiles:\n"
         "- name: default\n"
         "  plugins:\n"
@@ -101,58 +186,20 @@ def _load_config(engine_type: str, metrics_path: str) -> str:
     )
 
 
-def _tiered_config(engine_type: str, metrics_path: str, cpu_blocks: int) -> str:
-    """The chart's prefix-cache profile plus a second approximate prefix index for the KV-cache CPU tier
-    (llm-d-router v0.10.0 docs, approx-prefix-cache-producer "multiple named instances ... for tiered
-    caching"; prefix-cache-scorer's `prefixMatchInfoProducerName`). The GPU index keeps the default
-    name (the conditional-decode gate reads it, RELEASE-NOTES #1288) and auto-tunes from the pods'
-    metrics; the CPU one is sized by hand (the engines export no CPU-tier block metrics), to the blocks
-    the tier holds. A CPU hit saves the prefill but costs a host-to-GPU copy: it weighs 2 to the GPU
-    hit's 3 (a platform choice)."""
-    return (
-        "apiVersion: llm-d.ai/v1alpha1\n"
-        "kind: EndpointPickerConfig\n"
-        "plugins:\n"
-        "- type: queue-scorer\n"
-        "- type: kv-cache-utilization-scorer\n"
-        "- type: approx-prefix-cache-producer\n"
-        f"- name: {CPU_PRODUCER}\n"
-        "  type: approx-prefix-cache-producer\n"
-        "  parameters:\n"
-        "    autoTune: false\n"
-        f"    blockSizeTokens: {PICKER_BLOCK_TOKENS}\n"
-        f"    lruCapacityPerServer: {cpu_blocks}\n"
-        "- type: prefix-cache-scorer\n"
-        f"- name: {CPU_SCORER}\n"
-        "  type: prefix-cache-scorer\n"
-        "  parameters:\n"
-        f"    prefixMatchInfoProducerName: {CPU_PRODUCER}\n"
-        f"{_data_source(engine_type, metrics_path)}"
-        "schedulingProfiles:\n"
-        "- name: default\n"
-        "  plugins:\n"
-        "  - pluginRef: queue-scorer\n"
-        "    weight: 2\n"
-        "  - pluginRef: kv-cache-utilization-scorer\n"
-        "    weight: 2\n"
-        "  - pluginRef: prefix-cache-scorer\n"
-        "    weight: 3\n"
-        f"  - pluginRef: {CPU_SCORER}\n"
-        "    weight: 2\n"
-    )
-
-
-def _profile(routing: RoutePicking, metrics_path: str) -> dict[str, Any]:
-    """The picker's config file when it is not the chart's own prefix-cache profile."""
+def _config_file(routing: RoutePicking, metrics_path: str) -> dict[str, Any]:
+    """The config the picker runs when not the chart's default profile: the platform's own with flow
+    control or a KV-cache CPU tier, or load's; empty for a plain prefix-cache."""
     assert routing.engine_type is not None
+    prefix = routing.strategy == "prefix-cache"
+    if routing.flow_control is not None or (prefix and routing.cpu_tier_blocks is not None):
+        name = FLOW_CONTROL_CONFIG if routing.flow_control is not None else TIERED_CONFIG
+        config = picker_config(routing.engine_type, metrics_path, prefix, routing.flow_control, routing.cpu_tier_blocks)
+        return {"pluginsConfigFile": name, "pluginsCustomConfig": {name: yaml.safe_dump(config, sort_keys=False)}}
     if routing.strategy == "load":
         return {
             "pluginsConfigFile": LOAD_CONFIG,
             "pluginsCustomConfig": {LOAD_CONFIG: _load_config(routing.engine_type, metrics_path)},
         }
-    if routing.cpu_tier_blocks is not None:
-        tiered = _tiered_config(routing.engine_type, metrics_path, routing.cpu_tier_blocks)
-        return {"pluginsConfigFile": TIERED_CONFIG, "pluginsCustomConfig": {TIERED_CONFIG: tiered}}
     return {}
 
 
@@ -188,7 +235,7 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
             }
         },
     }
-    epp |= _profile(routing, metrics_path)
+    epp.update(_config_file(routing, metrics_path))
     return {
         "router": {
             "modelServers": {
@@ -212,10 +259,43 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
     }
 
 
+def fairness_script(limits: FlowLimits) -> str:
+    """The Lua the route runs before its picker: the fairness id is the authenticated client id the
+    auth filter wrote, over whatever the client sent (under either header name the picker reads), and
+    the objective headers go: no InferenceObjective resolves in standalone mode (v0.10.0
+    cmd/epp/runner/runner.go starts no CRD reconciler with --endpoint-selector), so a client's
+    objective would only name a priority the platform never set."""
+    removed = "".join(f'  headers:remove("{h}")\n' for h in (FAIRNESS_HEADER_ALIAS, *OBJECTIVE_HEADERS))
+    return (
+        "function envoy_on_request(request_handle)\n"
+        "  local headers = request_handle:headers()\n"
+        f'  local client = headers:get("{limits.client_header}")\n'
+        f"{removed}"
+        "  if client then\n"
+        f'    headers:replace("{FAIRNESS_HEADER}", client)\n'
+        "  else\n"
+        f'    headers:remove("{FAIRNESS_HEADER}")\n'
+        "  end\n"
+        "end\n"
+    )
+
+
 def extension_policy(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
     """The model's route calls its picker for every request. The picker rewrites bodies in streamed
     chunks, so both directions are FullDuplexStreamed, which the CRD allows only with failOpen: false:
-    with the picker down, the route answers 5xx rather than routing blind."""
+    with the picker down, the route answers 5xx rather than routing blind.
+
+    With flow control, a Lua filter first writes the fairness id. Not a route's RequestHeaderModifier:
+    Envoy applies a route's header additions in its router filter, after every ext_proc, so the picker
+    would never see them. Envoy Gateway v1.9.0 orders Lua (13) after api_key_auth (7) and jwt_authn (10)
+    and before ext_proc (100+) (internal/xds/translator/httpfilters.go), and enables both on this route
+    alone."""
+    routing = served.routing
+    lua = (
+        {"lua": [{"type": "Inline", "inline": fairness_script(routing.flow_control)}]}
+        if routing is not None and routing.flow_control is not None
+        else {}
+    )
     return {
         "apiVersion": EG_API,
         "kind": "EnvoyExtensionPolicy",
@@ -239,6 +319,7 @@ def extension_policy(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:
                     "failOpen": False,
                 }
             ],
+            **lua,
         },
     }
 

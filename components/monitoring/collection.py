@@ -17,7 +17,7 @@ from stacks.engine_facts import EngineFacts
 # What each node exporter asks for on every accelerator node: defined with the fit check's DaemonSet
 # overhead (stacks/fit.py), so Karpenter's packing and the fit rule count the same figures.
 from stacks.fit import EXPORTER_REQUESTS
-from stacks.metrics import Metric, custom_metric, seconds_in
+from stacks.metrics import FLOW_CONTROL_METRICS, Metric, custom_metric, seconds_in
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL, scanner_waivers
 from stacks.resolved import (
     LITELLM_NAMESPACE,
@@ -449,6 +449,78 @@ def slo_rules(model: ModelSection, served: ResolvedModel) -> list[dict[str, Any]
             }
         )
     return rules
+
+
+# Flow-control outcomes worth an operator's look: (alert, outcome, severity, what the client saw, the fix).
+_SHED = (
+    (
+        "FlowControlQueueFull",
+        "RejectedCapacity",
+        "warning",
+        "429: the picker's queue was full",
+        "raise routing.flowControl.maxRequests or maxQueuedMiB, or add replicas",
+    ),
+    (
+        "FlowControlQueueTimeout",
+        "EvictedTTL",
+        "warning",
+        "429 after waiting routing.flowControl.queueTimeoutSeconds in the queue",
+        "add replicas, or lengthen the timeout",
+    ),
+    (
+        "FlowControlNoEndpoints",
+        "RejectedNoEndpoints",
+        "critical",
+        "503: the model had no pod to send to",
+        "check the model's pods and its scaling",
+    ),
+)
+
+
+def _shed_rate(outcomes: Metric, selector: str, outcome: str) -> str:
+    matchers = f'{selector},outcome="{outcome}"'
+    return f"sum(rate({outcomes.series(matchers)}[5m])) > 0"
+
+
+def flow_control_rules(served: Endpoint) -> list[dict[str, Any]]:
+    """Alerts on the picker's flow control (its own metrics, scraped by the picker's PodMonitor with the
+    model's label): requests shed because the queue was full, because they waited too long, or because no
+    pod exists, and pods whose stale metrics make the picker hold every request (it reads them as
+    saturated, fail-closed). None without flow control."""
+    if served.routing is None or served.routing.flow_control is None:
+        return []
+    m, selector = FLOW_CONTROL_METRICS, model_filter(served)
+    rules = [
+        {
+            "alert": alert,
+            "expr": _shed_rate(m["outcomes"], selector, outcome),
+            "for": "10m" if severity == "warning" else "5m",
+            "labels": {"severity": severity, "model": served.name},
+            "annotations": {
+                "summary": f"{served.name}: the endpoint picker is shedding requests ({outcome})",
+                "description": f"Clients get {seen}; {fix}.",
+            },
+        }
+        for alert, outcome, severity, seen, fix in _SHED
+    ]
+    rules.append(
+        {
+            "alert": "FlowControlStaleEndpoints",
+            "expr": f"max({m['stale_endpoints'].series(selector)}) > 0",
+            "for": "5m",
+            "labels": {"severity": "warning", "model": served.name},
+            "annotations": {
+                "summary": f"{served.name}: the endpoint picker cannot read some pods' metrics",
+                "description": "Pods with missing or stale metrics count as saturated, so requests queue behind "
+                "them; check the engine's metrics path and port and the picker's network policy.",
+            },
+        }
+    )
+    return rules
+
+
+def flow_control_prometheus_rule(served: Endpoint) -> dict[str, Any] | None:
+    return rule_group(served, "fairness", flow_control_rules(served))
 
 
 def rule_group(served: Endpoint, suffix: str, rules: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ from .autoscaling import scaling_dashboard, scaling_prometheus_rule
 from .collection import (
     MONITORING_NAMESPACE,
     dcgm_exporter_values,
+    flow_control_prometheus_rule,
     litellm_pod_monitor,
     monitoring_storage_class,
     neuron_monitor,
@@ -180,6 +181,7 @@ class Monitoring(pulumi.ComponentResource):
             for maybe in (
                 pod_monitor(served),
                 picker_pod_monitor(served),
+                flow_control_prometheus_rule(served),
                 prometheus_rule(served.config, served),
                 scaling_prometheus_rule(served, args.images),
                 dashboard_configmap(f"scaling-{served.name}", board, served.namespace) if board else None,

@@ -43,7 +43,7 @@ def stack_key(field: str) -> str:
     """snake_case attribute -> the stack file's camelCase key, with unit suffixes as the contract
     spells them (root_volume_gib -> rootVolumeGiB, throughput_per_tib -> throughputPerTiB)."""
     key = to_camel(field)
-    for wrong, right in (("Gib", "GiB"), ("Tib", "TiB"), ("Mibps", "MiBps")):
+    for wrong, right in (("Gib", "GiB"), ("Tib", "TiB"), ("Mibps", "MiBps"), ("Mib", "MiB")):
         if key.endswith(wrong):
             key = key[: -len(wrong)] + right
     return key

@@ -68,6 +68,10 @@ class Tls(Strict):
         return self
 
 
+# Where the gateway writes the authenticated client id when `rateLimit` does not name a header.
+DEFAULT_CLIENT_HEADER = "x-client-id"
+
+
 class RateLimit(Strict):
     """Per-client request limit. The client id header is set by the gateway from the authenticated
     identity (API-key client name or the JWT `sub`), so a client cannot pick its own bucket."""
@@ -78,7 +82,7 @@ class RateLimit(Strict):
         description="Requests each authenticated client may make per minute on each route, counted per Envoy replica.",
     )
     client_header: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]+$", max_length=64)] = Field(
-        default="x-client-id",
+        default=DEFAULT_CLIENT_HEADER,
         description="Header the gateway writes the client id into (the API key's name, or the JWT `sub`) and "
         "counts by; lower case.",
     )

@@ -456,6 +456,36 @@ class Autoscaling(Strict):
         return self.owner == "keda" and self.min_replicas == 0
 
 
+class FlowControl(Strict):
+    """The endpoint picker's flow control (llm-d router v0.10.0 `featureGates: [flowControl]`): requests
+    wait in the picker in one queue per authenticated client, served round robin between clients, and are
+    shed when the queue is full or a request waits too long, instead of piling onto busy engines."""
+
+    queue_timeout_seconds: int = Field(
+        default=60,
+        ge=1,
+        le=1800,
+        description="How long a request may wait in the picker's queue before it is shed with 429 (503 when the "
+        "model has no pod at all): the picker's `flowControl.defaultRequestTTL` (upstream default 60s); at most "
+        "the route's 30-minute request timeout.",
+    )
+    max_requests: int = Field(
+        default=1000,
+        ge=1,
+        le=5000,
+        description="Requests the picker holds queued at once, over all clients (`flowControl.maxRequests` and the "
+        "band's `maxRequests`; upstream: unlimited globally, 5000 per band); one more is refused with 429.",
+    )
+    max_queued_mib: int = Field(
+        default=1024,
+        ge=16,
+        le=3072,
+        description="Bytes of request bodies the picker holds queued, in MiB (`flowControl.maxBytes` and the band's "
+        "`maxBytes`; upstream: unlimited globally, 1G per band). Bounded under the picker's 4 GiB memory limit, "
+        "which its in-flight requests also use.",
+    )
+
+
 class Routing(Strict):
     """How the front door picks a pod of the model for each request (on its own authenticated route)."""
 
@@ -467,6 +497,13 @@ class Routing(Strict):
         "KV-cache use and the prompt prefix they likely cache (its chart's default profile); `load`: the picker's "
         "queue and KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). "
         "`round-robin`: no picker, Envoy's round robin over the pods (any engine).",
+    )
+    flow_control: FlowControl | None = Field(
+        default=None,
+        description="Fair queues in the endpoint picker (prefix-cache or load routing; not round-robin, and not a "
+        "model that scales to zero through the KEDA interceptor): one queue per authenticated client (the API "
+        "key's name or the JWT `sub`, which the gateway writes over anything the client sent), served round robin, "
+        "bounded in size and wait. Unset: no flow control, requests go straight to a pod.",
     )
 
 

@@ -14,6 +14,7 @@ from components.engines import ENGINES
 from ..architectures import architecture
 from ..coldstart import await_seconds, budget, compile_job_deadline, estimate, first_start, probe_allowance
 from ..config.addons import AddonsSection
+from ..config.gateway import DEFAULT_CLIENT_HEADER, GatewaySection
 from ..config.models import Autoscaling, ModelSection
 from ..config.storage import StorageSection
 from ..config.teams import PLATFORM_CLIENTS
@@ -33,6 +34,7 @@ from ..resolved import (
     READER_SERVICE_ACCOUNT,
     AheadCompile,
     ColdStartEstimate,
+    FlowLimits,
     GatewayParent,
     ModelCache,
     ModelEntry,
@@ -113,19 +115,43 @@ def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> s
     return picking_and_reason(model, facts, routed)[0]
 
 
-def route_picking(model: ModelSection, facts: EngineFacts, routed: bool) -> dict[str, Any]:
+def route_picking(model: ModelSection, facts: EngineFacts, routed: bool, client_header: str) -> dict[str, Any]:
     """The model's routing with the llm-d router's name for its engine and the reason, and the reason
     alone where none is resolved (`routing_reason`: Envoy Gateway's balancing, or no route); a picker
     strategy on an engine the picker cannot read has none (engine_type None), which the routing rule
-    refuses."""
+    refuses. Flow control only where a picker runs (the flow-control rule refuses it elsewhere)."""
     strategy, reason = picking_and_reason(model, facts, routed)
     picking = None
     if strategy == "round-robin":
         picking = RoutePicking(strategy=strategy, engine_type=None, reason=reason)
     elif strategy is not None:
         tier = picker_tier_blocks(model, architecture(model)) if strategy == "prefix-cache" else None
-        picking = RoutePicking(strategy=strategy, engine_type=facts.picker_engine, reason=reason, cpu_tier_blocks=tier)
+        picking = RoutePicking(
+            strategy=strategy,
+            engine_type=facts.picker_engine,
+            reason=reason,
+            cpu_tier_blocks=tier,
+            flow_control=flow_limits(model, client_header) if facts.picker_engine else None,
+        )
     return {"routing": picking, "routing_reason": reason}
+
+
+def client_header(gateway: GatewaySection) -> str:
+    """The header the gateway writes the authenticated client id into (the API key's name, the JWT `sub`)."""
+    return gateway.rate_limit.client_header if gateway.rate_limit else DEFAULT_CLIENT_HEADER
+
+
+def flow_limits(model: ModelSection, client_header: str) -> FlowLimits | None:
+    """`routing.flowControl` with the header the gateway writes the authenticated client id into."""
+    fc = model.routing.flow_control if model.routing is not None else None
+    if fc is None:
+        return None
+    return FlowLimits(
+        queue_timeout_seconds=fc.queue_timeout_seconds,
+        max_requests=fc.max_requests,
+        max_queued_mib=fc.max_queued_mib,
+        client_header=client_header,
+    )
 
 
 def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
@@ -299,7 +325,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         first_start_estimate=first,
         allowance=allowance,
         await_seconds=await_seconds(model, allowance),
-        **route_picking(model, facts, routed),
+        **route_picking(model, facts, routed, client_header(view.gateway)),
         **scaler_fields(entry, warm),
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))

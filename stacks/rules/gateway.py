@@ -15,6 +15,7 @@ from components.engines import ENGINES
 from ..checks import rule, warning
 from ..config import StackConfig
 from ..errors import Problem, key_path
+from ..resolve.scaling import through_interceptor
 from ..resolved import PICKER_HEADER, WAKE_HEADER, ResolvedStack
 
 
@@ -139,6 +140,39 @@ def routing_needs_the_route(stack: ResolvedStack) -> Iterable[Problem]:
                 key_path(["models", i, "routing"]),
                 "routing applies to the model's gateway route, and expose: false gives it none; set expose: true, "
                 "or remove routing",
+            )
+
+
+@rule
+def flow_control_needs_a_picker_and_a_client(stack: ResolvedStack) -> Iterable[Problem]:
+    """Flow control runs in the endpoint picker, and its fair queues are keyed by the authenticated
+    client: without a picker (round-robin, or a model the KEDA interceptor wakes, whose requests it
+    forwards to the Service past any picker) there is no queue, and without authentication every request
+    lands in the one `default-flow` queue, which is no fairness at all."""
+    auth = stack.platform.gateway.auth
+    for entry in stack.entries:
+        routing = entry.config.routing
+        if routing is None or routing.flow_control is None:
+            continue
+        key = entry.key("routing", "flowControl")
+        if routing.strategy == "round-robin":
+            why = (
+                "its requests go through the KEDA HTTP add-on's interceptor, which forwards to the model's Service "
+                "past any picker (it scales to zero)"
+                if through_interceptor(entry.config, entry.facts)
+                else "routing.strategy round-robin runs no picker"
+            )
+            yield Problem(
+                key,
+                f"flow control queues requests in the endpoint picker, and {why}; remove routing.flowControl, or "
+                "route through a picker (strategy prefix-cache or load, with minReplicas of at least 1 and a gauge "
+                "signal)",
+            )
+        elif auth == "none":
+            yield Problem(
+                key,
+                "flow control keeps one fair queue per authenticated client, and gateway.auth is none, so every "
+                "request would share one queue; set gateway.auth to apiKey or jwt, or remove routing.flowControl",
             )
 
 
