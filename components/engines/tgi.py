@@ -22,6 +22,7 @@ from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, En
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
+from . import tracing
 from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
 from .workload import HF_TOKEN_KEY, HOME, EngineContainer, platform_model, server_pods
 from .workload import manifests as workload_manifests
@@ -124,6 +125,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         args += ["--quantize", m.tgi.quantize]
     if m.trust_remote_code:
         args.append("--trust-remote-code")
+    args += tracing.tgi_args(spec.served.tracing, spec.served.name)
     mounts = []
     if m.secrets.hugging_face_token:
         mounts.append(

@@ -31,7 +31,7 @@ from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
 from ..serving import aibrix
-from . import group, streamer
+from . import group, streamer, tracing
 from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
 from .workload import ENGINE_UID, HOME, EngineContainer, platform_model, security_context, server_pods
 from .workload import manifests as workload_manifests
@@ -218,13 +218,19 @@ def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
     return EngineContainer(
         init_containers=streamer.image_check(spec, ENGINE_UID),
         command=["vllm", "serve"],
-        args=[*served_args(spec), *group_args(spec, headless=headless), *lora_args],
+        args=[
+            *served_args(spec),
+            *group_args(spec, headless=headless),
+            *lora_args,
+            *tracing.vllm_args(spec.served.tracing),
+        ],
         env=[
             # Usage stats phone home by default; a platform does not.
             {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
             {"name": "DO_NOT_TRACK", "value": "1"},
             *([{"name": "VLLM_ASSETS_CACHE", "value": ASSETS_CACHE}] if spec.cache.stream_uri else []),
             *lora_env,
+            *(tracing.sdk_env(spec.served.tracing, spec.served.name) if spec.served.tracing else []),
         ],
         volumes=volumes,
         volume_mounts=mounts,

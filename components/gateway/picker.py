@@ -22,9 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
-from stacks.resolved import Endpoint, GatewayParent
+from stacks.resolved import Endpoint, GatewayParent, TraceExport
 from stacks.versions import Image
 
+from ..engines import tracing as engine_tracing
 from .routing import EG_API, REQUEST_TIMEOUT, service_grant
 
 # The picker's gRPC ext_proc port: routerlib values `epp.extProcPort` and the Service's
@@ -89,9 +90,10 @@ def _load_config(engine_type: str, metrics_path: str) -> str:
     )
 
 
-def values(served: Endpoint, image: Image) -> dict[str, Any]:
+def values(served: Endpoint, image: Image, tracing: TraceExport | None = None) -> dict[str, Any]:
     """llm-d-router-standalone values for one model's picker (every key under `router:`, the library
-    chart's alias)."""
+    chart's alias). With tracing, the chart's `router.tracing` (templates/_deployment.yaml: `--tracing=true`
+    and the OTEL_* variables) sends the picker's spans to the platform's collector."""
     routing = served.routing
     assert routing is not None and routing.engine_type is not None, "only a picked model has a picker"
     metrics_path = served.metrics_path or "/metrics"
@@ -143,7 +145,19 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
             # token, as it does the engines; `<model>-picker-ingress` admits only the scraper's
             # namespace to the metrics port.
             "monitoring": {"prometheus": {"auth": {"enabled": False}}},
+            # The chart's default is off: said only when on, so a stack without tracing renders as before.
+            **({"tracing": picker_tracing(tracing)} if tracing else {}),
         }
+    }
+
+
+def picker_tracing(tracing: TraceExport) -> dict[str, Any]:
+    """`router.tracing` of the v0.10.0 chart: the collector with the platform's sampler (the chart sets
+    OTEL_TRACES_SAMPLER and its argument from `sampling`)."""
+    return {
+        "enabled": True,
+        "otelExporterEndpoint": tracing.endpoint,
+        "sampling": {"sampler": engine_tracing.SAMPLER, "samplerArg": engine_tracing.ratio(tracing.sampling_ratio)},
     }
 
 

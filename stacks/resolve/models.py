@@ -45,6 +45,7 @@ from ..sizing import replica_requests, tensor_parallel
 from .access import callers, key_secrets
 from .cache import model_cache
 from .scaling import scaling_signal, through_interceptor
+from .tracing import trace_export
 
 
 def model_entry(index: int, model: ModelSection, addons: AddonsSection, team: Team | None) -> ModelEntry:
@@ -254,6 +255,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         service_account=READER_SERVICE_ACCOUNT,
         scaler=model.autoscaling.owner,
         aibrix=view.addons.aibrix.enabled,
+        tracing=trace_export(view.addons.tracing) if model.tracing else None,
         group=group,
         requests=requests,
         pods=with_efa(ENGINES[model.engine].pods(model, requests, group), pool.efa_per_node if group.multi_node else 0),
