@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from components.engines import tracing as engine_tracing
+from components.engines.workload import otel_sdk_env, tgi_trace_args, vllm_trace_args
 from components.gateway.routing import envoy_proxy, sampling_fraction
 from components.tracing import collector_config, collector_objects
 from stacks.config.addons import TracingAddon
-from stacks.resolve.tracing import EXPORTING_ENGINES, NO_EXPORT, trace_export
+from stacks.resolve.tracing import trace_export
 from stacks.versions import PLATFORM_IMAGES
 
 ON = TracingAddon.model_validate({"enabled": True, "endpoint": "http://tempo.tempo.svc:4317", "samplingRatio": 0.05})
@@ -50,16 +50,18 @@ def test_the_gateway_samples_at_the_configured_ratio_and_exports_to_the_collecto
 def test_vllm_and_tgi_export_to_the_collector_parent_based() -> None:
     export = trace_export(ON)
     assert export is not None
-    assert engine_tracing.vllm_args(export) == ["--otlp-traces-endpoint", export.endpoint]
-    assert engine_tracing.tgi_args(export, "m")[:2] == ["--otlp-endpoint", export.endpoint]
-    env = {e["name"]: e["value"] for e in engine_tracing.sdk_env(export, "m")}
+    assert vllm_trace_args(export) == ["--otlp-traces-endpoint", export.endpoint]
+    assert tgi_trace_args(export, "m")[:2] == ["--otlp-endpoint", export.endpoint]
+    env = {e["name"]: e["value"] for e in otel_sdk_env(export, "m")}
     assert env["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio" and env["OTEL_TRACES_SAMPLER_ARG"] == "0.05"
 
 
-def test_every_engine_either_exports_or_says_why_not() -> None:
+def test_only_vllm_and_tgi_export_traces_and_the_others_say_why() -> None:
     from components.engines import ENGINES
 
-    assert set(ENGINES) == EXPORTING_ENGINES | set(NO_EXPORT), "a new engine must be classified for tracing"
+    exporting = {name for name, spec in ENGINES.items() if spec.no_traces is None}
+    assert exporting == {"vllm", "tgi"}, "the engines whose pinned image exports OTLP"
+    assert "tracing" in (ENGINES["sglang"].no_traces or ""), "SGLang's refusal names its missing extra"
 
 
 def test_no_tracing_when_the_addon_is_off() -> None:

@@ -31,9 +31,18 @@ from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
 from ..serving import aibrix
-from . import group, streamer, tracing
+from . import group, streamer
 from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
-from .workload import ENGINE_UID, HOME, EngineContainer, platform_model, security_context, server_pods
+from .workload import (
+    ENGINE_UID,
+    HOME,
+    EngineContainer,
+    otel_sdk_env,
+    platform_model,
+    security_context,
+    server_pods,
+    vllm_trace_args,
+)
 from .workload import manifests as workload_manifests
 
 # The v1 engine's series (vllm/v1/metrics/loggers.py at 0.29; NIM 2.0.12 passes them through at
@@ -222,7 +231,7 @@ def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
             *served_args(spec),
             *group_args(spec, headless=headless),
             *lora_args,
-            *tracing.vllm_args(spec.served.tracing),
+            *vllm_trace_args(spec.served.tracing),
         ],
         env=[
             # Usage stats phone home by default; a platform does not.
@@ -230,7 +239,7 @@ def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
             {"name": "DO_NOT_TRACK", "value": "1"},
             *([{"name": "VLLM_ASSETS_CACHE", "value": ASSETS_CACHE}] if spec.cache.stream_uri else []),
             *lora_env,
-            *(tracing.sdk_env(spec.served.tracing, spec.served.name) if spec.served.tracing else []),
+            *(otel_sdk_env(spec.served.tracing, spec.served.name) if spec.served.tracing else []),
         ],
         volumes=volumes,
         volume_mounts=mounts,
@@ -253,6 +262,7 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
 
 
 SPEC = EngineSpec(
+    no_traces=None,
     facts=FACTS,
     model_facts=model_facts,
     pods=server_pods,

@@ -25,7 +25,7 @@ from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.resolved import Endpoint, GatewayParent, TraceExport
 from stacks.versions import Image
 
-from ..engines import tracing as engine_tracing
+from ..engines.workload import OTEL_SAMPLER, sampling_arg
 from .routing import EG_API, REQUEST_TIMEOUT, service_grant
 
 # The picker's gRPC ext_proc port: routerlib values `epp.extProcPort` and the Service's
@@ -157,7 +157,7 @@ def picker_tracing(tracing: TraceExport) -> dict[str, Any]:
     return {
         "enabled": True,
         "otelExporterEndpoint": tracing.endpoint,
-        "sampling": {"sampler": engine_tracing.SAMPLER, "samplerArg": engine_tracing.ratio(tracing.sampling_ratio)},
+        "sampling": {"sampler": OTEL_SAMPLER, "samplerArg": sampling_arg(tracing.sampling_ratio)},
     }
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from components.engines import ENGINES
+
 from ..checks import rule
 from ..errors import Problem
-from ..resolve.tracing import EXPORTING_ENGINES, NO_EXPORT
 from ..resolved import ResolvedStack
 
 
@@ -18,12 +19,12 @@ def traced_engines_export(stack: ResolvedStack) -> Iterable[Problem]:
         return
     for entry in stack.entries:
         engine = entry.config.engine
-        if not entry.config.tracing or engine in EXPORTING_ENGINES:
+        why = ENGINES[engine].no_traces
+        if not entry.config.tracing or why is None:
             continue
-        why = NO_EXPORT.get(engine, f"engine {engine} has no OTLP export the platform knows of")
         yield Problem(
             entry.key("tracing"),
-            f"addons.tracing is on but {why}, so this model's spans would be missing from every trace; set "
-            f"tracing: false on this model (the gateway and its picker still trace its requests), or serve it "
-            f"with vllm or tgi",
+            f"addons.tracing is on but engine {engine}: {why}, so this model's spans would be missing from "
+            "every trace; set tracing: false on this model (the gateway and its picker still trace its "
+            "requests), or serve it with vllm or tgi",
         )
