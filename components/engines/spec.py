@@ -88,7 +88,7 @@ class EngineSpec:
     warnings: Callable[[ModelEntry, ResolvedStack], Iterable[Problem]]
     # Why its pinned image cannot export OpenTelemetry spans (`addons.tracing` refuses the model, quoting
     # this, until `models[].tracing: false`); None: it exports (components/engines/workload.py otel_*).
-    no_traces: str | None = "its pinned image documents no OTLP trace export"
+    no_traces: str | None
 
 
 def no_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
