@@ -47,6 +47,7 @@ from .storage.component import ModelStorage, ModelStorageArgs
 from .team import stack_record
 from .team_access import team_kubeconfig
 from .tenancy import TeamTenancy, TeamTenancyArgs
+from .tracing import Collector, CollectorArgs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +132,7 @@ class InferencePlatform(pulumi.ComponentResource):
             self._litellm_keys(name, wiring)
             self._benchmarks(name, wiring)
             self._monitoring(name, wiring)
+            self._tracing(name, wiring)
             self._export_platform(wiring)
         self.register_outputs(self.outputs)
 
@@ -458,6 +460,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 picker_chart=chart("llm-d-router-standalone"),
                 picker_image=stack.images.images.get("endpoint-picker"),
                 service_webhook=wiring.load_balancer,
+                tracing=stack.tracing,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -510,6 +513,24 @@ class InferencePlatform(pulumi.ComponentResource):
                     *wiring.namespaces.values(),
                     *(s for v in wiring.secrets.values() for s in v),
                 ],
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+
+    def _tracing(self, name: str, wiring: Wiring) -> None:
+        """The trace collector the gateway, pickers and engines export to (`addons.tracing`)."""
+        stack = self.stack
+        addon = stack.platform.addons.tracing
+        if not addon.enabled:
+            return
+        Collector(
+            f"{name}-tracing",
+            CollectorArgs(
+                addon=addon,
+                image=stack.images["otel-collector"],
+                prod=stack.environment == "prod",
+                provider=wiring.cluster.provider,
+                service_webhook=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -81,6 +81,14 @@ EG_NAMESPACE = "envoy-gateway-system"
 KARPENTER_NAMESPACE = "kube-system"
 LOAD_BALANCER_NAMESPACE = "kube-system"
 MONITORING_NAMESPACE = "monitoring"
+
+# The collector (components/tracing.py): its namespace, Service and OTLP ports (the collector's
+# defaults for the otlp receiver: 4317 gRPC, 4318 HTTP).
+TRACING_NAMESPACE = "tracing"
+COLLECTOR_NAME = "otel-collector"
+OTLP_GRPC_PORT = 4317
+OTLP_HTTP_PORT = 4318
+COLLECTOR_HOST = f"{COLLECTOR_NAME}.{TRACING_NAMESPACE}.svc.cluster.local"
 # kube-prometheus-stack's Prometheus Service for release "kube-prometheus-stack" (its fullname is the
 # release name when that contains the chart name: templates/_helpers.tpl, prometheus/service.yaml).
 PROMETHEUS_SERVICE = "kube-prometheus-stack-prometheus"
@@ -433,6 +441,17 @@ class Wake:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TraceExport:
+    """What one hop needs to export spans to the platform's collector."""
+
+    # OTLP/gRPC endpoint of the collector (`http://host:4317`).
+    endpoint: str
+    # The fraction of requests that start a trace at this hop (parent-based: a request that arrives
+    # with a W3C `traceparent` follows its caller's decision).
+    sampling_ratio: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class Endpoint:
     """A server the front door routes to and the scrapers read: a model's, or the LiteLLM proxy's."""
 
@@ -676,6 +695,9 @@ class ResolvedModel(Endpoint):
     # The fewest replicas KEDA keeps when the engine's own count sets it (ModelFacts.keda_floor); None:
     # `autoscaling.minReplicas`.
     scale_floor: int | None = None
+    # Where its engine (and its picker) export OpenTelemetry spans (stacks/resolve/tracing.py); None: the
+    # platform runs no tracing, or the model opted out (`models[].tracing: false`).
+    tracing: TraceExport | None = None
 
     @property
     def min_replicas(self) -> int:
@@ -923,6 +945,9 @@ class ResolvedStack:
     images: ImageTable
     # (URL, port) of the Prometheus the platform's prometheus-adapter reads; None: no adapter here.
     prometheus_adapter: tuple[str, int | None] | None = None
+    # Where the gateway's proxies and the pickers export spans (`addons.tracing` of the platform, through
+    # its collector); None: no tracing.
+    tracing: TraceExport | None = None
     # Who the front door admits where (stacks/resolve/access.py); empty for a team's stack.
     access: Access = field(default_factory=Access)
     # Every Secret the stack references, and those the program creates from Pulumi secrets

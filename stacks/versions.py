@@ -358,6 +358,11 @@ def image_size(image: Image) -> ImageSize | None:
 
 # The platform's own images, each pinned per stack by the `images` section (stacks/config/images.py).
 PLATFORM_IMAGES: dict[str, Image] = {
+    # The OpenTelemetry Collector (contrib distribution: its otlp/otlphttp exporters, and the sigv4auth
+    # and awsxray ones a later X-Ray exporter needs) for `addons.tracing`. Run from the platform's own
+    # manifests (components/tracing.py): the opentelemetry-collector chart is not among the charts kept
+    # for offline rendering. Its config path is /etc/otelcol-contrib/config.yaml, binary otelcol-contrib.
+    "otel-collector": Image("otel/opentelemetry-collector-contrib", "0.139.0"),
     # The profiling job of a DynamoGraphDeploymentRequest (the 1.4.2 CRD: "the planner image";
     # before 1.1 it was the frontend image).
     "dynamo-planner": Image("nvcr.io/nvidia/ai-dynamo/dynamo-planner", "1.4.2"),

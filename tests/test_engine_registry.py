@@ -108,6 +108,7 @@ def toy_engine() -> EngineSpec:
         manifests=manifests,
         checks=no_problems,
         warnings=no_problems,
+        no_traces="a toy engine exports no spans",
     )
 
 

@@ -745,5 +745,11 @@ def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
 
 
 SPEC = EngineSpec(
-    facts=FACTS, model_facts=model_facts, pods=pods, manifests=manifests, checks=checks, warnings=no_problems
+    no_traces="Dynamo's runtime traces through its own operator's settings, which the platform does not manage yet",
+    facts=FACTS,
+    model_facts=model_facts,
+    pods=pods,
+    manifests=manifests,
+    checks=checks,
+    warnings=no_problems,
 )

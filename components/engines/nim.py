@@ -409,5 +409,11 @@ def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
 
 
 SPEC = EngineSpec(
-    facts=FACTS, model_facts=model_facts, pods=server_pods, manifests=manifests, checks=checks, warnings=no_problems
+    no_traces="NIM's model-free image documents no OTLP trace export the platform can set",
+    facts=FACTS,
+    model_facts=model_facts,
+    pods=server_pods,
+    manifests=manifests,
+    checks=checks,
+    warnings=no_problems,
 )

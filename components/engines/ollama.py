@@ -193,5 +193,11 @@ def warnings(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
 
 
 SPEC = EngineSpec(
-    facts=FACTS, model_facts=model_facts, pods=server_pods, manifests=manifests, checks=checks, warnings=warnings
+    no_traces="Ollama has no OpenTelemetry export",
+    facts=FACTS,
+    model_facts=model_facts,
+    pods=server_pods,
+    manifests=manifests,
+    checks=checks,
+    warnings=warnings,
 )

@@ -444,5 +444,11 @@ def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
 
 
 SPEC = EngineSpec(
-    facts=FACTS, model_facts=model_facts, pods=pods, manifests=manifests, checks=checks, warnings=no_problems
+    no_traces="Ray Serve's tracing hook needs a tracer module baked into the image",
+    facts=FACTS,
+    model_facts=model_facts,
+    pods=pods,
+    manifests=manifests,
+    checks=checks,
+    warnings=no_problems,
 )

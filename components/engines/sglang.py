@@ -263,6 +263,11 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
 
 
 SPEC = EngineSpec(
+    no_traces=(
+        "SGLang's `--enable-trace` needs its `tracing` extra (opentelemetry-sdk, -exporter-otlp), which the "
+        "lmsysorg/sglang image does not install (docs.sglang.io production_request_trace: "
+        '`pip install -e "python[tracing]"`)'
+    ),
     facts=FACTS,
     model_facts=model_facts,
     pods=server_pods,

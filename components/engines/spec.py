@@ -86,6 +86,9 @@ class EngineSpec:
     # (stacks/rules/engines.py runs them with every other rule).
     checks: Callable[[ModelEntry, ResolvedStack], Iterable[Problem]]
     warnings: Callable[[ModelEntry, ResolvedStack], Iterable[Problem]]
+    # Why its pinned image cannot export OpenTelemetry spans (`addons.tracing` refuses the model, quoting
+    # this, until `models[].tracing: false`); None: it exports (components/engines/workload.py otel_*).
+    no_traces: str | None
 
 
 def no_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:

@@ -23,7 +23,7 @@ from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
 from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
-from .workload import HF_TOKEN_KEY, HOME, EngineContainer, platform_model, server_pods
+from .workload import HF_TOKEN_KEY, HOME, EngineContainer, platform_model, server_pods, tgi_trace_args
 from .workload import manifests as workload_manifests
 
 # The TGI 3.x router's series: seconds without a `_seconds` suffix; no time to first token and no
@@ -129,6 +129,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
         args += ["--quantize", m.tgi.quantize]
     if m.trust_remote_code:
         args.append("--trust-remote-code")
+    args += tgi_trace_args(spec.served.tracing, spec.served.name)
     mounts = []
     if m.secrets.hugging_face_token:
         mounts.append(
@@ -157,6 +158,7 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
 
 
 SPEC = EngineSpec(
+    no_traces=None,
     facts=FACTS,
     model_facts=model_facts,
     pods=server_pods,

@@ -43,7 +43,16 @@ from stacks.versions import IMAGES, overridden
 from ..serving import aibrix
 from . import group, streamer
 from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
-from .workload import ENGINE_UID, HOME, EngineContainer, platform_model, security_context, server_pods
+from .workload import (
+    ENGINE_UID,
+    HOME,
+    EngineContainer,
+    otel_sdk_env,
+    platform_model,
+    security_context,
+    server_pods,
+    vllm_trace_args,
+)
 from .workload import manifests as workload_manifests
 
 # The v1 engine's series (vllm/v1/metrics/loggers.py at 0.29; NIM 2.0.12 passes them through at
@@ -295,6 +304,7 @@ def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
             *offload.vllm_args(spec.model),
             *lora_args,
             *native_lora(spec),
+            *vllm_trace_args(spec.served.tracing),
         ],
         env=[
             # Usage stats phone home by default; a platform does not.
@@ -302,6 +312,7 @@ def container(spec: WorkloadSpec, *, headless: bool = False) -> EngineContainer:
             {"name": "DO_NOT_TRACK", "value": "1"},
             *([{"name": "VLLM_ASSETS_CACHE", "value": ASSETS_CACHE}] if spec.cache.stream_uri else []),
             *lora_env,
+            *(otel_sdk_env(spec.served.tracing, spec.served.name) if spec.served.tracing else []),
         ],
         volumes=volumes,
         volume_mounts=mounts,
@@ -324,6 +335,7 @@ def model_facts(model: ModelSection, addons: AddonsSection) -> ModelFacts:
 
 
 SPEC = EngineSpec(
+    no_traces=None,
     facts=FACTS,
     model_facts=model_facts,
     pods=server_pods,

@@ -29,7 +29,7 @@ from stacks.fit import Requests, container_resources
 from stacks.groups import ReplicaGroup
 from stacks.metrics import custom_metric
 from stacks.naming import scanner_waivers
-from stacks.resolved import PICKER_ENGINE_LABEL, REVISION_LABEL, STARTUP_PERIOD_SECONDS, PodShape
+from stacks.resolved import PICKER_ENGINE_LABEL, REVISION_LABEL, STARTUP_PERIOD_SECONDS, PodShape, TraceExport
 from stacks.versions import Image
 
 from ..serving import aibrix
@@ -561,3 +561,37 @@ def manifests(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any
     if spec.model.autoscaling.owner == "hpa":
         objs.append(autoscaler(spec))
     return objs
+
+
+# --- OpenTelemetry export (addons.tracing): the flags and variables that send a model's spans to the
+# platform's collector, sampled parent-based so a request the gateway traced is traced at every hop.
+
+# The OpenTelemetry SDK's standard sampler (opentelemetry-specification sdk-environment-variables):
+# follow the caller's `traceparent` decision, else sample the ratio.
+OTEL_SAMPLER = "parentbased_traceidratio"
+
+
+def otel_sdk_env(tracing: TraceExport, service: str) -> list[dict[str, str]]:
+    """The OpenTelemetry SDK variables of a Python engine: its service name in the backend, the sampler,
+    and plaintext gRPC to the in-cluster collector (vLLM's exporter defaults to TLS otherwise)."""
+    return [
+        {"name": "OTEL_SERVICE_NAME", "value": service},
+        {"name": "OTEL_TRACES_SAMPLER", "value": OTEL_SAMPLER},
+        {"name": "OTEL_TRACES_SAMPLER_ARG", "value": sampling_arg(tracing.sampling_ratio)},
+        {"name": "OTEL_EXPORTER_OTLP_TRACES_INSECURE", "value": "true"},
+    ]
+
+
+def sampling_arg(value: float) -> str:
+    """A sampling ratio as the SDKs read it (`0.05`), without float noise."""
+    return f"{value:.6g}"
+
+
+def vllm_trace_args(tracing: TraceExport | None) -> list[str]:
+    """vLLM 0.29's `--otlp-traces-endpoint` (vllm/config/observability.py)."""
+    return ["--otlp-traces-endpoint", tracing.endpoint] if tracing else []
+
+
+def tgi_trace_args(tracing: TraceExport | None, service: str) -> list[str]:
+    """TGI 3.3.7's launcher flags (launcher/src/main.rs): its router exports OTLP/gRPC itself."""
+    return ["--otlp-endpoint", tracing.endpoint, "--otlp-service-name", service] if tracing else []

@@ -24,7 +24,15 @@ import pulumi_kubernetes as k8s
 
 from stacks.config.gateway import GatewaySection
 from stacks.naming import MANAGED_BY, TOKEN
-from stacks.resolved import EG_NAMESPACE, GATEWAY_NAMESPACE, Access, Endpoint, GatewayParent, ResolvedModel
+from stacks.resolved import (
+    EG_NAMESPACE,
+    GATEWAY_NAMESPACE,
+    Access,
+    Endpoint,
+    GatewayParent,
+    ResolvedModel,
+    TraceExport,
+)
 from stacks.versions import Chart, CrdSource, Image
 
 from .. import crds, peers
@@ -136,6 +144,8 @@ class FrontDoorArgs:
     # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails
     # closed, so every Service, and every release creating one, waits for it.
     service_webhook: pulumi.Resource | None = None
+    # Where the Gateway's proxies export spans (an EnvoyProxy with an OpenTelemetry provider); None: off.
+    tracing: TraceExport | None = None
 
 
 class FrontDoor(pulumi.ComponentResource):
@@ -182,7 +192,7 @@ class FrontDoor(pulumi.ComponentResource):
         the way to the KEDA HTTP interceptor, and LiteLLM's route."""
         gw, parent, access = args.gateway, args.parent_gateway, args.access
         if args.owns_listener:
-            for obj in gateway_objects(gw, parent, access.platform_keys):
+            for obj in gateway_objects(gw, parent, access.platform_keys, args.tracing):
                 register(obj, after(parent.namespace))
             # Beside each key Secret, so the policies of routes in other namespaces may name it.
             for obj in (o for grant in access.key_grants for o in key_grant(grant)):
@@ -245,7 +255,9 @@ class FrontDoor(pulumi.ComponentResource):
             args.picker_chart,
             release_name=picker.release_name(served),
             namespace=served.namespace,
-            values=picker.values(served, args.picker_image),
+            values=picker.values(
+                served, args.picker_image, served.tracing if isinstance(served, ResolvedModel) else None
+            ),
             opts=opts,
             service_webhook=args.service_webhook,
         )

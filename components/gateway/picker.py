@@ -33,9 +33,11 @@ from stacks.resolved import (
     FlowLimits,
     GatewayParent,
     RoutePicking,
+    TraceExport,
 )
 from stacks.versions import Image
 
+from ..engines.workload import OTEL_SAMPLER, sampling_arg
 from .routing import EG_API, REQUEST_TIMEOUT, service_grant
 
 # The picker's gRPC ext_proc port: routerlib values `epp.extProcPort` and the Service's
@@ -203,9 +205,10 @@ def _config_file(routing: RoutePicking, metrics_path: str) -> dict[str, Any]:
     return {}
 
 
-def values(served: Endpoint, image: Image) -> dict[str, Any]:
+def values(served: Endpoint, image: Image, tracing: TraceExport | None = None) -> dict[str, Any]:
     """llm-d-router-standalone values for one model's picker (every key under `router:`, the library
-    chart's alias)."""
+    chart's alias). With tracing, the chart's `router.tracing` (templates/_deployment.yaml: `--tracing=true`
+    and the OTEL_* variables) sends the picker's spans to the platform's collector."""
     routing = served.routing
     assert routing is not None and routing.engine_type is not None, "only a picked model has a picker"
     metrics_path = served.metrics_path or "/metrics"
@@ -255,6 +258,8 @@ def values(served: Endpoint, image: Image) -> dict[str, Any]:
             # token, as it does the engines; `<model>-picker-ingress` admits only the scraper's
             # namespace to the metrics port.
             "monitoring": {"prometheus": {"auth": {"enabled": False}}},
+            # The chart's default is off: said only when on, so a stack without tracing renders as before.
+            **({"tracing": picker_tracing(tracing)} if tracing else {}),
         }
     }
 
@@ -278,6 +283,16 @@ def fairness_script(limits: FlowLimits) -> str:
         "  end\n"
         "end\n"
     )
+
+
+def picker_tracing(tracing: TraceExport) -> dict[str, Any]:
+    """`router.tracing` of the v0.10.0 chart: the collector with the platform's sampler (the chart sets
+    OTEL_TRACES_SAMPLER and its argument from `sampling`)."""
+    return {
+        "enabled": True,
+        "otelExporterEndpoint": tracing.endpoint,
+        "sampling": {"sampler": OTEL_SAMPLER, "samplerArg": sampling_arg(tracing.sampling_ratio)},
+    }
 
 
 def extension_policy(served: Endpoint, parent: GatewayParent) -> dict[str, Any]:

@@ -34,19 +34,23 @@ from stacks.config.teams import PLATFORM_CLIENTS
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.resolved import (
     BENCHMARK_PATH,
+    COLLECTOR_NAME,
     DEFAULT_TLS_SECRET,
     GATEWAY_NAME,
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
     KEDA_NAMESPACE,
     MODEL_LABEL,
+    OTLP_GRPC_PORT,
     PICKER_HEADER,
     TEAM_LABEL,
+    TRACING_NAMESPACE,
     WAKE_HEADER,
     Endpoint,
     GatewayParent,
     KeyGrant,
     KeySecret,
+    TraceExport,
 )
 
 from ..autoscaling import wake
@@ -119,7 +123,43 @@ def gateway_class() -> dict[str, Any]:
     }
 
 
-def gateway(gw: GatewaySection) -> dict[str, Any]:
+# The EnvoyProxy the Gateway names in `spec.infrastructure.parametersRef` (same namespace: Gateway API's
+# LocalParametersReference); Envoy Gateway applies it to that Gateway's proxies only.
+PROXY_CONFIG = "inference-gateway-proxy"
+
+
+def sampling_fraction(ratio: float) -> dict[str, int]:
+    """A ratio as the EnvoyProxy's `samplingFraction` (numerator over 10000: 0.05 -> 500/10000)."""
+    return {"numerator": round(ratio * 10000), "denominator": 10000}
+
+
+def envoy_proxy(tracing: TraceExport) -> dict[str, Any]:
+    """EnvoyProxy (gateway.envoyproxy.io/v1alpha1, Envoy Gateway v1.9.0 CRD) whose proxies trace with the
+    OpenTelemetry provider to the platform's collector (`backendRefs` to its Service, OTLP/gRPC): a
+    request without a `traceparent` is sampled at `samplingFraction`, and Envoy propagates W3C trace
+    context to the picker and the model."""
+    return {
+        "apiVersion": EG_API,
+        "kind": "EnvoyProxy",
+        "metadata": _meta(PROXY_CONFIG, GATEWAY_NAMESPACE),
+        "spec": {
+            "telemetry": {
+                "tracing": {
+                    "samplingFraction": sampling_fraction(tracing.sampling_ratio),
+                    "provider": {
+                        "type": "OpenTelemetry",
+                        "serviceName": GATEWAY_NAME,
+                        "backendRefs": [
+                            {"name": COLLECTOR_NAME, "namespace": TRACING_NAMESPACE, "port": OTLP_GRPC_PORT}
+                        ],
+                    },
+                }
+            }
+        },
+    }
+
+
+def gateway(gw: GatewaySection, *, traced: bool = False) -> dict[str, Any]:
     """HTTPS on `hostname` (443), admitting routes from the namespaces the platform labels, and HTTP (80)
     that only redirects (its one route, in the Gateway's namespace). With an ACM certificate the NLB
     terminates TLS and forwards plaintext to the 443 listener; otherwise Envoy terminates with the
@@ -142,7 +182,14 @@ def gateway(gw: GatewaySection) -> dict[str, Any]:
         "metadata": _meta(GATEWAY_NAME, GATEWAY_NAMESPACE),
         "spec": {
             "gatewayClassName": GATEWAY_NAME,
-            "infrastructure": {"annotations": load_balancer_annotations(gw)},
+            "infrastructure": {
+                "annotations": load_balancer_annotations(gw),
+                **(
+                    {"parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy", "name": PROXY_CONFIG}}
+                    if traced
+                    else {}
+                ),
+            },
             "listeners": [https, http],
         },
     }
@@ -465,13 +512,17 @@ def model_routing(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -
     return objs
 
 
-def gateway_objects(gw: GatewaySection, parent: GatewayParent, platform_keys: KeySecret | None) -> list[dict[str, Any]]:
+def gateway_objects(
+    gw: GatewaySection, parent: GatewayParent, platform_keys: KeySecret | None, tracing: TraceExport | None = None
+) -> list[dict[str, Any]]:
     """The Gateway itself (own gateway only) and a SecurityPolicy on the models' listener: a backstop
     for any route attached later, by hand or by AIBrix's controller, without its own policy. It admits
-    the platform's own clients only: a team's keys reach its models through their routes' policies."""
+    the platform's own clients only: a team's keys reach its models through their routes' policies.
+    With tracing, the Gateway's EnvoyProxy (its proxies' OpenTelemetry tracer) goes first."""
     objs: list[dict[str, Any]] = []
     if parent.own:
-        objs += [gateway_class(), gateway(gw), redirect_route(gw)]
+        traced = [envoy_proxy(tracing)] if tracing else []
+        objs += [gateway_class(), *traced, gateway(gw, traced=tracing is not None), redirect_route(gw)]
     if gw.auth != "none":
         assert platform_keys is not None, "a stack that owns the listener resolves the platform's keys"
         admits = Admits((PLATFORM_CLIENTS,), (platform_keys,))

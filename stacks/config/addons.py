@@ -6,7 +6,7 @@ Each add-on is `enabled` plus an optional `version` that overrides the pinned de
 
 from __future__ import annotations
 
-from typing import Annotated, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -282,6 +282,47 @@ class MonitoringAddon(Addon):
         return self
 
 
+# An OTLP endpoint the collector exports to: scheme, host, optional port and path (`/v1/traces` for
+# OTLP/HTTP), nothing the exporter would read as credentials.
+OtlpEndpoint = Annotated[
+    str, StringConstraints(pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._/-]*)?$", max_length=253)
+]
+
+
+class TracingAddon(Addon):
+    """OpenTelemetry traces: a collector in `tracing` that receives OTLP from the gateway's proxies, the
+    endpoint pickers and the engines that export it, and forwards every span to the stack's backend."""
+
+    endpoint: OtlpEndpoint | None = Field(
+        default=None,
+        description="The trace backend's OTLP endpoint the collector exports to (Tempo, Jaeger, an ADOT or "
+        "vendor collector), e.g. `http://tempo.tempo.svc:4317` (gRPC) or `https://otlp.example.com/v1/traces` "
+        "(HTTP); required when `enabled`.",
+    )
+    protocol: Literal["grpc", "http"] = Field(
+        default="grpc",
+        description="How the collector speaks to `endpoint`: OTLP over gRPC (the `otlp` exporter) or over HTTP "
+        "(`otlphttp`). Every hop inside the cluster sends OTLP/gRPC to the collector either way.",
+    )
+    sampling_ratio: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of requests traced, decided once at the gateway (Envoy's samplingFraction) and "
+        "followed by every later hop through the W3C `traceparent` header (the picker and engines sample "
+        "parent-based with the same ratio for requests that arrive without one).",
+    )
+
+    @model_validator(mode="after")
+    def _enabled_needs_an_endpoint(self) -> Self:
+        if self.enabled and self.endpoint is None:
+            raise ValueError(
+                "tracing needs the backend the collector exports to: set endpoint (e.g. http://tempo.tempo.svc:4317), "
+                "or enabled: false"
+            )
+        return self
+
+
 class AddonsSection(Strict):
     """`inference-platform:addons`: what is installed on the cluster beyond Kubernetes itself. Every
     add-on is `enabled` plus an optional `version` overriding its pin in `stacks/versions.py`."""
@@ -314,6 +355,11 @@ class AddonsSection(Strict):
     )
     monitoring: MonitoringAddon = Field(
         default_factory=MonitoringAddon, description="Prometheus, prometheus-adapter, exporters, dashboards and alerts."
+    )
+    tracing: TracingAddon = Field(
+        default_factory=TracingAddon,
+        description="OpenTelemetry traces from the gateway, the endpoint pickers and the engines, through a "
+        "collector, to `endpoint`.",
     )
     envoy_gateway: Addon = Field(
         default_factory=lambda: Addon(enabled=True),

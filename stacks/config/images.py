@@ -73,6 +73,9 @@ class ImagesSection(Strict):
         "alone pins that release.",
     )
     redis: ImagePin | None = _pin("redis", "The LiteLLM proxy's Redis (`addons.litellm.redis`).")
+    otel_collector: ImagePin | None = _pin(
+        "otel-collector", "The OpenTelemetry Collector every traced hop exports to (`addons.tracing`)."
+    )
     envoy_proxy: ImagePin | None = _pin(
         "envoy-proxy",
         "The Envoy data plane of AIBrix's gateway. AIBrix 0.7.0's values schema admits `repository:tag` only, "

@@ -790,6 +790,12 @@ class ModelSection(Strict):
         description="Let the engine run code from the model repository (`--trust-remote-code`); only for models "
         "that need it.",
     )
+    tracing: bool = Field(
+        default=True,
+        description="With `addons.tracing` on (the platform's), the engine exports OpenTelemetry spans to the "
+        "collector (vLLM, TGI); an engine that cannot export is refused until this is `false`, and the gateway "
+        "and picker still trace its requests.",
+    )
     resources: Resources = Field(
         default_factory=Resources, description="Explicit CPU and memory per replica, beside the accelerators."
     )

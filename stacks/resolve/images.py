@@ -54,6 +54,8 @@ def rendered_images(
             names += ["envoy-proxy", "envoy-gateway", "busybox"]
         if addons.monitoring.enabled and "neuron" in accelerators:
             names.append("neuron-monitor")
+        if addons.tracing.enabled:
+            names.append("otel-collector")
         if warm and "busybox" not in names:
             # The warm nodes' placeholder container (Karpenter's buffer pods are virtual: never pulled).
             names.append("busybox")

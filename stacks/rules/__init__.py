@@ -36,6 +36,7 @@ from . import (  # noqa: F401  (each registers its rules)
     storage,
     streaming,
     tenancy,
+    tracing,
     upgrades,
     workloads,
 )

@@ -1,0 +1,68 @@
+"""Traces (issue 30 item 4): the collector's pipeline, the gateway's EnvoyProxy tracer, the picker's
+tracing values and the engines' OTLP flags, each built by a pure function."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from components.engines.workload import otel_sdk_env, tgi_trace_args, vllm_trace_args
+from components.gateway.routing import envoy_proxy, sampling_fraction
+from components.tracing import collector_config, collector_objects
+from stacks.config.addons import TracingAddon
+from stacks.resolve.tracing import trace_export
+from stacks.versions import PLATFORM_IMAGES
+
+ON = TracingAddon.model_validate({"enabled": True, "endpoint": "http://tempo.tempo.svc:4317", "samplingRatio": 0.05})
+
+
+def test_tracing_without_a_backend_endpoint_is_refused_at_load() -> None:
+    with pytest.raises(ValidationError, match="set endpoint"):
+        TracingAddon(enabled=True)
+
+
+def test_the_collector_receives_otlp_and_exports_to_the_stack_endpoint() -> None:
+    config = collector_config(ON)
+    assert config["exporters"] == {"otlp": {"endpoint": "http://tempo.tempo.svc:4317"}}, "spans reach the backend"
+    assert set(config["receivers"]["otlp"]["protocols"]) == {"grpc", "http"}
+    http = collector_config(ON.model_copy(update={"protocol": "http"}))
+    assert "otlphttp" in http["exporters"], "an HTTP backend gets the otlphttp exporter"
+
+
+def test_the_collector_runs_the_pinned_image_with_two_replicas_in_prod() -> None:
+    objs = collector_objects(ON, PLATFORM_IMAGES["otel-collector"], prod=True)
+    deployment = next(o for o in objs if o["kind"] == "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == PLATFORM_IMAGES["otel-collector"].ref
+
+
+def test_the_gateway_samples_at_the_configured_ratio_and_exports_to_the_collector() -> None:
+    export = trace_export(ON)
+    assert export is not None
+    proxy = envoy_proxy(export)
+    tracing = proxy["spec"]["telemetry"]["tracing"]
+    assert tracing["samplingFraction"] == {"numerator": 500, "denominator": 10000}, "5 % of requests"
+    assert tracing["provider"]["type"] == "OpenTelemetry"
+    assert tracing["provider"]["backendRefs"][0]["port"] == 4317
+    assert sampling_fraction(1.0) == {"numerator": 10000, "denominator": 10000}
+
+
+def test_vllm_and_tgi_export_to_the_collector_parent_based() -> None:
+    export = trace_export(ON)
+    assert export is not None
+    assert vllm_trace_args(export) == ["--otlp-traces-endpoint", export.endpoint]
+    assert tgi_trace_args(export, "m")[:2] == ["--otlp-endpoint", export.endpoint]
+    env = {e["name"]: e["value"] for e in otel_sdk_env(export, "m")}
+    assert env["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio" and env["OTEL_TRACES_SAMPLER_ARG"] == "0.05"
+
+
+def test_only_vllm_and_tgi_export_traces_and_the_others_say_why() -> None:
+    from components.engines import ENGINES
+
+    exporting = {name for name, spec in ENGINES.items() if spec.no_traces is None}
+    assert exporting == {"vllm", "tgi"}, "the engines whose pinned image exports OTLP"
+    assert "tracing" in (ENGINES["sglang"].no_traces or ""), "SGLang's refusal names its missing extra"
+
+
+def test_no_tracing_when_the_addon_is_off() -> None:
+    assert trace_export(TracingAddon()) is None
