@@ -38,6 +38,7 @@ class KarpenterArgs:
     crd_chart: Chart | None  # karpenter-crd (stacks/versions.py CRD_SOURCES), installed at `chart`'s version
     static_capacity: bool = False  # some pool is static: the staticCapacity feature gate on
     capacity_buffer: bool = False  # some pool keeps warm nodes: the capacityBuffer feature gate on
+    node_repair: bool = False  # the nodeRepair feature gate (PlatformView.node_repair)
     provider: k8s.Provider
     tags: dict[str, str]
     # The AWS Load Balancer Controller's release: the controller chart's Service waits for its webhook.
@@ -190,6 +191,7 @@ class Karpenter(pulumi.ComponentResource):
                 queue=queue.name,
                 static_capacity=args.static_capacity,
                 capacity_buffer=args.capacity_buffer,
+                node_repair=args.node_repair,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,

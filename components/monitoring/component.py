@@ -42,6 +42,7 @@ from .collection import (
     prometheus_stack_values,
 )
 from .dashboards import dashboard_configmap, dashboards
+from .health import node_health_rule
 from .policies import monitoring_policies
 
 __all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
@@ -137,6 +138,9 @@ class Monitoring(pulumi.ComponentResource):
         if "neuron" in accelerators:
             for obj in neuron_monitor(args.images["neuron-monitor"], peers.prometheus(mon.existing_prometheus)):
                 register(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
+        health = node_health_rule(accelerators)
+        if health is not None:
+            register(health, after_crds)
         self._policies(args, after_ns)
         self._model_monitors(args, crd_deps)
         self._litellm_monitor(args, crd_deps)
