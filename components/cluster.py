@@ -37,7 +37,7 @@ ADDONS = (
 
 
 # The EKS node monitoring agent (`addons.nodeMonitoringAgent`): created after the system nodes, like
-# the add-ons nodes do not need; nothing waits for it.
+# the add-ons nodes do not need, and, like every add-on, outlived by the Kubernetes provider.
 NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
 
 # Managed add-on settings (the keys of `aws eks describe-addon-configuration`, which follow the add-on's
@@ -132,11 +132,9 @@ class Cluster(pulumi.ComponentResource):
         for addon, before in ADDONS:
             if not before:
                 addons[addon] = self._addon(name, addon, args, before)
-        # Not among the provider's dependencies: no Kubernetes object of the program needs the agent.
-        monitored = {}
         if args.node_monitoring_agent:
-            monitored[NODE_MONITORING_AGENT] = self._addon(name, NODE_MONITORING_AGENT, args, False)
-        self.addon_versions = pulumi.Output.all(**{a: r.addon_version for a, r in {**addons, **monitored}.items()})
+            addons[NODE_MONITORING_AGENT] = self._addon(name, NODE_MONITORING_AGENT, args, False)
+        self.addon_versions = pulumi.Output.all(**{a: r.addon_version for a, r in addons.items()})
 
         # Every Kubernetes object goes through this provider, so it is created after, and deleted before,
         # the system nodes and every add-on: on destroy the controllers that clean up AWS resources

@@ -37,10 +37,12 @@ def test_the_agent_and_its_dcgm_host_engine_tolerate_the_accelerator_taints(dev_
     ], "dcgm-server tolerates nothing by default: without this it never starts on a GPU pool"
 
 
-def test_the_kubernetes_provider_does_not_wait_for_the_agent(dev_render):
+def test_the_agent_is_installed_after_the_system_nodes_and_outlives_the_kubernetes_provider(dev_render):
     mocks: RecordingMocks = dev_render.mocks
     provider = mocks.of_type("pulumi:providers:kubernetes")[0]
-    assert _agent(dev_render).urn not in provider.depends_on
+    assert _agent(dev_render).urn in provider.depends_on, "like every add-on, deleted after the cluster's objects"
+    system = mocks.of_type("aws:eks/nodeGroup:NodeGroup")[0]
+    assert system.urn in _agent(dev_render).depends_on, "its DaemonSets need nodes to run on"
 
 
 def test_node_repair_is_on_where_the_agent_runs_and_a_stack_key_turns_it_off(dev):

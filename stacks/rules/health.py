@@ -49,7 +49,9 @@ def node_repair_stops_at_two_bad_nodes_in_a_small_pool(stack: ResolvedStack) -> 
         return
     for i, written in enumerate(stack.config.node_pools):
         pool = stack.platform.pool(written.name)
-        bound = most_nodes(pool) if pool is not None and pool.accelerator in ("nvidia", "neuron") else None
+        if pool is None or pool.accelerator not in ("nvidia", "neuron"):
+            continue
+        bound = most_nodes(pool)
         if bound is None:
             continue
         nodes, key = bound
