@@ -49,11 +49,13 @@ def _by_gpu(expr: str) -> str:
 def gpu_rules() -> list[dict[str, Any]]:
     """XID errors, double-bit ECC through row remapping, devices the plugin marked unhealthy, and a
     GPU node the DCGM exporter reads nothing from."""
+    return [*_error_rules(), *_device_rules()]
+
+
+def _error_rules() -> list[dict[str, Any]]:
+    """What DCGM reports: XIDs (hardware codes apart) and row remapping."""
     xid = HEALTH_METRICS["xid"].series()
     hardware = " or ".join(f"({xid} == {code})" for code in HARDWARE_XIDS)
-    capacity = KUBE_METRICS["node_capacity"].series(f'resource="{GPU_RESOURCE}"')
-    allocatable = KUBE_METRICS["node_allocatable"].series(f'resource="{GPU_RESOURCE}"')
-    present = f'label_replace({_by_gpu(HEALTH_METRICS["gpu_present"].series())}, "node", "$1", "Hostname", "(.*)")'
     return [
         _alert(
             "GpuHardwareXid",
@@ -93,6 +95,16 @@ def gpu_rules() -> list[dict[str, Any]]:
             action="The remap takes effect only after the GPU resets: drain the node at a quiet moment and "
             "delete its NodeClaim (a new instance) rather than wait for the next failure.",
         ),
+    ]
+
+
+def _device_rules() -> list[dict[str, Any]]:
+    """What the node reports against what DCGM reads: GPUs the device plugin marked unhealthy, and a GPU
+    node without DCGM series (the exporter gone, or the GPUs fallen off the bus)."""
+    capacity = KUBE_METRICS["node_capacity"].series(f'resource="{GPU_RESOURCE}"')
+    allocatable = KUBE_METRICS["node_allocatable"].series(f'resource="{GPU_RESOURCE}"')
+    present = f'label_replace({_by_gpu(HEALTH_METRICS["gpu_present"].series())}, "node", "$1", "Hostname", "(.*)")'
+    return [
         _alert(
             "GpuDeviceUnhealthy",
             f"({capacity} - on (node) {allocatable}) > 0",

@@ -42,7 +42,7 @@ class Neuron(Addon):
     )
 
 
-class Karpenter(Addon):
+class KarpenterAddon(Addon):
     """Karpenter, with its node repair gate."""
 
     enabled: bool = Field(
@@ -320,8 +320,8 @@ class AddonsSection(Strict):
         default_factory=NvidiaDevicePlugin, description="NVIDIA device plugin for AL2023 GPU pools."
     )
     neuron: Neuron = Field(default_factory=Neuron, description="AWS Neuron chart for Inferentia and Trainium pools.")
-    karpenter: Karpenter = Field(
-        default_factory=Karpenter,
+    karpenter: KarpenterAddon = Field(
+        default_factory=KarpenterAddon,
         description="Karpenter, which launches every node pool's nodes; required while `nodePools` is not empty.",
     )
     node_monitoring_agent: NodeMonitoringAgent = Field(
