@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -20,6 +21,7 @@ from stacks.naming import SYSTEM_NODE_LABEL, TOKEN, iam_role_name
 from stacks.versions import EKS_ADDONS
 
 from . import iam, podidentity
+from .scheduling import TAINT_KEYS
 
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 EBS_CSI_POLICY = f"{iam.AWS_MANAGED}/service-role/AmazonEBSCSIDriverPolicy"
@@ -34,11 +36,25 @@ ADDONS = (
 )
 
 
+# The EKS node monitoring agent (`addons.nodeMonitoringAgent`): created after the system nodes, like
+# the add-ons nodes do not need, and, like every add-on, outlived by the Kubernetes provider.
+NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
+
 # Managed add-on settings (the keys of `aws eks describe-addon-configuration`, which follow the add-on's
 # chart values). The VPC CNI only enforces NetworkPolicies, which the front door relies on to isolate
 # model namespaces, with its network policy agent turned on; the value is a string upstream.
-ADDON_CONFIGURATION: dict[str, dict[str, str]] = {
+# The node monitoring agent (configuration schema: aws/eks-node-monitoring-agent
+# charts/configuration.schema.json, v1.6.7) runs two DaemonSets: the agent itself, whose default
+# tolerations (`operator: Exists`) already admit every tainted accelerator node, written here so that
+# stays true; and `dcgm-server` (the nv-hostengine the agent's GPU checks talk to on NVIDIA nodes),
+# whose default tolerations are none, so on a tainted GPU pool it would never start and the agent
+# could not read DCGM: it tolerates the GPU pools' taint.
+ADDON_CONFIGURATION: dict[str, dict[str, Any]] = {
     "vpc-cni": {"enableNetworkPolicy": "true"},
+    NODE_MONITORING_AGENT: {
+        "nodeAgent": {"tolerations": [{"operator": "Exists"}]},
+        "dcgmAgent": {"tolerations": [{"key": TAINT_KEYS["nvidia"], "operator": "Exists", "effect": "NoSchedule"}]},
+    },
 }
 
 
@@ -71,6 +87,8 @@ class ClusterArgs:
     private_subnet_ids: pulumi.Input[list[str]]
     public_subnet_ids: pulumi.Input[list[str]]
     tags: dict[str, str]
+    # `addons.nodeMonitoringAgent.enabled`: the EKS node monitoring agent add-on.
+    node_monitoring_agent: bool = False
 
 
 class Cluster(pulumi.ComponentResource):
@@ -114,6 +132,8 @@ class Cluster(pulumi.ComponentResource):
         for addon, before in ADDONS:
             if not before:
                 addons[addon] = self._addon(name, addon, args, before)
+        if args.node_monitoring_agent:
+            addons[NODE_MONITORING_AGENT] = self._addon(name, NODE_MONITORING_AGENT, args, False)
         self.addon_versions = pulumi.Output.all(**{a: r.addon_version for a, r in addons.items()})
 
         # Every Kubernetes object goes through this provider, so it is created after, and deleted before,

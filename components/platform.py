@@ -159,6 +159,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 private_subnet_ids=network.private_subnet_ids,
                 public_subnet_ids=network.public_subnet_ids,
                 tags=base_tags,
+                node_monitoring_agent=stack.platform.addons.node_monitoring_agent.enabled,
             ),
             child,
         )
@@ -206,6 +207,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 service_webhook=wiring.load_balancer,
                 warm=warm_pools(platform.pools, self.stack.models),
                 placeholder_image=self.stack.images["busybox"].ref if "busybox" in self.stack.images else None,
+                node_repair=platform.node_repair,
             ),
             pulumi.ResourceOptions(parent=self),
         )

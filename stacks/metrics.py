@@ -25,7 +25,21 @@ from typing import Literal
 
 Kind = Literal["histogram", "gauge", "counter"]
 # Units as the metric carries them. A rate() of a counter or of a histogram's _sum is "<unit>/s".
-Unit = Literal["s", "ms", "ratio", "percent", "tokens", "requests", "endpoints", "MiB", "replicas", "bool"]
+Unit = Literal[
+    "s",
+    "ms",
+    "ratio",
+    "percent",
+    "tokens",
+    "requests",
+    "endpoints",
+    "MiB",
+    "replicas",
+    "bool",
+    "code",
+    "errors",
+    "devices",
+]
 
 # The signals a serving dashboard and an SLO talk about.
 Signal = Literal["ttft", "itl", "e2e", "tokens", "queue", "running", "kv_cache", "requests", "offload_hits"]
@@ -103,6 +117,54 @@ NODE_METRICS: dict[str, dict[str, Metric]] = {
     },
 }
 
+# Accelerator health, by signal (the node-health alerts, components/monitoring/health.py). DCGM
+# exporter 4.8.2's default counters (the chart's exporter-metrics-config-map): the last XID a GPU raised
+# (a gauge holding the XID code), rows remapped for uncorrectable (double-bit) ECC errors, and whether
+# remapping has failed; its ECC, retired-page and NVLink error counters are commented out there, so
+# the row-remap fields stand for double-bit ECC and no NVLink error alert is possible on the defaults.
+# Every series carries `Hostname` (the node name: the chart's NODE_NAME, dcgm-exporter
+# internal/pkg/hostname) and `gpu`. neuron-monitor's Prometheus exporter (aws-neuron-sdk
+# neuron-monitor-prometheus.py): ECC events per device (`event_type` mem_ecc_corrected,
+# mem_ecc_uncorrected, sram_ecc_corrected, sram_ecc_uncorrected; `neuron_device_index`) and execution
+# errors by `error_type` (generic, numerical, transient, model, runtime, hardware), both counters with
+# the EC2 instance labels (`instance_id`).
+HEALTH_METRICS: dict[str, Metric] = {
+    "xid": Metric(
+        "DCGM_FI_DEV_XID_ERRORS", "gauge", "code", "the last XID error a GPU raised", labels=("Hostname", "gpu")
+    ),
+    "remapped_uncorrectable": Metric(
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "errors",
+        "rows remapped for uncorrectable (double-bit) ECC errors",
+        labels=("Hostname", "gpu"),
+    ),
+    "remap_failure": Metric(
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "bool", "row remapping has failed", labels=("Hostname", "gpu")
+    ),
+    "gpu_present": Metric(
+        "DCGM_FI_DEV_GPU_UTIL",
+        "gauge",
+        "percent",
+        "a GPU the exporter reads (its utilization)",
+        labels=("Hostname", "gpu"),
+    ),
+    "neuron_ecc": Metric(
+        "hardware_ecc_events_total",
+        "counter",
+        "errors",
+        "Neuron device ECC events",
+        labels=("instance_id", "event_type", "neuron_device_index"),
+    ),
+    "neuron_errors": Metric(
+        "execution_errors_total",
+        "counter",
+        "errors",
+        "Neuron runtime execution errors",
+        labels=("instance_id", "error_type"),
+    ),
+}
+
 _HPA = ("namespace", "horizontalpodautoscaler")
 _DEPLOYMENT = ("namespace", "deployment")
 _JOB = ("namespace", "job_name")
@@ -158,6 +220,14 @@ KUBE_METRICS: dict[str, Metric] = {
         labels=(*_JOB, "owner_kind", "owner_name", "owner_is_controller"),
     ),
     "job_created": Metric("kube_job_created", "gauge", "s", "the Job's creation time (Unix seconds)", labels=_JOB),
+    # A node's extended resources (`resource` sanitised: nvidia.com/gpu is nvidia_com_gpu): the device
+    # plugin registers every device in capacity and only the healthy ones in allocatable.
+    "node_capacity": Metric(
+        "kube_node_status_capacity", "gauge", "devices", "a node's capacity", labels=("node", "resource", "unit")
+    ),
+    "node_allocatable": Metric(
+        "kube_node_status_allocatable", "gauge", "devices", "a node's allocatable", labels=("node", "resource", "unit")
+    ),
 }
 
 # Grafana unit ids: the metric's unit shown as-is (seconds as seconds), never relabelled.
@@ -173,6 +243,9 @@ GRAFANA_UNITS: dict[str, str] = {
     "endpoints": "short",
     "replicas": "short",
     "bool": "bool",
+    "code": "none",
+    "errors": "short",
+    "devices": "short",
 }
 
 

@@ -247,6 +247,17 @@ class PlatformView:
     def accelerators(self) -> frozenset[str]:
         return frozenset(p.accelerator for p in self.pools)
 
+    @property
+    def node_repair(self) -> bool:
+        """Karpenter's node repair gate: `addons.karpenter.nodeRepair`, unset: on where the EKS node
+        monitoring agent runs (it sets the accelerator conditions repair acts on; without it only the
+        kubelet's Ready condition would). Off without Karpenter or its pools (nothing to repair)."""
+        addons = self.addons
+        if not (addons.karpenter.enabled and self.pools):
+            return False
+        gate = addons.karpenter.node_repair
+        return addons.node_monitoring_agent.enabled if gate is None else gate
+
 
 # LeaderWorkerSet v0.10.0 labels every pod of a group with its index in the group (0: the leader) and
 # installs its controller and webhooks in this namespace (its CRD names the conversion webhook's

@@ -417,7 +417,14 @@ TAG_ONLY_IMAGES = {
 # EKS managed add-ons, pinned per Kubernetes minor version (aws eks describe-addon-versions
 # --kubernetes-version 1.34 --addon-name <name>). A minor without pins resolves, at deploy time,
 # to the default version EKS ships for it (aws.eks.get_addon_version, most_recent=False).
-EKS_ADDONS: dict[str, dict[str, str]] = {}
+# The node monitoring agent's pin: its release v1.6.7 (aws/eks-node-monitoring-agent tag v1.6.7,
+# 2026-07-14, whose chart ships image tag v1.6.7-eksbuild.1: the add-on version string); v1.7.0
+# (2026-08-04) moved the DCGM host engine into the agent's image and is left for a later bump.
+# Check before a bump: aws eks describe-addon-versions --kubernetes-version 1.34
+#   --addon-name eks-node-monitoring-agent
+EKS_ADDONS: dict[str, dict[str, str]] = {
+    "1.34": {"eks-node-monitoring-agent": "v1.6.7-eksbuild.1"},
+}
 
 
 def chart(name: str, override: str | None = None) -> Chart:

@@ -147,7 +147,12 @@ def test_the_karpenter_release_runs_two_replicas_with_a_pdb_on_the_system_nodes(
     rel = releases(dev_render)["karpenter"].inputs
     assert rel["chart"] == "oci://public.ecr.aws/karpenter/karpenter" and rel["version"] == "1.14.1"
     values = rel["values"]
-    assert values["settings"] == {"clusterName": CLUSTER, "interruptionQueue": f"{CLUSTER}-karpenter"}
+    # Node repair is on where the EKS node monitoring agent runs (the dev stack's default).
+    assert values["settings"] == {
+        "clusterName": CLUSTER,
+        "interruptionQueue": f"{CLUSTER}-karpenter",
+        "featureGates": {"nodeRepair": True},
+    }
     assert values["replicas"] == 2 and values["podDisruptionBudget"]["maxUnavailable"] == 1
     assert SYSTEM_NODE_LABEL.items() <= values["nodeSelector"].items()
 

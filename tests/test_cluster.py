@@ -33,14 +33,21 @@ def test_the_cluster_is_pinned_logged_encrypted_and_has_no_default_node_group(de
     assert cluster["publicAccessCidrs"] == ["203.0.113.0/24"]
 
 
-def test_the_five_eks_addons_are_managed_and_ebs_csi_has_its_own_role(dev_render):
+def test_the_six_eks_addons_are_managed_and_ebs_csi_has_its_own_role(dev_render):
     # The cluster's own add-ons; storage adds its CSI drivers (tests/test_storage_*.py).
     addons = {
         r.inputs["addonName"]: r
         for r in records(dev_render).of_type("aws:eks/addon:Addon")
         if r.name.startswith("platform-cluster-")
     }
-    assert set(addons) == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver"}
+    assert set(addons) == {
+        "vpc-cni",
+        "coredns",
+        "kube-proxy",
+        "eks-pod-identity-agent",
+        "aws-ebs-csi-driver",
+        "eks-node-monitoring-agent",
+    }
     assoc = addons["aws-ebs-csi-driver"].inputs["podIdentityAssociations"][0]
     assert assoc["serviceAccount"] == "ebs-csi-controller-sa"
     role = records(dev_render).named("aws:iam/role:Role", "platform-cluster-ebs-csi")
@@ -131,7 +138,9 @@ def test_eks_addon_versions_from_the_stack_file_are_used_and_exported(dev_render
     assert versions[0]["vpc-cni"] == "v1.20.4-eksbuild.1", "the cluster reports the version it installed"
     expected = {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver"}
     assert set(versions[0]) == expected, "one version per managed add-on"
-    assert set(dev_render.outputs["eksAddonVersions"]) == expected, "and the stack exports what the cluster reports"
+    # The dev stack also runs the node monitoring agent (addons.nodeMonitoringAgent, on by default).
+    exported = expected | {"eks-node-monitoring-agent"}
+    assert set(dev_render.outputs["eksAddonVersions"]) == exported, "and the stack exports what the cluster reports"
 
 
 def test_an_adopted_vpc_creates_no_network_and_tags_its_subnets(dev):

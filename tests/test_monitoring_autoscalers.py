@@ -40,6 +40,9 @@ KSM_LABELS = {
     "kube_job_status_active": {"namespace", "job_name"},
     "kube_job_owner": {"namespace", "job_name", "owner_kind", "owner_name", "owner_is_controller"},
     "kube_job_created": {"namespace", "job_name"},
+    # docs/metrics/cluster/node-metrics.md (the node-health alerts, components/monitoring/health.py).
+    "kube_node_status_capacity": {"node", "resource", "unit"},
+    "kube_node_status_allocatable": {"node", "resource", "unit"},
 }
 # The labels an engine series carries from the PodMonitor (collection.py model_filter, podTargetLabels).
 ENGINE_LABELS = {"namespace", "inference_platform_io_model", "inference_platform_io_revision", "stage"}

@@ -72,6 +72,8 @@ class CapacityArgs:
     # `warm_chunk`), and the pinned placeholder image its buffer's PodTemplate names.
     warm: tuple[tuple[ResolvedPool, WarmChunk], ...] = ()
     placeholder_image: str | None = None
+    # Karpenter's node repair gate (stacks/resolved.py PlatformView.node_repair).
+    node_repair: bool = False
 
 
 class Capacity(pulumi.ComponentResource):
@@ -98,6 +100,7 @@ class Capacity(pulumi.ComponentResource):
                 static_capacity=needs_static_capacity(args.pools),
                 capacity_buffer=needs_capacity_buffer(args.pools),
                 node_overlay=needs_node_overlay(args.pools),
+                node_repair=args.node_repair,
                 provider=args.provider,
                 tags=args.tags,
                 service_webhook=args.service_webhook,

@@ -39,6 +39,7 @@ class KarpenterArgs:
     static_capacity: bool = False  # some pool is static: the staticCapacity feature gate on
     capacity_buffer: bool = False  # some pool keeps warm nodes: the capacityBuffer feature gate on
     node_overlay: bool = False  # some pool has a NodeOverlay (shared GPUs, g6f): the nodeOverlay gate on
+    node_repair: bool = False  # the nodeRepair feature gate (PlatformView.node_repair)
     provider: k8s.Provider
     tags: dict[str, str]
     # The AWS Load Balancer Controller's release: the controller chart's Service waits for its webhook.
@@ -192,6 +193,7 @@ class Karpenter(pulumi.ComponentResource):
                 static_capacity=args.static_capacity,
                 capacity_buffer=args.capacity_buffer,
                 node_overlay=args.node_overlay,
+                node_repair=args.node_repair,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,

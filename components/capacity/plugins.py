@@ -152,16 +152,20 @@ def karpenter_values(
     static_capacity: bool = False,
     capacity_buffer: bool = False,
     node_overlay: bool = False,
+    node_repair: bool = False,
 ) -> dict[str, Any]:
     settings: dict[str, Any] = {"clusterName": cluster, "interruptionQueue": queue}
-    # Helm merges this map into the chart's featureGates: the other gates keep their defaults. Both are
-    # ALPHA and off in chart 1.14.1 (values.yaml settings.featureGates); the deployment passes them to the
-    # controller as FEATURE_GATES.
+    # Helm merges this map into the chart's featureGates: the other gates keep their defaults. All three
+    # are ALPHA and off in chart 1.14.1 (values.yaml settings.featureGates); the deployment passes them to
+    # the controller as FEATURE_GATES. nodeRepair replaces a node whose AcceleratedHardwareReady (set by
+    # the EKS node monitoring agent) or Ready condition stays bad past its toleration.
     gates = {"staticCapacity": True} if static_capacity else {}
     if capacity_buffer:
         gates["capacityBuffer"] = True
     if node_overlay:
         gates["nodeOverlay"] = True
+    if node_repair:
+        gates["nodeRepair"] = True
     if gates:
         settings["featureGates"] = gates
     return {

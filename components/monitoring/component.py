@@ -43,6 +43,7 @@ from .collection import (
     prometheus_stack_values,
 )
 from .dashboards import dashboard_configmap, dashboards
+from .health import node_health_rule
 from .policies import monitoring_policies
 
 __all__ = ["MONITORING_NAMESPACE", "Monitoring", "MonitoringArgs"]
@@ -138,6 +139,7 @@ class Monitoring(pulumi.ComponentResource):
         if "neuron" in accelerators:
             for obj in neuron_monitor(args.images["neuron-monitor"], peers.prometheus(mon.existing_prometheus)):
                 register(obj, after_crds if obj["kind"] == "PodMonitor" else after_ns)
+        self._node_health(accelerators, after_crds)
         self._policies(args, after_ns)
         self._model_monitors(args, crd_deps)
         self._litellm_monitor(args, crd_deps)
@@ -145,6 +147,12 @@ class Monitoring(pulumi.ComponentResource):
         for obj in dashboards(engines, set(accelerators)):
             register(obj, after_ns)
         self.register_outputs({})
+
+    def _node_health(self, accelerators: frozenset[str], opts: pulumi.ResourceOptions) -> None:
+        """The accelerator node-health alerts (health.py), after the operator's CRDs."""
+        health = node_health_rule(accelerators)
+        if health is not None:
+            register(health, opts)
 
     def _litellm_monitor(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
         """LiteLLM's PodMonitor, after the operator's CRDs and the proxy, when the stack runs LiteLLM."""

@@ -42,6 +42,36 @@ class Neuron(Addon):
     )
 
 
+class KarpenterAddon(Addon):
+    """Karpenter, with its node repair gate."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Install Karpenter, which launches every node pool's nodes; required while `nodePools` is not "
+        "empty.",
+    )
+    node_repair: bool | None = Field(
+        default=None,
+        description="Karpenter's node repair (the chart's `settings.featureGates.nodeRepair`, alpha in 1.14.1): "
+        "replace a node whose health condition has been bad for its toleration (AcceleratedHardwareReady 10 "
+        "minutes, the kubelet's Ready 30). Unset: on where the node monitoring agent runs "
+        "(`nodeMonitoringAgent.enabled`), which sets the accelerator conditions; off: broken nodes stay until "
+        "an operator drains them.",
+    )
+
+
+class NodeMonitoringAgent(Strict):
+    """The EKS node monitoring agent (the managed add-on `eks-node-monitoring-agent`)."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Run the EKS node monitoring agent on every node (accelerator pools' taints tolerated): it "
+        "reads kernel, GPU (XID, DCGM) and Neuron logs and sets node conditions such as "
+        "`AcceleratedHardwareReady` that Karpenter's node repair acts on. Its version is "
+        "`cluster.addonVersions.eks-node-monitoring-agent`, else the catalog pin.",
+    )
+
+
 class Dynamo(Addon):
     """NVIDIA Dynamo's platform chart (the cluster-wide operator) in `dynamo-system`; needed by
     `engine: dynamo`."""
@@ -331,9 +361,13 @@ class AddonsSection(Strict):
         default_factory=NvidiaDevicePlugin, description="NVIDIA device plugin for AL2023 GPU pools."
     )
     neuron: Neuron = Field(default_factory=Neuron, description="AWS Neuron chart for Inferentia and Trainium pools.")
-    karpenter: Addon = Field(
-        default_factory=lambda: Addon(enabled=True),
+    karpenter: KarpenterAddon = Field(
+        default_factory=KarpenterAddon,
         description="Karpenter, which launches every node pool's nodes; required while `nodePools` is not empty.",
+    )
+    node_monitoring_agent: NodeMonitoringAgent = Field(
+        default_factory=NodeMonitoringAgent,
+        description="The EKS node monitoring agent (a managed add-on): node health conditions for node repair.",
     )
     dynamo: Dynamo = Field(default_factory=Dynamo, description="NVIDIA Dynamo operator, for `engine: dynamo`.")
     aibrix: Aibrix = Field(

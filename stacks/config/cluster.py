@@ -16,7 +16,14 @@ ClusterName = Annotated[str, StringConstraints(pattern=r"^[0-9A-Za-z][A-Za-z0-9_
 # EKS versions in standard support when this catalog was written (see stacks/versions.py).
 SUPPORTED_KUBERNETES = ("1.32", "1.33", "1.34", "1.35")
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
-EKS_ADDON_NAMES = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver")
+EKS_ADDON_NAMES = (
+    "vpc-cni",
+    "kube-proxy",
+    "eks-pod-identity-agent",
+    "coredns",
+    "aws-ebs-csi-driver",
+    "eks-node-monitoring-agent",
+)
 
 
 def _ipv4(cidr: str) -> str:

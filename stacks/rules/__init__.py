@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (each registers its rules)
     groups,
     guards,
     hardware,
+    health,
     lora,
     models,
     monitoring,

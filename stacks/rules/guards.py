@@ -15,7 +15,8 @@ from ..resolved import ResolvedStack
 def addon_versions_are_exact(stack: ResolvedStack) -> Iterable[Problem]:
     config = stack.config
     for name, field in AddonsSection.model_fields.items():
-        version = getattr(config.addons, name).version
+        # An add-on without a chart (the EKS node monitoring agent: cluster.addonVersions) has no version.
+        version = getattr(getattr(config.addons, name), "version", None)
         key = field.alias or name
         if version is not None and (problem := chart_version_problem(key, version)):
             yield Problem(key_path(["addons", key, "version"]), problem)
