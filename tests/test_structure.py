@@ -108,6 +108,7 @@ FLOOR = (
     "stacks.metrics",
     "stacks.naming",
     "stacks.paths",
+    "stacks.pricing",
     "stacks.quantity",
     "stacks.regions",
     "stacks.resolved",

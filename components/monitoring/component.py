@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 from stacks.config.addons import AddonsSection, LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
 from stacks.naming import MANAGED_BY, TOKEN
-from stacks.resolved import ImageTable, ManagedSecret, ResolvedModel
+from stacks.resolved import ImageTable, ManagedSecret, ResolvedCost, ResolvedModel
 from stacks.versions import chart, crd_source
 
 from .. import crds, peers
@@ -41,6 +41,7 @@ from .collection import (
     prometheus_rule,
     prometheus_stack_values,
 )
+from .cost import cost_prometheus_rule, platform_dashboard, team_dashboard
 from .dashboards import dashboard_configmap, dashboards
 from .policies import monitoring_policies
 
@@ -80,6 +81,8 @@ class MonitoringArgs:
     # configuration, Grafana's admin), and their values: created before kube-prometheus-stack mounts them.
     secrets: tuple[ManagedSecret, ...] = ()
     secret_values: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # Tokens and cost per team and model (ResolvedStack.cost): its rules and dashboards; None: off.
+    cost: ResolvedCost | None = None
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -143,6 +146,10 @@ class Monitoring(pulumi.ComponentResource):
         engines = {name: args.engines[name] for name in args.dashboard_engines}
         for obj in dashboards(engines, set(accelerators)):
             register(obj, after_ns)
+        if args.cost is not None:
+            register(cost_prometheus_rule(args.cost, args.engines), after_crds)
+            register(dashboard_configmap("team-cost", team_dashboard()), after_ns)
+            register(dashboard_configmap("platform-cost", platform_dashboard()), after_ns)
         self.register_outputs({})
 
     def _litellm_monitor(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:

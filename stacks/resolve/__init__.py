@@ -15,9 +15,11 @@ from __future__ import annotations
 from components.engines import ENGINES
 
 from ..config import StackConfig
+from ..config.addons import AddonsSection
 from ..exports import PlatformExports, read_platform
 from ..resolved import Access, ResolvedStack, Team
 from .access import front_door_access
+from .cost import resolve_cost
 from .images import image_table, rendered_images
 from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
 from .platform import adapter_prometheus, gateway_parent, own_platform, unknown_platform
@@ -90,4 +92,10 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
         secret_refs=refs,
         managed_secrets=managed_secrets(config, refs),
         created_namespaces=created_namespaces(config, view, {m.namespace for m in models}, parent),
+        cost=resolve_cost(view.addons.monitoring.cost, view.pools) if owns and _costed(view.addons) else None,
     )
+
+
+def _costed(addons: AddonsSection) -> bool:
+    """Whether this stack records tokens and cost: its monitoring runs and the cost rules are on."""
+    return addons.monitoring.enabled and addons.monitoring.cost.enabled
