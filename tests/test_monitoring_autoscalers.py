@@ -40,6 +40,12 @@ KSM_LABELS = {
     "kube_job_status_active": {"namespace", "job_name"},
     "kube_job_owner": {"namespace", "job_name", "owner_kind", "owner_name", "owner_is_controller"},
     "kube_job_created": {"namespace", "job_name"},
+    # The cost rules' joins (internal/store/{pod,node,namespace}.go).
+    "kube_pod_container_resource_requests": {"namespace", "pod", "container", "node", "resource", "unit"},
+    "kube_node_status_allocatable": {"node", "resource", "unit"},
+    "kube_node_labels": {"node"},
+    "kube_namespace_labels": {"namespace"},
+    "kube_pod_labels": {"namespace", "pod"},
 }
 # The labels an engine series carries from the PodMonitor (collection.py model_filter, podTargetLabels).
 ENGINE_LABELS = {"namespace", "inference_platform_io_model", "inference_platform_io_revision", "stage"}

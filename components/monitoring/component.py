@@ -146,11 +146,17 @@ class Monitoring(pulumi.ComponentResource):
         engines = {name: args.engines[name] for name in args.dashboard_engines}
         for obj in dashboards(engines, set(accelerators)):
             register(obj, after_ns)
-        if args.cost is not None:
-            register(cost_prometheus_rule(args.cost, args.engines), after_crds)
-            register(dashboard_configmap("team-cost", team_dashboard()), after_ns)
-            register(dashboard_configmap("platform-cost", platform_dashboard()), after_ns)
+        self._cost(args, after_crds, after_ns)
         self.register_outputs({})
+
+    def _cost(self, args: MonitoringArgs, after_crds: pulumi.ResourceOptions, after_ns: pulumi.ResourceOptions) -> None:
+        """Tokens and cost per team and model (cost.py): the recording rules after the operator's CRDs,
+        the team and platform dashboards after the namespace; nothing when the stack does not record cost."""
+        if args.cost is None:
+            return
+        register(cost_prometheus_rule(args.cost, args.engines), after_crds)
+        register(dashboard_configmap("team-cost", team_dashboard()), after_ns)
+        register(dashboard_configmap("platform-cost", platform_dashboard()), after_ns)
 
     def _litellm_monitor(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
         """LiteLLM's PodMonitor, after the operator's CRDs and the proxy, when the stack runs LiteLLM."""

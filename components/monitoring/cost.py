@@ -161,7 +161,7 @@ def cost_prometheus_rule(cost: ResolvedCost, engines: Mapping[str, EngineFacts])
                 f"generated {cost.table_generated}",
             },
         },
-        "spec": {"groups": [{"name": "inference.cost", "interval": "1m", "rules": rules}]},
+        "spec": {"groups": [{"name": "inference.cost", "rules": rules}]},
     }
 
 
