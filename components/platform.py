@@ -563,6 +563,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 service_webhook=wiring.load_balancer,
                 secrets=stack.secrets_in(MONITORING_NAMESPACE) if stack.owns_platform else (),
                 secret_values=self.secret_values,
+                cost=stack.cost,
             ),
             pulumi.ResourceOptions(parent=self),
         )

@@ -127,6 +127,11 @@ COMMENTED_KEYS: dict[tuple[str, str], str] = {
         for key in ("podSecurityContext", "securityContext")
         for component in ("interceptor", "scaler", "operator")
     },
+    ("kube-prometheus-stack", "kube-state-metrics.metricLabelsAllowlist"): (
+        "a value of the kube-state-metrics subchart (7.1.0), which the kept chart does not carry: its values.yaml "
+        "declares `metricLabelsAllowlist: []` (prometheus-community/helm-charts charts/kube-state-metrics), rendered "
+        "as the container's --metric-labels-allowlist"
+    ),
     ("aws-efa-k8s-device-plugin", "securityContext.readOnlyRootFilesystem"): (
         "templates/daemonset.yaml renders the container's .Values.securityContext whole (toYaml)"
     ),

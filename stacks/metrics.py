@@ -31,6 +31,7 @@ Unit = Literal[
     "ratio",
     "percent",
     "tokens",
+    "tokens/s",
     "requests",
     "endpoints",
     "MiB",
@@ -39,10 +40,15 @@ Unit = Literal[
     "code",
     "errors",
     "devices",
+    "USD/h",
+    "USD",
 ]
 
 # The signals a serving dashboard and an SLO talk about.
-Signal = Literal["ttft", "itl", "e2e", "tokens", "queue", "running", "kv_cache", "requests", "offload_hits"]
+# `prompt_tokens` is the prefill side of `tokens` (the cost rules count both).
+Signal = Literal[
+    "ttft", "itl", "e2e", "tokens", "prompt_tokens", "queue", "running", "kv_cache", "requests", "offload_hits"
+]
 
 
 @dataclass(frozen=True)
@@ -225,9 +231,29 @@ KUBE_METRICS: dict[str, Metric] = {
     "node_capacity": Metric(
         "kube_node_status_capacity", "gauge", "devices", "a node's capacity", labels=("node", "resource", "unit")
     ),
-    "node_allocatable": Metric(
-        "kube_node_status_allocatable", "gauge", "devices", "a node's allocatable", labels=("node", "resource", "unit")
+    # What the cost rules read (internal/store/{pod,node,namespace}.go): a container's requests and a
+    # node's allocatable, one series per resource (extended resources sanitised: `nvidia_com_gpu`,
+    # `aws_amazon_com_neuron`), and the `*_labels` info series, which carry only the labels the chart's
+    # `metricLabelsAllowlist` names, as `label_<sanitised key>`.
+    "pod_requests": Metric(
+        "kube_pod_container_resource_requests",
+        "gauge",
+        "replicas",
+        "a container's request of one resource (cores, bytes or devices)",
+        labels=("namespace", "pod", "container", "node", "resource", "unit"),
     ),
+    "node_allocatable": Metric(
+        "kube_node_status_allocatable",
+        "gauge",
+        "replicas",
+        "a node's allocatable amount of one resource",
+        labels=("node", "resource", "unit"),
+    ),
+    "node_labels": Metric("kube_node_labels", "gauge", "bool", "a node's allowed labels (1)", labels=("node",)),
+    "namespace_labels": Metric(
+        "kube_namespace_labels", "gauge", "bool", "a namespace's allowed labels (1)", labels=("namespace",)
+    ),
+    "pod_labels": Metric("kube_pod_labels", "gauge", "bool", "a pod's allowed labels (1)", labels=("namespace", "pod")),
 }
 
 # Grafana unit ids: the metric's unit shown as-is (seconds as seconds), never relabelled.
@@ -238,6 +264,8 @@ GRAFANA_UNITS: dict[str, str] = {
     "percent": "percent",
     "MiB": "decmbytes",
     "tokens/s": "suffix: tokens/s",
+    "USD/h": "currencyUSD",
+    "USD": "currencyUSD",
     "requests/s": "reqps",
     "requests": "short",
     "endpoints": "short",
@@ -259,3 +287,28 @@ def custom_metric(name: str) -> str:
 def seconds_in(unit: str) -> float:
     """How many of `unit` make one second: thresholds in seconds are converted explicitly."""
     return {"s": 1.0, "ms": 1000.0}[unit]
+
+
+# The series the platform's own recording rules make (components/monitoring/cost.py), by name: tokens
+# per second and cost per team, namespace and model. The team and platform cost dashboards query only
+# these. Tokens are summed over prompt and generation; cost is in US dollars.
+COST_METRICS: dict[str, Metric] = {
+    "prompt_tokens": Metric("inference:tokens_prompt:rate5m", "gauge", "tokens/s", "prompt tokens per second"),
+    "generation_tokens": Metric(
+        "inference:tokens_generation:rate5m", "gauge", "tokens/s", "generated tokens per second"
+    ),
+    "tokens": Metric("inference:tokens:rate5m", "gauge", "tokens/s", "prompt and generated tokens per second"),
+    "price": Metric("inference:instance_price:usd_per_hour", "gauge", "USD/h", "an instance type's hourly price"),
+    "node_cost": Metric("inference:node_cost:usd_per_hour", "gauge", "USD/h", "a priced node's hourly cost"),
+    "pod_share": Metric("inference:pod_node_share:ratio", "gauge", "ratio", "a pod's share of its node"),
+    "pod_cost": Metric("inference:pod_cost:usd_per_hour", "gauge", "USD/h", "a pod's share of its node's cost"),
+    "model_cost": Metric("inference:model_cost:usd_per_hour", "gauge", "USD/h", "a model's hourly cost"),
+    "team_cost": Metric("inference:team_cost:usd_per_hour", "gauge", "USD/h", "a team's hourly cost"),
+    "model_cost_per_mtok": Metric(
+        "inference:model_cost:usd_per_million_tokens", "gauge", "USD", "a model's cost per million tokens"
+    ),
+    "team_cost_per_mtok": Metric(
+        "inference:team_cost:usd_per_million_tokens", "gauge", "USD", "a team's cost per million tokens"
+    ),
+    "team": Metric("inference:namespace_team:info", "gauge", "bool", "a namespace's team (1)"),
+}

@@ -922,6 +922,33 @@ class Access:
     virtual_keys: tuple[VirtualKey, ...] = ()
 
 
+@dataclass(frozen=True)
+class InstancePrice:
+    """What one node of an instance type costs an hour on one capacity type, and where the figure is from."""
+
+    instance_type: str
+    capacity_type: str
+    usd_per_hour: float
+    # "table" (stacks/data/prices.json) or "stack" (addons.monitoring.cost.prices), with "+ spot
+    # discount" where the stack's discount was applied.
+    basis: str
+
+
+@dataclass(frozen=True)
+class ResolvedCost:
+    """The cost rules' inputs (addons.monitoring.cost): a price per instance type and capacity type the
+    stack's pools may launch, the table they come from, and what could not be priced."""
+
+    prices: tuple[InstancePrice, ...]
+    # The price table's Region, date and source (stacks/pricing.py).
+    table_region: str
+    table_generated: str
+    table_source: str
+    spot_discount: float | None
+    # Instance types of the pools with no price in the table and none in the stack.
+    unpriced: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class ResolvedStack:
     """Everything one stack file asks for, resolved."""
@@ -966,6 +993,9 @@ class ResolvedStack:
     secret_refs: tuple[SecretRef, ...] = ()
     managed_secrets: tuple[ManagedSecret, ...] = ()
     created_namespaces: frozenset[str] = frozenset()
+    # Tokens and cost per team and model (addons.monitoring.cost): None when this stack does not run the
+    # platform's monitoring or the cost rules are off.
+    cost: ResolvedCost | None = None
 
     def secrets_in(self, namespace: str) -> tuple[ManagedSecret, ...]:
         """The Secrets the program creates in one namespace."""

@@ -43,6 +43,11 @@ KSM_LABELS = {
     # docs/metrics/cluster/node-metrics.md (the node-health alerts, components/monitoring/health.py).
     "kube_node_status_capacity": {"node", "resource", "unit"},
     "kube_node_status_allocatable": {"node", "resource", "unit"},
+    # The cost rules' joins (internal/store/{pod,node,namespace}.go).
+    "kube_pod_container_resource_requests": {"namespace", "pod", "container", "node", "resource", "unit"},
+    "kube_node_labels": {"node"},
+    "kube_namespace_labels": {"namespace"},
+    "kube_pod_labels": {"namespace", "pod"},
 }
 # The labels an engine series carries from the PodMonitor (collection.py model_filter, podTargetLabels).
 ENGINE_LABELS = {"namespace", "inference_platform_io_model", "inference_platform_io_revision", "stage"}

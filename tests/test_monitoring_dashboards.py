@@ -11,7 +11,7 @@ import pytest
 
 from components.engines import ENGINES
 from components.monitoring.dashboards import accelerator_dashboard, engine_dashboard
-from stacks.metrics import KUBE_METRICS, NODE_METRICS, PICKER_METRICS, Metric
+from stacks.metrics import COST_METRICS, KUBE_METRICS, NODE_METRICS, PICKER_METRICS, Metric
 from tests.conftest import ALL_STACKS, sections_of, stack_manifests
 
 # Expected Grafana unit, written out here independently of the builders: (how the query uses the
@@ -28,6 +28,9 @@ EXPECTED_UNIT = {
     ("value", "MiB"): "decmbytes",
     ("value", "replicas"): "short",
     ("value", "bool"): "bool",
+    ("value", "tokens/s"): "suffix: tokens/s",
+    ("value", "USD/h"): "currencyUSD",
+    ("value", "USD"): "currencyUSD",
 }
 NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
@@ -37,6 +40,8 @@ ENGINE_METRICS = {name: e.facts.metrics for name, e in ENGINES.items()}
 
 def catalog_for(board: dict[str, Any]) -> dict[str, Metric]:
     engines = [t.split(":", 1)[1] for t in board["tags"] if t.startswith("engine:")]
+    if "cost" in board["tags"]:  # the team and platform cost views: the cost rules' recorded series
+        return {m.name: m for m in COST_METRICS.values()}
     if "endpoint-picker" in board["tags"]:
         return {m.name: m for m in PICKER_METRICS.values()}
     if "scaling" in board["tags"]:  # a model's scaling view: its engine's queue and kube-state-metrics

@@ -109,6 +109,7 @@ FLOOR = (
     "stacks.naming",
     "stacks.offload",
     "stacks.paths",
+    "stacks.pricing",
     "stacks.quantity",
     "stacks.regions",
     "stacks.resolved",

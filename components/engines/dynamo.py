@@ -100,6 +100,7 @@ METRICS: dict[Signal, Metric] = {
     "itl": Metric("dynamo_frontend_inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
     "e2e": Metric("dynamo_frontend_request_duration_seconds", "histogram", "s", "request duration"),
     "tokens": Metric("dynamo_frontend_output_sequence_tokens", "histogram", "tokens", "output tokens per request"),
+    "prompt_tokens": Metric("dynamo_frontend_input_sequence_tokens", "histogram", "tokens", "input tokens per request"),
     "queue": Metric(
         "dynamo_frontend_stage_requests",
         "gauge",

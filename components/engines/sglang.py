@@ -46,6 +46,7 @@ METRICS: dict[Signal, Metric] = {
     "itl": Metric("sglang:inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
     "e2e": Metric("sglang:e2e_request_latency_seconds", "histogram", "s", "end-to-end request latency"),
     "tokens": Metric("sglang:generation_tokens_total", "counter", "tokens", "generated tokens"),
+    "prompt_tokens": Metric("sglang:prompt_tokens_total", "counter", "tokens", "prefill (prompt) tokens processed"),
     "queue": Metric("sglang:num_queue_reqs", "gauge", "requests", "requests in the waiting queue"),
     "running": Metric("sglang:num_running_reqs", "gauge", "requests", "requests running"),
     "kv_cache": Metric("sglang:token_usage", "gauge", "ratio", "KV pool token usage (0-1)"),

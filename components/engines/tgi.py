@@ -32,6 +32,8 @@ METRICS: dict[Signal, Metric] = {
     "itl": Metric("tgi_request_mean_time_per_token_duration", "histogram", "s", "mean time per generated token"),
     "e2e": Metric("tgi_request_duration", "histogram", "s", "end-to-end request duration"),
     "tokens": Metric("tgi_request_generated_tokens", "histogram", "tokens", "generated tokens per request"),
+    # router/src/validation.rs: the input length of every validated request, in tokens.
+    "prompt_tokens": Metric("tgi_request_input_length", "histogram", "tokens", "input tokens per request"),
     "queue": Metric("tgi_queue_size", "gauge", "requests", "requests in the queue"),
     "running": Metric("tgi_batch_current_size", "gauge", "requests", "current batch size"),
 }

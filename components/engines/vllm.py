@@ -63,6 +63,7 @@ METRICS: dict[Signal, Metric] = {
     "itl": Metric("vllm:inter_token_latency_seconds", "histogram", "s", "inter-token latency"),
     "e2e": Metric("vllm:e2e_request_latency_seconds", "histogram", "s", "end-to-end request latency"),
     "tokens": Metric("vllm:generation_tokens_total", "counter", "tokens", "generated tokens"),
+    "prompt_tokens": Metric("vllm:prompt_tokens_total", "counter", "tokens", "prefill (prompt) tokens processed"),
     "queue": Metric("vllm:num_requests_waiting", "gauge", "requests", "requests waiting"),
     "running": Metric("vllm:num_requests_running", "gauge", "requests", "requests running"),
     "kv_cache": Metric("vllm:kv_cache_usage_perc", "gauge", "ratio", "KV-cache blocks in use (0-1)"),

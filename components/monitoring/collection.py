@@ -24,6 +24,7 @@ from stacks.resolved import (
     MODEL_LABEL,
     MONITORING_NAMESPACE,
     REVISION_LABEL,
+    TEAM_LABEL,
     Endpoint,
     ResolvedModel,
 )
@@ -42,6 +43,19 @@ MODEL_TARGET_LABEL = "inference_platform_io_model"
 # ... and the revision its pods serve (REVISION_LABEL): a canary's series differ from the stable's by it.
 REVISION_TARGET_LABEL = "inference_platform_io_revision"
 NEURON_MONITOR_PORT = 8000
+# The node labels the price is looked up by: the instance type (kubelet's well-known label) and the
+# capacity type Karpenter puts on every node it launches.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+
+
+def ksm_allowlist() -> list[str]:
+    """kube-state-metrics' `metricLabelsAllowlist` (chart value): the labels the joins read."""
+    return [
+        f"namespaces=[{TEAM_LABEL}]",
+        f"nodes=[{INSTANCE_TYPE_LABEL},{CAPACITY_TYPE_LABEL}]",
+        f"pods=[{MODEL_LABEL}]",
+    ]
 
 
 def _meta(name: str, namespace: str, **labels: str) -> dict[str, Any]:
@@ -146,6 +160,9 @@ def prometheus_stack_values(mon: MonitoringAddon) -> dict[str, Any]:
             },
         },
         "grafana": _grafana_values(mon, system),
+        # The labels the cost rules join on (components/monitoring/cost.py): a namespace's team, a node's
+        # instance and capacity type, a pod's model; kube-state-metrics exports no label it is not told to.
+        **({"kube-state-metrics": {"metricLabelsAllowlist": ksm_allowlist()}} if mon.cost.enabled else {}),
     }
 
 

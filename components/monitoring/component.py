@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 from stacks.config.addons import AddonsSection, LiteLLM, MonitoringAddon
 from stacks.engine_facts import EngineFacts
 from stacks.naming import MANAGED_BY, TOKEN
-from stacks.resolved import ImageTable, ManagedSecret, ResolvedModel
+from stacks.resolved import ImageTable, ManagedSecret, ResolvedCost, ResolvedModel
 from stacks.versions import chart, crd_source
 
 from .. import crds, peers
@@ -42,6 +42,7 @@ from .collection import (
     prometheus_rule,
     prometheus_stack_values,
 )
+from .cost import cost_prometheus_rule, platform_dashboard, team_dashboard
 from .dashboards import dashboard_configmap, dashboards
 from .health import node_health_rule
 from .policies import monitoring_policies
@@ -82,6 +83,8 @@ class MonitoringArgs:
     # configuration, Grafana's admin), and their values: created before kube-prometheus-stack mounts them.
     secrets: tuple[ManagedSecret, ...] = ()
     secret_values: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # Tokens and cost per team and model (ResolvedStack.cost): its rules and dashboards; None: off.
+    cost: ResolvedCost | None = None
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -143,16 +146,30 @@ class Monitoring(pulumi.ComponentResource):
         self._policies(args, after_ns)
         self._model_monitors(args, crd_deps)
         self._litellm_monitor(args, crd_deps)
-        engines = {name: args.engines[name] for name in args.dashboard_engines}
-        for obj in dashboards(engines, set(accelerators)):
-            register(obj, after_ns)
+        self._dashboards(args, after_ns)
+        self._cost(args, after_crds, after_ns)
         self.register_outputs({})
+
+    def _dashboards(self, args: MonitoringArgs, after_ns: pulumi.ResourceOptions) -> None:
+        """The engines' serving dashboards (and the accelerators' panels), after the namespace."""
+        engines = {name: args.engines[name] for name in args.dashboard_engines}
+        for obj in dashboards(engines, set(args.accelerators)):
+            register(obj, after_ns)
 
     def _node_health(self, accelerators: frozenset[str], opts: pulumi.ResourceOptions) -> None:
         """The accelerator node-health alerts (health.py), after the operator's CRDs."""
         health = node_health_rule(accelerators)
         if health is not None:
             register(health, opts)
+
+    def _cost(self, args: MonitoringArgs, after_crds: pulumi.ResourceOptions, after_ns: pulumi.ResourceOptions) -> None:
+        """Tokens and cost per team and model (cost.py): the recording rules after the operator's CRDs,
+        the team and platform dashboards after the namespace; nothing when the stack does not record cost."""
+        if args.cost is None:
+            return
+        register(cost_prometheus_rule(args.cost, args.engines), after_crds)
+        register(dashboard_configmap("team-cost", team_dashboard()), after_ns)
+        register(dashboard_configmap("platform-cost", platform_dashboard()), after_ns)
 
     def _litellm_monitor(self, args: MonitoringArgs, crd_deps: list[pulumi.Resource]) -> None:
         """LiteLLM's PodMonitor, after the operator's CRDs and the proxy, when the stack runs LiteLLM."""

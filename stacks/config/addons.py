@@ -11,6 +11,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, StringConstraints, model_validator
 
 from .base import Addon, HostPattern, SecretName, Strict, VersionKey
+from .pools import InstanceTypeName
 
 
 class NvidiaDevicePlugin(Addon):
@@ -222,6 +223,32 @@ class LiteLLM(Addon):
     replicas: int = Field(default=2, ge=1, le=20, description="Proxy replicas.")
 
 
+class CostSection(Strict):
+    """`addons.monitoring.cost`: showback of tokens and cost per team and model, as Prometheus recording
+    rules and two Grafana dashboards (a team's and the platform's), from the engines' token counters,
+    kube-state-metrics and a dated price table (stacks/pricing.py)."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Record tokens per second and cost per hour per team, namespace and model, and cost per "
+        "million tokens, and provision the team and platform cost dashboards (with monitoring on).",
+    )
+    spot_discount: float | None = Field(
+        default=None,
+        ge=0,
+        lt=1,
+        description="The share of the on-demand price a spot node is assumed to save (0.6: spot costs 40 % of "
+        "on demand). Spot prices change by the hour and zone, so no table holds them. Unset, spot nodes are "
+        "costed at the on-demand price (an upper bound), with a warning when a pool may launch spot.",
+    )
+    prices: dict[InstanceTypeName, Annotated[float, Field(gt=0, le=1000)]] = Field(
+        default_factory=dict,
+        description="USD per on-demand instance-hour by instance type, overriding the price table (Karpenter's "
+        "us-east-1 on-demand table, stacks/data/prices.json): your Region's list price, or a negotiated or "
+        "Savings Plans rate.",
+    )
+
+
 class MonitoringAddon(Addon):
     """Metrics: kube-prometheus-stack (or an existing Prometheus), exporters, dashboards, rules, and
     prometheus-adapter serving the engines' metrics to HorizontalPodAutoscalers."""
@@ -294,6 +321,10 @@ class MonitoringAddon(Addon):
     )
     dcgm_exporter_version: VersionKey | None = Field(
         default=None, description="Exact DCGM exporter chart version overriding the pin."
+    )
+    cost: CostSection = Field(
+        default_factory=CostSection,
+        description="Tokens and cost per team and model: recording rules, dashboards, prices and the spot discount.",
     )
 
     @property

@@ -15,9 +15,11 @@ from __future__ import annotations
 from components.engines import ENGINES
 
 from ..config import StackConfig
+from ..config.addons import AddonsSection
 from ..exports import PlatformExports, read_platform
-from ..resolved import Access, ResolvedStack, Team
+from ..resolved import Access, PlatformView, ResolvedStack, Team
 from .access import front_door_access
+from .cost import resolve_cost
 from .images import image_table, rendered_images
 from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
 from .platform import adapter_prometheus, gateway_parent, own_platform, unknown_platform
@@ -33,25 +35,31 @@ def routed(config: StackConfig) -> bool:
     return config.stack.role == "workloads" or config.gateway.enabled or config.addons.aibrix.enabled
 
 
+def _platform_and_team(config: StackConfig, platform: PlatformExports | None) -> tuple[PlatformView, Team | None]:
+    """The platform the stack runs on (its own, its platform's exports, or an unknown one offline) and,
+    for a workloads stack, its team."""
+    stack = config.stack
+    if stack.role != "workloads":
+        return own_platform(config), None
+    assert stack.team is not None
+    if platform is None:
+        view = unknown_platform(f"the platform {stack.platform_stack}")
+    else:
+        view = read_platform(platform.exports, f"the platform {platform.where}")
+    # The platform's declaration of the team; undeclared (refused by the rules) or unknown offline: its
+    # name alone, in a namespace of that name.
+    team = view.team(stack.team) or Team(
+        name=stack.team, namespaces=(stack.team,), quota=None, api_keys_secret=view.gateway.api_keys_secret
+    )
+    return view, team
+
+
 def resolve(config: StackConfig, platform: PlatformExports | None = None) -> ResolvedStack:
     """The stack, resolved. A workloads stack resolves against its platform's exports, or, when they
     cannot be read here (None), against an unknown platform: then only what needs no platform is
     resolved and checked."""
     stack = config.stack
-    team: Team | None = None
-    if stack.role == "workloads":
-        assert stack.team is not None
-        if platform is None:
-            view = unknown_platform(f"the platform {stack.platform_stack}")
-        else:
-            view = read_platform(platform.exports, f"the platform {platform.where}")
-        # The platform's declaration of the team; undeclared (refused by the rules) or unknown offline:
-        # its name alone, in a namespace of that name.
-        team = view.team(stack.team) or Team(
-            name=stack.team, namespaces=(stack.team,), quota=None, api_keys_secret=view.gateway.api_keys_secret
-        )
-    else:
-        view = own_platform(config)
+    view, team = _platform_and_team(config, platform)
     owns = stack.role != "workloads"
     has_routes = routed(config)
     entries = tuple(model_entry(i, m, view.addons, team) for i, m in enumerate(config.models))
@@ -92,4 +100,10 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
         secret_refs=refs,
         managed_secrets=managed_secrets(config, refs),
         created_namespaces=created_namespaces(config, view, {m.namespace for m in models}, parent),
+        cost=resolve_cost(view.addons.monitoring.cost, view.pools) if owns and _costed(view.addons) else None,
     )
+
+
+def _costed(addons: AddonsSection) -> bool:
+    """Whether this stack records tokens and cost: its monitoring runs and the cost rules are on."""
+    return addons.monitoring.enabled and addons.monitoring.cost.enabled

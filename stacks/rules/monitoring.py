@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..checks import rule
-from ..errors import Problem
+from ..checks import rule, warning
+from ..errors import Problem, key_path
 from ..resolved import ResolvedStack
 
 _SLO_SIGNALS = {
@@ -39,3 +39,29 @@ def slo_needs_a_metric(stack: ResolvedStack) -> Iterable[Problem]:
                 f"an slo is alerted on by Prometheus, which {where} does not run; {stack.ask_for('monitoring')}, or "
                 f"remove the slo",
             )
+
+
+_COST = ("addons", "monitoring", "cost")
+
+
+@warning
+def cost_prices_are_stated(stack: ResolvedStack) -> Iterable[Problem]:
+    """The cost rules price every node the pools may launch: a type the table has no price for is left
+    out of every cost, and a spot node without a stated discount is costed at the on-demand price."""
+    cost = stack.cost
+    if cost is None:
+        return
+    for name in cost.unpriced:
+        yield Problem(
+            key_path([*_COST, "prices"]),
+            f"{name} has no on-demand price in the price table ({cost.table_source}), so its nodes count in no "
+            f"model's or team's cost; set prices.{name} to its USD per instance-hour",
+        )
+    spot = [p.name for p in stack.platform.pools if "spot" in p.config.capacity_order]
+    if spot and cost.spot_discount is None:
+        yield Problem(
+            key_path([*_COST, "spotDiscount"]),
+            f"pool {spot[0]} may launch spot nodes, whose price changes by the hour and no table holds; they "
+            f"are costed at the on-demand price (an upper bound): set spotDiscount to the share you expect "
+            f"spot to save (0.6 when spot costs 40 % of on demand)",
+        )
