@@ -37,7 +37,6 @@ import pulumi_kubernetes as k8s
 from stacks.awaits import await_job, skip_await
 from stacks.config.gateway import GatewaySection
 from stacks.naming import MANAGED_BY, TOKEN, physical
-from stacks.resolve.access import acceptance_key_secret
 from stacks.resolved import ImageTable, ResolvedModel
 
 from . import acceptance_check, peers, secretfiles
@@ -53,24 +52,10 @@ KEY_ENV = "ACC_API_KEY"
 # The whole check waits up to READY_SECONDS for the route, then sends a handful of short requests.
 READY_SECONDS = 600
 DEADLINE_SECONDS = 1800
-# A JSON Schema small enough for every engine's grammar backend: one required string.
-SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-_OPENAI_SCHEMA = {"response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA}}}
-# How each engine at its pinned version is asked for JSON (stacks/versions.py):
-# - vLLM v0.29.0, SGLang v0.5.19: OpenAI's `response_format` json_schema (their structured-output docs);
-# - Ollama 0.34.0: the same form, which its OpenAI layer turns into its `format` (openai/openai.go);
-# - TGI 3.3.7: its grammar, `response_format: {type: json, value: <schema>}` (router/src/lib.rs GrammarType,
-#   tag `type`, content `value`).
-STRUCTURED: dict[str, dict[str, Any]] = {
-    "vllm": _OPENAI_SCHEMA,
-    "sglang": _OPENAI_SCHEMA,
-    "ollama": _OPENAI_SCHEMA,
-    "tgi": {"response_format": {"type": "json", "value": SCHEMA}},
-}
 
 
 @dataclass(frozen=True, kw_only=True)
-class AcceptanceArgs:
+class AcceptanceChecksArgs:
     models: Sequence[ResolvedModel]  # every model of the stack: the foreign routes are among them
     gateway: GatewaySection  # the front door's: its auth and key header
     hostname: str
@@ -96,10 +81,10 @@ def structured_form(model: ResolvedModel) -> tuple[dict[str, Any] | None, str]:
     accept = model.config.acceptance
     if accept is not None and not accept.structured_output:
         return None, "acceptance.structuredOutput: false"
-    form = STRUCTURED.get(model.engine)
+    form = model.facts.json_output
     if form is None:
-        return None, f"no structured-output form established for {model.engine} at its pinned version"
-    return form, ""
+        return None, f"no structured-output form established for {model.facts.title}"
+    return dict(form), ""
 
 
 def metrics_query(model: ResolvedModel) -> str:
@@ -107,7 +92,7 @@ def metrics_query(model: ResolvedModel) -> str:
     return f"up{{{model_filter(model)}}}"
 
 
-def check_env(model: ResolvedModel, args: AcceptanceArgs) -> list[dict[str, str]]:
+def check_env(model: ResolvedModel, args: AcceptanceChecksArgs) -> list[dict[str, str]]:
     """What the check reads (acceptance_check.run): the route, the model, the key header, the foreign
     route, the JSON form, the Prometheus and its query."""
     form, why = structured_form(model)
@@ -133,7 +118,7 @@ def check_env(model: ResolvedModel, args: AcceptanceArgs) -> list[dict[str, str]
     ]
 
 
-def job_name(model: ResolvedModel, args: AcceptanceArgs) -> str:
+def job_name(model: ResolvedModel, args: AcceptanceChecksArgs) -> str:
     """`accept-<model>-<digest>`: the digest of the model's settings, the images, the check's inputs and
     its source, so a change to any of them is a new Job (a Job's pod template is immutable) and the
     changed model is checked again."""
@@ -163,7 +148,7 @@ exit 1
 """
 
 
-def _check_container(model: ResolvedModel, args: AcceptanceArgs, key: secretfiles.SecretFile) -> dict[str, Any]:
+def _check_container(model: ResolvedModel, args: AcceptanceChecksArgs, key: secretfiles.SecretFile) -> dict[str, Any]:
     return {
         "name": "check",
         "image": args.images["guidellm"].ref,
@@ -179,7 +164,7 @@ def _check_container(model: ResolvedModel, args: AcceptanceArgs, key: secretfile
     }
 
 
-def _upload_container(model: ResolvedModel, args: AcceptanceArgs) -> dict[str, Any]:
+def _upload_container(model: ResolvedModel, args: AcceptanceChecksArgs) -> dict[str, Any]:
     return {
         "name": "upload",
         "image": args.images["model-prep-s3"].ref,
@@ -191,11 +176,12 @@ def _upload_container(model: ResolvedModel, args: AcceptanceArgs) -> dict[str, A
     }
 
 
-def job(model: ResolvedModel, args: AcceptanceArgs) -> dict[str, Any]:
+def job(model: ResolvedModel, args: AcceptanceChecksArgs) -> dict[str, Any]:
     """The acceptance Job of one model with `acceptance`."""
     accept = model.config.acceptance
-    secret = acceptance_key_secret(model.config)
-    assert accept is not None and secret is not None, "only for a model with acceptance and a key"
+    assert accept is not None, "only for a model with acceptance"
+    secret = accept.key_secret(model.config.benchmark)
+    assert secret is not None, "stacks/rules/acceptance.py refuses acceptance without a key"
     key = secretfiles.SecretFile(env=KEY_ENV, secret=secret, key=KEY, volume="api-key", directory=KEY_DIR)
     pod = _pod_spec(
         init=[_check_container(model, args, key)],
@@ -245,12 +231,12 @@ def acceptance_pods(namespace: str) -> peers.Pods:
     return peers.Pods(namespace, {"app.kubernetes.io/name": NAME, **MANAGED_BY})
 
 
-class Acceptance(pulumi.ComponentResource):
+class AcceptanceChecks(pulumi.ComponentResource):
     """Per model with `acceptance`, after the models, their routes and key Secrets exist: its Job; per
     namespace of those models, when the check may query Prometheus, the egress policy to it."""
 
-    def __init__(self, name: str, args: AcceptanceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(f"{TOKEN}:Acceptance", name, None, opts)
+    def __init__(self, name: str, args: AcceptanceChecksArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TOKEN}:AcceptanceChecks", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
         checked = [m for m in args.models if m.config.acceptance is not None and m.expose]
         for model in checked:

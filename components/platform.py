@@ -25,7 +25,7 @@ from stacks.resolved import AIBRIX_GATEWAY, LITELLM_NAMESPACE, MONITORING_NAMESP
 from stacks.versions import chart, crd_source
 
 from . import peers
-from .acceptance import Acceptance, AcceptanceArgs
+from .acceptance import AcceptanceChecks, AcceptanceChecksArgs
 from .autoscaling.component import ModelScalers, ModelScalersArgs
 from .benchmark import Benchmarks, BenchmarksArgs
 from .capacity.component import Capacity, CapacityArgs
@@ -526,9 +526,9 @@ class InferencePlatform(pulumi.ComponentResource):
         if hostname is None or bucket is None:
             # The stack rules refuse a missing front door (stacks/rules/acceptance.py); this is their backstop.
             raise ValueError("models[].acceptance needs the front door's gateway.hostname and the model bucket")
-        Acceptance(
+        AcceptanceChecks(
             f"{name}-acceptance",
-            AcceptanceArgs(
+            AcceptanceChecksArgs(
                 models=stack.models,
                 gateway=stack.platform.gateway,
                 hostname=hostname,

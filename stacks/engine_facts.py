@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .metrics import Metric, Signal
 from .versions import Image
@@ -106,6 +106,18 @@ EFA_UNVERIFIED = EfaStack(
 ONE_NODE = EfaStack(missing=False, why="serves a replica on one node, so it needs no EFA stack")
 
 
+# The acceptance check's JSON Schema, small enough for every engine's grammar backend: one required string.
+ACCEPTANCE_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+# OpenAI's structured-output form, which vLLM, SGLang and Ollama's OpenAI layer take.
+OPENAI_JSON_SCHEMA: Mapping[str, Any] = {
+    "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": ACCEPTANCE_SCHEMA}}
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class EngineFacts:
     """The engine's server and what it supports."""
@@ -156,6 +168,10 @@ class EngineFacts:
     # outside the model (the gateway's proxies, LiteLLM, the interceptor, Prometheus) reach: a Dynamo
     # graph's Frontend, never its workers. None: every pod of the model serves.
     serving_role: str | None
+    # The chat request fields that ask the engine for JSON matching ACCEPTANCE_SCHEMA at its pinned version
+    # (the acceptance check's structured-output step, components/acceptance.py); None: no form the platform
+    # has established, and the step is skipped.
+    json_output: Mapping[str, Any] | None = None
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

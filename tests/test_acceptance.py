@@ -16,8 +16,7 @@ import pytest
 from components import acceptance_check
 from components.acceptance import (
     KEY_ENV,
-    STRUCTURED,
-    AcceptanceArgs,
+    AcceptanceChecksArgs,
     acceptance_egress,
     check_env,
     foreign_route,
@@ -25,7 +24,7 @@ from components.acceptance import (
     structured_form,
 )
 from components.monitoring.policies import prometheus
-from stacks.resolve.access import acceptance_key_secret
+from stacks.engine_facts import ACCEPTANCE_SCHEMA, OPENAI_JSON_SCHEMA
 from stacks.resolved import ResolvedModel, ResolvedStack
 from tests.builders import resolved_model
 from tests.engines_helpers import example, stack_of
@@ -117,7 +116,7 @@ def run_check(behaviour: Behaviour, **env: str) -> dict[str, Any]:
             "ACC_AUTH": "apiKey",
             "ACC_API_KEY": KEY,
             "ACC_FOREIGN": f"{base}/other",
-            "ACC_STRUCTURED": json.dumps(STRUCTURED["vllm"]),
+            "ACC_STRUCTURED": json.dumps(OPENAI_JSON_SCHEMA),
             "ACC_PROMETHEUS": f"{base}/prom",
             "ACC_METRICS_QUERY": 'up{namespace="inference"}',
             "ACC_READY_SECONDS": "5",
@@ -191,8 +190,8 @@ def with_acceptance(name: str = "qwen3-8b", **accept: Any) -> dict[str, Any]:
     return sections
 
 
-def args_of(stack: ResolvedStack) -> AcceptanceArgs:
-    return AcceptanceArgs(
+def args_of(stack: ResolvedStack) -> AcceptanceChecksArgs:
+    return AcceptanceChecksArgs(
         models=stack.models,
         gateway=stack.platform.gateway,
         hostname=HOST,
@@ -229,7 +228,10 @@ def test_the_shipped_example_checks_qwen3_8b_through_its_route_and_gates_pulumi_
 def test_the_key_comes_from_a_file_and_never_sits_in_the_pod_spec(shipped):
     _, model, obj = shipped
     spec = obj["spec"]["template"]["spec"]
-    assert acceptance_key_secret(model.config) == "bench-key", "without its own key it uses the benchmark's"
+    accept = model.config.acceptance
+    assert accept is not None and accept.key_secret(model.config.benchmark) == "bench-key", (
+        "without its own key it uses the benchmark's"
+    )
     secrets = [v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v]
     assert secrets == ["bench-key"], "the one Secret it mounts is its own model's key, never another team's"
     assert KEY_ENV not in env_of(obj), "the key is exported at exec time from its file, not set in env"
@@ -263,9 +265,9 @@ def test_each_engine_is_asked_for_json_in_its_own_form_or_skipped():
     tgi_form, _ = structured_form(resolved_model(stack, "qwen-awq-tgi"))
     vllm_form, _ = structured_form(resolved_model(stack, "qwen3-8b"))
     nim_form, why = structured_form(resolved_model(stack, "llama-nim"))
-    assert tgi_form == {"response_format": {"type": "json", "value": STRUCTURED["tgi"]["response_format"]["value"]}}
+    assert tgi_form == {"response_format": {"type": "json", "value": ACCEPTANCE_SCHEMA}}, "TGI's grammar form"
     assert vllm_form is not None and vllm_form["response_format"]["type"] == "json_schema"
-    assert nim_form is None and "nim" in why, "an engine without an established form is skipped, with the reason"
+    assert nim_form is None and "NIM" in why, "an engine without an established form is skipped, with the reason"
 
 
 def test_structured_output_false_skips_the_json_step():

@@ -21,7 +21,16 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
+from stacks.engine_facts import (
+    EFA_UNVERIFIED,
+    OPENAI_JSON_SCHEMA,
+    OPENAI_PATHS,
+    Autoscalers,
+    Dialect,
+    EngineFacts,
+    Groups,
+    ModelFacts,
+)
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
@@ -117,6 +126,8 @@ FACTS = EngineFacts(
         "SGLANG_DG_CACHE_DIR": "deep_gemm",
     },
     serving_role=None,
+    # SGLang 0.5.19: OpenAI `response_format` json_schema (its structured-outputs docs, xgrammar backend).
+    json_output=OPENAI_JSON_SCHEMA,
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000

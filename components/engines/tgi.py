@@ -18,7 +18,16 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
+from stacks.engine_facts import (
+    ACCEPTANCE_SCHEMA,
+    ONE_NODE,
+    OPENAI_PATHS,
+    Autoscalers,
+    Dialect,
+    EngineFacts,
+    Groups,
+    ModelFacts,
+)
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
@@ -101,6 +110,9 @@ FACTS = EngineFacts(
     # TGI captures its CUDA graphs at every start and keeps no compile cache to place.
     compile_cache_env={},
     serving_role=None,
+    # TGI 3.3.7: its grammar, `response_format: {type: json, value: <schema>}` (router/src/lib.rs GrammarType,
+    # tag `type`, content `value`).
+    json_output={"response_format": {"type": "json", "value": ACCEPTANCE_SCHEMA}},
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"

@@ -26,7 +26,16 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import EFA_UNVERIFIED, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
+from stacks.engine_facts import (
+    EFA_UNVERIFIED,
+    OPENAI_JSON_SCHEMA,
+    OPENAI_PATHS,
+    Autoscalers,
+    Dialect,
+    EngineFacts,
+    Groups,
+    ModelFacts,
+)
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
@@ -128,6 +137,8 @@ FACTS = EngineFacts(
     # under $TRITON_CACHE_DIR (default ~/.triton/cache) for the kernels it compiles outside that graph.
     compile_cache_env={"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton"},
     serving_role=None,
+    # vLLM 0.29: OpenAI `response_format` json_schema (its structured-outputs guided decoding).
+    json_output=OPENAI_JSON_SCHEMA,
 )
 
 

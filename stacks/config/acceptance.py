@@ -13,6 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from .base import SecretName, Strict
+from .benchmark import Benchmark
 
 
 class Acceptance(Strict):
@@ -36,3 +37,10 @@ class Acceptance(Strict):
         "established support for at their pinned version (NIM, neuron-vllm, Dynamo, Ray Serve) are reported as "
         "skipped, never failed. `false`: skip it for every engine (a model without a JSON-capable decoder).",
     )
+
+    def key_secret(self, benchmark: Benchmark | None) -> str | None:
+        """The Secret whose `api-key` the check calls with: its own, else the model's benchmark's; None
+        with neither (refused by stacks/rules/acceptance.py)."""
+        if self.api_key_secret is not None:
+            return self.api_key_secret
+        return benchmark.api_key_secret if benchmark is not None else None

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..config.addons import AddonsSection
-from ..config.models import ModelSection
 from ..config.teams import PLATFORM_CLIENTS
 from ..resolved import (
     ACCEPTANCE_CALLER,
@@ -70,22 +69,12 @@ def key_secrets(entry: ModelEntry, view: PlatformView) -> tuple[KeySecret, ...]:
     bench = entry.config.benchmark
     if bench is not None:
         found.append(KeySecret(BENCHMARK_CALLER, entry.namespace, bench.api_key_secret))
-    own = acceptance_key_secret(entry.config)
+    accept = entry.config.acceptance
+    own = accept.key_secret(bench) if accept is not None else None
     if own is not None and (bench is None or own != bench.api_key_secret):
         # The acceptance Job's own key, likewise this model's only.
         found.append(KeySecret(ACCEPTANCE_CALLER, entry.namespace, own))
     return tuple(found)
-
-
-def acceptance_key_secret(model: ModelSection) -> str | None:
-    """The Secret whose `api-key` the model's acceptance Job calls with: its own, else the benchmark's;
-    None without acceptance (or with neither, which stacks/rules/acceptance.py refuses)."""
-    accept, bench = model.acceptance, model.benchmark
-    if accept is None:
-        return None
-    if accept.api_key_secret is not None:
-        return accept.api_key_secret
-    return bench.api_key_secret if bench is not None else None
 
 
 def litellm_models(addons: AddonsSection, models: Sequence[ResolvedModel]) -> tuple[str, ...]:
