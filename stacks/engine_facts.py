@@ -171,7 +171,7 @@ class EngineFacts:
     # The chat request fields that ask the engine for JSON matching ACCEPTANCE_SCHEMA at its pinned version
     # (the acceptance check's structured-output step, components/acceptance.py); None: no form the platform
     # has established, and the step is skipped.
-    json_output: Mapping[str, Any] | None = None
+    json_output: Mapping[str, Any] | None
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

@@ -66,6 +66,7 @@ TOY_FACTS = EngineFacts(
     efa_stack=ONE_NODE,
     compile_cache_env={},
     serving_role=None,
+    json_output=None,
 )
 TOY_DIALECT = Dialect(engine="Toy 1.2", owned={"--port": "sets the port"}, streamed={}, refused=None)
 

@@ -198,6 +198,7 @@ FACTS = EngineFacts(
     compile_cache_env={},
     # Clients, the gateway and Prometheus reach the Frontend; only the graph's own pods reach the workers.
     serving_role="frontend",
+    json_output=None,  # no structured-output form established at its pinned version
 )
 API_VERSION = "nvidia.com/v1beta1"
 

@@ -86,6 +86,7 @@ FACTS = EngineFacts(
     # compiled-artifact tree, which `compileCache` keys on the shared cache (container() below).
     compile_cache_env={"NEURON_COMPILE_CACHE_URL": "compile-cache"},
     serving_role=None,
+    json_output=None,  # no structured-output form established at its pinned version
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours

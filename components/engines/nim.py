@@ -89,6 +89,7 @@ FACTS = EngineFacts(
     # NIM chooses its own cache layout under NIM_CACHE_PATH with the weights; none placed apart.
     compile_cache_env={},
     serving_role=None,
+    json_output=None,  # no structured-output form established at its pinned version
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000

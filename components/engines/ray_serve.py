@@ -131,6 +131,7 @@ FACTS = EngineFacts(
     # Ray's workers run inside the RayService's pods, whose caches the platform does not place.
     compile_cache_env={},
     serving_role=None,
+    json_output=None,  # no structured-output form established at its pinned version
 )
 
 
