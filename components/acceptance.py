@@ -49,9 +49,21 @@ NAME = "acceptance"
 KEY_DIR = "/var/run/secrets/acceptance"
 KEY = "api-key"
 KEY_ENV = "ACC_API_KEY"
-# The whole check waits up to READY_SECONDS for the route, then sends a handful of short requests.
+# The check waits for the route at least READY_SECONDS (Envoy Gateway programming it), or the model's
+# startup allowance when longer (a model that scales to zero wakes on the first request), then sends a
+# handful of short requests, each within the script's own timeout; CHECKS_SECONDS bounds those.
 READY_SECONDS = 600
-DEADLINE_SECONDS = 1800
+CHECKS_SECONDS = 1200
+
+
+def ready_seconds(model: ResolvedModel) -> int:
+    """How long the check waits for the route to answer its key."""
+    return max(READY_SECONDS, model.startup_seconds)
+
+
+def deadline_seconds(model: ResolvedModel) -> int:
+    """The Job's activeDeadlineSeconds, and the gate's await: the wait and the checks."""
+    return ready_seconds(model) + CHECKS_SECONDS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +125,7 @@ def check_env(model: ResolvedModel, args: AcceptanceChecksArgs) -> list[dict[str
         {"name": "ACC_PROMETHEUS", "value": prometheus or ""},
         {"name": "ACC_METRICS_QUERY", "value": metrics_query(model)},
         {"name": "ACC_METRICS_WHY", "value": "" if prometheus else unasked},
-        {"name": "ACC_READY_SECONDS", "value": str(READY_SECONDS)},
+        {"name": "ACC_READY_SECONDS", "value": str(ready_seconds(model))},
         {"name": "ACC_RESULTS", "value": RESULTS},
     ]
 
@@ -189,7 +201,7 @@ def job(model: ResolvedModel, args: AcceptanceChecksArgs) -> dict[str, Any]:
         volumes=secretfiles.volumes([key]),
     )
     # `pulumi up` fails with a gated Job; nothing waits for an ungated one (its verdict goes to the bucket).
-    awaits = await_job(DEADLINE_SECONDS) if accept.gate else skip_await()
+    awaits = await_job(deadline_seconds(model)) if accept.gate else skip_await()
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -201,7 +213,7 @@ def job(model: ResolvedModel, args: AcceptanceChecksArgs) -> dict[str, Any]:
         },
         "spec": {
             "backoffLimit": 0,
-            "activeDeadlineSeconds": DEADLINE_SECONDS,
+            "activeDeadlineSeconds": deadline_seconds(model),
             "template": {"metadata": {"labels": labels(model)}, "spec": pod},
         },
     }

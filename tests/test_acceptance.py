@@ -223,6 +223,9 @@ def test_the_shipped_example_checks_qwen3_8b_through_its_route_and_gates_pulumi_
     annotations = obj["metadata"]["annotations"]
     assert "pulumi.com/skipAwait" not in annotations, "gate: true makes pulumi up wait for the Job"
     assert obj["spec"]["backoffLimit"] == 0, "a failed check fails the Job, not a retry"
+    ready = int(env["ACC_READY_SECONDS"])
+    assert ready >= 600, "it waits for Envoy Gateway to program the route before judging it"
+    assert obj["spec"]["activeDeadlineSeconds"] > ready, "the Job outlives the wait, so the checks run"
 
 
 def test_the_key_comes_from_a_file_and_never_sits_in_the_pod_spec(shipped):
