@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .metrics import Metric, Signal
 from .versions import Image
@@ -117,6 +117,18 @@ class KvOffload:
     per_rank_gb: bool
 
 
+# The acceptance check's JSON Schema, small enough for every engine's grammar backend: one required string.
+ACCEPTANCE_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+# OpenAI's structured-output form, which vLLM, SGLang and Ollama's OpenAI layer take.
+OPENAI_JSON_SCHEMA: Mapping[str, Any] = {
+    "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": ACCEPTANCE_SCHEMA}}
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class EngineFacts:
     """The engine's server and what it supports."""
@@ -176,6 +188,10 @@ class EngineFacts:
     # The GPU-sharing modes (`nodePools[].gpuSharing`: "timeSlicing", "mig") in which the platform can hold
     # the engine to one slice (stacks/rules/sharing.py); empty: whole GPUs only.
     gpu_sharing: tuple[str, ...]
+    # The chat request fields that ask the engine for JSON matching ACCEPTANCE_SCHEMA at its pinned version
+    # (the acceptance check's structured-output step, components/acceptance.py); None: no form the platform
+    # has established, and the step is skipped.
+    json_output: Mapping[str, Any] | None
 
     def metric(self, signal: str) -> Metric | None:
         """The engine's series for a signal, or None when it exports none for it."""

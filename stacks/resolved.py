@@ -841,6 +841,8 @@ class Team:
 
 # The caller a model's benchmark Job is: its key Secret calls that model and no other.
 BENCHMARK_CALLER = "benchmark"
+# The caller a model's acceptance Job is, when it has a key Secret of its own (else it uses the benchmark's).
+ACCEPTANCE_CALLER = "acceptance"
 # The Secret (entry `api-key`) in a caller's namespace that holds its LiteLLM virtual key, kept there by
 # the platform's key job (components/serving/litellm_keys.py).
 LITELLM_KEY_SECRET = "litellm-key"
@@ -1004,6 +1006,16 @@ class ResolvedStack:
     @property
     def prod(self) -> bool:
         return self.environment == "prod"
+
+    @property
+    def acceptance_prometheus(self) -> str | None:
+        """The Prometheus an acceptance Job queries for its model's `up` series: the kube-prometheus-stack
+        this stack runs (its monitoring NetworkPolicy admits the stack's acceptance pods); None for a team's
+        stack, an existing Prometheus, or no monitoring (the metrics step is then skipped)."""
+        mon = self.platform.addons.monitoring
+        if not (self.owns_platform and mon.enabled and not mon.existing_prometheus):
+            return None
+        return f"http://{PROMETHEUS_SERVICE}.{MONITORING_NAMESPACE}.svc:9090"
 
     @property
     def owns_platform(self) -> bool:

@@ -69,6 +69,7 @@ TOY_FACTS = EngineFacts(
     serving_role=None,
     kv_offload=None,
     gpu_sharing=(),
+    json_output=None,
 )
 TOY_DIALECT = Dialect(engine="Toy 1.2", owned={"--port": "sets the port"}, streamed={}, refused=None)
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from components import peers
+from components.acceptance import acceptance_pods
 from components.gateway import picker
 from components.peers import Pods
 from components.serving import litellm, litellm_keys
@@ -294,6 +295,9 @@ def monitoring_table(stack: ResolvedStack) -> dict[tuple[Pods, int], set[Peer]]:
         queriers.add(Peer.of(peers.PROMETHEUS_ADAPTER))
     if addons.keda.enabled:
         queriers.add(Peer.of(peers.KEDA_OPERATOR))
+    # The acceptance Jobs' metrics step (components/acceptance.py), from the namespaces of checked models.
+    checked = {m.namespace for m in stack.models if m.config.acceptance is not None and m.expose}
+    queriers |= {Peer.of(acceptance_pods(ns)) for ns in checked}
     api = {Peer(cidr=c) for c in blocks}
     table = {
         (peers.PROMETHEUS, 9090): queriers,

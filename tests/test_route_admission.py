@@ -78,6 +78,10 @@ def expected(path: Path) -> Expected:
             bench = (namespace, model["benchmark"]["apiKeySecret"])
             out.benchmarks[route] = bench
             out.keys[route].add(bench)
+        if "acceptance" in model:
+            # The acceptance check's own key, else the benchmark's (already admitted).
+            own = model["acceptance"].get("apiKeySecret") or model.get("benchmark", {}).get("apiKeySecret")
+            out.keys[route].add((namespace, own))
     if platform.get("addons", {}).get("litellm", {}).get("enabled") and team is None:
         out.litellm = ("platform", *(n for n, t in teams.items() if t.get("litellm")))
     return out

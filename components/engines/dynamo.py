@@ -203,6 +203,7 @@ FACTS = EngineFacts(
     kv_offload=None,
     # Not on shared GPUs: the Dynamo operator's workers request whole GPUs.
     gpu_sharing=(),
+    json_output=None,  # no structured-output form established at its pinned version
 )
 API_VERSION = "nvidia.com/v1beta1"
 

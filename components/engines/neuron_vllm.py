@@ -91,6 +91,7 @@ FACTS = EngineFacts(
     kv_offload=None,
     # Neuron devices are not shared (gpuSharing is an NVIDIA pool's).
     gpu_sharing=(),
+    json_output=None,  # no structured-output form established at its pinned version
 )
 
 # Neuron compiles one graph per batch bucket; vLLM's default of 256 sequences compiles for hours

@@ -101,6 +101,7 @@ FACTS = EngineFacts(
     # Not offered on shared GPUs: how it behaves within one slice (its memory sizing, its profiles) is not
     # verified here; it runs on whole GPUs.
     gpu_sharing=(),
+    json_output=None,  # no structured-output form established at its pinned version
 )
 NIM_API_VERSION = "apps.nvidia.com/v1alpha1"
 RUN_AS = 1000

@@ -17,7 +17,16 @@ from typing import Any
 
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
+from stacks.engine_facts import (
+    ONE_NODE,
+    OPENAI_JSON_SCHEMA,
+    OPENAI_PATHS,
+    Autoscalers,
+    Dialect,
+    EngineFacts,
+    Groups,
+    ModelFacts,
+)
 from stacks.errors import Problem, duplicates
 from stacks.resolved import ModelEntry, ResolvedStack
 from stacks.versions import IMAGES, overridden
@@ -85,6 +94,8 @@ FACTS = EngineFacts(
     # Not offered on shared GPUs: how it behaves within one slice (its memory sizing, its profiles) is not
     # verified here; it runs on whole GPUs.
     gpu_sharing=(),
+    # Ollama 0.34: its OpenAI layer turns `response_format` json_schema into its `format` (openai/openai.go).
+    json_output=OPENAI_JSON_SCHEMA,
 )
 PULL_ATTEMPTS = 5
 SERVER_WAIT_SECONDS = 60

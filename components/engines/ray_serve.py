@@ -135,6 +135,7 @@ FACTS = EngineFacts(
     kv_offload=None,
     # Not on shared GPUs: KubeRay's pods request whole GPUs (rayStartParams num-gpus).
     gpu_sharing=(),
+    json_output=None,  # no structured-output form established at its pinned version
 )
 
 

@@ -23,6 +23,7 @@ from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.engine_facts import (
     EFA_UNVERIFIED,
+    OPENAI_JSON_SCHEMA,
     OPENAI_PATHS,
     Autoscalers,
     Dialect,
@@ -169,6 +170,8 @@ FACTS = EngineFacts(
     # A MIG instance is a GPU of its own to SGLang; not time-sliced: it sizes its KV pool from the memory
     # free when it starts (--mem-fraction-static is of that), so a second server on the GPU starves.
     gpu_sharing=("mig",),
+    # SGLang 0.5.19: OpenAI `response_format` json_schema (its structured-outputs docs, xgrammar backend).
+    json_output=OPENAI_JSON_SCHEMA,
 )
 # The torch TCP store the ranks meet at on the leader (LWS docs/examples/sglang/lws.yaml uses 20000).
 DIST_INIT_PORT = 20000

@@ -18,7 +18,16 @@ from typing import Any
 from stacks import flags
 from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
-from stacks.engine_facts import ONE_NODE, OPENAI_PATHS, Autoscalers, Dialect, EngineFacts, Groups, ModelFacts
+from stacks.engine_facts import (
+    ACCEPTANCE_SCHEMA,
+    ONE_NODE,
+    OPENAI_PATHS,
+    Autoscalers,
+    Dialect,
+    EngineFacts,
+    Groups,
+    ModelFacts,
+)
 from stacks.metrics import Metric, Signal
 from stacks.versions import IMAGES, overridden
 
@@ -108,6 +117,9 @@ FACTS = EngineFacts(
     # Not offered on shared GPUs: how it behaves within one slice (its memory sizing, its profiles) is not
     # verified here; it runs on whole GPUs.
     gpu_sharing=(),
+    # TGI 3.3.7: its grammar, `response_format: {type: json, value: <schema>}` (router/src/lib.rs GrammarType,
+    # tag `type`, content `value`).
+    json_output={"response_format": {"type": "json", "value": ACCEPTANCE_SCHEMA}},
 )
 
 HF_HOME = f"{HOME}/.cache/huggingface"

@@ -28,6 +28,7 @@ from stacks.config import ModelSection
 from stacks.config.addons import AddonsSection
 from stacks.engine_facts import (
     EFA_UNVERIFIED,
+    OPENAI_JSON_SCHEMA,
     OPENAI_PATHS,
     Autoscalers,
     Dialect,
@@ -185,6 +186,8 @@ FACTS = EngineFacts(
     # A MIG instance is a GPU of its own to vLLM; on a time-sliced GPU the platform sets
     # --gpu-memory-utilization, a per-instance fraction of the whole GPU (vLLM 0.29 config/cache.py).
     gpu_sharing=("timeSlicing", "mig"),
+    # vLLM 0.29: OpenAI `response_format` json_schema (its structured-outputs guided decoding).
+    json_output=OPENAI_JSON_SCHEMA,
 )
 
 

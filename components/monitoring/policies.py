@@ -44,6 +44,7 @@ from stacks.naming import MANAGED_BY
 from stacks.resolved import MONITORING_NAMESPACE
 
 from .. import peers
+from ..acceptance import acceptance_pods
 from ..peers import Pods
 
 NS = MONITORING_NAMESPACE
@@ -80,9 +81,12 @@ def _from_api_server(ports: Sequence[int], blocks: Sequence[str]) -> dict[str, A
     return {"from": peers.api_server(blocks), "ports": peers.tcp(*ports)}
 
 
-def prometheus(addons: AddonsSection, *, adapter: bool, blocks: Sequence[str]) -> dict[str, Any]:
-    """Prometheus: queried by Grafana, the adapter and KEDA, scraped by itself; it scrapes every pod and
-    the nodes, and reads the API server (service discovery)."""
+def prometheus(
+    addons: AddonsSection, *, adapter: bool, blocks: Sequence[str], accepted_in: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Prometheus: queried by Grafana, the adapter, KEDA and the acceptance Jobs of `accepted_in` (their
+    metrics step, components/acceptance.py), scraped by itself; it scrapes every pod and the nodes, and
+    reads the API server (service discovery)."""
     queriers = [peers.PROMETHEUS]
     if addons.monitoring.grafana:
         queriers.append(peers.GRAFANA)
@@ -90,6 +94,7 @@ def prometheus(addons: AddonsSection, *, adapter: bool, blocks: Sequence[str]) -
         queriers.append(peers.PROMETHEUS_ADAPTER)
     if addons.keda.enabled:
         queriers.append(peers.KEDA_OPERATOR)
+    queriers += [acceptance_pods(ns) for ns in accepted_in]
     grants = [(q, (peers.PROMETHEUS_PORT,)) for q in queriers] + [(peers.PROMETHEUS, (peers.RELOADER_PORT,))]
     nodes: dict[str, Any] = {
         "to": [{"ipBlock": {"cidr": c}} for c in blocks],
@@ -150,14 +155,19 @@ def adapter_policy(blocks: Sequence[str]) -> dict[str, Any]:
 
 
 def monitoring_policies(
-    addons: AddonsSection, *, accelerators: frozenset[str], adapter: bool, blocks: Sequence[str]
+    addons: AddonsSection,
+    *,
+    accelerators: frozenset[str],
+    adapter: bool,
+    blocks: Sequence[str],
+    accepted_in: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Every policy of the monitoring namespace, or none with an existing Prometheus."""
     if addons.monitoring.existing_prometheus:
         return []
     objs = [
         default_deny(),
-        prometheus(addons, adapter=adapter, blocks=blocks),
+        prometheus(addons, adapter=adapter, blocks=blocks, accepted_in=accepted_in),
         alertmanager(addons),
         *operator(blocks),
         *exporters(addons, accelerators=accelerators, blocks=blocks),

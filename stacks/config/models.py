@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
+from .acceptance import Acceptance
 from .base import (
     IMAGE_TAG,
     DnsLabel,
@@ -852,6 +853,14 @@ class ModelSection(Strict):
         description="An SLO benchmark Job (guidellm 0.8.1) against the model's gateway route; its verdict is `slo` "
         "and its results go to the model bucket under its owner's prefix, `<platform/ or teams/<team>/>_benchmarks/"
         "<name>/<revision>/`. Needs `expose: true`.",
+    )
+    acceptance: Acceptance | None = Field(
+        default=None,
+        description="A post-deploy acceptance Job through the model's gateway route: a request without a key and "
+        "one with a key the route does not admit are refused, a chat completion has the chat shape (an assistant "
+        "message, finish_reason, usage), streaming ends with `data: [DONE]`, structured output is valid JSON where "
+        "the engine supports it, and Prometheus scrapes the model; its verdict goes to the model bucket under "
+        "`<owner prefix>/_benchmarks/<name>/<revision>/acceptance/`. Needs `expose: true`.",
     )
     routing: Routing | None = Field(
         default=None,

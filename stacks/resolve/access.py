@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from ..config.addons import AddonsSection
 from ..config.teams import PLATFORM_CLIENTS
 from ..resolved import (
+    ACCEPTANCE_CALLER,
     BENCHMARK_CALLER,
     GATEWAY_NAMESPACE,
     LITELLM_KEY_SECRET,
@@ -68,6 +69,11 @@ def key_secrets(entry: ModelEntry, view: PlatformView) -> tuple[KeySecret, ...]:
     bench = entry.config.benchmark
     if bench is not None:
         found.append(KeySecret(BENCHMARK_CALLER, entry.namespace, bench.api_key_secret))
+    accept = entry.config.acceptance
+    own = accept.key_secret(bench) if accept is not None else None
+    if own is not None and (bench is None or own != bench.api_key_secret):
+        # The acceptance Job's own key, likewise this model's only.
+        found.append(KeySecret(ACCEPTANCE_CALLER, entry.namespace, own))
     return tuple(found)
 
 

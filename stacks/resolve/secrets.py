@@ -121,6 +121,13 @@ KINDS: dict[str, tuple[str, tuple[str, ...], str, str, str]] = {
         "the model's benchmark Job (file), and the model's route, which admits it",
         "change the value; the next benchmark run uses it",
     ),
+    "models[].acceptance.apiKeySecret": (
+        "the model's namespace",
+        ("api-key",),
+        OPAQUE,
+        "the model's acceptance Job (file), and the model's route, which admits it",
+        "change the value; the next acceptance Job (a new one after any change to the model) uses it",
+    ),
 }
 
 
@@ -189,6 +196,9 @@ def _model_refs(entry: ModelEntry, addons: AddonsSection) -> Iterator[SecretRef]
     if m.benchmark is not None:
         path = ["models", i, "benchmark", "apiKeySecret"]
         yield _ref("models[].benchmark.apiKeySecret", path, m.benchmark.api_key_secret, ns, True)
+    if m.acceptance is not None and m.acceptance.api_key_secret is not None:
+        path = ["models", i, "acceptance", "apiKeySecret"]
+        yield _ref("models[].acceptance.apiKeySecret", path, m.acceptance.api_key_secret, ns, True)
 
 
 def secret_refs(

@@ -7,6 +7,7 @@ from ..checks import RULES, WARNINGS, run
 from ..errors import Problem
 from ..resolved import ResolvedStack
 from . import (  # noqa: F401  (each registers its rules)
+    acceptance,
     adapters,
     benchmark,
     canary,

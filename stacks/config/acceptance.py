@@ -1,0 +1,46 @@
+"""`models[].acceptance`: a post-deploy acceptance check of an exposed model through the front door.
+
+After `pulumi up`, one Job per model with `acceptance` calls the model's gateway route the way a
+client does and writes a verdict (components/acceptance.py, components/acceptance_check.py): the
+refusals (no key, a key this route does not admit), a chat completion's shape, streaming, structured
+output where the engine supports it, and that Prometheus scrapes the model. Opt-in, because a call
+through the authenticated route needs a key the route admits: the platform mints no keys (with
+`gateway.auth: jwt` it cannot), so the key is the stack's to give, `apiKeySecret` or the benchmark's.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import SecretName, Strict
+from .benchmark import Benchmark
+
+
+class Acceptance(Strict):
+    """What a model's acceptance Job needs: its key (or the benchmark's) and whether it gates `pulumi up`."""
+
+    gate: bool = Field(
+        default=False,
+        description="`true`: `pulumi up` waits for the acceptance Job and fails when a check fails; `false`: the "
+        "Job runs without blocking the update and its verdict goes to the bucket (and the failed-Job alert).",
+    )
+    api_key_secret: SecretName | None = Field(
+        default=None,
+        description="Existing Secret in the model's namespace whose entry `api-key` is the acceptance check's own "
+        "key (with `auth: jwt`, a token of one of the model's callers): the model's route admits it and no other "
+        "route does. Unset: the model's `benchmark.apiKeySecret` (one of the two is needed).",
+    )
+    structured_output: bool = Field(
+        default=True,
+        description="Check that a request asking for JSON (the engine's own form: `response_format` json_schema "
+        "for vLLM, SGLang and Ollama, TGI's `json` grammar) returns valid JSON. Engines the platform has not "
+        "established support for at their pinned version (NIM, neuron-vllm, Dynamo, Ray Serve) are reported as "
+        "skipped, never failed. `false`: skip it for every engine (a model without a JSON-capable decoder).",
+    )
+
+    def key_secret(self, benchmark: Benchmark | None) -> str | None:
+        """The Secret whose `api-key` the check calls with: its own, else the model's benchmark's; None
+        with neither (refused by stacks/rules/acceptance.py)."""
+        if self.api_key_secret is not None:
+            return self.api_key_secret
+        return benchmark.api_key_secret if benchmark is not None else None
