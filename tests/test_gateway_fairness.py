@@ -21,10 +21,12 @@ from stacks.resolved import FAIRNESS_HEADER, FAIRNESS_HEADER_ALIAS, OBJECTIVE_HE
 from stacks.versions import IMAGES, Image
 from tests.builders import resolved_model, resolved_stack
 from tests.conftest import DEV, sections_of
+from tests.serving_support import SCHEMAS
 
 FRONTDOOR = ROOT / "stacks" / "examples" / "Pulumi.frontdoor.yaml"
 FAIR = "qwen3-8b-sglang"
-ROUTER_DOCS = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "llm-d-router" / "v0.10.0" / "docs"
+# The router's docs as the schema folder keeps them (INFERENCE_PLATFORM_SCHEMAS; CI: ../shared/schemas).
+ROUTER_DOCS = (SCHEMAS or Path("/nonexistent")) / "llm-d-router" / "v0.10.0" / "docs"
 
 # The EndpointPickerConfig's JSON fields, as llm-d-router v0.10.0 apix/config/v1alpha1
 # endpointpickerconfig_types.go spells them: the picker parses strictly, so any other key stops it at start.
@@ -176,7 +178,7 @@ def test_alerts_fire_on_full_queues_queue_timeouts_no_pods_and_stale_metrics_wit
     assert rule is not None and rule["metadata"]["name"] == f"{FAIR}-fairness"
 
 
-@pytest.mark.skipif(not ROUTER_DOCS.is_dir(), reason="the router's docs are in the shared schemas")
+@pytest.mark.schemas
 def test_every_flow_control_metric_is_one_the_routers_metrics_docs_name():
     docs = (ROUTER_DOCS / "metrics.md").read_text()
     for metric in FLOW_CONTROL_METRICS.values():

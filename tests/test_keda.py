@@ -190,6 +190,7 @@ def test_a_dynamo_graph_scales_through_its_scaling_adapter(dev, mode, component)
     valid_custom(graph)
 
 
+@pytest.mark.schemas
 @pytest.mark.parametrize(
     ("mode", "count", "component"),
     [("disaggregated", {"dynamo": {"decodeWorkers": 2}}, "DecodeWorker"), ("aggregated", {"replicas": 2}, "Worker")],
