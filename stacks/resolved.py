@@ -830,6 +830,9 @@ class Team:
     # The spend limit of the team's LiteLLM virtual key and how often it resets (None: none, never).
     litellm_max_budget: float | None = None
     litellm_budget_duration: str | None = None
+    # The tokens and requests a minute the team's LiteLLM virtual key may use (None: no limit).
+    litellm_tpm_limit: int | None = None
+    litellm_rpm_limit: int | None = None
     # The IAM principals that may assume the team's deploy role: known to the platform that declares the
     # team (never exported), empty where the team is read back from the exports.
     deployers: tuple[str, ...] = ()
@@ -880,6 +883,8 @@ class VirtualKey:
     models: tuple[str, ...]
     max_budget: float | None = None
     budget_duration: str | None = None
+    tpm_limit: int | None = None
+    rpm_limit: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
