@@ -553,6 +553,10 @@ class ModelEntry:
 
 AdapterLoader = Literal["engine", "aibrix", "prefix"]
 
+# The roles of the pods that serve a model's API, and so hold AIBrix's runtime sidecar where AIBrix loads
+# its adapters (components/engines/vllm.py adapter_loader: a group's headless workers hold none).
+SERVING_ROLES = ("server", "leader")
+
 
 def adapter_loader(config: ModelSection, facts: EngineFacts) -> AdapterLoader | None:
     """What loads a model's `adapters` (the one answer every rule and builder reads): the engine itself at
@@ -739,6 +743,13 @@ class ResolvedModel(Endpoint):
     def pod(self, role: str) -> PodShape:
         """The pods of this role the model runs (`frontend`, `worker`, `decode` ...)."""
         return next(p for p in self.pods if p.role == role)
+
+    @property
+    def serving_pod_requests(self) -> Requests:
+        """What one pod serving the model's API asks of the API server and Karpenter: its serving
+        container's requests and its sidecars' (AIBrix's runtime where AIBrix loads the adapters), as its
+        pod shape holds them; the serving container's alone for engines whose pods have other roles."""
+        return next((p.requests for p in self.pods if p.role in SERVING_ROLES), self.requests)
 
     @property
     def serving_resources(self) -> Mapping[str, Mapping[str, str]]:
