@@ -186,6 +186,9 @@ def _team_export(team: Team) -> dict[str, Any]:
             litellm["maxBudget"] = team.litellm_max_budget
         if team.litellm_budget_duration is not None:
             litellm["budgetDuration"] = team.litellm_budget_duration
+        for key, limit in (("tpmLimit", team.litellm_tpm_limit), ("rpmLimit", team.litellm_rpm_limit)):
+            if limit is not None:
+                litellm[key] = limit
         out["litellm"] = litellm
     return out
 
@@ -200,6 +203,8 @@ def read_teams(exports: dict[str, Any]) -> tuple[Team, ...]:
             litellm_models=tuple(str(m) for m in (t.get("litellm") or {}).get("models") or ()),
             litellm_max_budget=(t.get("litellm") or {}).get("maxBudget"),
             litellm_budget_duration=(t.get("litellm") or {}).get("budgetDuration"),
+            litellm_tpm_limit=(t.get("litellm") or {}).get("tpmLimit"),
+            litellm_rpm_limit=(t.get("litellm") or {}).get("rpmLimit"),
         )
         for t in exports.get("teams") or []
     )

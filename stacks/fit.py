@@ -211,6 +211,17 @@ def _requests(quantities: dict[str, str]) -> Requests:
     return Requests(cpu_m=cpu_millicores(quantities["cpu"]), memory_mib=memory_mib(quantities["memory"]))
 
 
+# AIBrix's runtime sidecar beside the engine of a serving pod whose adapters AIBrix loads (the figures
+# AIBrix's webhook gives it): components/serving/aibrix.py runtime_sidecar renders these very requests,
+# and the model's pod shape (stacks/resolve/models.py) adds them, so the fit rule and team quotas count
+# the pod the API server and Karpenter see.
+AIBRIX_RUNTIME_REQUESTS: dict[str, str] = {"cpu": "100m", "memory": "256Mi"}
+
+
+def aibrix_runtime_requests() -> Requests:
+    return _requests(AIBRIX_RUNTIME_REQUESTS)
+
+
 # The platform's DaemonSets and their requests, per container summed. Concerns that add a node agent
 # (a CSI node driver, an exporter) append an entry here so every fit check accounts for it.
 def daemonset_requests(name: str) -> dict[str, str]:

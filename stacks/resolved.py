@@ -553,6 +553,10 @@ class ModelEntry:
 
 AdapterLoader = Literal["engine", "aibrix", "prefix"]
 
+# The roles of the pods that serve a model's API, and so hold AIBrix's runtime sidecar where AIBrix loads
+# its adapters (components/engines/vllm.py adapter_loader: a group's headless workers hold none).
+SERVING_ROLES = ("server", "leader")
+
 
 def adapter_loader(config: ModelSection, facts: EngineFacts) -> AdapterLoader | None:
     """What loads a model's `adapters` (the one answer every rule and builder reads): the engine itself at
@@ -741,6 +745,13 @@ class ResolvedModel(Endpoint):
         return next(p for p in self.pods if p.role == role)
 
     @property
+    def serving_pod_requests(self) -> Requests:
+        """What one pod serving the model's API asks of the API server and Karpenter: its serving
+        container's requests and its sidecars' (AIBrix's runtime where AIBrix loads the adapters), as its
+        pod shape holds them; the serving container's alone for engines whose pods have other roles."""
+        return next((p.requests for p in self.pods if p.role in SERVING_ROLES), self.requests)
+
+    @property
     def serving_resources(self) -> Mapping[str, Mapping[str, str]]:
         """The resources of the pods on the model's pool (every such pod of a replica asks the same)."""
         return next(p.resources for p in self.pods if p.pool)
@@ -830,6 +841,9 @@ class Team:
     # The spend limit of the team's LiteLLM virtual key and how often it resets (None: none, never).
     litellm_max_budget: float | None = None
     litellm_budget_duration: str | None = None
+    # The tokens and requests a minute the team's LiteLLM virtual key may use (None: no limit).
+    litellm_tpm_limit: int | None = None
+    litellm_rpm_limit: int | None = None
     # The IAM principals that may assume the team's deploy role: known to the platform that declares the
     # team (never exported), empty where the team is read back from the exports.
     deployers: tuple[str, ...] = ()
@@ -880,6 +894,8 @@ class VirtualKey:
     models: tuple[str, ...]
     max_budget: float | None = None
     budget_duration: str | None = None
+    tpm_limit: int | None = None
+    rpm_limit: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

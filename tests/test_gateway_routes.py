@@ -334,3 +334,54 @@ def test_the_jwt_authorization_is_valid_against_envoy_gateways_crd(dev):
     assert schemas is not None
     for obj in model_routing(stack.platform.gateway, stack.models[0], stack.route_parent):
         assert conformance.validate_custom(obj, schemas) == [], obj["kind"]
+
+
+def _jwt(dev: dict[str, Any]) -> dict[str, Any]:
+    dev["gateway"] |= {
+        "auth": "jwt",
+        "jwt": {"issuer": "https://login.example.com/", "jwksUri": "https://login.example.com/k"},
+        "rateLimit": {"requestsPerMinute": 60, "clientHeader": "x-team-client"},
+    }
+    return dev
+
+
+def test_with_jwt_a_client_sent_client_id_header_is_removed_before_any_filter_runs(dev):
+    """Envoy's jwt_authn appends the `sub` claim to the client-id header (authenticator.cc
+    addJWTClaimToHeader: addCopy) and writes nothing without one, so the client's own value must go
+    before it runs: the HCM's early header mutation, which a ClientTrafficPolicy sets."""
+    stack = resolved_stack(_jwt(dev))
+    objs = gateway_objects(stack.platform.gateway, stack.route_parent, stack.access.platform_keys)
+    (ctp,) = [o for o in objs if o["kind"] == "ClientTrafficPolicy"]
+    assert ctp["spec"]["headers"] == {"earlyRequestHeaders": {"remove": ["x-team-client"]}}, (
+        "the rate limit and the picker's fairness id read only what the token says"
+    )
+    assert ctp["spec"]["targetRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": stack.route_parent.name}
+    ]
+    assert ctp["metadata"]["namespace"] == GATEWAY_NAMESPACE
+
+
+def test_with_api_keys_no_client_traffic_policy_is_needed(dev):
+    stack = resolved_stack(dev)
+    objs = gateway_objects(stack.platform.gateway, stack.route_parent, stack.access.platform_keys)
+    assert not [o for o in objs if o["kind"] == "ClientTrafficPolicy"], "apiKeyAuth writes the client id itself"
+
+
+def test_with_jwt_and_aibrix_its_listener_policy_removes_the_client_id_header_too():
+    from components.serving.values import ROUTING_STRATEGY_HEADER, aibrix_listener_policy
+
+    removed = aibrix_listener_policy("x-team-client")["spec"]["headers"]["earlyRequestHeaders"]["remove"]
+    assert removed == [ROUTING_STRATEGY_HEADER, "x-team-client"]
+    assert aibrix_listener_policy()["spec"]["headers"]["earlyRequestHeaders"]["remove"] == [ROUTING_STRATEGY_HEADER]
+
+
+@pytest.mark.schemas
+def test_the_client_id_policy_is_valid_against_envoy_gateways_crd(dev):
+    from stacks import conformance
+
+    stack = resolved_stack(_jwt(dev))
+    schemas = conformance.schema_dir()
+    assert schemas is not None
+    objs = gateway_objects(stack.platform.gateway, stack.route_parent, stack.access.platform_keys)
+    (ctp,) = [o for o in objs if o["kind"] == "ClientTrafficPolicy"]
+    assert conformance.validate_custom(ctp, schemas) == []

@@ -37,8 +37,17 @@ def test_the_platform_keeps_one_key_per_team_with_access_and_one_for_its_own_cli
     keys = resolved_stack(sections_of(PLATFORM)).access.virtual_keys
     assert keys == (
         VirtualKey("platform", "inference-gateway", LITELLM_KEY_SECRET, ("gpt-4o-mini",)),
-        VirtualKey("chat", "chat", LITELLM_KEY_SECRET, ("gpt-4o-mini",), max_budget=50, budget_duration="30d"),
-    ), "search has no litellm access: no key; chat's is scoped to its models and budget"
+        VirtualKey(
+            "chat",
+            "chat",
+            LITELLM_KEY_SECRET,
+            ("gpt-4o-mini",),
+            max_budget=50,
+            budget_duration="30d",
+            tpm_limit=100000,
+            rpm_limit=300,
+        ),
+    ), "search has no litellm access: no key; chat's is scoped to its models, budget and rate limits"
 
 
 def test_without_the_proxys_database_there_are_no_virtual_keys_and_a_teams_access_is_refused():
@@ -102,9 +111,20 @@ def test_the_job_runs_the_proxys_pinned_image_with_the_master_key_as_a_file():
     (config,) = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "litellm-keys"]
     assert config["data"]["sync.py"] == Path(litellm_key_sync.__file__).read_text(), "the program, as tested below"
     plan = json.loads(config["data"]["keys.json"])
-    assert [(e["caller"], e["namespace"], e["models"], e["max_budget"], e["budget_duration"]) for e in plan] == [
-        ("platform", "inference-gateway", ["gpt-4o-mini"], None, None),
-        ("chat", "chat", ["gpt-4o-mini"], 50, "30d"),
+    assert [
+        (
+            e["caller"],
+            e["namespace"],
+            e["models"],
+            e["max_budget"],
+            e["budget_duration"],
+            e["tpm_limit"],
+            e["rpm_limit"],
+        )
+        for e in plan
+    ] == [
+        ("platform", "inference-gateway", ["gpt-4o-mini"], None, None, None, None),
+        ("chat", "chat", ["gpt-4o-mini"], 50, "30d", 100000, 300),
     ]
 
 
@@ -239,8 +259,10 @@ def test_the_first_run_creates_each_key_in_litellm_and_in_its_callers_secret(wor
         "metadata": {"caller": "chat", "managed-by": "inference-platform"},
         "max_budget": 50,
         "budget_duration": "30d",
+        "tpm_limit": 100000,
+        "rpm_limit": 300,
         "key_type": "llm_api",
-    }, "scoped to chat's models and budget, the LLM routes only"
+    }, "scoped to chat's models, budget and tokens/requests a minute, the LLM routes only"
     platform = stored(world, "inference-gateway")
     assert platform != chat and world.keys[platform]["models"] == ["gpt-4o-mini"]
     assert MASTER not in (chat, platform), "no caller holds the master key"
@@ -290,9 +312,28 @@ def test_a_teams_budget_travels_in_the_platforms_exports():
 
     exported = exports_from_file(PLATFORM)["teams"]
     chat = next(t for t in exported if t["name"] == "chat")
-    assert chat["litellm"] == {"models": ["gpt-4o-mini"], "maxBudget": 50, "budgetDuration": "30d"}
+    assert chat["litellm"] == {
+        "models": ["gpt-4o-mini"],
+        "maxBudget": 50,
+        "budgetDuration": "30d",
+        "tpmLimit": 100000,
+        "rpmLimit": 300,
+    }
     (read,) = [t for t in read_teams({"teams": exported}) if t.name == "chat"]
     assert (read.litellm_max_budget, read.litellm_budget_duration) == (50, "30d")
+    assert (read.litellm_tpm_limit, read.litellm_rpm_limit) == (100000, 300), "the rate limits travel too"
+
+
+def test_a_teams_tpm_and_rpm_limits_must_be_positive_and_are_refused_naming_the_key():
+    from tests.guard_support import problems_of
+
+    for key in ("tpmLimit", "rpmLimit"):
+        for bad in (0, -5):
+            platform = sections_of(PLATFORM)
+            chat = next(t for t in platform["teams"] if t["name"] == "chat")
+            chat["litellm"][key] = bad
+            found = problems_of(platform)
+            assert any(f"teams[1].litellm.{key}" in p and "greater than 0" in p for p in found), (key, bad, found)
 
 
 def test_a_proxy_without_a_database_warns_that_its_clients_hold_the_master_key():

@@ -15,7 +15,7 @@ from components.monitoring.cost import cost_prometheus_rule, platform_dashboard,
 from stacks.config.addons import MonitoringAddon
 from stacks.hardware import catalog
 from stacks.metrics import COST_METRICS, KUBE_METRICS, Metric
-from stacks.pipeline import check_sections
+from stacks.pipeline import check_sections, stack_warnings
 from stacks.pricing import on_demand, price_table
 from tests.conftest import EXAMPLES_DIR, stack_manifests
 from tests.guard_support import has, sections, warnings_of
@@ -147,6 +147,22 @@ def test_spot_without_a_discount_and_a_type_without_a_price_warn_naming_the_key(
     raw = copy.deepcopy(sections(PLATFORM))
     raw["nodePools"].append({"name": "big", "accelerator": "nvidia", "instanceTypes": ["p5e.48xlarge"]})
     assert has(warnings_of(raw), "addons.monitoring.cost.prices", "p5e.48xlarge", "no on-demand price")
+
+
+def test_a_stack_outside_the_tables_region_is_warned_its_prices_are_us_east_1s_unless_it_states_them_all():
+    raw = copy.deepcopy(sections(PLATFORM))
+    found = warnings_of(raw)
+    assert has(found, "addons.monitoring.cost.prices", "us-west-2", "us-east-1", "may differ", "g6.xlarge"), (
+        "a us-west-2 stack costed from us-east-1's table is told which Region its figures are from"
+    )
+    east = [str(p) for p in stack_warnings(check_sections(raw, "us-east-1"))]
+    assert not has(east, "addons.monitoring.cost.prices", "may differ"), "the table's own Region is priced right"
+    cost = resolved(raw).cost
+    assert cost is not None
+    raw["addons"]["monitoring"]["cost"] = {"prices": {p.instance_type: 1.0 for p in cost.prices}}
+    assert not has(warnings_of(raw), "addons.monitoring.cost.prices", "may differ"), (
+        "a stack stating every launched type's price takes nothing from the table"
+    )
 
 
 def test_cost_is_off_with_its_switch_or_without_monitoring():

@@ -512,6 +512,26 @@ def model_routing(gw: GatewaySection, served: Endpoint, parent: GatewayParent) -
     return objs
 
 
+def client_header_policy(gw: GatewaySection, parent: GatewayParent) -> dict[str, Any]:
+    """A ClientTrafficPolicy on our Gateway that removes a client-sent client-id header before any
+    filter runs (`headers.earlyRequestHeaders`: the HCM's early header mutation, "before envoy performs
+    routing"). With JWT auth the gateway writes the token's `sub` there (claimToHeaders), but Envoy's
+    jwt_authn appends it (source/extensions/filters/http/jwt_authn/authenticator.cc addJWTClaimToHeader:
+    `headers_->addCopy`) and writes nothing for a token without a string `sub`, so a client's own value
+    would otherwise reach the rate limit and the picker's fairness id beside, or instead of, the token's.
+    An HTTPRoute header modifier runs after the filters and would remove the token's value too. API-key
+    mode is unchanged: its apiKeyAuth writes the client id itself (`_auth`, forwardClientIDHeader)."""
+    return {
+        "apiVersion": EG_API,
+        "kind": "ClientTrafficPolicy",
+        "metadata": _meta(f"{parent.name}-client-id", parent.namespace),
+        "spec": {
+            "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": parent.name}],
+            "headers": {"earlyRequestHeaders": {"remove": [gw.client_header]}},
+        },
+    }
+
+
 def gateway_objects(
     gw: GatewaySection, parent: GatewayParent, platform_keys: KeySecret | None, tracing: TraceExport | None = None
 ) -> list[dict[str, Any]]:
@@ -523,6 +543,8 @@ def gateway_objects(
     if parent.own:
         traced = [envoy_proxy(tracing)] if tracing else []
         objs += [gateway_class(), *traced, gateway(gw, traced=tracing is not None), redirect_route(gw)]
+        if gw.auth == "jwt":
+            objs.append(client_header_policy(gw, parent))
     if gw.auth != "none":
         assert platform_keys is not None, "a stack that owns the listener resolves the platform's keys"
         admits = Admits((PLATFORM_CLIENTS,), (platform_keys,))

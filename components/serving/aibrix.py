@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.fit import AIBRIX_RUNTIME_REQUESTS
 from stacks.resolved import Endpoint, ResolvedModel
 
 MODEL_LABEL = "model.aibrix.ai/name"
@@ -89,7 +90,7 @@ def runtime_sidecar(
                           "initialDelaySeconds": 3},
         "readinessProbe": {**probe, "httpGet": {"path": "/ready", "port": RUNTIME_PORT}, "periodSeconds": 10,
                            "initialDelaySeconds": 5},
-        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}},
+        "resources": {"requests": dict(AIBRIX_RUNTIME_REQUESTS), "limits": {"cpu": "500m", "memory": "512Mi"}},
         "securityContext": security,
     }  # fmt: skip
 

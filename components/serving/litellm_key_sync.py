@@ -81,13 +81,13 @@ class Kube:
 
 
 def settings(entry: dict[str, Any]) -> dict[str, Any]:
-    """What the key may do: its alias, models and budget, and whose it is."""
+    """What the key may do: its alias, models, budget and rate limits, and whose it is."""
     out: dict[str, Any] = {
         "key_alias": entry["alias"],
         "models": list(entry["models"]),
         "metadata": {"caller": entry["caller"], "managed-by": "inference-platform"},
     }
-    for field in ("max_budget", "budget_duration"):
+    for field in ("max_budget", "budget_duration", "tpm_limit", "rpm_limit"):
         if entry.get(field) is not None:
             out[field] = entry[field]
     return out

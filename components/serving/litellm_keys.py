@@ -73,6 +73,8 @@ def plan(keys: Sequence[VirtualKey]) -> list[dict[str, Any]]:
             "models": list(k.models),
             "max_budget": k.max_budget,
             "budget_duration": k.budget_duration,
+            "tpm_limit": k.tpm_limit,
+            "rpm_limit": k.rpm_limit,
         }
         for k in keys
     ]

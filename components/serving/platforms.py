@@ -166,7 +166,8 @@ class ServingPlatforms(pulumi.ComponentResource):
         if "aibrix" in self.releases:
             # After the release: the chart creates the Gateway it targets (and the CRD is Envoy Gateway's).
             after = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.releases["aibrix"]])
-            register(aibrix_listener_policy(), after)
+            gw = args.gateway
+            register(aibrix_listener_policy(gw.client_header if gw.auth == "jwt" else None), after)
         if addons.litellm.enabled:
             self.litellm = self._litellm(args, addons)
         self.register_outputs({})

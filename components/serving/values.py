@@ -85,12 +85,15 @@ AIBRIX_CLIENT_TRAFFIC: dict[str, Any] = {
 ROUTING_STRATEGY_HEADER = "routing-strategy"
 
 
-def aibrix_listener_policy() -> dict[str, Any]:
+def aibrix_listener_policy(client_header: str | None = None) -> dict[str, Any]:
     """A ClientTrafficPolicy on every listener of AIBrix's Gateway (it has one, `http`) that removes a
     client-sent `routing-strategy` header before Envoy routes (`headers.earlyRequestHeaders`, the
     HCM's early header mutation), so no client request can match the patched route and skip
-    authentication. A section-level policy takes precedence over the chart's Gateway-wide one as a
-    whole (Envoy Gateway's ClientTrafficPolicy precedence), so it carries the chart's settings too."""
+    authentication; with JWT auth also a client-sent `client_header`, which the routes' jwt_authn
+    appends the token's `sub` to rather than replacing (components/gateway/routing.py
+    client_header_policy says why). A section-level policy takes precedence over the chart's
+    Gateway-wide one as a whole (Envoy Gateway's ClientTrafficPolicy precedence), so it carries the
+    chart's settings too."""
     namespace, gateway, listener = AIBRIX_GATEWAY
     return {
         "apiVersion": "gateway.envoyproxy.io/v1alpha1",
@@ -105,7 +108,7 @@ def aibrix_listener_policy() -> dict[str, Any]:
                 {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": gateway, "sectionName": listener}
             ],
             **copy.deepcopy(AIBRIX_CLIENT_TRAFFIC),
-            "headers": {"earlyRequestHeaders": {"remove": [ROUTING_STRATEGY_HEADER]}},
+            "headers": {"earlyRequestHeaders": {"remove": [ROUTING_STRATEGY_HEADER, *filter(None, [client_header])]}},
         },
     }
 

@@ -148,3 +148,8 @@ class GatewaySection(Strict):
         if self.auth == "jwt" and self.jwt is None:
             raise ValueError("auth: jwt needs jwt: {issuer, jwksUri}")
         return self
+
+    @property
+    def client_header(self) -> str:
+        """The header the gateway writes the authenticated client id into (`rateLimit.clientHeader`)."""
+        return self.rate_limit.client_header if self.rate_limit else DEFAULT_CLIENT_HEADER

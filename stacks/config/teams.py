@@ -49,6 +49,20 @@ class TeamLiteLLM(Strict):
         description="How often the spend resets (LiteLLM's `budget_duration`: a number and s, m, h, d, w or mo, "
         "e.g. `30d`, `1mo`); needs `maxBudget`. Unset: never.",
     )
+    # LiteLLM's /key/generate and /key/update take both as whole numbers (litellm/proxy/_types.py
+    # GenerateRequestBase tpm_limit / rpm_limit); the proxy answers 429 to a key over either.
+    tpm_limit: int | None = Field(
+        default=None,
+        gt=0,
+        description="The most tokens a minute the team's virtual key may use (LiteLLM's `tpm_limit`, prompt and "
+        "completion tokens); the proxy answers 429 to requests beyond it. Unset: no limit.",
+    )
+    rpm_limit: int | None = Field(
+        default=None,
+        gt=0,
+        description="The most requests a minute the team's virtual key may make (LiteLLM's `rpm_limit`); the proxy "
+        "answers 429 to requests beyond it. Unset: no limit.",
+    )
 
     @model_validator(mode="after")
     def _duration_needs_a_budget(self) -> Self:

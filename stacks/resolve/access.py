@@ -147,6 +147,8 @@ def virtual_keys(view: PlatformView, models: Sequence[ResolvedModel]) -> tuple[V
             models=t.litellm_models,
             max_budget=t.litellm_max_budget,
             budget_duration=t.litellm_budget_duration,
+            tpm_limit=t.litellm_tpm_limit,
+            rpm_limit=t.litellm_rpm_limit,
         )
         for t in view.teams
         if t.litellm_models

@@ -20,7 +20,7 @@ from ..config.storage import StorageSection
 from ..config.teams import PLATFORM_CLIENTS
 from ..engine_facts import EngineFacts, ModelFacts
 from ..fastpath import SHARED_CACHES, image_key, shape_key
-from ..fit import Requests
+from ..fit import Requests, aibrix_runtime_requests
 from ..groups import ReplicaGroup, replica_group
 from ..offload import picker_tier_blocks
 from ..resolved import (
@@ -32,6 +32,7 @@ from ..resolved import (
     GATEWAY_NAMESPACE,
     HTTPS_LISTENER,
     READER_SERVICE_ACCOUNT,
+    SERVING_ROLES,
     AheadCompile,
     ColdStartEstimate,
     FlowLimits,
@@ -45,6 +46,7 @@ from ..resolved import (
     RoutePicking,
     Team,
     Wake,
+    adapter_loader,
 )
 from ..sharing import MIG_RESOURCE_PREFIX, slice_resource
 from ..sizing import replica_requests, tensor_parallel
@@ -176,11 +178,21 @@ def with_efa(pods: tuple[PodShape, ...], efa: int) -> tuple[PodShape, ...]:
 
 
 def pod_shapes(
-    model: ModelSection, pool: ResolvedPool, requests: Requests, group: ReplicaGroup
+    model: ModelSection, pool: ResolvedPool, requests: Requests, group: ReplicaGroup, *, aibrix_loads: bool = False
 ) -> tuple[PodShape, ...]:
-    """The engine's pods for the model, with a multi-node group's EFA devices and a MIG pool's instances."""
+    """The engine's pods for the model, with a multi-node group's EFA devices, a MIG pool's instances and,
+    where AIBrix loads the model's adapters (`aibrix_loads`), its runtime sidecar's requests."""
     pods = ENGINES[model.engine].pods(model, requests, group)
-    return with_slices(with_efa(pods, pool.efa_per_node if group.multi_node else 0), pool)
+    pods = with_slices(with_efa(pods, pool.efa_per_node if group.multi_node else 0), pool)
+    return with_runtime_sidecar(pods) if aibrix_loads else pods
+
+
+def with_runtime_sidecar(pods: tuple[PodShape, ...]) -> tuple[PodShape, ...]:
+    """The pods with AIBrix's runtime sidecar's requests added to each serving pod's (the pod's requests
+    are its containers' sum: what Karpenter packs and the team's ResourceQuota charges). The serving
+    container's own resources are unchanged: the sidecar renders its own."""
+    extra = aibrix_runtime_requests()
+    return tuple(replace(p, requests=p.requests + extra) if p.role in SERVING_ROLES else p for p in pods)
 
 
 def with_slices(pods: tuple[PodShape, ...], pool: ResolvedPool) -> tuple[PodShape, ...]:
@@ -317,7 +329,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         tracing=trace_export(view.addons.tracing) if model.tracing else None,
         group=group,
         requests=requests,
-        pods=pod_shapes(model, pool, requests, group),
+        pods=pod_shapes(model, pool, requests, group, aibrix_loads=adapter_loader(model, facts) == "aibrix"),
         tensor_parallel=tensor,
         cache=cache,
         compile_cache=compiles,

@@ -168,6 +168,8 @@ def declared_team(team: TeamSection) -> Team:
         litellm_models=tuple(team.litellm.models) if team.litellm else (),
         litellm_max_budget=team.litellm.max_budget if team.litellm else None,
         litellm_budget_duration=team.litellm.budget_duration if team.litellm else None,
+        litellm_tpm_limit=team.litellm.tpm_limit if team.litellm else None,
+        litellm_rpm_limit=team.litellm.rpm_limit if team.litellm else None,
         deployers=tuple(team.deployers),
     )
 

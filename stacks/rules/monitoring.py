@@ -65,3 +65,22 @@ def cost_prices_are_stated(stack: ResolvedStack) -> Iterable[Problem]:
             f"are costed at the on-demand price (an upper bound): set spotDiscount to the share you expect "
             f"spot to save (0.6 when spot costs 40 % of on demand)",
         )
+
+
+@warning
+def cost_prices_match_the_region(stack: ResolvedStack) -> Iterable[Problem]:
+    """The price table holds one Region's prices (us-east-1, the only one Karpenter's generated table
+    has); EC2 prices differ by Region, so a stack elsewhere that takes any price from the table is told,
+    unless its own figures cover every type its pools may launch."""
+    cost = stack.cost
+    if cost is None or stack.region == cost.table_region:
+        return
+    from_table = sorted({p.instance_type for p in cost.prices if p.basis.startswith("table")})
+    if from_table:
+        yield Problem(
+            key_path([*_COST, "prices"]),
+            f"this stack runs in {stack.region} but the price table holds {cost.table_region}'s on-demand "
+            f"prices ({cost.table_source}, generated {cost.table_generated}), which may differ from "
+            f"{stack.region}'s; {', '.join(from_table)} are costed at {cost.table_region}'s prices: set "
+            f"prices.<type> to each type's {stack.region} USD per instance-hour",
+        )

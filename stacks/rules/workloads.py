@@ -51,11 +51,11 @@ def stated_requests(model: ModelSection, accelerator: str) -> Requests:
 
 
 def one_replica(stack: ResolvedStack, entry: ModelEntry) -> tuple[Requests, bool]:
-    """(requests of one replica's pod, exact): the resolved ones on the platform's pool, else the stated
-    lower bound (the engine tells the accelerator kind)."""
+    """(requests of one replica's pod, exact): the resolved ones on the platform's pool, its sidecars
+    included (AIBrix's runtime), else the stated lower bound (the engine tells the accelerator kind)."""
     placed = stack.placed(entry)
     if placed is not None:
-        return placed.requests, True
+        return placed.serving_pod_requests, True
     return stated_requests(entry.config, entry.facts.accelerators[0]), False
 
 
