@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -19,7 +20,6 @@ import yaml
 
 from stacks.config.addons import TracingAddon
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL, TOKEN
-from stacks.resolve.tracing import backend_address
 from stacks.resolved import COLLECTOR_NAME, OTLP_GRPC_PORT, OTLP_HTTP_PORT, TRACING_NAMESPACE
 from stacks.versions import Image
 
@@ -135,6 +135,14 @@ def collector_objects(addon: TracingAddon, image: Image, *, prod: bool) -> list[
         "metadata": {"name": TRACING_NAMESPACE, "labels": dict(MANAGED_BY)},
     }
     return [namespace, config_map, _deployment(image, 2 if prod else 1), service]
+
+
+def backend_address(endpoint: str) -> tuple[str, int]:
+    """The backend's host and port from `addons.tracing.endpoint` (the scheme's port when it names
+    none: 443 for https, 80 for http), which the collector's egress policy opens."""
+    parsed = urlsplit(endpoint)
+    assert parsed.hostname is not None, "OtlpEndpoint's pattern requires a host"
+    return parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 80)
 
 
 def _backend_egress(addon: TracingAddon) -> dict[str, Any]:
