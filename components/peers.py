@@ -32,10 +32,14 @@ from typing import Any
 
 from stacks.engine_facts import EngineFacts
 from stacks.resolved import (
+    COLLECTOR_NAME,
     CONTROLLER_NAMESPACES,
     KEDA_NAMESPACE,
     MONITORING_NAMESPACE,
+    OTLP_GRPC_PORT,
+    OTLP_HTTP_PORT,
     PROMETHEUS_SERVICE,
+    TRACING_NAMESPACE,
     GatewayParent,
 )
 
@@ -152,6 +156,14 @@ def prometheus(existing: bool) -> Pods:
     """The Prometheus pods that scrape: the platform's own, or (existingPrometheus) any the operator
     runs in `monitoring`."""
     return ANY_PROMETHEUS if existing else PROMETHEUS
+
+
+# ---- traces -------------------------------------------------------------------------------------
+
+# The platform's own OpenTelemetry Collector (components/tracing.py builds its Deployment with these
+# labels) and its OTLP receivers: gRPC, which every hop uses, and HTTP.
+COLLECTOR = Pods(TRACING_NAMESPACE, {NAME: COLLECTOR_NAME})
+OTLP_PORTS = (OTLP_GRPC_PORT, OTLP_HTTP_PORT)
 
 
 # ---- the serving platforms' controllers --------------------------------------------------------

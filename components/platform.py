@@ -30,6 +30,7 @@ from .autoscaling.component import ModelScalers, ModelScalersArgs
 from .benchmark import Benchmarks, BenchmarksArgs
 from .capacity.component import Capacity, CapacityArgs
 from .cluster import Cluster, ClusterArgs
+from .gateway import isolation
 from .gateway.component import FrontDoor, FrontDoorArgs, GatewayController, GatewayControllerArgs, RouteAdmission
 from .gateway.routing import load_balancer_annotations
 from .k8s import register
@@ -534,10 +535,23 @@ class InferencePlatform(pulumi.ComponentResource):
                 image=stack.images["otel-collector"],
                 prod=stack.environment == "prod",
                 provider=wiring.cluster.provider,
+                exporters=self._trace_exporters(),
                 service_webhook=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),
         )
+
+    def _trace_exporters(self) -> list[peers.Pods]:
+        """The pods that export spans: the Gateway's proxies (its EnvoyProxy's tracer, where this stack
+        owns the listener), then each model's tracing engine and picker, as their egress policies name them."""
+        stack = self.stack
+        parent = stack.route_parent
+        # The front door renders the Gateway and its EnvoyProxy under these conditions (FrontDoor._create_routes).
+        traced = stack.owns_platform and (stack.platform.gateway.enabled or not parent.own)
+        proxies = peers.proxies(parent) if traced else None
+        callers = isolation.Callers(proxies=proxies, tracing=True)
+        models = [pods for m in stack.models for _, pods in isolation.trace_exporters(m, callers)]
+        return [*([proxies] if proxies is not None else []), *models]
 
     def _acceptance(self, name: str, wiring: Wiring) -> None:
         """Acceptance Jobs through the front door (components/acceptance.py)."""

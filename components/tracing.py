@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -22,14 +23,16 @@ from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL, TOKEN
 from stacks.resolved import COLLECTOR_NAME, OTLP_GRPC_PORT, OTLP_HTTP_PORT, TRACING_NAMESPACE
 from stacks.versions import Image
 
+from . import peers
 from .k8s import register
+from .peers import Pods
 
-__all__ = ["Collector", "CollectorArgs", "collector_config", "collector_objects"]
+__all__ = ["Collector", "CollectorArgs", "collector_config", "collector_objects", "collector_policies"]
 
 CONFIG_FILE = "/etc/otelcol-contrib/config.yaml"  # the contrib image's default --config path
 HEALTH_PORT = 13133  # the health_check extension's default
-LABELS = {"app.kubernetes.io/name": COLLECTOR_NAME, **MANAGED_BY}
-SELECTOR = {"app.kubernetes.io/name": COLLECTOR_NAME}
+SELECTOR = dict(peers.COLLECTOR.labels)  # what every exporter's egress policy names
+LABELS = {**SELECTOR, **MANAGED_BY}
 
 
 def collector_config(addon: TracingAddon) -> dict[str, Any]:
@@ -134,12 +137,65 @@ def collector_objects(addon: TracingAddon, image: Image, *, prod: bool) -> list[
     return [namespace, config_map, _deployment(image, 2 if prod else 1), service]
 
 
+def backend_address(endpoint: str) -> tuple[str, int]:
+    """The backend's host and port from `addons.tracing.endpoint` (the scheme's port when it names
+    none: 443 for https, 80 for http), which the collector's egress policy opens."""
+    parsed = urlsplit(endpoint)
+    assert parsed.hostname is not None, "OtlpEndpoint's pattern requires a host"
+    return parsed.hostname, parsed.port or (443 if parsed.scheme == "https" else 80)
+
+
+def _backend_egress(addon: TracingAddon) -> dict[str, Any]:
+    """Egress to the backend: a NetworkPolicy cannot name a host, so an in-cluster Service
+    (`<svc>.<ns>.svc...`) is reached as its namespace on the port, an IP as itself, and any other
+    host as every address on that one port."""
+    assert addon.endpoint is not None, "the config model requires an endpoint when tracing is on"
+    host, port = backend_address(addon.endpoint)
+    labels = host.split(".")
+    if len(labels) >= 3 and labels[2] == "svc":
+        to: dict[str, Any] = {"namespaceSelector": {"matchLabels": {peers.NS_LABEL: labels[1]}}}
+    elif all(part.isdigit() for part in labels) and len(labels) == 4:
+        to = {"ipBlock": {"cidr": f"{host}/32"}}
+    else:
+        to = {"ipBlock": {"cidr": "0.0.0.0/0"}}
+    return {"to": [to], "ports": peers.tcp(port)}
+
+
+def collector_policies(addon: TracingAddon, exporters: list[Pods]) -> list[dict[str, Any]]:
+    """The `tracing` namespace's NetworkPolicies: default-deny, then the collector's pods admit exactly
+    the pods that export (the gateway's proxies, the pickers, the tracing engines) on the OTLP ports,
+    and reach only DNS and the backend (`addons.tracing.endpoint`'s host and port). Its health probe
+    comes from the kubelet on the node, which the VPC CNI always admits."""
+    deny = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta("default-deny"),
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }
+    ingress = [peers.rule(dict.fromkeys(exporters), peers.OTLP_PORTS, TRACING_NAMESPACE)] if exporters else []
+    collector = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(COLLECTOR_NAME),
+        "spec": {
+            "podSelector": {"matchLabels": dict(SELECTOR)},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": ingress,
+            "egress": [peers.DNS, _backend_egress(addon)],
+        },
+    }
+    return [deny, collector]
+
+
 @dataclass(frozen=True, kw_only=True)
 class CollectorArgs:
     addon: TracingAddon
     image: Image
     prod: bool
     provider: k8s.Provider
+    # Every pod that exports spans to the collector (the proxies, pickers and tracing engines): exactly
+    # what its ingress policy admits.
+    exporters: list[Pods]
     # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails closed.
     service_webhook: pulumi.Resource | None = None
 
@@ -154,6 +210,6 @@ class Collector(pulumi.ComponentResource):
         namespace, *rest = collector_objects(args.addon, args.image, prod=args.prod)
         self.namespace = register(namespace, pulumi.ResourceOptions(parent=self, provider=args.provider))
         after = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.namespace])
-        for obj in rest:
+        for obj in [*rest, *collector_policies(args.addon, args.exporters)]:
             register(obj, after, service_webhook=args.service_webhook)
         self.register_outputs({})

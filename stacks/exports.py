@@ -210,8 +210,17 @@ def read_teams(exports: dict[str, Any]) -> tuple[Team, ...]:
     )
 
 
+# Add-ons a team stack reads as off whatever the platform runs: the platform's collector admits only the
+# platform's own exporters (components/tracing.py), and the exports carry no backend endpoint, so a team's
+# models do not export spans yet (the gateway and pickers of the platform still trace their requests).
+PLATFORM_ONLY_ADDONS = frozenset({"tracing"})
+
+
 def read_addons(exports: dict[str, Any]) -> AddonsSection:
-    return AddonsSection.model_validate({k: {"enabled": bool(v)} for k, v in (exports.get("addons") or {}).items()})
+    flags = {
+        k: {"enabled": bool(v) and k not in PLATFORM_ONLY_ADDONS} for k, v in (exports.get("addons") or {}).items()
+    }
+    return AddonsSection.model_validate(flags)
 
 
 def read_storage(exports: dict[str, Any]) -> StorageSection:

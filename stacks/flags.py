@@ -81,6 +81,10 @@ OFFLOAD = (
     "sets the KV-cache offload (a host-memory tier the pod's memory is not sized for, or a KV connector in its "
     "place), which is models[].kvCacheOffload; use kvCacheOffload (cpuGiB) instead, which also sizes the pod"
 )
+TRACING = (
+    "sets where the engine exports OpenTelemetry spans, which the platform points at its collector when tracing "
+    "is on; use addons.tracing (the backend endpoint, sampling) / models[].tracing (off for this model) instead"
+)
 NO_OFFLOAD = (
     "offloads the KV cache into host memory the pod is not sized for, and the platform wires KV-cache offload "
     "(models[].kvCacheOffload) for vllm and sglang only; remove it"

@@ -50,6 +50,7 @@ from .resolved import (
     LOAD_BALANCER_NAMESPACE,
     LWS_NAMESPACE,
     MONITORING_NAMESPACE,
+    TRACING_NAMESPACE,
     ModelEntry,
 )
 
@@ -76,6 +77,7 @@ def platform_namespaces() -> dict[str, str]:
         KARPENTER_NAMESPACE: "Karpenter",
         LWS_NAMESPACE: "the LeaderWorkerSet controller",
         KEDA_NAMESPACE: "KEDA and its HTTP add-on",
+        TRACING_NAMESPACE: "the trace collector (addons.tracing)",
     }
     for controller, namespace in CONTROLLER_NAMESPACES.items():
         out.setdefault(namespace, f"the {controller} operator")
@@ -125,6 +127,9 @@ PLATFORM_SUFFIXES = {
     "-picker": "EnvoyExtensionPolicy",
     "-picker-from-gateway": "ReferenceGrant",
     "-picker-ingress": "NetworkPolicy",
+    # gateway/isolation.py trace_egress: an engine's and a picker's way to the trace collector.
+    "-traces": "NetworkPolicy",
+    "-picker-traces": "NetworkPolicy",
     # gateway/isolation.py ray_head_ingress: a RayService head's own policy.
     "-ray-head": "NetworkPolicy",
     # gateway/isolation.py serving_ingress: the callers' policy of a Dynamo graph's Frontend.

@@ -90,6 +90,16 @@ def test_tgi_short_port_and_ngrok_are_refused(dev):
         assert has(found, "models[0].engineArgs[0]", word), (token, found)
 
 
+def test_the_trace_export_flags_are_reserved_for_addons_tracing(dev):
+    """The platform points vLLM's and TGI's span export at its collector; an own endpoint would split traces."""
+    for args in (["--otlp-traces-endpoint", "http://x:4317"], ["--otlp_traces_endpoint=http://x:4317"], ["--otlp-t"]):
+        found = problems(with_args(copy.deepcopy(dev), args))
+        assert has(found, "models[0].engineArgs[0]", "addons.tracing", "models[].tracing"), (args, found)
+    for token in ("--otlp-endpoint=http://x:4317", "--otlp-service-name=svc"):
+        found = problems(tgi_stack(copy.deepcopy(dev), [token]))
+        assert has(found, "models[0].engineArgs[0]", "addons.tracing", "models[].tracing"), (token, found)
+
+
 def test_ollama_takes_no_engine_args(dev):
     dev["models"].append({"name": "local", "engine": "ollama", "model": "llama3.1:8b", "pool": "gpu"})
     dev["models"][2]["engineArgs"] = ["--verbose"]

@@ -25,7 +25,7 @@ from components.serving import litellm, litellm_keys
 from stacks.resolved import LITELLM_NAMESPACE, MONITORING_NAMESPACE, ResolvedModel, ResolvedStack
 from tests.builders import resolved_stack
 from tests.conftest import ALL_STACKS, EXAMPLES, rendered_stack, sections_of
-from tests.netpol import Peer, admitted, ingress_rules, peer_of, policies, selects
+from tests.netpol import Peer, admitted, covers, ingress_rules, peer_of, policies, selects
 
 TEAMS = [p for p in EXAMPLES if p.name in ("Pulumi.team-search.yaml", "Pulumi.team-chat.yaml")]
 # The ports the API server calls in the monitoring namespace (an ipBlock is no pod: these alone).
@@ -244,6 +244,74 @@ def test_a_picker_answers_only_the_proxies_on_ext_proc_and_prometheus_on_its_met
             {Peer.of(scraper)} if scraper else set()
         )
         assert admitted(objects, served.namespace, labels, 9003) == set(), "its health port: the kubelet's"
+
+
+# ---- 4. traces: every exporting hop reaches the collector, which admits exactly them ---------------
+
+TRACED = [p for p in ALL_STACKS if _stack(p).owns_platform and _stack(p).platform.addons.tracing.enabled]
+OTLP = (4317, 4318)  # the collector's OTLP/gRPC and OTLP/HTTP receivers
+
+
+def _reaches(objects: list[dict[str, Any]], pods: Pods, target: Pods, port: int) -> bool:
+    """Whether some egress policy selecting these pods lets them call the target's pods on the port."""
+    for policy in policies(objects):
+        spec, home = policy["spec"], policy["metadata"]["namespace"]
+        wanted = spec.get("podSelector", {}).get("matchLabels") or {}
+        if (
+            home != pods.namespace
+            or "Egress" not in spec.get("policyTypes", [])
+            or not wanted.items() <= pods.labels.items()
+        ):
+            continue
+        for rule in spec.get("egress") or []:
+            if covers(rule.get("ports"), port) and any(
+                peer_of(t, home) == Peer.of(target) for t in rule.get("to") or []
+            ):
+                return True
+    return False
+
+
+def trace_exporters(stack: ResolvedStack) -> dict[Pods, str]:
+    """Who sends spans, written from the feature: the Gateway's Envoy proxies (its EnvoyProxy tracer), each
+    picker (it traces whatever its model's engine does), each engine whose tracing resolved on."""
+    found = {peers.proxies(stack.route_parent): "the gateway's EnvoyProxy tracer"}
+    for served in stack.models:
+        if served.tracing is not None:
+            found[Pods(served.namespace, dict(served.selector))] = f"{served.name}'s engine exports OTLP"
+        if served.expose and served.routing is not None and served.routing.picker:
+            found[Pods(served.namespace, picker.pod_labels(served))] = f"{served.name}'s picker traces"
+    return found
+
+
+@pytest.mark.parametrize("path", TRACED, ids=_id)
+def test_every_exporting_hop_reaches_the_collector_and_the_collector_admits_exactly_them(path):
+    stack, objects = _stack(path), _objects(path)
+    exporters = trace_exporters(stack)
+    for port in OTLP:
+        got = admitted(objects, peers.COLLECTOR.namespace, peers.COLLECTOR.labels, port)
+        assert got == {Peer.of(p) for p in exporters}, _diff(got, {Peer.of(p): why for p, why in exporters.items()})
+        for pods, why in exporters.items():
+            if pods.namespace != stack.route_parent.namespace:  # the gateway's namespace restricts no egress
+                assert _reaches(objects, pods, peers.COLLECTOR, port), f"{why}, but its pods cannot reach {port}"
+    quiet = [m for m in stack.models if m.tracing is None]
+    for served in quiet:
+        pods = Pods(served.namespace, dict(served.selector))
+        assert not _reaches(objects, pods, peers.COLLECTOR, 4317), f"{served.name} exports nothing, so no way out"
+    assert not [p for p in policies(objects) if p["metadata"]["namespace"] == stack.route_parent.namespace], (
+        "the proxies' egress is open only while their namespace has no NetworkPolicy; a new one needs the collector"
+    )
+
+
+@pytest.mark.parametrize("path", TRACED, ids=_id)
+def test_the_collector_denies_by_default_and_reaches_only_dns_and_the_backend(path):
+    objects = [o for o in policies(_objects(path)) if o["metadata"]["namespace"] == peers.COLLECTOR.namespace]
+    assert {o["metadata"]["name"] for o in objects} == {"default-deny", "otel-collector"}
+    deny = next(o for o in objects if o["metadata"]["name"] == "default-deny")
+    assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    egress = next(o for o in objects if o["metadata"]["name"] == "otel-collector")["spec"]["egress"]
+    host = _stack(path).platform.addons.tracing.endpoint or ""
+    assert egress[0] == peers.DNS and len(egress) == 2, egress
+    assert egress[1]["ports"] == [{"protocol": "TCP", "port": int(host.rsplit(":", 1)[1].split("/")[0])}], host
 
 
 def _runs_litellm(path: Path) -> bool:

@@ -66,3 +66,42 @@ def test_only_vllm_and_tgi_export_traces_and_the_others_say_why() -> None:
 
 def test_no_tracing_when_the_addon_is_off() -> None:
     assert trace_export(TracingAddon()) is None
+
+
+def test_the_collector_reaches_the_backend_by_its_host_and_port_and_nothing_else() -> None:
+    from components.peers import COLLECTOR, DNS
+    from components.tracing import collector_policies
+
+    def backend(endpoint: str) -> dict:
+        addon = TracingAddon.model_validate({"enabled": True, "endpoint": endpoint})
+        policy = collector_policies(addon, [COLLECTOR])[1]
+        assert policy["spec"]["egress"][0] == DNS
+        return policy["spec"]["egress"][1]
+
+    tempo = backend("http://tempo-distributor.tempo.svc.cluster.local:4317")
+    assert tempo["to"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "tempo"}}}]
+    assert tempo["ports"] == [{"protocol": "TCP", "port": 4317}]
+    assert backend("http://10.0.4.20:4317")["to"] == [{"ipBlock": {"cidr": "10.0.4.20/32"}}]
+    vendor = backend("https://otlp.example.com/v1/traces")
+    assert vendor["ports"] == [{"protocol": "TCP", "port": 443}], "the scheme's port when the endpoint names none"
+
+
+def test_a_collector_with_no_exporters_admits_nobody() -> None:
+    from components.tracing import collector_policies
+
+    assert collector_policies(ON, [])[1]["spec"]["ingress"] == []
+
+
+def test_the_gateways_tracer_names_the_collector_in_its_namespace_without_a_reference_grant() -> None:
+    """Envoy Gateway v1.9.0 checks an EnvoyProxy's telemetry backendRefs for the Service and port only
+    (internal/gatewayapi/listener.go processBackendRefsForTelemetry, validate.go validateBackendRefService),
+    never for a ReferenceGrant, so the platform renders none; the source is stated beside the backendRef."""
+    import inspect
+
+    from components.gateway import routing
+
+    export = trace_export(ON)
+    assert export is not None
+    ref = envoy_proxy(export)["spec"]["telemetry"]["tracing"]["provider"]["backendRefs"][0]
+    assert ref == {"name": "otel-collector", "namespace": "tracing", "port": 4317}
+    assert "processBackendRefsForTelemetry" in inspect.getsource(routing.envoy_proxy)

@@ -64,6 +64,10 @@ FLAGS: dict[str, str] = {
     "--max-input-length": flags.MAXLEN,
     "--quantize": flags.QUANT,
     "--api-key": flags.API_KEY,
+    # The router's trace export (launcher/src/main.rs `otlp_endpoint`, `otlp_service_name`): set from
+    # addons.tracing / models[].tracing (workload.tgi_trace_args).
+    "--otlp-endpoint": flags.TRACING,
+    "--otlp-service-name": flags.TRACING,
     "--ngrok": flags.TUNNEL,
     "--ngrok-authtoken": flags.TUNNEL,
     "--ngrok-edge": flags.TUNNEL,

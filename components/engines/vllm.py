@@ -131,6 +131,9 @@ LORA_FLAGS: dict[str, str] = {
     "--max-loras": flags.LORA,
     "--max-cpu-loras": flags.LORA,
 }
+# The trace export (vllm/config/observability.py at 0.29.0, `otlp_traces_endpoint`): set from
+# `addons.tracing` / `models[].tracing` (workload.vllm_trace_args), so an own endpoint would split the trace.
+TRACE_FLAGS: dict[str, str] = {"--otlp-traces-endpoint": flags.TRACING}
 # Exact vLLM flags that are prefixes of an owned one (so they are not abbreviations of it).
 EXACT = frozenset({"--model", "--tokenizer", "--data-parallel-size", "-dp"})
 # What a streamed model's loader owns: the load format, the streamer's settings, and GGUF quantization
@@ -144,7 +147,7 @@ STREAMED: dict[str, str] = {
 }
 DIALECT = Dialect(
     engine="vLLM 0.29",
-    owned={**FLAGS, **OFFLOAD, **LORA_FLAGS},
+    owned={**FLAGS, **OFFLOAD, **LORA_FLAGS, **TRACE_FLAGS},
     streamed=STREAMED,
     refused=None,
     exact=EXACT,

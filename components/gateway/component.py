@@ -234,6 +234,7 @@ class FrontDoor(pulumi.ComponentResource):
             prometheus=args.scraper,
             litellm=args.litellm_route,
             controllers=args.platform_namespaces,
+            tracing=args.tracing is not None,
         )
         for ns, models in sorted(by_namespace.items()):
             for obj in isolation.namespace_policies(models, callers):
@@ -255,9 +256,8 @@ class FrontDoor(pulumi.ComponentResource):
             args.picker_chart,
             release_name=picker.release_name(served),
             namespace=served.namespace,
-            values=picker.values(
-                served, args.picker_image, served.tracing if isinstance(served, ResolvedModel) else None
-            ),
+            # The platform's tracing, not the model's: a picker traces even for an engine that cannot export.
+            values=picker.values(served, args.picker_image, args.tracing),
             opts=opts,
             service_webhook=args.service_webhook,
         )

@@ -48,6 +48,10 @@ gateway endpoint or its public addresses), Hugging Face or NGC and the registrie
 Image pulls are made by the kubelet on the node and EFS/FSx mounts by the CSI node driver; neither is
 pod traffic, so neither needs a rule here.
 
+With the platform's tracing on (`addons.tracing`), each exporting pod gets one more egress policy, to the
+collector's OTLP ports only (`trace_egress`: the picker's pods always, an engine's when its tracing is on);
+the collector's own policy (components/tracing.py) admits exactly those pods.
+
 Enforced only where the CNI enforces NetworkPolicy: on EKS, the VPC CNI add-on with
 `enableNetworkPolicy: "true"`.
 """
@@ -87,6 +91,9 @@ class Callers:
     # Engine -> the serving platforms' controller namespaces the resolver names for it
     # (stacks/resolve/models.py controller_namespaces).
     controllers: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # The platform runs the trace collector (`addons.tracing`): pickers export to it, and so do the
+    # engines of models whose `tracing` resolved on.
+    tracing: bool = False
 
     def run(self, controller: Pods, served: Endpoint) -> bool:
         """Whether this controller runs for the model's engine (its namespace is named for it)."""
@@ -249,6 +256,38 @@ def interceptor_ingress(*, proxies: Pods, litellm_proxy: bool) -> dict[str, Any]
     return _policy("interceptor-ingress", KEDA_NAMESPACE, wake.INTERCEPTOR_POD_LABELS, rules)
 
 
+def _egress_policy(name: str, namespace: str, selector: Mapping[str, str], rules: list[dict[str, Any]]) -> dict:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(name, namespace),
+        "spec": {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Egress"], "egress": rules},
+    }
+
+
+def trace_exporters(served: ResolvedModel, callers: Callers) -> list[tuple[str, Pods]]:
+    """(policy name, pods) of each of the model's pods that export spans: its engine when its tracing
+    resolved on, its picker whenever the platform traces (the picker traces every request it picks for)."""
+    if not callers.tracing:
+        return []
+    out: list[tuple[str, Pods]] = []
+    if served.tracing is not None:
+        out.append((f"{served.name}-traces", Pods(served.namespace, dict(served.selector))))
+    if _picked(served) and callers.proxies is not None:
+        out.append((f"{served.name}-picker-traces", Pods(served.namespace, picker.pod_labels(served))))
+    return out
+
+
+def trace_egress(served: ResolvedModel, callers: Callers) -> list[dict[str, Any]]:
+    """Egress to the collector's OTLP ports for exactly the pods that export, one policy each (egress
+    policies add up, so the namespace's `egress` policy stays as it is for every other pod)."""
+    to_collector = [peers.to([peers.COLLECTOR], peers.OTLP_PORTS, served.namespace)]
+    return [
+        _egress_policy(name, pods.namespace, pods.labels, to_collector)
+        for name, pods in trace_exporters(served, callers)
+    ]
+
+
 def namespace_policies(served_in_namespace: Sequence[ResolvedModel], callers: Callers) -> list[dict[str, Any]]:
     """All policies of one model namespace (its models are given; linear in their number)."""
     namespace = served_in_namespace[0].namespace
@@ -260,4 +299,5 @@ def namespace_policies(served_in_namespace: Sequence[ResolvedModel], callers: Ca
                 objs.append(extra)
         if _picked(served) and callers.proxies is not None:
             objs.append(picker_ingress(served, callers))
+        objs += trace_egress(served, callers)
     return objs

@@ -149,6 +149,12 @@ def envoy_proxy(tracing: TraceExport) -> dict[str, Any]:
                     "provider": {
                         "type": "OpenTelemetry",
                         "serviceName": GATEWAY_NAME,
+                        # Into `tracing` without a ReferenceGrant: Envoy Gateway v1.9.0 resolves an
+                        # EnvoyProxy's telemetry backendRefs in processBackendRefsForTelemetry
+                        # (internal/gatewayapi/listener.go), which checks only that the Service and port
+                        # exist (validateBackendRefService, validate.go); it never calls
+                        # isCrossNamespaceReferencePermitted as it does for a Gateway's or a route's refs.
+                        # The CRD's field text repeats Gateway API's generic ReferenceGrant note.
                         "backendRefs": [
                             {"name": COLLECTOR_NAME, "namespace": TRACING_NAMESPACE, "port": OTLP_GRPC_PORT}
                         ],
