@@ -16,16 +16,18 @@ import pytest
 from components import acceptance_check
 from components.acceptance import (
     KEY_ENV,
+    KEY_LENGTH,
     AcceptanceChecksArgs,
     acceptance_egress,
     check_env,
     foreign_route,
     job,
+    key_secret,
     structured_form,
 )
 from components.monitoring.policies import prometheus
 from stacks.engine_facts import ACCEPTANCE_SCHEMA, OPENAI_JSON_SCHEMA
-from stacks.resolved import ResolvedModel, ResolvedStack
+from stacks.resolved import ACCEPTANCE_CALLER, KeySecret, ResolvedModel, ResolvedStack
 from tests.builders import resolved_model
 from tests.engines_helpers import example, stack_of
 from tests.guard_support import has, problems, sections, warnings_of
@@ -306,9 +308,17 @@ def test_the_check_queries_the_stacks_prometheus_for_the_models_up_series(shippe
 # ---- the rules ----------------------------------------------------------------------------------
 
 
-def test_acceptance_without_a_key_is_refused_at_its_key():
-    sections = with_acceptance("qwen3-8b-sglang", gate=True)
-    assert has(problems(sections), "models[1].acceptance.apiKeySecret", "api-key", "apiKeySecret")
+JWT = {"auth": "jwt", "jwt": {"issuer": "https://login.example.com/", "jwksUri": "https://login.example.com/jwks"}}
+
+
+def with_jwt(sections: dict[str, Any]) -> dict[str, Any]:
+    sections["gateway"] = {**sections.get("gateway", {}), **JWT}
+    return sections
+
+
+def test_acceptance_without_a_key_under_jwt_is_refused_at_its_key():
+    sections = with_jwt(with_acceptance("qwen3-8b-sglang", gate=True))
+    assert has(problems(sections), "models[1].acceptance.apiKeySecret", "api-key", "apiKeySecret", "jwt")
 
 
 def test_acceptance_on_an_unexposed_model_is_refused():
@@ -326,3 +336,88 @@ def test_a_teams_stack_is_warned_that_the_metrics_step_is_skipped():
     team = sections("stacks/examples/Pulumi.team-chat.yaml")
     team["models"][0]["acceptance"] = {}
     assert has(warnings_of(team), "models[0].acceptance", "metrics step", "skipped")
+
+
+# ---- on by default: the platform's own key per model -----------------------------------------------
+
+
+def minted(stack: ResolvedStack, name: str) -> ResolvedModel:
+    model = resolved_model(stack, name)
+    assert model.acceptance is not None and model.acceptance.minted, f"{name} gets a Job with a minted key"
+    return model
+
+
+def test_every_exposed_model_gets_an_acceptance_job_by_default_with_api_key_auth():
+    stack = stack_of(example())
+    exposed = [m for m in stack.models if m.expose]
+    assert exposed and all(m.acceptance is not None for m in exposed), "unset acceptance means {}"
+    assert all(m.acceptance is None for m in stack.models if not m.expose), "nothing to call without a route"
+    sglang = minted(stack, "qwen3-8b-sglang")
+    assert sglang.acceptance is not None and sglang.acceptance.key_secret == "qwen3-8b-sglang-acceptance-key"
+    assert not sglang.acceptance.gate, "a default check does not hold up pulumi up"
+
+
+def test_a_key_the_stack_gives_still_wins_over_the_minted_one():
+    stack = stack_of(example())
+    given = resolved_model(stack, "qwen-awq-tgi").acceptance
+    assert given is not None and given.key_secret == "tgi-accept-key" and not given.minted
+    bench = resolved_model(stack, "qwen3-8b").acceptance
+    assert bench is not None and bench.key_secret == "bench-key" and not bench.minted, "the benchmark's key"
+
+
+@pytest.mark.parametrize("opt_out", [False, {"enabled": False}])
+def test_acceptance_false_or_enabled_false_opts_a_model_out(opt_out):
+    sections = copy.deepcopy(example())
+    model = next(m for m in sections["models"] if m["name"] == "qwen3-8b-sglang")
+    model["acceptance"] = opt_out
+    stack = stack_of(sections)
+    sglang = resolved_model(stack, "qwen3-8b-sglang")
+    assert sglang.acceptance is None, "no Job"
+    assert ACCEPTANCE_CALLER not in [k.caller for k in sglang.key_secrets], "and no key its route admits"
+
+
+def test_the_minted_key_is_admitted_on_its_models_route_alone():
+    stack = stack_of(example())
+    sglang = minted(stack, "qwen3-8b-sglang")
+    own = KeySecret(ACCEPTANCE_CALLER, sglang.namespace, "qwen3-8b-sglang-acceptance-key")
+    assert own in sglang.key_secrets, "the model's route admits its check's key"
+    others = [m for m in stack.models if m.name != "qwen3-8b-sglang"]
+    assert all(own not in m.key_secrets for m in others), "no other route does"
+
+
+def test_the_minted_keys_secret_holds_api_key_in_the_models_namespace_and_the_job_mounts_it():
+    stack = stack_of(example())
+    sglang = minted(stack, "qwen3-8b-sglang")
+    secret = key_secret(sglang, "k" * KEY_LENGTH)
+    assert (secret["metadata"]["namespace"], secret["metadata"]["name"]) == (
+        sglang.namespace,
+        "qwen3-8b-sglang-acceptance-key",
+    )
+    assert secret["stringData"] == {"api-key": "k" * KEY_LENGTH}, "the entry the Job reads and the route admits"
+    spec = job(sglang, args_of(stack))["spec"]["template"]["spec"]
+    mounted = [v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v]
+    assert mounted == ["qwen3-8b-sglang-acceptance-key"]
+    assert KEY_LENGTH == 48
+
+
+def test_under_jwt_a_model_without_a_token_gets_no_job_and_a_warning_naming_the_key():
+    sections = with_jwt(copy.deepcopy(example()))
+    stack = stack_of(sections)
+    assert resolved_model(stack, "qwen3-8b-sglang").acceptance is None, "the platform cannot mint a token"
+    assert resolved_model(stack, "qwen3-8b").acceptance is not None, "a given token (the benchmark's) still runs"
+    assert has(warnings_of(sections), "models[1].acceptance", "models[].acceptance.apiKeySecret", "acceptance: false")
+
+
+def test_a_teams_models_get_minted_keys_in_the_teams_namespace_admitted_on_its_route_only():
+    file = sections("stacks/examples/Pulumi.team-chat.yaml")
+    for entry in file["models"]:
+        entry.pop("benchmark", None)  # no key of the team's own: the platform mints the check's
+    team = stack_of(file)
+    exposed = [m for m in team.models if m.expose]
+    assert exposed, "the team example exposes a model"
+    for model in exposed:
+        accept = model.acceptance
+        assert accept is not None and accept.minted
+        assert model.namespace in (team.team.namespaces if team.team else ())
+        own = KeySecret(ACCEPTANCE_CALLER, model.namespace, accept.key_secret)
+        assert own in model.key_secrets and all(own not in m.key_secrets for m in team.models if m is not model)
