@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
 from components import acceptance_check
@@ -30,7 +31,8 @@ from stacks.engine_facts import ACCEPTANCE_SCHEMA, OPENAI_JSON_SCHEMA
 from stacks.resolved import ACCEPTANCE_CALLER, KeySecret, ResolvedModel, ResolvedStack
 from tests.builders import resolved_model
 from tests.engines_helpers import example, stack_of
-from tests.guard_support import has, problems, sections, warnings_of
+from tests.conftest import rendered_stack
+from tests.guard_support import ROOT, has, problems, sections, warnings_of
 
 HOST = "llm.example.com"
 KEY = "the-acceptance-key"
@@ -421,3 +423,39 @@ def test_a_teams_models_get_minted_keys_in_the_teams_namespace_admitted_on_its_r
         assert model.namespace in (team.team.namespaces if team.team else ())
         own = KeySecret(ACCEPTANCE_CALLER, model.namespace, accept.key_secret)
         assert own in model.key_secrets and all(own not in m.key_secrets for m in team.models if m is not model)
+
+
+def test_the_shipped_jwt_front_door_opts_its_ollama_model_out_and_warns_for_the_others():
+    file = sections("stacks/examples/Pulumi.frontdoor.yaml")
+    found = warnings_of(file)
+    ollama = next(i for i, m in enumerate(file["models"]) if m["name"] == "llama-ollama")
+    assert not has(found, f"models[{ollama}].acceptance", "jwt"), "acceptance: false silences it"
+    others = [i for i, m in enumerate(file["models"]) if i != ollama and m.get("expose", True)]
+    assert others and all(has(found, f"models[{i}].acceptance", "jwt", "apiKeySecret") for i in others)
+
+
+RANDOM_PASSWORD = "random:index/randomPassword:RandomPassword"
+
+
+def test_the_rendered_stack_mints_one_48_character_key_per_model_without_one_and_mounts_it():
+    render = rendered_stack(ROOT / "stacks/examples/Pulumi.engines.yaml")
+    passwords = {r.name: r for r in render.resources if r.type == RANDOM_PASSWORD}
+    stack = stack_of(example())
+    keyless = [m for m in stack.models if m.acceptance is not None and m.acceptance.minted]
+    assert sorted(passwords) == sorted(f"platform-acceptance-{m.namespace}-{m.name}-key" for m in keyless)
+    for record in passwords.values():
+        assert record.inputs["length"] == 48 and record.inputs["special"] is False, "letters and digits only"
+        result = record.outputs["result"]
+        assert len(result) == 48 and result.isalnum(), "the mocks answer a deterministic offline key"
+    secrets = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in render.manifests() if o["kind"] == "Secret"}
+    assert all((m.namespace, f"{m.name}-acceptance-key") in secrets for m in keyless), "kept where the Job mounts it"
+
+
+def test_the_mocks_answer_the_same_key_for_the_same_password_every_run():
+    from stacks.mocks import RecordingMocks
+
+    args = pulumi.runtime.MockResourceArgs(
+        typ=RANDOM_PASSWORD, name="k", inputs={"length": 48, "special": False}, provider="", resource_id=""
+    )
+    first, second = RecordingMocks().new_resource(args), RecordingMocks().new_resource(args)
+    assert first == second and len(first[1]["result"]) == 48
