@@ -46,8 +46,7 @@ import pulumi_random as random
 from stacks.awaits import await_job, skip_await
 from stacks.config.gateway import GatewaySection
 from stacks.naming import MANAGED_BY, TOKEN, physical
-from stacks.resolve.acceptance import KEY_ENTRY
-from stacks.resolved import AcceptancePlan, ImageTable, ResolvedModel
+from stacks.resolved import ACCEPTANCE_KEY_ENTRY, AcceptancePlan, ImageTable, ResolvedModel
 
 from . import acceptance_check, peers, secretfiles
 from .benchmark import PYTHON, RESULTS, _aws_env, _pod_spec, _security, _waivers, _work_mounts, results_prefix
@@ -57,7 +56,7 @@ from .monitoring.collection import model_filter
 ACCEPT_LABEL = "inference-platform.io/acceptance"
 NAME = "acceptance"
 KEY_DIR = "/var/run/secrets/acceptance"
-KEY = KEY_ENTRY
+KEY = ACCEPTANCE_KEY_ENTRY
 # The minted key's length: 48 letters and digits are ~285 bits, more than any brute force reaches.
 KEY_LENGTH = 48
 KEY_ENV = "ACC_API_KEY"

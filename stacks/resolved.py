@@ -864,6 +864,8 @@ class Team:
 BENCHMARK_CALLER = "benchmark"
 # The caller a model's acceptance Job is, when it has a key Secret of its own (else it uses the benchmark's).
 ACCEPTANCE_CALLER = "acceptance"
+# The entry of every acceptance key Secret (given or minted) that the Job reads and the route admits.
+ACCEPTANCE_KEY_ENTRY = "api-key"
 # The Secret (entry `api-key`) in a caller's namespace that holds its LiteLLM virtual key, kept there by
 # the platform's key job (components/serving/litellm_keys.py).
 LITELLM_KEY_SECRET = "litellm-key"

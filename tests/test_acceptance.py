@@ -30,8 +30,8 @@ from components.monitoring.policies import prometheus
 from stacks.engine_facts import ACCEPTANCE_SCHEMA, OPENAI_JSON_SCHEMA
 from stacks.resolved import ACCEPTANCE_CALLER, KeySecret, ResolvedModel, ResolvedStack
 from tests.builders import resolved_model
-from tests.engines_helpers import example, stack_of
 from tests.conftest import rendered_stack
+from tests.engines_helpers import example, stack_of
 from tests.guard_support import ROOT, has, problems, sections, warnings_of
 
 HOST = "llm.example.com"

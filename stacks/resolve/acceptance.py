@@ -19,9 +19,6 @@ from ..config.acceptance import Acceptance
 from ..config.teams import PLATFORM_CLIENTS
 from ..resolved import AcceptancePlan, GatewayParent, ModelEntry, PlatformView
 
-# The entry of every acceptance key Secret (given or minted) that the Job reads and the route admits.
-KEY_ENTRY = "api-key"
-
 
 def minted_key_secret(model: str) -> str:
     """The Secret (in the model's namespace) holding the key the platform mints for the model's Job."""
