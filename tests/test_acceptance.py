@@ -459,3 +459,36 @@ def test_the_mocks_answer_the_same_key_for_the_same_password_every_run():
     )
     first, second = RecordingMocks().new_resource(args), RecordingMocks().new_resource(args)
     assert first == second and len(first[1]["result"]) == 48
+
+
+def test_a_renamed_model_gets_a_new_key_and_the_job_waits_for_its_secret():
+    render = rendered_stack(ROOT / "stacks/examples/Pulumi.engines.yaml")
+    secret = next(
+        r
+        for r in render.resources
+        if r.type == "kubernetes:core/v1:Secret" and r.name == "platform-acceptance-inference-qwen3-8b-sglang-key"
+    )
+    job_ = next(r for r in render.resources if r.name.startswith("platform-acceptance-accept-qwen3-8b-sglang-"))
+    assert secret.urn in job_.depends_on, "the Job's pod mounts the Secret, so it is created first"
+    renamed = copy.deepcopy(example())
+    next(m for m in renamed["models"] if m["name"] == "qwen3-8b-sglang")["name"] = "sglang-qwen"
+    model = resolved_model(stack_of(renamed), "sglang-qwen")
+    assert model.acceptance is not None and model.acceptance.key_secret == "sglang-qwen-acceptance-key", (
+        "a new Secret, and (the password's logical name carries the model) a new RandomPassword: a new key"
+    )
+
+
+def test_on_aibrixs_gateway_the_minted_key_is_also_kept_beside_the_route_so_no_grant_is_needed():
+    path = ROOT / "stacks/examples/Pulumi.serving.yaml"
+    stack = stack_of(sections("stacks/examples/Pulumi.serving.yaml"))
+    keyless = [m for m in stack.models if m.acceptance is not None and m.acceptance.minted]
+    assert keyless, "the serving example has models without a key of their own"
+    objs = rendered_stack(path).manifests()
+    secrets = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs if o["kind"] == "Secret"}
+    for model in keyless:
+        accept = model.acceptance
+        assert accept is not None and accept.admitted_namespace == "aibrix-system", "AIBrix's routes live there"
+        assert KeySecret(ACCEPTANCE_CALLER, "aibrix-system", accept.key_secret) in model.key_secrets
+        assert {(model.namespace, accept.key_secret), ("aibrix-system", accept.key_secret)} <= secrets, (
+            "the Job's copy beside the model, the route's beside the route"
+        )
