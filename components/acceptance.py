@@ -8,6 +8,14 @@ spec), the same upload to the bucket and the same gate (pulumi-kubernetes awaits
 carry `pulumi.com/skipAwait`). Its results go to `<owner prefix>/_benchmarks/<model>/<revision>/
 acceptance/<UTC time>/`; the upload fails the Job when a check failed.
 
+The key: the stack's (`acceptance.apiKeySecret`, else the benchmark's) or, by default with
+`gateway.auth: apiKey`, one the platform mints per model (stacks/resolve/acceptance.py): a RandomPassword
+of KEY_LENGTH letters and digits (nothing a header would mangle), kept in the Secret
+`<model>-acceptance-key` in the model's namespace, whose entry `api-key` the Job mounts and the model's
+route alone admits (its SecurityPolicy names the Secret: client `api-key`, that value). The password's
+logical name carries the model's namespace and name, so a renamed model gets a new key and the old one
+is deleted with the old Secret.
+
 The key of another team: the Job holds only its own model's key (`acceptance.apiKeySecret` or the
 benchmark's), never another team's, since a Secret mounted in this namespace is readable by whoever may
 read Secrets here, and another team's key there would let them call that team's models. It checks the
@@ -33,11 +41,12 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
 from stacks.awaits import await_job, skip_await
 from stacks.config.gateway import GatewaySection
 from stacks.naming import MANAGED_BY, TOKEN, physical
-from stacks.resolved import ImageTable, ResolvedModel
+from stacks.resolved import ACCEPTANCE_KEY_ENTRY, AcceptancePlan, ImageTable, ResolvedModel
 
 from . import acceptance_check, peers, secretfiles
 from .benchmark import PYTHON, RESULTS, _aws_env, _pod_spec, _security, _waivers, _work_mounts, results_prefix
@@ -47,7 +56,9 @@ from .monitoring.collection import model_filter
 ACCEPT_LABEL = "inference-platform.io/acceptance"
 NAME = "acceptance"
 KEY_DIR = "/var/run/secrets/acceptance"
-KEY = "api-key"
+KEY = ACCEPTANCE_KEY_ENTRY
+# The minted key's length: 48 letters and digits are ~285 bits, more than any brute force reaches.
+KEY_LENGTH = 48
 KEY_ENV = "ACC_API_KEY"
 # The check waits for the route at least READY_SECONDS (Envoy Gateway programming it), or the model's
 # startup allowance when longer (a model that scales to zero wakes on the first request), then sends a
@@ -90,7 +101,7 @@ def foreign_route(model: ResolvedModel, models: Sequence[ResolvedModel], hostnam
 
 def structured_form(model: ResolvedModel) -> tuple[dict[str, Any] | None, str]:
     """The request fields that ask the model's engine for JSON, or None and why the step is skipped."""
-    accept = model.config.acceptance
+    accept = model.acceptance
     if accept is not None and not accept.structured_output:
         return None, "acceptance.structuredOutput: false"
     form = model.facts.json_output
@@ -188,13 +199,33 @@ def _upload_container(model: ResolvedModel, args: AcceptanceChecksArgs) -> dict[
     }
 
 
+def plan(model: ResolvedModel) -> AcceptancePlan:
+    accept = model.acceptance
+    assert accept is not None, "only for a model with an acceptance Job (ResolvedModel.acceptance)"
+    return accept
+
+
+def key_secret(model: ResolvedModel, value: pulumi.Input[str], namespace: str | None = None) -> dict[str, Any]:
+    """The Secret of the key the platform minted for the model's Job: in the model's namespace the Job
+    mounts its `api-key`; where the route lives (`namespace`, AcceptancePlan.admitted_namespace, when that
+    is elsewhere) the model's route admits it (stacks/resolve/access.py: the acceptance caller's KeySecret)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": plan(model).key_secret,
+            "namespace": namespace or model.namespace,
+            "labels": {**MANAGED_BY, "app.kubernetes.io/component": "acceptance-key", ACCEPT_LABEL: model.name},
+        },
+        "type": "Opaque",
+        "stringData": {KEY: value},
+    }
+
+
 def job(model: ResolvedModel, args: AcceptanceChecksArgs) -> dict[str, Any]:
     """The acceptance Job of one model with `acceptance`."""
-    accept = model.config.acceptance
-    assert accept is not None, "only for a model with acceptance"
-    secret = accept.key_secret(model.config.benchmark)
-    assert secret is not None, "stacks/rules/acceptance.py refuses acceptance without a key"
-    key = secretfiles.SecretFile(env=KEY_ENV, secret=secret, key=KEY, volume="api-key", directory=KEY_DIR)
+    accept = plan(model)
+    key = secretfiles.SecretFile(env=KEY_ENV, secret=accept.key_secret, key=KEY, volume="api-key", directory=KEY_DIR)
     pod = _pod_spec(
         init=[_check_container(model, args, key)],
         upload=_upload_container(model, args),
@@ -243,18 +274,40 @@ def acceptance_pods(namespace: str) -> peers.Pods:
     return peers.Pods(namespace, {"app.kubernetes.io/name": NAME, **MANAGED_BY})
 
 
+def minted_key(name: str, model: ResolvedModel, opts: pulumi.ResourceOptions) -> pulumi.Output[str]:
+    """A new key for the model's Job (a secret Output): letters and digits only, so no header or Secret
+    encoding changes it. The logical name carries the model, so a renamed model gets a new key."""
+    password = random.RandomPassword(
+        f"{name}-{model.namespace}-{model.name}-key", length=KEY_LENGTH, special=False, opts=opts
+    )
+    return password.result
+
+
 class AcceptanceChecks(pulumi.ComponentResource):
-    """Per model with `acceptance`, after the models, their routes and key Secrets exist: its Job; per
+    """Per model with an acceptance Job (ResolvedModel.acceptance), after the models, their routes and key
+    Secrets exist: its minted key and that key's Secret when the platform mints it, and its Job; per
     namespace of those models, when the check may query Prometheus, the egress policy to it."""
 
     def __init__(self, name: str, args: AcceptanceChecksArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(f"{TOKEN}:AcceptanceChecks", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
-        checked = [m for m in args.models if m.config.acceptance is not None and m.expose]
+        checked = [m for m in args.models if m.acceptance is not None]
         for model in checked:
+            after = self._minted(name, model, child) if plan(model).minted else child
             obj = job(model, args)
-            register(obj, child, name=f"{name}-{obj['metadata']['name']}")
+            register(obj, after, name=f"{name}-{obj['metadata']['name']}")
         if args.prometheus is not None:
             for namespace in sorted({m.namespace for m in checked}):
                 register(acceptance_egress(namespace), child, name=f"{name}-{namespace}-to-prometheus")
         self.register_outputs({})
+
+    def _minted(self, name: str, model: ResolvedModel, child: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+        """The model's minted key and its Secrets (the Job's; the route's when that is elsewhere); the
+        options of a Job that waits for them."""
+        value = minted_key(name, model, pulumi.ResourceOptions(parent=self))
+        secrets = [register(key_secret(model, value), child, name=f"{name}-{model.namespace}-{model.name}-key")]
+        admitted = plan(model).admitted_namespace
+        if admitted != model.namespace:
+            obj = key_secret(model, value, admitted)
+            secrets.append(register(obj, child, name=f"{name}-{admitted}-{model.name}-key"))
+        return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=secrets))

@@ -556,7 +556,7 @@ class InferencePlatform(pulumi.ComponentResource):
     def _acceptance(self, name: str, wiring: Wiring) -> None:
         """Acceptance Jobs through the front door (components/acceptance.py)."""
         stack = self.stack
-        if not any(m.config.acceptance is not None for m in stack.models):
+        if not any(m.acceptance is not None for m in stack.models):
             return
         hostname = stack.route_parent.hostname
         bucket = wiring.cache.bucket if wiring.cache is not None else None

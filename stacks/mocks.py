@@ -467,7 +467,24 @@ def _eks_outputs(typ: str, name: str, h: str, inputs: dict[str, Any], region: st
     return None
 
 
-_AWS_OUTPUTS = (_network_outputs, _iam_outputs, _key_queue_and_certificate_outputs, _storage_outputs, _eks_outputs)
+def _random_outputs(typ: str, name: str, h: str, inputs: dict[str, Any], region: str) -> _Found:
+    """pulumi-random's RandomPassword: a deterministic fake `result` of the asked length, letters and
+    digits only (what `special: false` gives), so renders and goldens are stable offline."""
+    if typ == "random:index/randomPassword:RandomPassword":
+        length = int(inputs.get("length", 16))
+        digest = "".join(_hex(f"{name}/{n}") for n in range(length // 16 + 1))
+        return f"{name}-{h[:8]}", {"result": ("mock" + digest)[:length], "bcryptHash": f"$2a$10${h}"}
+    return None
+
+
+_AWS_OUTPUTS = (
+    _network_outputs,
+    _iam_outputs,
+    _key_queue_and_certificate_outputs,
+    _storage_outputs,
+    _eks_outputs,
+    _random_outputs,
+)
 
 
 class RecordingMonitor(MockMonitor):

@@ -139,6 +139,8 @@ PLATFORM_SUFFIXES = {
     # components/engines/neuron_vllm.py compile_job_name: a Neuron model's ahead-of-time compile
     # (`neuron.compile: ahead`), cut to 63 with a hash like the fill Job (its name is a label value).
     "-neuron-compile": "Job",
+    # stacks/resolve/acceptance.py minted_key_secret: the key the platform mints for a model's acceptance Job.
+    "-acceptance-key": "Secret",
 }
 
 

@@ -525,6 +525,23 @@ class Endpoint:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AcceptancePlan:
+    """A model's acceptance Job, resolved (stacks/resolve/acceptance.py): the Secret in the model's
+    namespace whose entry `api-key` it calls with (its route admits it), and whether the platform mints
+    that key (`minted`: a RandomPassword per model, kept in that Secret) or the stack gave it. A minted
+    key's Secret is also kept where the model's route lives when that is elsewhere (AIBrix's Gateway
+    namespace), since a SecurityPolicy names Secrets in its own namespace without a ReferenceGrant:
+    `admitted_namespace`."""
+
+    key_secret: str
+    minted: bool
+    # Where the Secret the model's route admits is: the model's namespace, or a minted key's route namespace.
+    admitted_namespace: str
+    gate: bool
+    structured_output: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelEntry:
     """One `models[]` entry with what its engine makes of it, whether or not its pool is known: what
     the rules that need no capacity read, for every entry (a model on an unknown pool is refused, and
@@ -537,6 +554,8 @@ class ModelEntry:
     namespace: str
     # The team that owns it (a workloads stack's), or PLATFORM_CLIENTS.
     owner: str = PLATFORM_CLIENTS
+    # Its acceptance Job; None: none (opted out, not exposed, or no key: stacks/resolve/acceptance.py).
+    acceptance: AcceptancePlan | None = None
 
     @property
     def name(self) -> str:
@@ -662,6 +681,8 @@ class ResolvedModel(Endpoint):
     # and the builders render; `pods` is every kind of pod a replica runs, this one included.
     requests: Requests
     pods: tuple[PodShape, ...]
+    # Its acceptance Job (ModelEntry.acceptance); None: none.
+    acceptance: AcceptancePlan | None = None
     # The tensor-parallel size the engine is given (on Neuron: the NeuronCores of its devices).
     tensor_parallel: int
     cache: ModelCache
@@ -857,6 +878,8 @@ class Team:
 BENCHMARK_CALLER = "benchmark"
 # The caller a model's acceptance Job is, when it has a key Secret of its own (else it uses the benchmark's).
 ACCEPTANCE_CALLER = "acceptance"
+# The entry of every acceptance key Secret (given or minted) that the Job reads and the route admits.
+ACCEPTANCE_KEY_ENTRY = "api-key"
 # The Secret (entry `api-key`) in a caller's namespace that holds its LiteLLM virtual key, kept there by
 # the platform's key job (components/serving/litellm_keys.py).
 LITELLM_KEY_SECRET = "litellm-key"

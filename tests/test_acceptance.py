@@ -11,24 +11,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
 from components import acceptance_check
 from components.acceptance import (
     KEY_ENV,
+    KEY_LENGTH,
     AcceptanceChecksArgs,
     acceptance_egress,
     check_env,
     foreign_route,
     job,
+    key_secret,
     structured_form,
 )
 from components.monitoring.policies import prometheus
 from stacks.engine_facts import ACCEPTANCE_SCHEMA, OPENAI_JSON_SCHEMA
-from stacks.resolved import ResolvedModel, ResolvedStack
+from stacks.resolved import ACCEPTANCE_CALLER, KeySecret, ResolvedModel, ResolvedStack
 from tests.builders import resolved_model
+from tests.conftest import rendered_stack
 from tests.engines_helpers import example, stack_of
-from tests.guard_support import has, problems, sections, warnings_of
+from tests.guard_support import ROOT, has, problems, sections, warnings_of
 
 HOST = "llm.example.com"
 KEY = "the-acceptance-key"
@@ -306,9 +310,17 @@ def test_the_check_queries_the_stacks_prometheus_for_the_models_up_series(shippe
 # ---- the rules ----------------------------------------------------------------------------------
 
 
-def test_acceptance_without_a_key_is_refused_at_its_key():
-    sections = with_acceptance("qwen3-8b-sglang", gate=True)
-    assert has(problems(sections), "models[1].acceptance.apiKeySecret", "api-key", "apiKeySecret")
+JWT = {"auth": "jwt", "jwt": {"issuer": "https://login.example.com/", "jwksUri": "https://login.example.com/jwks"}}
+
+
+def with_jwt(sections: dict[str, Any]) -> dict[str, Any]:
+    sections["gateway"] = {**sections.get("gateway", {}), **JWT}
+    return sections
+
+
+def test_acceptance_without_a_key_under_jwt_is_refused_at_its_key():
+    sections = with_jwt(with_acceptance("qwen3-8b-sglang", gate=True))
+    assert has(problems(sections), "models[1].acceptance.apiKeySecret", "api-key", "apiKeySecret", "jwt")
 
 
 def test_acceptance_on_an_unexposed_model_is_refused():
@@ -326,3 +338,157 @@ def test_a_teams_stack_is_warned_that_the_metrics_step_is_skipped():
     team = sections("stacks/examples/Pulumi.team-chat.yaml")
     team["models"][0]["acceptance"] = {}
     assert has(warnings_of(team), "models[0].acceptance", "metrics step", "skipped")
+
+
+# ---- on by default: the platform's own key per model -----------------------------------------------
+
+
+def minted(stack: ResolvedStack, name: str) -> ResolvedModel:
+    model = resolved_model(stack, name)
+    assert model.acceptance is not None and model.acceptance.minted, f"{name} gets a Job with a minted key"
+    return model
+
+
+def test_every_exposed_model_gets_an_acceptance_job_by_default_with_api_key_auth():
+    stack = stack_of(example())
+    exposed = [m for m in stack.models if m.expose]
+    assert exposed and all(m.acceptance is not None for m in exposed), "unset acceptance means {}"
+    assert all(m.acceptance is None for m in stack.models if not m.expose), "nothing to call without a route"
+    sglang = minted(stack, "qwen3-8b-sglang")
+    assert sglang.acceptance is not None and sglang.acceptance.key_secret == "qwen3-8b-sglang-acceptance-key"
+    assert not sglang.acceptance.gate, "a default check does not hold up pulumi up"
+
+
+def test_a_key_the_stack_gives_still_wins_over_the_minted_one():
+    stack = stack_of(example())
+    given = resolved_model(stack, "qwen-awq-tgi").acceptance
+    assert given is not None and given.key_secret == "tgi-accept-key" and not given.minted
+    bench = resolved_model(stack, "qwen3-8b").acceptance
+    assert bench is not None and bench.key_secret == "bench-key" and not bench.minted, "the benchmark's key"
+
+
+@pytest.mark.parametrize("opt_out", [False, {"enabled": False}])
+def test_acceptance_false_or_enabled_false_opts_a_model_out(opt_out):
+    sections = copy.deepcopy(example())
+    model = next(m for m in sections["models"] if m["name"] == "qwen3-8b-sglang")
+    model["acceptance"] = opt_out
+    stack = stack_of(sections)
+    sglang = resolved_model(stack, "qwen3-8b-sglang")
+    assert sglang.acceptance is None, "no Job"
+    assert ACCEPTANCE_CALLER not in [k.caller for k in sglang.key_secrets], "and no key its route admits"
+
+
+def test_the_minted_key_is_admitted_on_its_models_route_alone():
+    stack = stack_of(example())
+    sglang = minted(stack, "qwen3-8b-sglang")
+    own = KeySecret(ACCEPTANCE_CALLER, sglang.namespace, "qwen3-8b-sglang-acceptance-key")
+    assert own in sglang.key_secrets, "the model's route admits its check's key"
+    others = [m for m in stack.models if m.name != "qwen3-8b-sglang"]
+    assert all(own not in m.key_secrets for m in others), "no other route does"
+
+
+def test_the_minted_keys_secret_holds_api_key_in_the_models_namespace_and_the_job_mounts_it():
+    stack = stack_of(example())
+    sglang = minted(stack, "qwen3-8b-sglang")
+    secret = key_secret(sglang, "k" * KEY_LENGTH)
+    assert (secret["metadata"]["namespace"], secret["metadata"]["name"]) == (
+        sglang.namespace,
+        "qwen3-8b-sglang-acceptance-key",
+    )
+    assert secret["stringData"] == {"api-key": "k" * KEY_LENGTH}, "the entry the Job reads and the route admits"
+    spec = job(sglang, args_of(stack))["spec"]["template"]["spec"]
+    mounted = [v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v]
+    assert mounted == ["qwen3-8b-sglang-acceptance-key"]
+    assert KEY_LENGTH == 48
+
+
+def test_under_jwt_a_model_without_a_token_gets_no_job_and_a_warning_naming_the_key():
+    sections = with_jwt(copy.deepcopy(example()))
+    stack = stack_of(sections)
+    assert resolved_model(stack, "qwen3-8b-sglang").acceptance is None, "the platform cannot mint a token"
+    assert resolved_model(stack, "qwen3-8b").acceptance is not None, "a given token (the benchmark's) still runs"
+    assert has(warnings_of(sections), "models[1].acceptance", "models[].acceptance.apiKeySecret", "acceptance: false")
+
+
+def test_a_teams_models_get_minted_keys_in_the_teams_namespace_admitted_on_its_route_only():
+    file = sections("stacks/examples/Pulumi.team-chat.yaml")
+    for entry in file["models"]:
+        entry.pop("benchmark", None)  # no key of the team's own: the platform mints the check's
+    team = stack_of(file)
+    exposed = [m for m in team.models if m.expose]
+    assert exposed, "the team example exposes a model"
+    for model in exposed:
+        accept = model.acceptance
+        assert accept is not None and accept.minted
+        assert model.namespace in (team.team.namespaces if team.team else ())
+        own = KeySecret(ACCEPTANCE_CALLER, model.namespace, accept.key_secret)
+        assert own in model.key_secrets and all(own not in m.key_secrets for m in team.models if m is not model)
+
+
+def test_the_shipped_jwt_front_door_opts_its_ollama_model_out_and_warns_for_the_others():
+    file = sections("stacks/examples/Pulumi.frontdoor.yaml")
+    found = warnings_of(file)
+    ollama = next(i for i, m in enumerate(file["models"]) if m["name"] == "llama-ollama")
+    assert not has(found, f"models[{ollama}].acceptance", "jwt"), "acceptance: false silences it"
+    others = [i for i, m in enumerate(file["models"]) if i != ollama and m.get("expose", True)]
+    assert others and all(has(found, f"models[{i}].acceptance", "jwt", "apiKeySecret") for i in others)
+
+
+RANDOM_PASSWORD = "random:index/randomPassword:RandomPassword"
+
+
+def test_the_rendered_stack_mints_one_48_character_key_per_model_without_one_and_mounts_it():
+    render = rendered_stack(ROOT / "stacks/examples/Pulumi.engines.yaml")
+    passwords = {r.name: r for r in render.resources if r.type == RANDOM_PASSWORD}
+    stack = stack_of(example())
+    keyless = [m for m in stack.models if m.acceptance is not None and m.acceptance.minted]
+    assert sorted(passwords) == sorted(f"platform-acceptance-{m.namespace}-{m.name}-key" for m in keyless)
+    for record in passwords.values():
+        assert record.inputs["length"] == 48 and record.inputs["special"] is False, "letters and digits only"
+        result = record.outputs["result"]
+        assert len(result) == 48 and result.isalnum(), "the mocks answer a deterministic offline key"
+    secrets = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in render.manifests() if o["kind"] == "Secret"}
+    assert all((m.namespace, f"{m.name}-acceptance-key") in secrets for m in keyless), "kept where the Job mounts it"
+
+
+def test_the_mocks_answer_the_same_key_for_the_same_password_every_run():
+    from stacks.mocks import RecordingMocks
+
+    args = pulumi.runtime.MockResourceArgs(
+        typ=RANDOM_PASSWORD, name="k", inputs={"length": 48, "special": False}, provider="", resource_id=""
+    )
+    first, second = RecordingMocks().new_resource(args), RecordingMocks().new_resource(args)
+    assert first == second and len(first[1]["result"]) == 48
+
+
+def test_a_renamed_model_gets_a_new_key_and_the_job_waits_for_its_secret():
+    render = rendered_stack(ROOT / "stacks/examples/Pulumi.engines.yaml")
+    secret = next(
+        r
+        for r in render.resources
+        if r.type == "kubernetes:core/v1:Secret" and r.name == "platform-acceptance-inference-qwen3-8b-sglang-key"
+    )
+    job_ = next(r for r in render.resources if r.name.startswith("platform-acceptance-accept-qwen3-8b-sglang-"))
+    assert secret.urn in job_.depends_on, "the Job's pod mounts the Secret, so it is created first"
+    renamed = copy.deepcopy(example())
+    next(m for m in renamed["models"] if m["name"] == "qwen3-8b-sglang")["name"] = "sglang-qwen"
+    model = resolved_model(stack_of(renamed), "sglang-qwen")
+    assert model.acceptance is not None and model.acceptance.key_secret == "sglang-qwen-acceptance-key", (
+        "a new Secret, and (the password's logical name carries the model) a new RandomPassword: a new key"
+    )
+
+
+def test_on_aibrixs_gateway_the_minted_key_is_also_kept_beside_the_route_so_no_grant_is_needed():
+    path = ROOT / "stacks/examples/Pulumi.serving.yaml"
+    stack = stack_of(sections("stacks/examples/Pulumi.serving.yaml"))
+    keyless = [m for m in stack.models if m.acceptance is not None and m.acceptance.minted]
+    assert keyless, "the serving example has models without a key of their own"
+    objs = rendered_stack(path).manifests()
+    secrets = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs if o["kind"] == "Secret"}
+    for model in keyless:
+        accept = model.acceptance
+        assert accept is not None and accept.admitted_namespace == "aibrix-system", "AIBrix's routes live there"
+        assert KeySecret(ACCEPTANCE_CALLER, "aibrix-system", accept.key_secret) in model.key_secrets
+        assert {(model.namespace, accept.key_secret), ("aibrix-system", accept.key_secret)} <= secrets, (
+            "the Job's copy beside the model, the route's beside the route"
+        )

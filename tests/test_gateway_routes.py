@@ -61,8 +61,9 @@ def test_the_dev_stack_exposes_its_models_through_an_authenticated_https_route(d
         assert len(auth) == 1, f"{name}: exactly one SecurityPolicy on its route"
         key_auth = auth[0]["spec"]["apiKeyAuth"]
         assert key_auth["credentialRefs"] == [
-            {"group": "", "kind": "Secret", "name": dev["gateway"]["apiKeysSecret"], "namespace": GATEWAY_NAMESPACE}
-        ], "the platform's clients' keys, beside the Gateway"
+            {"group": "", "kind": "Secret", "name": dev["gateway"]["apiKeysSecret"], "namespace": GATEWAY_NAMESPACE},
+            {"group": "", "kind": "Secret", "name": f"{name}-acceptance-key"},
+        ], "the platform's clients' keys, beside the Gateway, and the model's own acceptance key, beside the route"
         assert key_auth["extractFrom"] == [{"headers": ["Authorization"]}], "Authorization: Bearer <key>"
     assert dev_render.outputs["inferenceUrl"] == f"https://{dev['gateway']['hostname']}"
 

@@ -142,15 +142,16 @@ def test_the_table_holds_exactly_the_platform_images_the_prod_stack_renders(prod
     """`rendered_images` says what the builders render: nothing it lists is missing from the render
     (a builder asking for an unlisted one fails the render)."""
     stack = resolved_stack(prod_stack())
+    # guidellm: the acceptance Job every exposed model gets by default.
     assert set(stack.images) == {
-        "model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker"
+        "model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker", "guidellm"
     }  # fmt: skip
     rendered = images_in(prod_render.manifests()) | picker_images(prod_render.releases())
     assert {stack.images[n].ref for n in stack.images} <= rendered
 
 
 @pytest.mark.parametrize(
-    "name", ["model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker"]
+    "name", ["model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker", "guidellm"]
 )
 def test_prod_refuses_each_rendered_image_without_a_digest_at_its_key(name):
     s = prod_stack()

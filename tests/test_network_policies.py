@@ -364,7 +364,7 @@ def monitoring_table(stack: ResolvedStack) -> dict[tuple[Pods, int], set[Peer]]:
     if addons.keda.enabled:
         queriers.add(Peer.of(peers.KEDA_OPERATOR))
     # The acceptance Jobs' metrics step (components/acceptance.py), from the namespaces of checked models.
-    checked = {m.namespace for m in stack.models if m.config.acceptance is not None and m.expose}
+    checked = {m.namespace for m in stack.models if m.acceptance is not None}
     queriers |= {Peer.of(acceptance_pods(ns)) for ns in checked}
     api = {Peer(cidr=c) for c in blocks}
     table = {

@@ -47,6 +47,8 @@ from tests.guard_support import cli
                     "model-prep-hub": "sha256:" + "3" * 64,
                     # The team's exposed vLLM model is routed by its endpoint picker by default.
                     "endpoint-picker": "sha256:" + "4" * 64,
+                    # And, exposed, it gets the acceptance Job by default (guidellm's image runs the check).
+                    "guidellm": "sha256:" + "5" * 64,
                 },
             },
         ),

@@ -78,10 +78,17 @@ def expected(path: Path) -> Expected:
             bench = (namespace, model["benchmark"]["apiKeySecret"])
             out.benchmarks[route] = bench
             out.keys[route].add(bench)
-        if "acceptance" in model:
-            # The acceptance check's own key, else the benchmark's (already admitted).
-            own = model["acceptance"].get("apiKeySecret") or model.get("benchmark", {}).get("apiKeySecret")
-            out.keys[route].add((namespace, own))
+        accept = model.get("acceptance", {})
+        if accept is not False and (accept is True or accept.get("enabled", True)):
+            # Every exposed model's acceptance check (unset: on): its own key, else the benchmark's (already
+            # admitted), else with API keys the one the platform mints for it, `<model>-acceptance-key`.
+            given = {} if accept is True else accept
+            own = given.get("apiKeySecret") or model.get("benchmark", {}).get("apiKeySecret")
+            if own is not None:
+                out.keys[route].add((namespace, own))
+            elif out.auth == "apiKey":
+                # Kept where the route is (AIBrix's Gateway namespace on AIBrix), so no grant is needed.
+                out.keys[route].add(("aibrix-system" if aibrix else namespace, f"{model['name']}-acceptance-key"))
     if platform.get("addons", {}).get("litellm", {}).get("enabled") and team is None:
         out.litellm = ("platform", *(n for n, t in teams.items() if t.get("litellm")))
     return out

@@ -94,7 +94,16 @@ def test_every_secret_a_shipped_stack_references_is_created_by_the_program_or_ex
             f"does not declare external outside its namespaces: a first `pulumi up` would wait for a hand step"
         )
     sourced = {(s.namespace, s.name) for s in stack.managed_secrets}
-    assert created == sourced, "the program creates exactly the Secrets the stack sources from Pulumi secrets"
+    # Besides those, the keys the platform mints for acceptance Jobs (stacks/resolve/acceptance.py).
+    minted = {
+        (ns, m.acceptance.key_secret)
+        for m in stack.models
+        if m.acceptance is not None and m.acceptance.minted
+        for ns in {m.namespace, m.acceptance.admitted_namespace}
+    }
+    assert created == sourced | minted, (
+        "the program creates exactly the Secrets the stack sources from Pulumi secrets and the acceptance keys it mints"
+    )
 
 
 def _region(path: Path) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from stacks.config.teams import PLATFORM_CLIENTS
-from stacks.resolved import BENCHMARK_CALLER, GATEWAY_NAMESPACE, KeySecret
+from stacks.resolved import ACCEPTANCE_CALLER, BENCHMARK_CALLER, GATEWAY_NAMESPACE, KeySecret
 from tests.builders import resolved_stack, sourced
 from tests.conftest import EXAMPLES_DIR, sections_of
 from tests.guard_support import has, problems
@@ -177,7 +177,10 @@ def test_a_route_admits_its_teams_keys_its_consumers_and_its_benchmarks_and_no_o
         KeySecret(BENCHMARK_CALLER, "search", "qwen-bench-key"),
     )
     other = stack.models[1]
-    assert other.key_secrets == (KeySecret("search", "search", "inference-api-keys"),), "no consumers: its team's"
+    assert other.key_secrets == (
+        KeySecret("search", "search", "inference-api-keys"),
+        KeySecret(ACCEPTANCE_CALLER, "search", f"{other.name}-acceptance-key"),
+    ), "no consumers: its team's, and its own acceptance check's minted key"
 
 
 def test_a_platform_model_admits_the_platform_clients_and_its_consumers():
@@ -187,4 +190,5 @@ def test_a_platform_model_admits_the_platform_clients_and_its_consumers():
     assert model.key_secrets == (
         KeySecret(PLATFORM_CLIENTS, GATEWAY_NAMESPACE, "inference-api-keys"),
         KeySecret("search", "search", "inference-api-keys"),
+        KeySecret(ACCEPTANCE_CALLER, model.namespace, f"{model.name}-acceptance-key"),
     )

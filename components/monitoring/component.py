@@ -191,7 +191,7 @@ class Monitoring(pulumi.ComponentResource):
             accelerators=frozenset(args.accelerators),
             adapter=args.prometheus_adapter is not None,
             blocks=args.address_blocks,
-            accepted_in=sorted({m.namespace for m in args.models if m.config.acceptance is not None and m.expose}),
+            accepted_in=sorted({m.namespace for m in args.models if m.acceptance is not None}),
         ):
             register(obj, opts)
 

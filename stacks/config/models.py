@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-from .acceptance import Acceptance
+from .acceptance import AcceptanceField
 from .base import (
     IMAGE_TAG,
     DnsLabel,
@@ -854,13 +854,14 @@ class ModelSection(Strict):
         "and its results go to the model bucket under its owner's prefix, `<platform/ or teams/<team>/>_benchmarks/"
         "<name>/<revision>/`. Needs `expose: true`.",
     )
-    acceptance: Acceptance | None = Field(
+    acceptance: AcceptanceField = Field(
         default=None,
         description="A post-deploy acceptance Job through the model's gateway route: a request without a key and "
         "one with a key the route does not admit are refused, a chat completion has the chat shape (an assistant "
         "message, finish_reason, usage), streaming ends with `data: [DONE]`, structured output is valid JSON where "
         "the engine supports it, and Prometheus scrapes the model; its verdict goes to the model bucket under "
-        "`<owner prefix>/_benchmarks/<name>/<revision>/acceptance/`. Needs `expose: true`.",
+        "`<owner prefix>/_benchmarks/<name>/<revision>/acceptance/`. On by default for every exposed model: unset "
+        "means `{}`, `false` (or `enabled: false`) opts out. Needs `expose: true` when set.",
     )
     routing: Routing | None = Field(
         default=None,

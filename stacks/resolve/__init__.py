@@ -18,6 +18,7 @@ from ..config import StackConfig
 from ..config.addons import AddonsSection
 from ..exports import PlatformExports, read_platform
 from ..resolved import Access, PlatformView, ResolvedStack, Team
+from .acceptance import with_acceptance
 from .access import front_door_access
 from .cost import resolve_cost
 from .images import image_table, rendered_images
@@ -62,7 +63,11 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
     view, team = _platform_and_team(config, platform)
     owns = stack.role != "workloads"
     has_routes = routed(config)
-    entries = tuple(model_entry(i, m, view.addons, team) for i, m in enumerate(config.models))
+    parent = route_parent(view, owns)
+    entries = tuple(
+        with_acceptance(model_entry(i, m, view.addons, team), view, parent, has_routes)
+        for i, m in enumerate(config.models)
+    )
     models = tuple(m for m in (place(e, view, has_routes) for e in entries) if m is not None)
     picked = [routing_strategy(e.config, e.facts, has_routes) not in (None, "round-robin") for e in entries]
     names = rendered_images(
@@ -77,7 +82,6 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
     if stack.role == "platform":
         # Teams deploy later, from their own stacks: a dashboard for every engine the pools can run.
         dashboards |= {name for name, e in ENGINES.items() if view.accelerators & set(e.facts.accelerators)}
-    parent = route_parent(view, owns)
     refs = secret_refs(config, view, entries, parent, owns)
     return ResolvedStack(
         tracing=trace_export(view.addons.tracing),

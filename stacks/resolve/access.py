@@ -69,11 +69,10 @@ def key_secrets(entry: ModelEntry, view: PlatformView) -> tuple[KeySecret, ...]:
     bench = entry.config.benchmark
     if bench is not None:
         found.append(KeySecret(BENCHMARK_CALLER, entry.namespace, bench.api_key_secret))
-    accept = entry.config.acceptance
-    own = accept.key_secret(bench) if accept is not None else None
-    if own is not None and (bench is None or own != bench.api_key_secret):
-        # The acceptance Job's own key, likewise this model's only.
-        found.append(KeySecret(ACCEPTANCE_CALLER, entry.namespace, own))
+    accept = entry.acceptance
+    if accept is not None and (bench is None or accept.key_secret != bench.api_key_secret):
+        # The acceptance Job's own key (given, or minted by the platform), likewise this model's only.
+        found.append(KeySecret(ACCEPTANCE_CALLER, accept.admitted_namespace, accept.key_secret))
     return tuple(found)
 
 

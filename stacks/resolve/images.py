@@ -33,10 +33,10 @@ def rendered_images(
     the images an engine renders beside the model's own (Dynamo's planner for a profiling request),
     AIBrix's runtime sidecar beside every engine whose adapters AIBrix loads,
     the endpoint picker for every model routed through one (`picked`, entry by entry), the benchmark's
-    runner, and, in a stack that owns the platform, LiteLLM (and its Redis), AIBrix's Envoy pair and
-    init image, neuron-monitor on Neuron pools under monitoring, and busybox as the placeholder of warm
-    nodes (`nodePools[].warmNodes`). Builders look their images up in
-    the table built from this list, so one left out here fails the render instead of going unpinned."""
+    runner (also the acceptance Job's), and, in a stack that owns the platform, LiteLLM (and its Redis),
+    AIBrix's Envoy pair and init image, neuron-monitor on Neuron pools under monitoring, and busybox as the
+    placeholder of warm nodes (`nodePools[].warmNodes`). Builders look their images up in the table built
+    from this list, so one left out here fails the render instead of going unpinned."""
     names: list[str] = []
     if any(e.made.prepared for e in entries):
         names += ["model-prep-s3", "model-prep-hub"]
@@ -45,7 +45,8 @@ def rendered_images(
         names.append("aibrix-runtime")
     if any(picked):
         names.append("endpoint-picker")
-    if any(e.config.benchmark is not None for e in entries):
+    # The acceptance Job is the benchmark's: its runner checks, the S3 image uploads the verdict.
+    if any(e.config.benchmark is not None or e.acceptance is not None for e in entries):
         names += ["guidellm", *([] if "model-prep-s3" in names else ["model-prep-s3"])]
     if owns_platform:
         if addons.litellm.enabled:

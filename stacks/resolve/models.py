@@ -313,6 +313,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         owner=entry.owner,
         callers=callers(entry),
         key_secrets=key_secrets(entry, view),
+        acceptance=entry.acceptance,
         route_prefix=route_prefix(entry),
         served_model_name=model.name,
         image=made.image,

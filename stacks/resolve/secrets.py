@@ -196,7 +196,7 @@ def _model_refs(entry: ModelEntry, addons: AddonsSection) -> Iterator[SecretRef]
     if m.benchmark is not None:
         path = ["models", i, "benchmark", "apiKeySecret"]
         yield _ref("models[].benchmark.apiKeySecret", path, m.benchmark.api_key_secret, ns, True)
-    if m.acceptance is not None and m.acceptance.api_key_secret is not None:
+    if m.acceptance is not None and m.acceptance.enabled and m.acceptance.api_key_secret is not None:
         path = ["models", i, "acceptance", "apiKeySecret"]
         yield _ref("models[].acceptance.apiKeySecret", path, m.acceptance.api_key_secret, ns, True)
 
