@@ -18,6 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from stacks.awaits import await_service
 from stacks.config.addons import TracingAddon
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL, TOKEN
 from stacks.resolved import COLLECTOR_NAME, OTLP_GRPC_PORT, OTLP_HTTP_PORT, TRACING_NAMESPACE
@@ -31,6 +32,7 @@ __all__ = ["Collector", "CollectorArgs", "collector_config", "collector_objects"
 
 CONFIG_FILE = "/etc/otelcol-contrib/config.yaml"  # the contrib image's default --config path
 HEALTH_PORT = 13133  # the health_check extension's default
+COLLECTOR_UID = 10001  # the contrib image's USER (uid and gid), a high uid as CKV_K8S_40 asks
 SELECTOR = dict(peers.COLLECTOR.labels)  # what every exporter's egress policy names
 LABELS = {**SELECTOR, **MANAGED_BY}
 
@@ -92,7 +94,8 @@ def _deployment(image: Image, replicas: int) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _meta(COLLECTOR_NAME),
+        # The provider waits for the collector on the system nodes: its image's pull and its start.
+        "metadata": _meta(COLLECTOR_NAME) | {"annotations": await_service()},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": dict(SELECTOR)},
@@ -100,7 +103,14 @@ def _deployment(image: Image, replicas: int) -> dict[str, Any]:
                 "metadata": {"labels": dict(LABELS)},
                 "spec": {
                     "nodeSelector": dict(SYSTEM_NODE_LABEL),
-                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        # The image's user (opentelemetry-collector-releases distributions/otelcol-contrib/
+                        # Dockerfile: USER 10001:10001), stated so the kubelet can verify it is not root.
+                        "runAsUser": COLLECTOR_UID,
+                        "runAsGroup": COLLECTOR_UID,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "containers": [container],
                     "volumes": [{"name": "config", "configMap": {"name": COLLECTOR_NAME}}],
                 },

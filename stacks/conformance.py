@@ -26,7 +26,8 @@ from typing import Any
 
 import yaml
 
-from .paths import ROOT
+from . import versions
+from .paths import ROOT, charts_dir
 
 ENV = "INFERENCE_PLATFORM_SCHEMAS"
 
@@ -253,6 +254,35 @@ def crd_files(root: Path) -> dict[tuple[str, str], list[Path]]:
     return index
 
 
+# (group, kind) -> the chart (its key in stacks/versions.py CHARTS) whose pinned release ships the CRD
+# the schema directory lacks. The kept schemas hold Envoy Gateway's policy CRDs but not EnvoyProxy; the
+# gateway-helm chart the platform installs carries it (charts/crds/crds/generated/), so an EnvoyProxy is
+# held to that release's CRD. Without the chart directory such an object is reported unvalidated.
+CRDS_IN_CHARTS: dict[tuple[str, str], str] = {
+    ("gateway.envoyproxy.io", "EnvoyProxy"): "envoy-gateway",
+}
+
+
+def pinned_chart_dirs() -> list[Path]:
+    """The directories, in the chart directory ($INFERENCE_PLATFORM_CHARTS), of the charts at the
+    versions stacks/versions.py pins (`<chart>-<version>`); none without the chart directory."""
+    root = charts_dir()
+    if root is None:
+        return []
+    found = (root / f"{c.chart}-{c.version}" for c in versions.CHARTS.values())
+    return sorted({d for d in found if d.is_dir()})
+
+
+@cache
+def chart_crd_files() -> dict[tuple[str, str], list[Path]]:
+    """(group, kind) -> the CRD files the pinned charts in the chart directory ship."""
+    index: dict[tuple[str, str], list[Path]] = {}
+    for chart in pinned_chart_dirs():
+        for key, paths in crd_files(chart).items():
+            index.setdefault(key, []).extend(paths)
+    return index
+
+
 # Parsed CRDs kept as JSON, shared by the processes of one machine (the test workers, a second run):
 # parsing a megabyte-sized CRD as YAML takes a quarter of a second, reading it back as JSON a
 # hundredth. A file's key is its path, size and modification time, so an edited CRD is parsed anew.
@@ -297,8 +327,12 @@ def _pinned(root: Path, group: str, paths: list[Path]) -> list[Path]:
 
 
 def crd_files_of(root: Path, group: str, kind: str) -> list[Path]:
-    """The CRD files an object of this group and kind is validated against."""
-    return _pinned(root, group, crd_files(root).get((group, kind), []))
+    """The CRD files an object of this group and kind is validated against: the schema directory's,
+    else (for a kind it lacks) those the pinned charts in the chart directory ship."""
+    on_file = crd_files(root).get((group, kind))
+    if on_file:
+        return _pinned(root, group, on_file)
+    return chart_crd_files().get((group, kind), [])
 
 
 @cache
@@ -313,8 +347,16 @@ def crd_schemas(root: Path, group: str, version: str, kind: str) -> list[tuple[s
             for ver in doc["spec"].get("versions", []):
                 schema = (ver.get("schema") or {}).get("openAPIV3Schema")
                 if schema and ver["name"] == version and ver.get("served", True):
-                    found.append((str(path.relative_to(root)), strict_schema(schema)))
+                    found.append((_source(root, path), strict_schema(schema)))
     return found
+
+
+def _source(root: Path, path: Path) -> str:
+    """A CRD file named for an error: under the schema directory, else the chart's `<chart>-<version>/...`."""
+    if path.is_relative_to(root):
+        return str(path.relative_to(root))
+    chart = next(d for d in pinned_chart_dirs() if path.is_relative_to(d))
+    return str(path.relative_to(chart.parent))
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -344,14 +386,16 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def crd_on_file(root: Path, group: str, kind: str) -> bool:
-    return (group, kind) in crd_files(root)
+    return bool(crd_files_of(root, group, kind))
 
 
 def unvalidated(obj: dict[str, Any], root: Path) -> bool:
-    """True for an object of a kind listed in CRDS_NOT_ON_FILE whose CRD is still missing."""
+    """True for an object of a kind listed in CRDS_NOT_ON_FILE or CRDS_IN_CHARTS whose CRD is missing
+    (for the latter: no chart directory, or it lacks the pinned chart)."""
     group, _ = api_group(obj.get("apiVersion", ""))
     kind = obj.get("kind", "")
-    return (group, kind) in CRDS_NOT_ON_FILE and not crd_on_file(root, group, kind)
+    listed = (group, kind) in CRDS_NOT_ON_FILE or (group, kind) in CRDS_IN_CHARTS
+    return listed and not crd_on_file(root, group, kind)
 
 
 def validate_custom(obj: dict[str, Any], root: Path) -> list[str]:

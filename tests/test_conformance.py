@@ -192,3 +192,42 @@ def test_dynamo_objects_are_held_to_the_crds_of_the_pinned_release_only():
     # A group without a pinned release keeps every file that serves the kind.
     files = conformance.crd_files_of(SCHEMAS, "karpenter.sh", "NodePool")
     assert files == conformance.crd_files(SCHEMAS)[("karpenter.sh", "NodePool")]
+
+
+@needs_schemas
+@pytest.mark.charts
+def test_an_envoy_proxy_is_held_to_the_crd_of_the_gateway_chart_the_platform_installs():
+    """The kept schemas lack Envoy Gateway's EnvoyProxy CRD; the pinned gateway-helm chart ships it, so a
+    shipped EnvoyProxy is validated against that release's CRD (and a misspelt field fails it)."""
+    from stacks import charts
+    from stacks.versions import CHARTS
+
+    assert SCHEMAS is not None and charts.charts_dir() is not None
+    group, kind = "gateway.envoyproxy.io", "EnvoyProxy"
+    assert (group, kind) in conformance.CRDS_IN_CHARTS and not conformance.crd_files(SCHEMAS).get((group, kind))
+    pinned = CHARTS[conformance.CRDS_IN_CHARTS[(group, kind)]]
+    files = conformance.crd_files_of(SCHEMAS, group, kind)
+    assert files and all(f.is_relative_to(charts.charts_dir() / f"{pinned.chart}-{pinned.version}") for f in files)
+    proxies = [m for p in ALL_STACKS for m in rendered(p)[1] if m["kind"] == kind]
+    assert proxies, "a shipped stack renders an EnvoyProxy (the frontdoor example traces)"
+    for proxy in proxies:
+        assert not conformance.unvalidated(proxy, SCHEMAS)
+        assert conformance.validate_custom(proxy, SCHEMAS) == [], proxy["metadata"]["name"]
+    bad = {**proxies[0], "spec": {**proxies[0]["spec"], "telemetery": {}}}
+    assert any("telemetery" in e for e in conformance.validate_custom(bad, SCHEMAS))
+
+
+@needs_schemas
+def test_without_the_charts_folder_an_envoy_proxy_is_reported_unvalidated_not_failed(monkeypatch, tmp_path):
+    from stacks import charts
+
+    proxy = {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "EnvoyProxy", "metadata": {"name": "x"}}
+    monkeypatch.setenv(charts.ENV, str(tmp_path / "absent"))
+    conformance.chart_crd_files.cache_clear()
+    try:
+        assert SCHEMAS is not None and charts.charts_dir() is None
+        assert conformance.unvalidated(proxy, SCHEMAS), "a listed kind whose chart is not on file is skipped"
+        assert not conformance.crd_on_file(SCHEMAS, "gateway.envoyproxy.io", "EnvoyProxy")
+    finally:
+        monkeypatch.undo()
+        conformance.chart_crd_files.cache_clear()

@@ -283,6 +283,14 @@ def trace_exporters(stack: ResolvedStack) -> dict[Pods, str]:
     return found
 
 
+def test_a_shipped_stack_traces_the_gateway_a_picker_vllm_and_tgi_so_the_trace_tests_are_not_vacuous():
+    stacks = [_stack(p) for p in TRACED]
+    assert stacks, "some shipped stack turns addons.tracing on"
+    engines = {m.engine for s in stacks for m in s.models if m.tracing is not None}
+    assert {"vllm", "tgi"} <= engines
+    assert any(m.routing is not None and m.routing.picker for s in stacks for m in s.models)
+
+
 @pytest.mark.parametrize("path", TRACED, ids=_id)
 def test_every_exporting_hop_reaches_the_collector_and_the_collector_admits_exactly_them(path):
     stack, objects = _stack(path), _objects(path)

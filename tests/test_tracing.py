@@ -105,3 +105,24 @@ def test_the_gateways_tracer_names_the_collector_in_its_namespace_without_a_refe
     ref = envoy_proxy(export)["spec"]["telemetry"]["tracing"]["provider"]["backendRefs"][0]
     assert ref == {"name": "otel-collector", "namespace": "tracing", "port": 4317}
     assert "processBackendRefsForTelemetry" in inspect.getsource(routing.envoy_proxy)
+
+
+def test_a_picker_traces_for_a_model_whose_engine_cannot_export() -> None:
+    """The picker's tracing follows the platform's, not the model's: SGLang opts out, its picker still traces."""
+    from tests.conftest import EXAMPLES, rendered_stack
+
+    path = next(p for p in EXAMPLES if p.name == "Pulumi.frontdoor.yaml")
+    values = next(r["values"] for r in rendered_stack(path).releases() if r["name"] == "qwen3-8b-sglang-picker")
+    assert values["router"]["tracing"]["otelExporterEndpoint"] == "http://otel-collector.tracing.svc.cluster.local:4317"
+
+
+def test_the_collector_runs_as_the_images_own_non_root_user_and_is_awaited() -> None:
+    """runAsNonRoot alone cannot be verified by the kubelet on an image whose USER is numeric only in its
+    Dockerfile; the contrib image runs as 10001:10001. `pulumi up` waits for it as for any platform service."""
+    from stacks.awaits import TIMEOUT_SECONDS, await_service
+
+    objs = collector_objects(ON, PLATFORM_IMAGES["otel-collector"], prod=False)
+    deployment = next(o for o in objs if o["kind"] == "Deployment")
+    ctx = deployment["spec"]["template"]["spec"]["securityContext"]
+    assert ctx["runAsNonRoot"] is True and ctx["runAsUser"] == 10001 and ctx["runAsGroup"] == 10001
+    assert deployment["metadata"]["annotations"][TIMEOUT_SECONDS] == await_service()[TIMEOUT_SECONDS]
