@@ -35,6 +35,7 @@ from stacks.resolved import (
     COLLECTOR_NAME,
     CONTROLLER_NAMESPACES,
     KEDA_NAMESPACE,
+    MODEL_LABEL,
     MONITORING_NAMESPACE,
     OTLP_GRPC_PORT,
     OTLP_HTTP_PORT,
@@ -45,6 +46,7 @@ from stacks.resolved import (
 
 from .autoscaling import wake
 from .engines import dynamo, nim, ray_serve
+from .gateway.picker import PICKER_LABEL
 from .gateway.routing import PROXY_POD_LABELS
 
 NS_LABEL = "kubernetes.io/metadata.name"
@@ -164,6 +166,21 @@ def prometheus(existing: bool) -> Pods:
 # labels) and its OTLP receivers: gRPC, which every hop uses, and HTTP.
 COLLECTOR = Pods(TRACING_NAMESPACE, {NAME: COLLECTOR_NAME})
 OTLP_PORTS = (OTLP_GRPC_PORT, OTLP_HTTP_PORT)
+
+
+def team_exporters(namespace: str) -> list[dict[str, Any]]:
+    """The peers of a team namespace that may export spans to the platform's collector: its models'
+    engine pods (every engine labels each pod with the model label, ResolvedModel.selector) and its
+    pickers' pods (the chart's selector label), whatever the model; not the namespace's other pods. The
+    platform cannot name a team's models (they come later, from the team's stack), so each selector
+    requires the label to exist rather than a value."""
+    return [
+        {
+            "namespaceSelector": {"matchLabels": {NS_LABEL: namespace}},
+            "podSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]},
+        }
+        for key in (MODEL_LABEL, PICKER_LABEL)
+    ]
 
 
 # ---- the serving platforms' controllers --------------------------------------------------------

@@ -536,6 +536,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 prod=stack.environment == "prod",
                 provider=wiring.cluster.provider,
                 exporters=self._trace_exporters(),
+                team_namespaces=tuple(ns for team in stack.platform.teams for ns in team.namespaces),
                 service_webhook=wiring.load_balancer,
             ),
             pulumi.ResourceOptions(parent=self),

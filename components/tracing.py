@@ -10,6 +10,7 @@ few objects are checked against the Kubernetes schemas like every other. Samplin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -171,11 +172,15 @@ def _backend_egress(addon: TracingAddon) -> dict[str, Any]:
     return {"to": [to], "ports": peers.tcp(port)}
 
 
-def collector_policies(addon: TracingAddon, exporters: list[Pods]) -> list[dict[str, Any]]:
+def collector_policies(
+    addon: TracingAddon, exporters: list[Pods], team_namespaces: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """The `tracing` namespace's NetworkPolicies: default-deny, then the collector's pods admit exactly
     the pods that export (the gateway's proxies, the pickers, the tracing engines) on the OTLP ports,
-    and reach only DNS and the backend (`addons.tracing.endpoint`'s host and port). Its health probe
-    comes from the kubelet on the node, which the VPC CNI always admits."""
+    and in each team namespace (`teams[].namespaces`) the engine and picker pods of the team's models,
+    which its own stack deploys later (peers.team_exporters); they reach only DNS and the backend
+    (`addons.tracing.endpoint`'s host and port). Its health probe comes from the kubelet on the node,
+    which the VPC CNI always admits."""
     deny = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -183,6 +188,9 @@ def collector_policies(addon: TracingAddon, exporters: list[Pods]) -> list[dict[
         "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
     }
     ingress = [peers.rule(dict.fromkeys(exporters), peers.OTLP_PORTS, TRACING_NAMESPACE)] if exporters else []
+    teams = [peer for ns in dict.fromkeys(team_namespaces) for peer in peers.team_exporters(ns)]
+    if teams:
+        ingress.append({"from": teams, "ports": peers.tcp(*peers.OTLP_PORTS)})
     collector = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -206,6 +214,8 @@ class CollectorArgs:
     # Every pod that exports spans to the collector (the proxies, pickers and tracing engines): exactly
     # what its ingress policy admits.
     exporters: list[Pods]
+    # The team namespaces (`teams[].namespaces`) whose engines and pickers export too (their own stacks).
+    team_namespaces: tuple[str, ...] = ()
     # The AWS Load Balancer Controller's release, when this stack runs it: its Service webhook fails closed.
     service_webhook: pulumi.Resource | None = None
 
@@ -220,6 +230,6 @@ class Collector(pulumi.ComponentResource):
         namespace, *rest = collector_objects(args.addon, args.image, prod=args.prod)
         self.namespace = register(namespace, pulumi.ResourceOptions(parent=self, provider=args.provider))
         after = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.namespace])
-        for obj in [*rest, *collector_policies(args.addon, args.exporters)]:
+        for obj in [*rest, *collector_policies(args.addon, args.exporters, args.team_namespaces)]:
             register(obj, after, service_webhook=args.service_webhook)
         self.register_outputs({})

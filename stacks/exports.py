@@ -24,7 +24,7 @@ from .config.storage import StorageSection
 from .fastpath import image_pull
 from .fit import Installed, daemonset_overhead, daemonsets_on, pool_limits
 from .hardware import expand
-from .resolved import EXPORTS_VERSION, GatewayParent, PlatformView, ResolvedPool, Team
+from .resolved import EXPORTS_VERSION, GatewayParent, PlatformView, ResolvedPool, Team, TraceExport
 from .tiers import pool_tiers
 
 __all__ = [
@@ -157,7 +157,24 @@ def export_platform(view: PlatformView) -> dict[str, Any]:
         # Added within version 2: the app teams the platform declares; absent: an older platform, which
         # declares none (every workloads stack on it is refused until it does).
         "teams": [_team_export(t) for t in view.teams],
+        # Added within version 3, only while the platform traces: a team's models export spans to it.
+        **({"tracing": _tracing_export(view.tracing)} if view.tracing is not None else {}),
     }
+
+
+def _tracing_export(tracing: TraceExport) -> dict[str, Any]:
+    """Where a team's traced engines send spans: the platform's in-cluster collector (never the backend,
+    which only the collector reaches) and the head sampling ratio every hop follows."""
+    return {"endpoint": tracing.endpoint, "samplingRatio": tracing.sampling_ratio}
+
+
+def read_tracing(exports: dict[str, Any]) -> TraceExport | None:
+    """The platform's tracing as exported; absent (a platform that does not trace, or an older one that
+    did not say): off."""
+    tracing = exports.get("tracing")
+    if not tracing:
+        return None
+    return TraceExport(endpoint=str(tracing["endpoint"]), sampling_ratio=float(tracing["samplingRatio"]))
 
 
 def _quota_export(quota: Quota) -> dict[str, Any]:
@@ -210,9 +227,8 @@ def read_teams(exports: dict[str, Any]) -> tuple[Team, ...]:
     )
 
 
-# Add-ons a team stack reads as off whatever the platform runs: the platform's collector admits only the
-# platform's own exporters (components/tracing.py), and the exports carry no backend endpoint, so a team's
-# models do not export spans yet (the gateway and pickers of the platform still trace their requests).
+# Add-ons a team stack reads as off whatever the platform runs: tracing's settings (the backend) are the
+# platform's collector's alone; a team's models read where to export from `tracing` (read_tracing).
 PLATFORM_ONLY_ADDONS = frozenset({"tracing"})
 
 
@@ -271,4 +287,5 @@ def read_platform(exports: dict[str, Any], where: str) -> PlatformView:
         custom_metrics=exports.get("customMetrics"),
         prometheus=exports.get("prometheus"),
         teams=read_teams(exports),
+        tracing=read_tracing(exports),
     )

@@ -236,6 +236,9 @@ class PlatformView:
     # The in-cluster Prometheus KEDA's triggers query (`http://host[:port]`); None: no Prometheus (or an
     # older platform that did not say).
     prometheus: str | None = None
+    # Where this platform's traced hops export spans (its collector, in-cluster) and at what ratio: a team's
+    # models export there too; None: the platform runs no tracing (or an older platform that did not say).
+    tracing: TraceExport | None = None
 
     def pool(self, name: str) -> ResolvedPool | None:
         return next((p for p in self.pools if p.name == name), None)

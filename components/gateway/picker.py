@@ -69,9 +69,13 @@ def service_name(served: Endpoint) -> str:
     return f"{release_name(served).lower().strip()[:40]}-epp"
 
 
+# The chart's selector label key of a picker's pods (components/peers.py admits team pickers by it).
+PICKER_LABEL = "llm-d-router-standalone"
+
+
 def pod_labels(served: Endpoint) -> dict[str, str]:
     """The chart's selector labels of the picker's pods in standalone mode (`llm-d-router.selectorLabels`)."""
-    return {"llm-d-router-standalone": service_name(served)}
+    return {PICKER_LABEL: service_name(served)}
 
 
 def _image(image: Image) -> dict[str, str]:

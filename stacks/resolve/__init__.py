@@ -25,7 +25,6 @@ from .images import image_table, rendered_images
 from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
 from .platform import adapter_prometheus, gateway_parent, own_platform, unknown_platform
 from .secrets import created_namespaces, managed_secrets, secret_refs
-from .tracing import trace_export
 
 __all__ = ["gateway_parent", "own_platform", "resolve"]
 
@@ -84,7 +83,7 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
         dashboards |= {name for name, e in ENGINES.items() if view.accelerators & set(e.facts.accelerators)}
     refs = secret_refs(config, view, entries, parent, owns)
     return ResolvedStack(
-        tracing=trace_export(view.addons.tracing),
+        tracing=view.tracing,
         config=config,
         environment=stack.environment,
         region=config.aws_region,

@@ -53,7 +53,6 @@ from ..sizing import replica_requests, tensor_parallel
 from .access import callers, key_secrets
 from .cache import model_cache
 from .scaling import scaling_signal, through_interceptor
-from .tracing import trace_export
 
 
 def model_entry(index: int, model: ModelSection, addons: AddonsSection, team: Team | None) -> ModelEntry:
@@ -327,7 +326,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         service_account=READER_SERVICE_ACCOUNT,
         scaler=model.autoscaling.owner,
         aibrix=view.addons.aibrix.enabled,
-        tracing=trace_export(view.addons.tracing) if model.tracing else None,
+        tracing=view.tracing if model.tracing else None,
         group=group,
         requests=requests,
         pods=pod_shapes(model, pool, requests, group, aibrix_loads=adapter_loader(model, facts) == "aibrix"),

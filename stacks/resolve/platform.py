@@ -40,6 +40,7 @@ from ..resolved import (
     Team,
 )
 from .scaling import through_interceptor
+from .tracing import trace_export
 
 OWN = "this stack"
 
@@ -155,6 +156,7 @@ def own_platform(config: StackConfig) -> PlatformView:
         custom_metrics=addons.monitoring.serves_custom_metrics,
         prometheus=prometheus_url(addons.monitoring),
         teams=tuple(declared_team(t) for t in config.teams),
+        tracing=trace_export(addons.tracing),
     )
 
 

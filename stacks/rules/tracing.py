@@ -15,7 +15,7 @@ from ..resolved import ResolvedStack
 @rule
 def traced_engines_export(stack: ResolvedStack) -> Iterable[Problem]:
     """Every traced model's engine exports OTLP from its pinned image."""
-    if not stack.platform.addons.tracing.enabled:
+    if stack.tracing is None:  # the platform's tracing, its own or read from its exports
         return
     for entry in stack.entries:
         engine = entry.config.engine
@@ -24,7 +24,7 @@ def traced_engines_export(stack: ResolvedStack) -> Iterable[Problem]:
             continue
         yield Problem(
             entry.key("tracing"),
-            f"addons.tracing is on but engine {engine}: {why}, so this model's spans would be missing from "
-            "every trace; set tracing: false on this model (the gateway and its picker still trace its "
+            f"the platform traces (addons.tracing) but engine {engine}: {why}, so this model's spans would be "
+            "missing from every trace; set tracing: false on this model (the gateway and its picker still trace its "
             "requests), or serve it with vllm or tgi",
         )
