@@ -103,6 +103,9 @@ def _deployment(image: Image, replicas: int) -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": dict(LABELS)},
                 "spec": {
+                    # The collector only receives and forwards spans (no k8sattributes processor): it never
+                    # calls the API server, so its pod gets no service-account token.
+                    "automountServiceAccountToken": False,
                     "nodeSelector": dict(SYSTEM_NODE_LABEL),
                     "securityContext": {
                         "runAsNonRoot": True,

@@ -13,8 +13,13 @@ re-verified against the new templates. .checkov.yaml keeps the few skips true of
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+
+def always(obj: dict[str, Any]) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,27 @@ class Waiver:
     kind: str
     name: str  # fnmatch pattern on metadata.name
     checks: dict[str, str]  # check id -> why
+    # Only objects the chart renders in this shape (a value the stack sets adds containers): a waiver must
+    # fail without it on every object it applies to (tests/test_chart_waivers.py).
+    when: Callable[[dict[str, Any]], bool] = always
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+
+
+def config_manager(obj: dict[str, Any]) -> bool:
+    """The NVIDIA device plugin chart rendered with `config.map` (GPU sharing): its config-manager runs."""
+    return any(c.get("command") == ["config-manager"] for c in _containers(obj))
+
+
+def sys_admin(obj: dict[str, Any]) -> bool:
+    """A container of the object adds CAP_SYS_ADMIN (the device plugin chart with a MIG strategy)."""
+    return any(
+        "SYS_ADMIN" in (((c.get("securityContext") or {}).get("capabilities") or {}).get("add") or [])
+        for c in _containers(obj)
+    )
 
 
 # Shared reasons, each true of every object that uses it.
@@ -126,6 +152,21 @@ WAIVERS: tuple[Waiver, ...] = (
         "CKV2_K8S_6": "no NetworkPolicy selects it: a node agent talking to the kubelet's socket and "
         "the API server, serving nothing",
     }),
+    # With a sharing config (nodePools[].gpuSharing) the chart adds its config-manager init container and
+    # sidecar, which pick the node's config by its nvidia.com/device-plugin.config label.
+    Waiver("nvidia-device-plugin-0.20.0", "DaemonSet", "nvidia-device-plugin", {
+        **{check: "with `config.map` (GPU sharing) templates/daemonset-device-plugin.yml adds the "
+           "config-manager init container and sidecar, which take no resources value in the chart"
+           for check in ("CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_13")},
+        "CKV_K8S_30": "with `config.map` the chart's config-manager init container (templates/"
+        "daemonset-device-plugin.yml) has no securityContext value; the plugin and sidecar have theirs",
+    }, when=config_manager),
+    Waiver("nvidia-device-plugin-0.20.0", "DaemonSet", "nvidia-device-plugin", {
+        check: "with a MIG sharing config the chart's securityContext helper (templates/_helpers.tpl "
+        "nvidia-device-plugin.requiresCapSysAdmin: migStrategy mixed or single) adds CAP_SYS_ADMIN, which "
+        "the plugin needs to enumerate MIG devices"
+        for check in ("CKV_K8S_20", "CKV_K8S_25", "CKV_K8S_28", "CKV_K8S_37", "CKV_K8S_39")
+    }, when=sys_admin),
     Waiver("nvidia-device-plugin-0.20.0", "DaemonSet", "nvidia-device-plugin-mps-control-daemon", {
         **{check: "templates/daemonset-mps-control-daemon.yml runs its init and main containers "
            "privileged with hostPID to mount the MPS shm on the host; it schedules only on nodes "
@@ -139,6 +180,12 @@ WAIVERS: tuple[Waiver, ...] = (
         "get/list/watch); it runs on no node here",
         "CKV2_K8S_6": "no NetworkPolicy selects it: a node agent serving nothing; it runs on no node here",
     }),
+    Waiver("nvidia-device-plugin-0.20.0", "DaemonSet", "nvidia-device-plugin-mps-control-daemon", {
+        check: "with `config.map` (GPU sharing) the chart's config-manager containers in "
+        "templates/daemonset-mps-control-daemon.yml take no resources or securityContext value; it runs on "
+        "no node here (nothing sets nvidia.com/mps.capable)"
+        for check in ("CKV_K8S_10", "CKV_K8S_12", "CKV_K8S_13", "CKV_K8S_30")
+    }, when=config_manager),
     # ---- DCGM exporter 4.8.2
     Waiver("dcgm-exporter-4.8.2", "DaemonSet", "dcgm-exporter", {
         **{check: "DCGM reads GPU profiling counters, which needs root and CAP_SYS_ADMIN "
@@ -321,7 +368,7 @@ def waivers_for(chart: str, obj: dict[str, Any]) -> dict[str, str]:
     name = (obj.get("metadata") or {}).get("name") or ""
     found: dict[str, str] = {}
     for w in WAIVERS:
-        if w.chart == chart and w.kind == obj.get("kind") and fnmatch.fnmatchcase(name, w.name):
+        if w.chart == chart and w.kind == obj.get("kind") and fnmatch.fnmatchcase(name, w.name) and w.when(obj):
             found.update(w.checks)
     return found
 

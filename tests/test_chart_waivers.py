@@ -62,6 +62,7 @@ def matches(waiver: chart_waivers.Waiver) -> list[dict[str, Any]]:
         for chart, obj in chart_objects()
         if (chart, obj["kind"]) == (waiver.chart, waiver.kind)
         and fnmatch.fnmatchcase(obj["metadata"]["name"], waiver.name)
+        and waiver.when(obj)
     ]
 
 

@@ -126,3 +126,11 @@ def test_the_collector_runs_as_the_images_own_non_root_user_and_is_awaited() -> 
     ctx = deployment["spec"]["template"]["spec"]["securityContext"]
     assert ctx["runAsNonRoot"] is True and ctx["runAsUser"] == 10001 and ctx["runAsGroup"] == 10001
     assert deployment["metadata"]["annotations"][TIMEOUT_SECONDS] == await_service()[TIMEOUT_SECONDS]
+
+
+def test_the_collector_gets_no_service_account_token_as_it_never_calls_the_api_server() -> None:
+    objs = collector_objects(ON, PLATFORM_IMAGES["otel-collector"], prod=False)
+    deployment = next(o for o in objs if o["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+    config = next(o for o in objs if o["kind"] == "ConfigMap")
+    assert "k8sattributes" not in str(config["data"]), "a k8sattributes processor would need the token"
