@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from ..checks import rule
 from ..errors import Problem
 from ..resolved import READER_SERVICE_ACCOUNT, ModelEntry, ResolvedStack, owner_prefix
+from .lora import adapter_settings
 
 S3 = "s3://"
 
@@ -111,18 +112,13 @@ def _prefix_layout(entry: ModelEntry) -> Iterable[Problem]:
 
 def _prefix_settings(entry: ModelEntry) -> Iterable[Problem]:
     for j, adapter in enumerate(entry.config.adapters):
-        if adapter.rank is None:
-            yield Problem(
-                entry.key("adapters", j, "rank"),
-                "Ray Serve starts vLLM with max_lora_rank the largest adapter rank (vLLM's default 16 refuses a "
-                "larger adapter at its first request): give the adapter's rank (r in its adapter_config.json)",
-            )
-        if adapter.replicas is not None:
-            yield Problem(
-                entry.key("adapters", j, "replicas"),
-                "replicas is an AIBrix ModelAdapter's; Ray Serve loads an adapter on a replica at its first "
-                "request there: remove it",
-            )
+        yield from adapter_settings(
+            entry,
+            j,
+            adapter,
+            rank_by="Ray Serve starts vLLM with max_lora_rank the largest adapter rank",
+            loads="Ray Serve loads an adapter on a replica at its first request there",
+        )
 
 
 @rule

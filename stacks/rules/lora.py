@@ -53,19 +53,31 @@ def _source_problems(entry: ModelEntry, j: int, adapter: Adapter) -> Iterable[Pr
         )
 
 
-def _setting_problems(entry: ModelEntry, j: int, adapter: Adapter) -> Iterable[Problem]:
+def adapter_settings(entry: ModelEntry, j: int, adapter: Adapter, *, rank_by: str, loads: str) -> Iterable[Problem]:
+    """An adapter loaded by the engine itself (native LoRA, Ray Serve) needs its rank, which sets
+    max_lora_rank (`rank_by`: what starts the engine with it), and takes no AIBrix `replicas` (`loads`:
+    how this loader places adapters instead)."""
     if adapter.rank is None:
         yield Problem(
             entry.key("adapters", j, "rank"),
-            "the engine starts with --max-lora-rank the largest adapter rank (vLLM's default 16 refuses a larger "
-            "adapter at its first request): give the adapter's rank (r in its adapter_config.json)",
+            f"{rank_by} (vLLM's default 16 refuses a larger adapter at its first request): give the adapter's "
+            "rank (r in its adapter_config.json)",
         )
     if adapter.replicas is not None:
         yield Problem(
             entry.key("adapters", j, "replicas"),
-            "replicas is an AIBrix ModelAdapter's; with models[].lora every pod of the model loads every adapter: "
-            "remove it",
+            f"replicas is an AIBrix ModelAdapter's; {loads}: remove it",
         )
+
+
+def _setting_problems(entry: ModelEntry, j: int, adapter: Adapter) -> Iterable[Problem]:
+    return adapter_settings(
+        entry,
+        j,
+        adapter,
+        rank_by="the engine starts with --max-lora-rank the largest adapter rank",
+        loads="with models[].lora every pod of the model loads every adapter",
+    )
 
 
 def _held_problems(entry: ModelEntry) -> Iterable[Problem]:
