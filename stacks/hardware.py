@@ -7,10 +7,11 @@ root volume; `stacks/fit.py` adjusts them for a pool's own root volume or RAID0 
 `stacks/data/instances-cpu.json` adds the m7i and c7i families for `accelerator: none` pools,
 computed with the same formulas and checked against the same Karpenter reference
 (tests/test_capacity_fit.py recomputes every entry). `stacks/data/instances-frontier.json` adds the newest
-accelerated types (p6-b200, p6-b300, the g6f fractional-L4 sizes) from the same Karpenter reference, and
-names the newest types whose figures are not published where the catalog reads them (p6e-gb200 and trn2u
-UltraServers, trn2.3xlarge) so a pool naming one is refused with the reason instead of "unknown type"
-(tests/test_hardware_frontier.py recomputes every figure)."""
+accelerated types (p6-b200, p6-b300, the g6f fractional-L4 sizes) from the same Karpenter reference, and the
+types that reference does not list (p6e-gb200 and trn2u UltraServer members, trn2.3xlarge) from AWS's Neuron
+and EKS sources; a figure no primary table publishes is named in the entry's `secondary_figures` with where
+it comes from, and a pool that allows such a type is warned to confirm it (stacks/rules/hardware.py)
+(tests/test_hardware_frontier.py recomputes every allocatable)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,17 @@ DATA_CPU = Path(__file__).resolve().parent / "data" / "instances-cpu.json"
 DATA_FRONTIER = Path(__file__).resolve().parent / "data" / "instances-frontier.json"
 
 AcceleratorKind = Literal["nvidia", "neuron", "none"]
+
+# How a user reads an entry's secondary figures.
+SECONDARY_LABELS = {
+    "vcpu": "vCPUs",
+    "memory_gib": "memory",
+    "gpu_memory_gib": "GPU memory",
+    "nvme_gib": "local NVMe",
+    "ebs_baseline_mbps": "EBS bandwidth",
+    "max_enis_default_card": "ENI limits (so its pods)",
+    "ipv4_per_eni": "ENI limits (so its pods)",
+}
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,17 @@ class InstanceType:
     # the fraction's memory); `karpenter_gpus` is what Karpenter counts (0 for g6f: EC2 reports no whole GPU).
     gpu_fraction: float | None = None
     karpenter_gpus: int = 0
+    # Figures of this entry that no primary (EC2-API-generated or AWS) table publishes, each with where it
+    # comes from: the fit rule still reads them, and a pool allowing the type is warned to confirm them.
+    secondary_figures: tuple[tuple[str, str], ...] = ()
+    # Set on UltraServer members (p6e-gb200, trn2u): what the type is part of and how it is sold.
+    ultraserver: str | None = None
+
+    @property
+    def secondary_labels(self) -> list[str]:
+        """The secondary figures in words, each once (both ENI figures are its ENI limits)."""
+        names = (SECONDARY_LABELS.get(name, name) for name, _ in self.secondary_figures)
+        return list(dict.fromkeys(names))
 
     @property
     def network_bytes_per_second(self) -> float:
@@ -162,36 +185,20 @@ def _from_json(entry: dict) -> InstanceType:
         ebs_mbps=entry.get("ebs_baseline_mbps") or 0,
         gpu_fraction=entry.get("gpu_fraction"),
         karpenter_gpus=alloc.get("nvidia.com/gpu") or 0,
+        secondary_figures=tuple((entry.get("secondary_figures") or {}).items()),
+        ultraserver=entry.get("ultraserver"),
     )
 
 
 @cache
 def catalog() -> dict[str, InstanceType]:
     entries = [e for path in (DATA, DATA_CPU, DATA_FRONTIER) for e in json.loads(path.read_text())["instances"]]
-    return {e["name"]: _from_json(e) for e in entries}
-
-
-@dataclass(frozen=True)
-class UncataloguedType:
-    """An EC2 type that exists but whose figures (vCPU, memory, ENI limits, allocatable) are not published
-    where the catalog reads them: what is known of it, and why the rest is not."""
-
-    name: str
-    architecture: str
-    network_mbps: int
-    why: str
-    sources: tuple[str, ...]
-
-
-@cache
-def uncatalogued() -> dict[str, UncataloguedType]:
-    raw = json.loads(DATA_FRONTIER.read_text())["not_catalogued"]
-    return {
-        name: UncataloguedType(
-            name, e["architecture"], e["network_baseline_mbps"], e["why"], tuple(e.get("sources", ()))
-        )
-        for name, e in raw.items()
-    }
+    types = [_from_json(e) for e in entries]
+    # Catalog order is family order, smallest first within a family (a family's sizes may span files:
+    # trn2.3xlarge beside instances.json's trn2.48xlarge).
+    first = {t.family: i for i, t in reversed(list(enumerate(types)))}
+    types.sort(key=lambda t: (first[t.family], t.vcpu))
+    return {t.name: t for t in types}
 
 
 def families() -> set[str]:

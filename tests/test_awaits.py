@@ -60,7 +60,7 @@ def pod_spec(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_70b_models_allowance_is_its_first_start_estimate_times_the_safety_factor():
-    (model,) = models_of(PROD_70B).values()
+    model = models_of(PROD_70B)[("inference", "llama-70b")]
     allowance, first = model.allowance, model.first_start_estimate
     assert first.first and first.fill > 0, "the preparation fills 140 GB from Hugging Face on a first start"
     assert (allowance.node_launch, allowance.image_pull, allowance.fill) == (
@@ -75,8 +75,12 @@ def test_a_70b_models_allowance_is_its_first_start_estimate_times_the_safety_fac
 
 
 def test_the_prod_70b_deployment_waits_its_whole_rollout_instead_of_the_providers_ten_minutes():
-    (record,) = [r for r in rendered_stack(PROD_70B).resources if r.type == "kubernetes:apps/v1:Deployment"]
-    (model,) = models_of(PROD_70B).values()
+    (record,) = [
+        r
+        for r in rendered_stack(PROD_70B).resources
+        if r.type == "kubernetes:apps/v1:Deployment" and r.name.endswith("-llama-70b")
+    ]
+    model = models_of(PROD_70B)[("inference", "llama-70b")]
     timeout = int(annotations(record.inputs)[TIMEOUT_SECONDS])
     assert timeout == model.await_seconds > PROVIDER_DEFAULT_SECONDS
     assert record.inputs["spec"]["progressDeadlineSeconds"] == model.allowance.seconds, (
@@ -147,7 +151,10 @@ def test_every_model_workload_of_the_shipped_stacks_is_checked_against_its_resol
         )
         for path in (PROD_70B, EXAMPLES_DIR / "Pulumi.engines.yaml")
     }
-    assert checked["Pulumi.prod-70b"] == ["platform-models-deployment-llama-70b"]
+    assert checked["Pulumi.prod-70b"] == [
+        "platform-models-deployment-llama-70b",
+        "platform-models-deployment-llama-70b-grace",
+    ]
     assert len(checked["Pulumi.engines"]) >= 5, checked
 
 

@@ -141,7 +141,8 @@ def test_the_plan_lists_the_tiers_in_the_order_karpenter_tries_them_with_limits_
         {"nodePool": "h100", "capacityTypes": ["on-demand"], "weight": 2},
         {"nodePool": "h100-spot", "capacityTypes": ["spot"], "weight": 1},
     ]
-    assert [m["pool"] for m in plan_json(stack)["models"]] == ["h100"], "the model plans on the one pool"
+    models = {m["name"]: m["pool"] for m in plan_json(stack)["models"]}
+    assert models["llama-70b"] == "h100", "the model plans on the one pool, not on one of its tiers"
 
 
 def test_a_team_sees_a_tiered_pool_once_with_its_tiers():

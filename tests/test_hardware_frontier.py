@@ -1,6 +1,7 @@
-"""The newest accelerators in the catalog (p6-b200, p6-b300, g6f fractional L4s) and the refusals that
-keep a stack from landing on hardware it cannot run on: each figure is recomputed from Karpenter's
-formulas (shared/facts/CAPACITY.md), each refusal names its key."""
+"""The newest accelerators in the catalog (p6-b200, p6-b300, g6f fractional L4s, p6e-gb200, trn2u,
+trn2.3xlarge) and the refusals that keep a stack from landing on hardware it cannot run on: each figure is
+recomputed from Karpenter's formulas (shared/facts/CAPACITY.md) and names its source, each refusal names
+its key."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from stacks import versions
 from stacks.errors import ConfigError
-from stacks.hardware import DATA_FRONTIER, catalog, uncatalogued
+from stacks.hardware import DATA_FRONTIER, catalog
 from stacks.pipeline import check_sections, stack_warnings
 
 
@@ -56,7 +57,59 @@ def test_every_new_types_allocatable_is_karpenters_formula(entry):
     assert alloc["pods"] == pods, "ENI-limited pods"
     assert alloc["cpu_millicores"] == entry["vcpu"] * 1000 - kube_reserved_cpu_m(entry["vcpu"])
     assert alloc["memory_mib"] == mib - math.ceil(mib * 0.075) - (11 * pods + 255) - 100
-    assert any("instance-types.md" in s for s in entry["sources"]), "every entry names its source"
+    in_karpenters_reference = any("instance-types.md" in s for s in entry["sources"])
+    assert in_karpenters_reference or entry["name"] in OUTSIDE_KARPENTERS_REFERENCE, "every entry names its source"
+
+
+# Types Karpenter v1.14's generated reference does not list: sized from AWS's Neuron and EKS sources, with
+# every figure no EC2-generated table publishes named in `secondary_figures`.
+OUTSIDE_KARPENTERS_REFERENCE = {
+    "p6e-gb200.36xlarge": {"vcpu", "memory_gib", "gpu_memory_gib", "nvme_gib", "ebs_baseline_mbps"},
+    "trn2u.48xlarge": set(),
+    "trn2.3xlarge": {"vcpu", "memory_gib"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTSIDE_KARPENTERS_REFERENCE))
+def test_a_type_outside_karpenters_reference_names_where_each_unpublished_figure_comes_from(name):
+    [entry] = [e for e in entries() if e["name"] == name]
+    secondary = entry["secondary_figures"]
+    assert OUTSIDE_KARPENTERS_REFERENCE[name] <= set(secondary), "the sizing figures no EC2 table publishes"
+    assert all(len(why) > 40 for why in secondary.values()), "each says where it comes from"
+    if name != "trn2.3xlarge":
+        assert {"max_enis_default_card", "ipv4_per_eni"} <= set(secondary), "no ENI table lists UltraServer members"
+    assert entry["sources"] and all(s for s in entry["sources"])
+
+
+def test_trn2u_is_trn2_48xlarges_server_from_the_neuron_docs():
+    trn2u, trn2 = catalog()["trn2u.48xlarge"], catalog()["trn2.48xlarge"]
+    assert (trn2u.vcpu, trn2u.memory_gib, trn2u.neuron_devices, trn2u.accelerator_memory_gib) == (192, 2048.0, 16, 1536)
+    assert (trn2u.alloc_cpu_m, trn2u.alloc_memory_mib, trn2u.alloc_pods) == (
+        trn2.alloc_cpu_m,
+        trn2.alloc_memory_mib,
+        trn2.alloc_pods,
+    )
+    assert trn2u.efa_interfaces == 16 and trn2u.network_mbps == 3_200_000
+    assert trn2u.ultraserver and "Capacity Block" in trn2u.ultraserver
+    assert any("trn2-arch.rst" in s for s in trn2u.sources)
+
+
+def test_trn2_3xlarge_is_one_trainium2_chip_with_the_eks_amis_eni_limits():
+    small = catalog()["trn2.3xlarge"]
+    assert (small.neuron_devices, small.neuron_cores, small.accelerator_memory_gib) == (1, 8, 96)
+    assert (small.max_enis, small.ipv4_per_eni, small.alloc_pods) == (2, 15, 30), "instance-info.jsonl"
+    assert small.network_mbps == 200_000 and small.efa_interfaces == 0
+    family = [t.name for t in catalog().values() if t.family == "trn2"]
+    assert family == ["trn2.3xlarge", "trn2.48xlarge"], "smallest first within a family, across the files"
+
+
+def test_p6e_gb200_is_an_arm64_node_of_four_blackwell_gpus():
+    gb = catalog()["p6e-gb200.36xlarge"]
+    assert (gb.architecture, gb.gpu_name, gb.gpu_count, gb.vcpu, gb.memory_gib) == ("arm64", "gb200", 4, 144, 960.0)
+    assert gb.gpu_memory_gib == pytest.approx(185e9 / 2**30, abs=0.01), "185 GB HBM3e a GPU"
+    assert gb.network_mbps == 3_200_000, "Karpenter's bandwidth table"
+    assert gb.efa_interfaces == 0 and not gb.efa_layout, "GB200's card layout is not the one the catalog writes"
+    assert gb.ultraserver and "UltraServer" in gb.ultraserver
 
 
 def test_p6_b200_and_b300_carry_eight_blackwell_gpus_with_efa_and_nvme():
@@ -81,17 +134,67 @@ def test_g6f_sizes_are_fractions_of_one_l4_with_that_share_of_its_memory():
         assert t.karpenter_gpus == 0, "EC2 reports the fraction as 0 GPUs, and so does Karpenter"
 
 
-def test_the_ultraserver_and_unpublished_types_are_named_with_why_they_are_not_sized():
-    known = uncatalogued()
-    assert set(known) == {"p6e-gb200.36xlarge", "trn2u.48xlarge", "trn2.3xlarge"}
-    assert known["p6e-gb200.36xlarge"].architecture == "arm64", "Grace hosts"
-    assert all(t.name not in catalog() for t in known.values())
+def gb200(dev) -> dict:
+    pool = dev["nodePools"][0]
+    pool.update(instanceTypes=["p6e-gb200.36xlarge"], architecture="arm64", limits={"accelerators": 8})
+    pool.update(capacityTypes=["reserved"], capacityReservations=[{"id": "cr-0123456789abcdef0"}])
+    return dev
 
 
-def test_a_pool_naming_p6e_gb200_is_refused_with_the_reason_and_catalogued_choices(dev):
-    dev["nodePools"][0]["instanceTypes"] = ["p6e-gb200.36xlarge"]
-    [message] = at(dev, "nodePools[0].instanceTypes[0]")
-    assert "UltraServer" in message and "p6-b300.48xlarge" in message and "instances-frontier.json" in message
+def test_a_gb200_pool_with_its_capacity_block_is_accepted_and_warned_to_confirm_its_figures(dev):
+    warnings = warnings_of(gb200(dev))
+    [figures] = [w for w in warnings if "describe-instance-types" in w]
+    assert figures.startswith("inference-platform:nodePools[0].instanceTypes: p6e-gb200.36xlarge's vCPUs, memory")
+    assert "ENI limits" in figures and "instances-frontier.json" in figures
+    assert not [w for w in warnings if "UltraServer" in w], "capacityTypes [reserved] with its reservation"
+    assert not [w for w in warnings if "Blackwell" in w], "vLLM's release tag carries Blackwell kernels"
+
+
+def test_a_gb200_pool_without_reserved_capacity_is_warned_that_only_capacity_blocks_sell_it(dev):
+    gb200(dev)["nodePools"][0].update(capacityTypes=["on-demand"])
+    dev["nodePools"][0].pop("capacityReservations")
+    [warning] = [w for w in warnings_of(dev) if "UltraServer" in w]
+    assert warning.startswith("inference-platform:nodePools[0].capacityTypes: p6e-gb200.36xlarge is an UltraServer")
+    assert "capacityTypes: [reserved]" in warning and "capacityReservations" in warning
+
+
+def test_a_gb200_pool_on_amd64_is_refused_naming_its_architecture(dev):
+    gb200(dev)["nodePools"][0]["architecture"] = "amd64"
+    [message] = at(dev, "nodePools[0].architecture")
+    assert "p6e-gb200.36xlarge is arm64" in message
+
+
+def test_gb200_on_bottlerocket_is_warned_that_the_eks_guide_lists_al2023_arm_nvidia(dev):
+    gb200(dev)["nodePools"][0]["amiAlias"] = "bottlerocket@v1.44.0"
+    [warning] = [w for w in warnings_of(dev) if "ml-eks-optimized-ami" in w]
+    assert warning.startswith("inference-platform:nodePools[0].amiAlias: ") and "al2023" in warning
+
+
+def test_a_replica_over_two_gb200_nodes_is_warned_that_nvlink_does_not_cross_them(dev):
+    gb200(dev)["models"][0].update(
+        nodesPerReplica=2, acceleratorsPerReplica=8, parallelism={"tensor": 4, "pipeline": 2}
+    )
+    dev["models"][0]["allowTcp"] = True
+    [warning] = [w for w in warnings_of(dev) if "IMEX" in w]
+    assert warning.startswith("inference-platform:models[0].nodesPerReplica: ") and "DRA" in warning
+
+
+def test_an_efa_pool_on_gb200_is_refused_because_its_card_layout_is_not_catalogued(dev):
+    gb200(dev)["nodePools"][0]["efa"] = True
+    assert at(dev, "nodePools[0].efa") or at(dev, "nodePools[0].instanceTypes"), "no EFA layout to attach"
+
+
+def test_trn2u_and_trn2_3xlarge_pools_are_accepted(dev):
+    pool = dev["nodePools"][0]
+    pool.update(accelerator="neuron", instanceTypes=["trn2.3xlarge", "trn2u.48xlarge"], limits={"accelerators": 32})
+    warnings = [w for w in warnings_of_any(dev) if "describe-instance-types" in w]
+    assert len(warnings) == 2 and "trn2.3xlarge's vCPUs, memory" in warnings[0]
+
+
+def warnings_of_any(sections) -> list[str]:
+    """The warnings of a stack whose models may not fit the pool (the pool rules still run)."""
+    sections["models"] = []
+    return warnings_of(sections)
 
 
 def test_a_g6f_pool_is_accepted_because_a_node_overlay_adds_the_gpu_karpenter_does_not_count(dev):
@@ -161,6 +264,23 @@ def test_an_image_known_to_lack_blackwell_kernels_is_refused_on_p6_b200(dev, mon
     blackwell(dev)["models"][0]["image"] = {"repository": "registry.example.com/vllm", "tag": "cu124"}
     [message] = at(dev, "models[0].image")
     assert "no Blackwell kernels" in message and "p6-b200.48xlarge" in message and "CUDA 12.8+" in message
+
+
+def test_the_prod_70b_example_serves_a_model_on_an_arm64_gb200_pool_from_its_capacity_block():
+    from stacks.load import ROOT
+    from tests.conftest import sections_of
+
+    prod = sections_of(ROOT / "stacks" / "examples" / "Pulumi.prod-70b.yaml")
+    [pool] = [p for p in prod["nodePools"] if p["name"] == "gb200"]
+    assert (pool["instanceTypes"], pool["architecture"], pool["capacityTypes"]) == (
+        ["p6e-gb200.36xlarge"],
+        "arm64",
+        ["reserved"],
+    )
+    [model] = [m for m in prod["models"] if m["pool"] == "gb200"]
+    assert model["engine"] == "vllm" and model["acceleratorsPerReplica"] == 4
+    warnings = warnings_of(prod)
+    assert not [w for w in warnings if "Blackwell" in w or "UltraServer" in w or "arm64 build" in w]
 
 
 def test_the_prod_70b_example_ships_a_p6_b200_pool_that_validates_without_blackwell_warnings():

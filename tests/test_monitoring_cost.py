@@ -86,7 +86,8 @@ def test_the_price_table_is_karpenters_dated_on_demand_table_for_us_east_1():
     assert "aws/karpenter-provider-aws" in table.source and "zz_generated.pricing_aws.go" in table.source
     assert on_demand("g5.xlarge") == 1.006 and on_demand("inf2.xlarge") == 0.7582, "figures as the table has them"
     unpriced = {t for t in catalog() if on_demand(t) is None}
-    assert unpriced == {"p5e.48xlarge", "trn2.48xlarge"}, "only capacity-block types are not sold on demand"
+    capacity_blocks = {"p5e.48xlarge", "trn2.48xlarge", "trn2.3xlarge", "trn2u.48xlarge", "p6e-gb200.36xlarge"}
+    assert unpriced == capacity_blocks, "only capacity-block types are not sold on demand"
 
 
 def test_the_token_rules_read_each_engines_real_prompt_and_generation_series():

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..checks import rule, warning
-from ..errors import Problem
+from ..errors import Problem, key_path
 from ..resolved import ResolvedModel, ResolvedStack
 from ..versions import image_platforms
 
 # The catalog's GPUs that need Blackwell kernels (Karpenter's instance-gpu-name values).
-BLACKWELL = frozenset({"b200", "b300"})
+BLACKWELL = frozenset({"b200", "b300", "gb200"})
 
 
 def _image_key(model: ResolvedModel) -> tuple[str, ...]:
@@ -88,3 +88,73 @@ def blackwell_kernels_not_known(stack: ResolvedStack) -> Iterable[Problem]:
             f"not know whether {model.image.ref} carries their kernels (CUDA 12.8 or later); check the image's "
             f"CUDA version before the first rollout",
         )
+
+
+def _pools(stack: ResolvedStack):
+    return enumerate(stack.platform.pools if stack.owns_platform else ())
+
+
+@warning
+def types_with_secondary_figures_are_confirmed(stack: ResolvedStack) -> Iterable[Problem]:
+    """A type whose vCPU, memory or ENI figures no EC2-generated table publishes (p6e-gb200, trn2u,
+    trn2.3xlarge) is sized from the sources its catalog entry names: Karpenter reads the real figures at
+    launch, but the fit and quota rules estimate from these."""
+    for i, pool in _pools(stack):
+        for itype in pool.instance_types:
+            if not itype.secondary_figures:
+                continue
+            figures = ", ".join(itype.secondary_labels)
+            yield Problem(
+                key_path(["nodePools", i, "instanceTypes" if pool.config.instance_types else "instanceFamilies"]),
+                f"{itype.name}'s {figures}: not in any EC2-generated table the catalog reads (stacks/data/"
+                f"instances-frontier.json says where each comes from); the fit and quota rules estimate from them. "
+                f"Confirm with `aws ec2 describe-instance-types --instance-types {itype.name}` before sizing "
+                f"models to the last GiB",
+            )
+
+
+@warning
+def ultraserver_types_need_their_capacity_block(stack: ResolvedStack) -> Iterable[Problem]:
+    """UltraServer members are sold as UltraServer Capacity Blocks, not On-Demand or Spot: Karpenter
+    launches them only into the reservation, as capacity type `reserved`."""
+    for i, pool in _pools(stack):
+        members = [t.name for t in pool.instance_types if t.ultraserver]
+        if not members or (pool.config.capacity_order == ("reserved",) and pool.config.capacity_reservations):
+            continue
+        yield Problem(
+            key_path(["nodePools", i, "capacityTypes"]),
+            f"{', '.join(members)} {'is an UltraServer member' if len(members) == 1 else 'are UltraServer members'} "
+            f"({pool.instance_types[0].ultraserver if len(members) == 1 else 'sold as UltraServer Capacity Blocks'}): "
+            f"no On-Demand or Spot launch is offered. Buy the Capacity Block, then set capacityTypes: [reserved] and "
+            f"capacityReservations to its reservation",
+        )
+
+
+@warning
+def grace_hosts_run_the_al2023_arm_nvidia_ami(stack: ResolvedStack) -> Iterable[Problem]:
+    """The EKS accelerated-AMI guide lists p6e-gb200 under AL2023 ARM NVIDIA only."""
+    for i, pool in _pools(stack):
+        grace = [t.name for t in pool.instance_types if t.gpu_name == "gb200"]
+        if grace and pool.config.ami_family != "al2023":
+            yield Problem(
+                key_path(["nodePools", i, "amiAlias"]),
+                f"{', '.join(grace)} is listed by the EKS accelerated-AMI guide (ml-eks-optimized-ami) under AL2023 "
+                f"ARM NVIDIA only, not {pool.config.ami_family}: use amiAlias al2023@<version>",
+            )
+
+
+@warning
+def nvlink_spans_one_grace_node(stack: ResolvedStack) -> Iterable[Problem]:
+    """GB200's NVLink domain crosses nodes only through IMEX channels, which the NVIDIA DRA driver's
+    ComputeDomain claims provide; Karpenter provisions no DRA claims on AWS (karpenter-provider-aws#9519),
+    so a replica over several p6e-gb200 nodes talks over the network, not NVLink."""
+    for model in stack.models:
+        grace = [t for t in model.pool.instance_types if t.gpu_name == "gb200"]
+        if grace and model.config.nodes_per_replica >= 2:
+            yield Problem(
+                model.key("nodesPerReplica"),
+                f"{model.name} spans {model.config.nodes_per_replica} {grace[0].name} nodes: their multi-node NVLink "
+                f"needs IMEX channels (the NVIDIA DRA driver's ComputeDomain), which Karpenter cannot provision on "
+                f"AWS, so the replica's traffic between nodes goes over the network. Keep a replica within one "
+                f"node's {grace[0].gpu_count} GPUs where it fits",
+            )

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from ..checks import rule, warning
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
-from ..hardware import catalog, expand, families, uncatalogued
+from ..hardware import catalog, expand, families
 from ..resolved import ResolvedStack
 from ..tiers import pool_tiers, tier_weights
 
@@ -73,9 +73,7 @@ def _accelerator_pool_problems(i: int, pool: NodePoolSection) -> Iterable[Proble
     known = catalog()
     for j, name in enumerate(pool.instance_types):
         itype = known.get(name)
-        if itype is None and name in uncatalogued():
-            yield Problem(key_path(["nodePools", i, "instanceTypes", j]), _uncatalogued(name, pool.accelerator))
-        elif itype is None:
+        if itype is None:
             yield Problem(
                 key_path(["nodePools", i, "instanceTypes", j]),
                 f"{name} is not in the hardware catalog (stacks/data/instances.json); known "
@@ -100,20 +98,6 @@ def _accelerator_pool_problems(i: int, pool: NodePoolSection) -> Iterable[Proble
                 f"family {fam} has {members[0].accelerator} accelerators but the pool says "
                 f"accelerator: {pool.accelerator}",
             )
-
-
-def _uncatalogued(name: str, accelerator: str) -> str:
-    entry = uncatalogued()[name]
-    return (
-        f"{name} exists but the hardware catalog cannot size it: {entry.why}. Without its allocatable no "
-        f"fit, quota or EFA rule can be checked; choose a catalogued {accelerator} type "
-        f"({', '.join(_newest(accelerator))}), or add its figures with their sources to "
-        f"stacks/data/instances-frontier.json"
-    )
-
-
-def _newest(accelerator: str) -> list[str]:
-    return [t.name for t in catalog().values() if t.accelerator == accelerator][-3:]
 
 
 @rule
