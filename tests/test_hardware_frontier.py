@@ -291,3 +291,35 @@ def test_the_prod_70b_example_ships_a_p6_b200_pool_that_validates_without_blackw
     [pool] = [p for p in prod["nodePools"] if p["name"] == "b200"]
     assert pool["instanceTypes"] == ["p6-b200.48xlarge"]
     assert not [w for w in warnings_of(prod) if "Blackwell" in w]
+
+
+@pytest.mark.schemas
+def test_the_neuron_device_plugin_schedules_onto_every_neuron_type_in_the_catalog():
+    """The Neuron chart's device-plugin DaemonSet requires its node's instance type to be in
+    `neuronInstances`: a catalogued Neuron type missing there would get nodes with no Neuron devices."""
+    import yaml
+
+    from stacks import conformance
+
+    root = conformance.schema_dir()
+    assert root is not None
+    [(_, values_file)] = conformance.CHART_VALUES["neuron-helm-chart"][0]
+    listed = set(yaml.safe_load((root / values_file).read_text())["neuronInstances"])
+    neuron = {t.name for t in catalog().values() if t.accelerator == "neuron"}
+    assert {"trn2.3xlarge", "trn2u.48xlarge"} <= neuron
+    assert neuron <= listed, sorted(neuron - listed)
+
+
+def test_the_capacity_example_ships_a_trn2_3xlarge_pool_from_its_capacity_block():
+    from stacks.load import ROOT
+    from tests.conftest import sections_of
+
+    capacity = sections_of(ROOT / "stacks" / "examples" / "Pulumi.capacity.yaml")
+    [pool] = [p for p in capacity["nodePools"] if p["name"] == "trainium"]
+    assert (pool["accelerator"], pool["instanceTypes"], pool["capacityTypes"]) == (
+        "neuron",
+        ["trn2.3xlarge"],
+        ["reserved"],
+    )
+    warnings = warnings_of(capacity)
+    assert [w for w in warnings if "trn2.3xlarge's vCPUs, memory" in w], "its secondary figures are named"
