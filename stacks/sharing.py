@@ -36,6 +36,8 @@ MIG_CONFIG = "mig-"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 WHOLE_GPU = "nvidia.com/gpu"
+# A ResourceQuota bounds a pod's requests of a resource under `requests.<resource>`.
+QUOTA_PREFIX = "requests."
 # Of the memory share a time-sliced replica gets, what its engine may allocate (vLLM's default
 # --gpu-memory-utilization is 0.9 of the whole GPU; the rest is CUDA context and fragmentation).
 ENGINE_MEMORY_FRACTION = 0.9
@@ -100,6 +102,12 @@ def slice_resource(pool: NodePoolSection) -> str | None:
     if sharing.mig is not None:
         return f"{MIG_RESOURCE_PREFIX}{sharing.mig.profile}"
     return SHARED_RESOURCE
+
+
+def mig_quota_key(profile: str) -> str:
+    """The ResourceQuota `hard` key bounding one MIG profile's instances (`requests.nvidia.com/mig-3g.40gb`):
+    what a team quota renders (components/team.py) and what the rules and the policy pack compare against."""
+    return f"{QUOTA_PREFIX}{MIG_RESOURCE_PREFIX}{profile}"
 
 
 def slices_per_gpu(pool: NodePoolSection, itype: InstanceType) -> int:

@@ -338,6 +338,87 @@ def test_a_team_model_on_a_time_sliced_pool_counts_against_shared_gpus_not_gpus(
     assert not any("of requests.nvidia.com/gpu but" in p for p in found), "a slice is not a whole GPU"
 
 
+SLICED_POOL = {
+    "name": "l4-shared",
+    "accelerator": "nvidia",
+    "instanceTypes": ["g6.xlarge"],
+    "limits": {"accelerators": 4},
+    "gpuSharing": {"timeSlicing": {"replicas": 2}},
+}
+
+
+def team_on_quota(tmp_path, pool: dict, model: dict, quota: dict) -> tuple[list[str], list[str]]:
+    """The search team's first model moved to `pool` of the platform example, with `quota` in its team's
+    quota: (what `stacks validate` refuses, what the policy pack refuses of the same pod against the
+    ResourceQuota the platform renders for that quota). The pod is rendered with a quota that holds it."""
+    from components.team import resource_quota
+    from policypack import validators as v
+    from stacks.config.stack import Quota
+    from stacks.pipeline import PlatformExports, exports_from_file
+    from tests.conftest import render_sections
+    from tests.test_policies import res, stack, violations
+
+    platform = yaml.safe_load(PLATFORM.read_text())
+    platform["config"]["inference-platform:nodePools"].append(dict(pool))
+    for team in platform["config"]["inference-platform:teams"]:
+        team["quota"]["migInstances"] = {"3g.40gb": 1}
+        team["quota"]["sharedGpus"] = 1
+    path = tmp_path / "Pulumi.platform.yaml"
+    path.write_text(yaml.safe_dump(platform))
+    live = exports_from_file(path)
+    team = sections_of(EXAMPLES_DIR / "Pulumi.team-search.yaml")
+    team["models"] = [team["models"][0] | {"pool": pool["name"], "acceleratorsPerReplica": 1} | model]
+    deployment = render_sections(team, platform_exports=live).mocks.named(
+        "kubernetes:apps/v1:Deployment", f"platform-models-deployment-{team['models'][0]['name']}"
+    )
+    search = next(t for t in live["teams"] if t["name"] == "search")
+    search["quota"] |= quota
+    try:
+        check_sections(team, "us-west-2", platforms=lambda ref: PlatformExports(live, str(path)))
+        refused = []
+    except ConfigError as exc:
+        refused = [str(p) for p in exc.problems]
+    hard = resource_quota("search", "search", Quota.model_validate(search["quota"]))
+    pod = res(v.WORKLOADS[0], deployment.inputs, "model")
+    return refused, violations(v.replicas_within_team_quota, stack(res(v.RESOURCE_QUOTA, hard), pod))
+
+
+def test_the_policy_pack_refuses_a_team_pod_over_its_mig_instances_as_validate_does(tmp_path):
+    refused, pack = team_on_quota(tmp_path, MIG_POOL, {}, {"migInstances": {"3g.40gb": 0}})
+    assert any("needs 1 of nvidia.com/mig-3g.40gb but team search's quota allows 0" in p for p in refused), refused
+    assert any("requests 1 of requests.nvidia.com/mig-3g.40gb" in m and "allows 0" in m for m in pack), (
+        f"the pack counts the pod's MIG instances against its profile's quota key, as validate does: {pack}"
+    )
+    refused, pack = team_on_quota(tmp_path, MIG_POOL, {}, {"migInstances": {"3g.40gb": 1}})
+    assert not refused and not pack, f"one instance is within a quota of one, for both: {refused} {pack}"
+
+
+def test_the_policy_pack_refuses_a_team_pod_over_its_shared_gpus_as_validate_does(tmp_path):
+    refused, pack = team_on_quota(tmp_path, SLICED_POOL, {"parameters": "4B"}, {"sharedGpus": 0})
+    assert any("requests.nvidia.com/gpu.shared" in p and "teams[].quota.sharedGpus" in p for p in refused), refused
+    assert any("requests 1 of requests.nvidia.com/gpu.shared" in m and "allows 0" in m for m in pack), pack
+    assert not any("requests.nvidia.com/gpu " in m for m in pack), "a slice is not a whole GPU to the pack either"
+    refused, pack = team_on_quota(tmp_path, SLICED_POOL, {"parameters": "4B"}, {"sharedGpus": 1})
+    assert not refused and not pack, f"one slice is within a quota of one, for both: {refused} {pack}"
+
+
+def test_the_pack_counts_mig_instances_per_profile_and_leaves_an_unnamed_profile_unbounded():
+    from policypack.validators import pod_mig_requests, quota_mig_limits
+    from stacks.guards import mig_quota_shortfalls
+
+    pod = {
+        "containers": [
+            {"resources": {"limits": {"nvidia.com/mig-1g.10gb": 2}}},
+            {"resources": {"requests": {"nvidia.com/mig-3g.40gb": "1"}, "limits": {"nvidia.com/mig-3g.40gb": "1"}}},
+        ]
+    }
+    need = pod_mig_requests(pod)
+    assert need == {"1g.10gb": 2, "3g.40gb": 1}, "each profile counted on its own, a limit standing for a request"
+    hard = {"requests.nvidia.com/mig-1g.10gb": "1"}
+    [short] = mig_quota_shortfalls(need, quota_mig_limits(hard, need))
+    assert (short.resource, short.requested, short.available) == ("requests.nvidia.com/mig-1g.10gb", "2", "1")
+
+
 def test_the_policy_pack_reads_a_shared_pools_slices_from_its_device_plugin_label(render):
     from policypack.validators import pool_section
 

@@ -25,6 +25,7 @@ from components.engines import ENGINES
 from ..checks import rule
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
+from ..guards import mig_quota_shortfalls
 from ..resolved import ResolvedModel, ResolvedStack
 from ..sharing import fractional_gpus, mig_model, mig_models, pool_types, without_mig
 from .engine_args import owned_flag
@@ -172,7 +173,8 @@ def team_quotas_name_every_mig_profile(stack: ResolvedStack) -> Iterable[Problem
 @rule
 def team_quota_holds_one_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
     """A team's model on a MIG pool needs its profile's instances in the team's quota (the API server
-    refuses a pod over it); the other resources are stacks/rules/workloads.py's."""
+    refuses a pod over it); the comparison is stacks/guards.py `mig_quota_shortfalls`, which the policy pack
+    runs on the rendered pod and ResourceQuota. The other resources are stacks/rules/workloads.py's."""
     team = stack.team
     if team is None or team.quota is None:
         return
@@ -180,11 +182,12 @@ def team_quota_holds_one_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
         sharing = model.pool.config.gpu_sharing
         if sharing is None or sharing.mig is None or not model.requests.mig:
             continue
-        allowed = team.quota.mig_instances.get(sharing.mig.profile, 0)
-        if model.requests.mig > allowed:
+        need = {sharing.mig.profile: model.requests.mig}
+        for short in mig_quota_shortfalls(need, team.quota.mig_instances):
             yield Problem(
                 model.key(),
-                f"one replica of {model.name} needs {model.requests.mig} of nvidia.com/mig-{sharing.mig.profile} "
-                f"but team {team.name}'s quota allows {allowed} (teams[].quota.migInstances of the platform "
-                f"stack); ask the platform team to raise it",
+                f"one replica of {model.name} needs {short.requested} of nvidia.com/mig-{sharing.mig.profile} "
+                f"but team {team.name}'s quota allows {short.available} ({short.resource}, teams[].quota."
+                f"migInstances of the platform stack), so the API server would refuse every pod; ask the platform "
+                f"team to raise it",
             )
