@@ -266,6 +266,45 @@ def test_each_model_requests_its_pools_slice_and_vllm_holds_to_its_share(render)
     assert "--mem-fraction-static" not in mig_args, "a MIG instance is a GPU of its own"
 
 
+# ---- warm nodes on a shared pool ask for slices ----------------------------------------------------------------
+
+
+def warm_templates(sections) -> dict[str, dict]:
+    from tests.conftest import render_sections
+
+    rendered = render_sections(sections)
+    return {m["metadata"]["name"]: m for m in rendered.manifests() if m["kind"] == "PodTemplate"}
+
+
+def placeholder_resources(template: dict) -> dict:
+    [container] = template["template"]["spec"]["containers"]
+    return container["resources"]
+
+
+def test_a_warm_node_of_a_shared_pool_holds_slices_not_gpus_its_nodes_never_advertise():
+    sections = sections_of(SHARING)
+    sections["models"] = [m for m in sections["models"] if m["pool"] == "l4-half"]  # l4-shared, h100-mig: none
+    sections["nodePools"][0]["warmNodes"] = 1
+    sections["nodePools"][1]["warmNodes"] = 1
+    templates = warm_templates(sections)
+    sliced = placeholder_resources(templates["warm-l4-shared"])
+    assert sliced["requests"] == sliced["limits"] == {"nvidia.com/gpu.shared": "2"}, (
+        "a g6.xlarge (the smallest type) time-sliced 2 ways advertises 2 nvidia.com/gpu.shared and no nvidia.com/gpu"
+    )
+    mig = placeholder_resources(templates["warm-h100-mig"])
+    assert mig["requests"] == mig["limits"] == {"nvidia.com/mig-3g.40gb": "2"}, (
+        "a p5.4xlarge cut into 3g.40gb holds 2 instances, the NodeOverlay's count"
+    )
+
+
+def test_a_warm_node_of_a_shared_pool_with_a_model_holds_the_models_one_slice():
+    sections = sections_of(SHARING)
+    sections["nodePools"][1]["warmNodes"] = 1
+    mig = placeholder_resources(warm_templates(sections)["warm-h100-mig"])
+    assert mig["limits"].get("nvidia.com/mig-3g.40gb") == "1", mig
+    assert "nvidia.com/gpu" not in {**mig["requests"], **mig["limits"]}, "never a whole GPU on a MIG pool"
+
+
 # ---- team quotas count slices --------------------------------------------------------------------------------
 
 PLATFORM = EXAMPLES_DIR / "Pulumi.platform.yaml"
