@@ -61,12 +61,6 @@ def _too_small(types: Iterable[InstanceType]) -> list[str]:
     return sorted(t.name for t in types if t.vcpu < SOCI_MIN_VCPU or t.memory_gib < SOCI_MIN_MEMORY_GIB)
 
 
-def _bottlerocket_version(alias: str) -> tuple[int, ...] | None:
-    """The version a pinned Bottlerocket alias names (`bottlerocket@v1.44.0` -> (1, 44, 0)); None: latest."""
-    found = re.match(r"^bottlerocket@v([0-9]+)\.([0-9]+)\.([0-9]+)", alias)
-    return tuple(int(p) for p in found.groups()) if found else None
-
-
 def soci_refusal(pool: NodePoolSection, types: Iterable[InstanceType]) -> str | None:
     """Why the pool's nodes cannot pull with SOCI, as a message with the fix; None when they can."""
     small = _too_small(types)
@@ -76,7 +70,7 @@ def soci_refusal(pool: NodePoolSection, types: Iterable[InstanceType]) -> str | 
             f"{', '.join(small)} are smaller: use xlarge or larger types, or imagePull: standard"
         )
     if pool.ami_family == "bottlerocket":
-        version = _bottlerocket_version(pool.ami_alias)
+        version = pool.bottlerocket_version
         if version is not None and version < BOTTLEROCKET_SOCI_SINCE:
             since = ".".join(str(p) for p in BOTTLEROCKET_SOCI_SINCE)
             return (

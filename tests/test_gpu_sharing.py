@@ -98,11 +98,55 @@ def test_gpu_sharing_is_refused_on_a_neuron_pool(dev):
     assert "shares NVIDIA GPUs" in message
 
 
-def test_gpu_sharing_is_refused_on_bottlerocket_whose_plugin_the_config_never_reaches(dev):
+@pytest.mark.parametrize("layout", [["4g.40gb", "1g.10gb"], "4g.40gb,1g.10gb", "3g.40gb+2g.20gb"])
+def test_a_mixed_mig_layout_is_refused_naming_the_profile_key_and_why(dev, layout):
+    shared(dev, {"mig": {"profile": layout}}, ["p5.4xlarge"])
+    found = [p for p in problems(dev) if "gpuSharing.mig.profile" in p]
+    assert found and "mixed MIG layout" in found[0] and "one pool per profile" in found[0], problems(dev)
+
+
+def test_mig_is_refused_on_bottlerocket_naming_the_key_the_reason_and_the_fix(dev):
+    shared(dev, {"mig": {"profile": "3g.40gb"}}, ["p5.4xlarge"])
+    dev["nodePools"][0]["amiAlias"] = "bottlerocket@v1.44.0"
+    [message] = at(dev, "nodePools[0].gpuSharing.mig")
+    assert "migStrategy single" in message and "nvidia.com/gpu" in message, "why: its instances are not our slices"
+    assert "amiAlias: al2023@<version>" in message, "and the fix"
+
+
+def test_time_slicing_on_bottlerocket_is_accepted_without_the_device_plugin_chart(dev):
     shared(dev, {"timeSlicing": {"replicas": 2}})
     dev["nodePools"][0]["amiAlias"] = "bottlerocket@v1.44.0"
-    [message] = at(dev, "nodePools[0].gpuSharing")
-    assert "Bottlerocket" in message and "al2023" in message
+    dev["addons"]["nvidiaDevicePlugin"] = {"enabled": False}
+    assert not at(dev, "nodePools[0].gpuSharing"), "Bottlerocket's own host plugin time-slices"
+
+
+def test_time_slicing_on_a_bottlerocket_older_than_its_settings_is_refused_at_the_alias(dev):
+    shared(dev, {"timeSlicing": {"replicas": 2}})
+    dev["nodePools"][0]["amiAlias"] = "bottlerocket@v1.24.1"
+    [message] = at(dev, "nodePools[0].amiAlias")
+    assert "from v1.25.0" in message and "bottlerocket@v1.25.0 or later" in message
+
+
+def test_a_time_sliced_bottlerocket_pool_sets_its_host_plugins_sharing_in_the_node_class_user_data():
+    import tomllib
+
+    from tests.conftest import render_sections
+
+    sections = sections_of(SHARING)
+    sections["nodePools"][0]["amiAlias"] = "bottlerocket@v1.44.0"
+    rendered = render_sections(sections)
+    classes = {m["metadata"]["name"]: m for m in rendered.manifests() if m["kind"] == "EC2NodeClass"}
+    settings = tomllib.loads(classes["l4-shared"]["spec"]["userData"])["settings"]
+    nvidia = settings["kubelet-device-plugins"]["nvidia"]
+    assert nvidia["device-sharing-strategy"] == "time-slicing"
+    assert nvidia["time-slicing"] == {"replicas": 2, "rename-by-default": True, "fail-requests-greater-than-one": True}
+    assert settings["container-runtime"] == {"snapshotter": "soci"}, "beside the SOCI setting, in one TOML document"
+    overlays = {m["metadata"]["name"] for m in rendered.manifests() if m["kind"] == "NodeOverlay"}
+    assert {"l4-shared-shared-2", "l4-shared-shared-8"} <= overlays, "Karpenter still learns the slices"
+    [plugin] = [r for r in rendered.mocks.of_type("kubernetes:helm.sh/v3:Release") if "nvidia-device-plugin" in r.name]
+    configs = plugin.inputs["values"]["config"]["map"]
+    assert "time-slicing-2" not in configs, "the chart's plugin never runs on Bottlerocket nodes"
+    assert "mig-3g.40gb" in configs, "the AL2023 MIG pool keeps its config"
 
 
 def test_gpu_sharing_is_refused_without_the_device_plugin(dev):
