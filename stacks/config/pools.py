@@ -367,7 +367,8 @@ class NodePoolSection(Strict):
     gpu_sharing: GpuSharing | None = Field(
         default=None,
         description="Share each GPU among pods (nvidia pools): `{timeSlicing: {replicas: N}}` (AL2023, or "
-        "Bottlerocket v1.25.0+ through its userData settings) or `{mig: {profile: 1g.10gb}}` (AL2023 only). Models on the pool then request one slice (`nvidia.com/gpu.shared` or "
+        "Bottlerocket v1.25.0+ through its userData settings) or `{mig: {profile: 1g.10gb}}` (AL2023 only). "
+        "Models on the pool then request one slice (`nvidia.com/gpu.shared` or "
         "`nvidia.com/mig-<profile>`, `acceleratorsPerReplica: 1`), a Karpenter NodeOverlay tells Karpenter how many "
         "slices each type holds, and the device plugin gets the pool's sharing config through the node label "
         "`nvidia.com/device-plugin.config`. Unset: whole GPUs.",
