@@ -24,6 +24,7 @@ from stacks.config.stack import Quota
 from stacks.config.storage import StorageSection
 from stacks.naming import MANAGED_BY, labels
 from stacks.resolved import TEAM_LABEL
+from stacks.sharing import mig_quota_key
 
 from .storage.claims import EFS_STORAGE_CLASS, cache_claim
 
@@ -58,7 +59,7 @@ def resource_quota(team: str, namespace: str, quota: Quota, environment: str = "
                 "requests.nvidia.com/gpu": str(quota.gpus),
                 "requests.aws.amazon.com/neuron": str(quota.neuron_devices),
                 "requests.nvidia.com/gpu.shared": str(quota.shared_gpus),
-                **{f"requests.nvidia.com/mig-{profile}": str(n) for profile, n in sorted(quota.mig_instances.items())},
+                **{mig_quota_key(profile): str(n) for profile, n in sorted(quota.mig_instances.items())},
                 "requests.cpu": quota.cpu,
                 "requests.memory": quota.memory,
                 "pods": str(quota.pods),

@@ -10,7 +10,7 @@ SecurityPolicy, autoscaling/v2 HPA, AIBrix v1alpha1 PodAutoscaler, KEDA v1alpha1
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -27,12 +27,22 @@ from pydantic import ValidationError
 
 from components.scheduling import ACCELERATOR_LABEL, POOL_LABEL, TAINT_KEYS
 from stacks.config.pools import NodePoolSection
-from stacks.fit import Requests, cpu_m_of, daemonset_overhead, explain_no_fit, fit, mib_of, requests_of
+from stacks.fit import (
+    Requests,
+    cpu_m_of,
+    daemonset_overhead,
+    explain_no_fit,
+    fit,
+    mib_of,
+    mig_requests_of,
+    requests_of,
+)
 from stacks.guards import (
     QUOTA_RESOURCES,
     accelerator_taint_problem,
     chart_version_problem,
     image_digest_problem,
+    mig_quota_shortfalls,
     quota_shortfalls,
     route_auth_problem,
     scaler_owner_problems,
@@ -40,7 +50,7 @@ from stacks.guards import (
 )
 from stacks.hardware import catalog
 from stacks.resolved import scaling_adapter_name
-from stacks.sharing import CONFIG_LABEL, sharing_of_config
+from stacks.sharing import CONFIG_LABEL, mig_quota_key, sharing_of_config
 
 Report = Callable[[str, str | None], None]
 
@@ -188,6 +198,18 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> Requests:
     return total
 
 
+def pod_mig_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """One pod's MIG instances per profile, counted as `pod_requests` counts every resource."""
+    total: dict[str, int] = {}
+    for container in pod_spec.get("containers") or []:
+        for profile, n in mig_requests_of(container.get("resources") or {}).items():
+            total[profile] = total.get(profile, 0) + n
+    for init in pod_spec.get("initContainers") or []:
+        for profile, n in mig_requests_of(init.get("resources") or {}).items():
+            total[profile] = max(total.get(profile, 0), n)
+    return total
+
+
 def pool_section(props: Mapping[str, Any]) -> NodePoolSection | None:
     """The NodePool as the capacity check's model (instance types or families from requirements)."""
     template = _spec(props).get("template") or {}
@@ -254,23 +276,32 @@ def quota_limits(hard: Mapping[str, Any]) -> Requests:
     )
 
 
+def quota_mig_limits(hard: Mapping[str, Any], profiles: Iterable[str]) -> dict[str, int]:
+    """The MIG instances a ResourceQuota's `hard` allows of each of these profiles; a profile it does not
+    name is left out (not bounded)."""
+    return {p: int(hard[mig_quota_key(p)]) for p in profiles if hard.get(mig_quota_key(p)) is not None}
+
+
 def replicas_within_team_quota(args: StackValidationArgs, report: Report) -> None:
-    """A team's ResourceQuota admits at least one pod of each of its workloads (stacks validate runs
-    the same comparison, stacks/guards.py quota_shortfalls, on the sizing before rendering)."""
-    quotas: dict[str, Requests] = {}
+    """A team's ResourceQuota admits at least one pod of each of its workloads, MIG instances per profile
+    included (stacks validate runs the same comparisons, stacks/guards.py quota_shortfalls and
+    mig_quota_shortfalls, on the sizing before rendering)."""
+    hards: dict[str, Mapping[str, Any]] = {}
     for res in args.resources:
         if res.resource_type == RESOURCE_QUOTA:
-            quotas[_meta(res.props).get("namespace") or "default"] = quota_limits(_spec(res.props).get("hard") or {})
-    if not quotas:
+            hards[_meta(res.props).get("namespace") or "default"] = _spec(res.props).get("hard") or {}
+    if not hards:
         return
     for res in args.resources:
         if res.resource_type not in WORKLOADS:
             continue
-        quota = quotas.get(_meta(res.props).get("namespace") or "default")
-        if quota is None:
+        hard = hards.get(_meta(res.props).get("namespace") or "default")
+        if hard is None:
             continue
         pod = (_spec(res.props).get("template") or {}).get("spec") or {}
-        for short in quota_shortfalls(pod_requests(pod), quota):
+        migs = pod_mig_requests(pod)
+        shorts = quota_shortfalls(pod_requests(pod), quota_limits(hard))
+        for short in [*shorts, *mig_quota_shortfalls(migs, quota_mig_limits(hard, migs))]:
             report(
                 f"a pod of {_ident(res.props, res.name)} requests {short.requested} of {short.resource} but its "
                 f"namespace's ResourceQuota allows {short.available}: the API server would refuse every replica",

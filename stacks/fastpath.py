@@ -37,6 +37,7 @@ from .config.pools import NodePoolSection
 from .fit import ACCELERATOR_RESOURCE, Requests, over_limits
 from .hardware import InstanceType
 from .resolved import ResolvedModel, ResolvedPool
+from .sharing import SHARED_RESOURCE, slice_resource, slices_per_node
 
 SOCI = "soci"
 STANDARD = "standard"
@@ -60,12 +61,6 @@ def _too_small(types: Iterable[InstanceType]) -> list[str]:
     return sorted(t.name for t in types if t.vcpu < SOCI_MIN_VCPU or t.memory_gib < SOCI_MIN_MEMORY_GIB)
 
 
-def _bottlerocket_version(alias: str) -> tuple[int, ...] | None:
-    """The version a pinned Bottlerocket alias names (`bottlerocket@v1.44.0` -> (1, 44, 0)); None: latest."""
-    found = re.match(r"^bottlerocket@v([0-9]+)\.([0-9]+)\.([0-9]+)", alias)
-    return tuple(int(p) for p in found.groups()) if found else None
-
-
 def soci_refusal(pool: NodePoolSection, types: Iterable[InstanceType]) -> str | None:
     """Why the pool's nodes cannot pull with SOCI, as a message with the fix; None when they can."""
     small = _too_small(types)
@@ -75,7 +70,7 @@ def soci_refusal(pool: NodePoolSection, types: Iterable[InstanceType]) -> str | 
             f"{', '.join(small)} are smaller: use xlarge or larger types, or imagePull: standard"
         )
     if pool.ami_family == "bottlerocket":
-        version = _bottlerocket_version(pool.ami_alias)
+        version = pool.bottlerocket_version
         if version is not None and version < BOTTLEROCKET_SOCI_SINCE:
             since = ".".join(str(p) for p in BOTTLEROCKET_SOCI_SINCE)
             return (
@@ -179,7 +174,8 @@ def shape_key(tensor: int, pipeline: int) -> str:
 @dataclass(frozen=True)
 class WarmChunk:
     """One warm node of a pool (`warmNodes`): the placeholder pod Karpenter's CapacityBuffer keeps room
-    for (the pool's largest model pod, or the pool's smallest type's accelerators when it runs none), its
+    for (the pool's largest model pod, or the pool's smallest type's accelerators when it runs none: on a
+    shared pool its slices, `nvidia.com/gpu.shared` or `nvidia.com/mig-<profile>`), its
     accelerators and host requests, and the instance type one chunk is expected to launch: the smallest of
     the pool's types that holds it (Karpenter launches the cheapest that fits)."""
 
@@ -190,11 +186,39 @@ class WarmChunk:
     sized_by: str
 
 
-def _holds(itype: InstanceType, want: Requests) -> bool:
+def _holds(pool: NodePoolSection, itype: InstanceType, want: Requests) -> bool:
     return (
         itype.accelerator_count >= max(want.gpu, want.neuron)
+        and slices_per_node(pool, itype) >= want.gpu_shared + want.mig
         and itype.alloc_cpu_m >= want.cpu_m
         and itype.alloc_memory_mib >= want.memory_mib
+    )
+
+
+def _whole_node(pool: ResolvedPool, smallest: list[InstanceType]) -> WarmChunk | None:
+    """A warm node of a pool no model runs on: the accelerators of the pool's smallest type, as its nodes
+    advertise them. A shared pool's nodes advertise slices and no whole GPU (time-slicing renames them,
+    MIG cuts them), so its chunk asks for the slices a node of that type holds (the NodeOverlay's count),
+    never an `nvidia.com/gpu` no node of the pool offers."""
+    sliced = slice_resource(pool.config)
+    if sliced is not None:
+        types = [t for t in smallest if slices_per_node(pool.config, t)]
+        if not types:
+            return None
+        itype, resource = types[0], sliced
+        count = slices_per_node(pool.config, itype)
+        want = Requests(gpu_shared=count) if sliced == SHARED_RESOURCE else Requests(mig=count)
+    else:
+        accelerator = ACCELERATOR_RESOURCE.get(pool.accelerator)
+        if accelerator is None or not smallest:
+            return None
+        itype, resource, count = smallest[0], accelerator, smallest[0].accelerator_count
+        want = Requests(**({"gpu": count} if pool.accelerator == "nvidia" else {"neuron": count}))
+    return WarmChunk(
+        resources={"requests": {resource: str(count)}, "limits": {resource: str(count)}},
+        requests=want,
+        instance=itype,
+        sized_by=f"the pool's instance type {itype.name}",
     )
 
 
@@ -206,27 +230,14 @@ def warm_chunk(pool: ResolvedPool, models: Iterable[ResolvedModel]) -> WarmChunk
     if mine:
         largest = max(mine, key=lambda m: (max(m.requests.gpu, m.requests.neuron), m.requests.memory_mib))
         want = largest.requests
-        fits = [t for t in smallest if _holds(t, want)]
+        fits = [t for t in smallest if _holds(pool.config, t, want)]
         return WarmChunk(
             resources=largest.serving_resources,
             requests=want,
             instance=fits[0] if fits else None,
             sized_by=largest.key(),
         )
-    resource = ACCELERATOR_RESOURCE.get(pool.accelerator)
-    if resource is None or not smallest:
-        return None
-    itype = smallest[0]
-    count = str(itype.accelerator_count)
-    want = Requests(
-        **({"gpu": itype.accelerator_count} if pool.accelerator == "nvidia" else {"neuron": itype.accelerator_count})
-    )
-    return WarmChunk(
-        resources={"requests": {resource: count}, "limits": {resource: count}},
-        requests=want,
-        instance=itype,
-        sized_by=f"the pool's instance type {itype.name}",
-    )
+    return _whole_node(pool, smallest)
 
 
 def warm_room(pool: ResolvedPool, chunk: WarmChunk) -> str | None:

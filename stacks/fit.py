@@ -382,6 +382,14 @@ def requests_of(resources: Mapping[str, Mapping[str, object]]) -> Requests:
     )
 
 
+def mig_requests_of(resources: Mapping[str, Mapping[str, object]]) -> dict[str, int]:
+    """A container's MIG instances per profile (`nvidia.com/mig-3g.40gb: 1` -> {"3g.40gb": 1}), the limit when no
+    request: `requests_of` counts them together (a pool offers one profile), a quota counts them per profile."""
+    req, lim = resources.get("requests") or {}, resources.get("limits") or {}
+    names = sorted({str(k) for k in (*req, *lim) if str(k).startswith(MIG_RESOURCE_PREFIX)})
+    return {name[len(MIG_RESOURCE_PREFIX) :]: int(str(req.get(name) or lim.get(name) or 0)) for name in names}
+
+
 def pool_types(pool: NodePoolSection) -> list[InstanceType]:
     return expand(pool.instance_types, pool.instance_families)
 

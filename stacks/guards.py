@@ -6,10 +6,11 @@ returns a message, or None when the value is fine, so both sides say the same th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .config.base import SHA256_DIGEST
 from .fit import RESOURCES, Requests, Shortfall
+from .sharing import mig_quota_key
 
 # ResourceQuota `hard` keys a team quota sets (components/team.py) -> the pod resource they bound.
 QUOTA_RESOURCES = {
@@ -92,3 +93,16 @@ def quota_shortfalls(need: Requests, quota: Requests) -> list[Shortfall]:
         if getattr(need, attr) > getattr(quota, attr):
             out.append(Shortfall(key, show(getattr(need, attr)), show(getattr(quota, attr))))
     return out
+
+
+def mig_quota_shortfalls(need: Mapping[str, int], allowed: Mapping[str, int]) -> list[Shortfall]:
+    """MIG instances requested beyond a quota, per profile (`need` and `allowed`: profile -> instances), by
+    quota key (`requests.nvidia.com/mig-3g.40gb`). A profile `allowed` does not name is not bounded, as a
+    ResourceQuota bounds only what it names (the platform refuses a team quota leaving out a MIG profile of
+    its pools: stacks/rules/sharing.py). `stacks validate` passes one replica's instances on its pool's
+    profile and the team's `quota.migInstances`; the policy pack the rendered pod's and ResourceQuota's."""
+    return [
+        Shortfall(mig_quota_key(profile), str(n), str(allowed[profile]))
+        for profile, n in sorted(need.items())
+        if profile in allowed and n > allowed[profile]
+    ]

@@ -10,6 +10,12 @@ values and the NodeOverlay builder, so every one of them counts the same slices.
 - MIG (`flags.migStrategy: mixed`): every GPU is cut into instances of one profile (mig-parted's
   `all-<profile>` layout) and each is advertised as `nvidia.com/mig-<profile>`, a hardware-isolated slice
   with `memory_eighths`/8 of the GPU's memory (stacks/data/mig-profiles.json, from NVIDIA's MIG user guide).
+- Bottlerocket: its NVIDIA variant runs its own device plugin as a host service, which the chart's config
+  never reaches; time-slicing is its `settings.kubelet-device-plugins.nvidia` in the EC2NodeClass userData
+  (`bottlerocket_sharing_settings`), which renders the same plugin config (renamed `nvidia.com/gpu.shared`).
+  MIG there is refused: Bottlerocket's plugin runs MIG with `migStrategy: single` (every instance advertised
+  as `nvidia.com/gpu`) and its `mig.profile` is keyed by GPU model, not the `nvidia.com/mig-<profile>`
+  slices the fit, quotas and NodeOverlay count.
 - g6f (a fraction of an L4 through NVIDIA vGPU): EC2 reports 0 GPUs, so Karpenter counts none, while
   the node's plugin advertises `nvidia.com/gpu: 1`; the NodeOverlay adds that one GPU (`fractional_gpus`).
 """
@@ -36,6 +42,12 @@ MIG_CONFIG = "mig-"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 WHOLE_GPU = "nvidia.com/gpu"
+# A ResourceQuota bounds a pod's requests of a resource under `requests.<resource>`.
+QUOTA_PREFIX = "requests."
+# Bottlerocket renders time-slicing from `settings.kubelet-device-plugins.nvidia` since core-kit v2.9.0
+# (bottlerocket-core-kit 7a2edb76 "nvidia-k8s-device-plugin: add time-slicing configs", 2024-10-01), first in
+# Bottlerocket 1.25.0 (bottlerocket.dev's 1.25.x settings reference is the first to list it).
+BOTTLEROCKET_TIME_SLICING_SINCE = (1, 25, 0)
 # Of the memory share a time-sliced replica gets, what its engine may allocate (vLLM's default
 # --gpu-memory-utilization is 0.9 of the whole GPU; the rest is CUDA context and fragmentation).
 ENGINE_MEMORY_FRACTION = 0.9
@@ -100,6 +112,12 @@ def slice_resource(pool: NodePoolSection) -> str | None:
     if sharing.mig is not None:
         return f"{MIG_RESOURCE_PREFIX}{sharing.mig.profile}"
     return SHARED_RESOURCE
+
+
+def mig_quota_key(profile: str) -> str:
+    """The ResourceQuota `hard` key bounding one MIG profile's instances (`requests.nvidia.com/mig-3g.40gb`):
+    what a team quota renders (components/team.py) and what the rules and the policy pack compare against."""
+    return f"{QUOTA_PREFIX}{MIG_RESOURCE_PREFIX}{profile}"
 
 
 def slices_per_gpu(pool: NodePoolSection, itype: InstanceType) -> int:
@@ -231,4 +249,25 @@ def mig_partition_script(pool: NodePoolSection) -> str | None:
         "nvidia-smi -mig 1\n"
         f"nvidia-smi mig -cgi {instances} -C\n"
         "nvidia-smi -L\n"
+    )
+
+
+def bottlerocket_sharing_settings(pool: NodePoolSection) -> str | None:
+    """The TOML settings that time-slice a Bottlerocket pool's GPUs (settings.kubelet-device-plugins.nvidia,
+    bottlerocket-core-kit packages/nvidia-k8s-device-plugin/nvidia-k8s-device-plugin-conf): the host plugin's
+    config gets `sharing.timeSlicing` with these `replicas`, `renameByDefault` (advertised as
+    `nvidia.com/gpu.shared`, as on AL2023) and `failRequestsGreaterThanOne` (a pod asking for two slices is
+    refused rather than given two slices of one GPU). Each set explicitly, not left to Bottlerocket's
+    defaults (true, true, 2). None when the pool is not a time-sliced Bottlerocket pool."""
+    sharing = pool.gpu_sharing
+    if pool.ami_family != "bottlerocket" or sharing is None or sharing.time_slicing is None:
+        return None
+    return (
+        "[settings.kubelet-device-plugins.nvidia]\n"
+        'device-sharing-strategy = "time-slicing"\n'
+        "\n"
+        "[settings.kubelet-device-plugins.nvidia.time-slicing]\n"
+        f"replicas = {sharing.time_slicing.replicas}\n"
+        "rename-by-default = true\n"
+        "fail-requests-greater-than-one = true\n"
     )

@@ -98,11 +98,55 @@ def test_gpu_sharing_is_refused_on_a_neuron_pool(dev):
     assert "shares NVIDIA GPUs" in message
 
 
-def test_gpu_sharing_is_refused_on_bottlerocket_whose_plugin_the_config_never_reaches(dev):
+@pytest.mark.parametrize("layout", [["4g.40gb", "1g.10gb"], "4g.40gb,1g.10gb", "3g.40gb+2g.20gb"])
+def test_a_mixed_mig_layout_is_refused_naming_the_profile_key_and_why(dev, layout):
+    shared(dev, {"mig": {"profile": layout}}, ["p5.4xlarge"])
+    found = [p for p in problems(dev) if "gpuSharing.mig.profile" in p]
+    assert found and "mixed MIG layout" in found[0] and "one pool per profile" in found[0], problems(dev)
+
+
+def test_mig_is_refused_on_bottlerocket_naming_the_key_the_reason_and_the_fix(dev):
+    shared(dev, {"mig": {"profile": "3g.40gb"}}, ["p5.4xlarge"])
+    dev["nodePools"][0]["amiAlias"] = "bottlerocket@v1.44.0"
+    [message] = at(dev, "nodePools[0].gpuSharing.mig")
+    assert "migStrategy single" in message and "nvidia.com/gpu" in message, "why: its instances are not our slices"
+    assert "amiAlias: al2023@<version>" in message, "and the fix"
+
+
+def test_time_slicing_on_bottlerocket_is_accepted_without_the_device_plugin_chart(dev):
     shared(dev, {"timeSlicing": {"replicas": 2}})
     dev["nodePools"][0]["amiAlias"] = "bottlerocket@v1.44.0"
-    [message] = at(dev, "nodePools[0].gpuSharing")
-    assert "Bottlerocket" in message and "al2023" in message
+    dev["addons"]["nvidiaDevicePlugin"] = {"enabled": False}
+    assert not at(dev, "nodePools[0].gpuSharing"), "Bottlerocket's own host plugin time-slices"
+
+
+def test_time_slicing_on_a_bottlerocket_older_than_its_settings_is_refused_at_the_alias(dev):
+    shared(dev, {"timeSlicing": {"replicas": 2}})
+    dev["nodePools"][0]["amiAlias"] = "bottlerocket@v1.24.1"
+    [message] = at(dev, "nodePools[0].amiAlias")
+    assert "from v1.25.0" in message and "bottlerocket@v1.25.0 or later" in message
+
+
+def test_a_time_sliced_bottlerocket_pool_sets_its_host_plugins_sharing_in_the_node_class_user_data():
+    import tomllib
+
+    from tests.conftest import render_sections
+
+    sections = sections_of(SHARING)
+    sections["nodePools"][0]["amiAlias"] = "bottlerocket@v1.44.0"
+    rendered = render_sections(sections)
+    classes = {m["metadata"]["name"]: m for m in rendered.manifests() if m["kind"] == "EC2NodeClass"}
+    settings = tomllib.loads(classes["l4-shared"]["spec"]["userData"])["settings"]
+    nvidia = settings["kubelet-device-plugins"]["nvidia"]
+    assert nvidia["device-sharing-strategy"] == "time-slicing"
+    assert nvidia["time-slicing"] == {"replicas": 2, "rename-by-default": True, "fail-requests-greater-than-one": True}
+    assert settings["container-runtime"] == {"snapshotter": "soci"}, "beside the SOCI setting, in one TOML document"
+    overlays = {m["metadata"]["name"] for m in rendered.manifests() if m["kind"] == "NodeOverlay"}
+    assert {"l4-shared-shared-2", "l4-shared-shared-8"} <= overlays, "Karpenter still learns the slices"
+    [plugin] = [r for r in rendered.mocks.of_type("kubernetes:helm.sh/v3:Release") if "nvidia-device-plugin" in r.name]
+    configs = plugin.inputs["values"]["config"]["map"]
+    assert "time-slicing-2" not in configs, "the chart's plugin never runs on Bottlerocket nodes"
+    assert "mig-3g.40gb" in configs, "the AL2023 MIG pool keeps its config"
 
 
 def test_gpu_sharing_is_refused_without_the_device_plugin(dev):
@@ -266,6 +310,45 @@ def test_each_model_requests_its_pools_slice_and_vllm_holds_to_its_share(render)
     assert "--mem-fraction-static" not in mig_args, "a MIG instance is a GPU of its own"
 
 
+# ---- warm nodes on a shared pool ask for slices ----------------------------------------------------------------
+
+
+def warm_templates(sections) -> dict[str, dict]:
+    from tests.conftest import render_sections
+
+    rendered = render_sections(sections)
+    return {m["metadata"]["name"]: m for m in rendered.manifests() if m["kind"] == "PodTemplate"}
+
+
+def placeholder_resources(template: dict) -> dict:
+    [container] = template["template"]["spec"]["containers"]
+    return container["resources"]
+
+
+def test_a_warm_node_of_a_shared_pool_holds_slices_not_gpus_its_nodes_never_advertise():
+    sections = sections_of(SHARING)
+    sections["models"] = [m for m in sections["models"] if m["pool"] == "l4-half"]  # l4-shared, h100-mig: none
+    sections["nodePools"][0]["warmNodes"] = 1
+    sections["nodePools"][1]["warmNodes"] = 1
+    templates = warm_templates(sections)
+    sliced = placeholder_resources(templates["warm-l4-shared"])
+    assert sliced["requests"] == sliced["limits"] == {"nvidia.com/gpu.shared": "2"}, (
+        "a g6.xlarge (the smallest type) time-sliced 2 ways advertises 2 nvidia.com/gpu.shared and no nvidia.com/gpu"
+    )
+    mig = placeholder_resources(templates["warm-h100-mig"])
+    assert mig["requests"] == mig["limits"] == {"nvidia.com/mig-3g.40gb": "2"}, (
+        "a p5.4xlarge cut into 3g.40gb holds 2 instances, the NodeOverlay's count"
+    )
+
+
+def test_a_warm_node_of_a_shared_pool_with_a_model_holds_the_models_one_slice():
+    sections = sections_of(SHARING)
+    sections["nodePools"][1]["warmNodes"] = 1
+    mig = placeholder_resources(warm_templates(sections)["warm-h100-mig"])
+    assert mig["limits"].get("nvidia.com/mig-3g.40gb") == "1", mig
+    assert "nvidia.com/gpu" not in {**mig["requests"], **mig["limits"]}, "never a whole GPU on a MIG pool"
+
+
 # ---- team quotas count slices --------------------------------------------------------------------------------
 
 PLATFORM = EXAMPLES_DIR / "Pulumi.platform.yaml"
@@ -336,6 +419,87 @@ def test_a_team_model_on_a_time_sliced_pool_counts_against_shared_gpus_not_gpus(
     found = team_on(tmp_path, sliced, {"parameters": "4B"})
     assert any("requests.nvidia.com/gpu.shared" in p and "teams[].quota.sharedGpus" in p for p in found), found
     assert not any("of requests.nvidia.com/gpu but" in p for p in found), "a slice is not a whole GPU"
+
+
+SLICED_POOL = {
+    "name": "l4-shared",
+    "accelerator": "nvidia",
+    "instanceTypes": ["g6.xlarge"],
+    "limits": {"accelerators": 4},
+    "gpuSharing": {"timeSlicing": {"replicas": 2}},
+}
+
+
+def team_on_quota(tmp_path, pool: dict, model: dict, quota: dict) -> tuple[list[str], list[str]]:
+    """The search team's first model moved to `pool` of the platform example, with `quota` in its team's
+    quota: (what `stacks validate` refuses, what the policy pack refuses of the same pod against the
+    ResourceQuota the platform renders for that quota). The pod is rendered with a quota that holds it."""
+    from components.team import resource_quota
+    from policypack import validators as v
+    from stacks.config.stack import Quota
+    from stacks.pipeline import PlatformExports, exports_from_file
+    from tests.conftest import render_sections
+    from tests.test_policies import res, stack, violations
+
+    platform = yaml.safe_load(PLATFORM.read_text())
+    platform["config"]["inference-platform:nodePools"].append(dict(pool))
+    for team in platform["config"]["inference-platform:teams"]:
+        team["quota"]["migInstances"] = {"3g.40gb": 1}
+        team["quota"]["sharedGpus"] = 1
+    path = tmp_path / "Pulumi.platform.yaml"
+    path.write_text(yaml.safe_dump(platform))
+    live = exports_from_file(path)
+    team = sections_of(EXAMPLES_DIR / "Pulumi.team-search.yaml")
+    team["models"] = [team["models"][0] | {"pool": pool["name"], "acceleratorsPerReplica": 1} | model]
+    deployment = render_sections(team, platform_exports=live).mocks.named(
+        "kubernetes:apps/v1:Deployment", f"platform-models-deployment-{team['models'][0]['name']}"
+    )
+    search = next(t for t in live["teams"] if t["name"] == "search")
+    search["quota"] |= quota
+    try:
+        check_sections(team, "us-west-2", platforms=lambda ref: PlatformExports(live, str(path)))
+        refused = []
+    except ConfigError as exc:
+        refused = [str(p) for p in exc.problems]
+    hard = resource_quota("search", "search", Quota.model_validate(search["quota"]))
+    pod = res(v.WORKLOADS[0], deployment.inputs, "model")
+    return refused, violations(v.replicas_within_team_quota, stack(res(v.RESOURCE_QUOTA, hard), pod))
+
+
+def test_the_policy_pack_refuses_a_team_pod_over_its_mig_instances_as_validate_does(tmp_path):
+    refused, pack = team_on_quota(tmp_path, MIG_POOL, {}, {"migInstances": {"3g.40gb": 0}})
+    assert any("needs 1 of nvidia.com/mig-3g.40gb but team search's quota allows 0" in p for p in refused), refused
+    assert any("requests 1 of requests.nvidia.com/mig-3g.40gb" in m and "allows 0" in m for m in pack), (
+        f"the pack counts the pod's MIG instances against its profile's quota key, as validate does: {pack}"
+    )
+    refused, pack = team_on_quota(tmp_path, MIG_POOL, {}, {"migInstances": {"3g.40gb": 1}})
+    assert not refused and not pack, f"one instance is within a quota of one, for both: {refused} {pack}"
+
+
+def test_the_policy_pack_refuses_a_team_pod_over_its_shared_gpus_as_validate_does(tmp_path):
+    refused, pack = team_on_quota(tmp_path, SLICED_POOL, {"parameters": "4B"}, {"sharedGpus": 0})
+    assert any("requests.nvidia.com/gpu.shared" in p and "teams[].quota.sharedGpus" in p for p in refused), refused
+    assert any("requests 1 of requests.nvidia.com/gpu.shared" in m and "allows 0" in m for m in pack), pack
+    assert not any("requests.nvidia.com/gpu " in m for m in pack), "a slice is not a whole GPU to the pack either"
+    refused, pack = team_on_quota(tmp_path, SLICED_POOL, {"parameters": "4B"}, {"sharedGpus": 1})
+    assert not refused and not pack, f"one slice is within a quota of one, for both: {refused} {pack}"
+
+
+def test_the_pack_counts_mig_instances_per_profile_and_leaves_an_unnamed_profile_unbounded():
+    from policypack.validators import pod_mig_requests, quota_mig_limits
+    from stacks.guards import mig_quota_shortfalls
+
+    pod = {
+        "containers": [
+            {"resources": {"limits": {"nvidia.com/mig-1g.10gb": 2}}},
+            {"resources": {"requests": {"nvidia.com/mig-3g.40gb": "1"}, "limits": {"nvidia.com/mig-3g.40gb": "1"}}},
+        ]
+    }
+    need = pod_mig_requests(pod)
+    assert need == {"1g.10gb": 2, "3g.40gb": 1}, "each profile counted on its own, a limit standing for a request"
+    hard = {"requests.nvidia.com/mig-1g.10gb": "1"}
+    [short] = mig_quota_shortfalls(need, quota_mig_limits(hard, need))
+    assert (short.resource, short.requested, short.available) == ("requests.nvidia.com/mig-1g.10gb", "2", "1")
 
 
 def test_the_policy_pack_reads_a_shared_pools_slices_from_its_device_plugin_label(render):

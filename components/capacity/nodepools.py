@@ -46,7 +46,13 @@ from stacks.fastpath import (
 )
 from stacks.fit import pool_limits
 from stacks.resolved import KARPENTER_NAMESPACE, ResolvedPool
-from stacks.sharing import mig_partition_script, overlay_capacity, pool_types, slice_resource
+from stacks.sharing import (
+    bottlerocket_sharing_settings,
+    mig_partition_script,
+    overlay_capacity,
+    pool_types,
+    slice_resource,
+)
 from stacks.tiers import PoolTier, pool_tiers
 
 from ..scheduling import POOL_LABEL, placement, pool_labels, pool_taints
@@ -100,11 +106,24 @@ def user_data(pool: NodePoolSection) -> str:
     return bottlerocket_user_data() if pool.ami_family == "bottlerocket" else nodeadm_user_data()
 
 
+def bottlerocket_node_user_data(pool: NodePoolSection, image_pull: str) -> str | None:
+    """A Bottlerocket pool's userData: TOML settings (Karpenter merges its own cluster settings into them),
+    the SOCI snapshotter when the pool pulls with SOCI and the device plugin's time-slicing on a shared pool
+    (stacks/sharing.py `bottlerocket_sharing_settings`). None: nothing to add."""
+    parts = [bottlerocket_user_data()] if image_pull == SOCI else []
+    if (sharing := bottlerocket_sharing_settings(pool)) is not None:
+        parts.append(sharing)
+    return "\n".join(parts) if parts else None
+
+
 def node_class_user_data(pool: NodePoolSection, image_pull: str) -> str | None:
     """The EC2NodeClass userData: the SOCI part when the pool pulls with SOCI and, on an AL2023 MIG pool,
     a shell-script part that partitions the GPUs (stacks/sharing.py `mig_partition_script`) in the same
-    MIME archive (Karpenter appends its own NodeConfig part to it). None: nothing to add."""
-    script = mig_partition_script(pool) if pool.ami_family == "al2023" else None
+    MIME archive (Karpenter appends its own NodeConfig part to it); on Bottlerocket, TOML settings. None:
+    nothing to add."""
+    if pool.ami_family == "bottlerocket":
+        return bottlerocket_node_user_data(pool, image_pull)
+    script = mig_partition_script(pool)
     if script is None:
         return user_data(pool) if image_pull == SOCI else None
     parts = [(NODEADM_CONTENT_TYPE, SOCI_NODE_CONFIG)] if image_pull == SOCI else []

@@ -98,8 +98,13 @@ def sharing_config(pools: Sequence[ResolvedPool]) -> dict[str, Any]:
     """The device plugin's `config` values when some pool shares its GPUs (chart 0.20.0: `config.map` of
     named configs, each a config file as text; `config.default` for nodes without the label): one config
     per distinct sharing, picked per node by the pool's CONFIG_LABEL; none otherwise (whole GPUs, the
-    plugin's built-in defaults)."""
-    named = {name: p.config for p in pools if (name := config_name(p.config)) is not None}
+    plugin's built-in defaults). Only the pools the chart's plugin runs on (AL2023): a Bottlerocket pool's
+    host plugin takes its sharing from the node's userData settings."""
+    named = {
+        name: p.config
+        for p in pools
+        if needs_nvidia_device_plugin(p.config) and (name := config_name(p.config)) is not None
+    }
     if not named:
         return {}
     configs = {DEFAULT_CONFIG: plugin_config(None)} | {name: plugin_config(pool) for name, pool in named.items()}

@@ -187,8 +187,22 @@ class Mig(Strict):
     profile: MigProfileName = Field(
         description="The MIG profile every GPU of the pool is cut into (mig-parted's `all-<profile>` layout), e.g. "
         "`1g.10gb` (7 per H100) or `3g.40gb` (2 per H100); it must be one the pool's GPU offers (A100, H100, H200, "
-        "B200: stacks/data/mig-profiles.json). A10G, L4 and L40S have no MIG.",
+        "B200: stacks/data/mig-profiles.json). A10G, L4 and L40S have no MIG. One profile: mixed layouts (several "
+        "profiles on one GPU) are refused.",
     )
+
+    @field_validator("profile", mode="before")
+    @classmethod
+    def _one_profile(cls, value: object) -> object:
+        # A mixed layout (mig-parted's `all-balanced`, or a list) would advertise several slice resources per
+        # node, while a model picks a pool, not a profile, and the fit, quotas and NodeOverlay count one.
+        if isinstance(value, list) or (isinstance(value, str) and any(c in value for c in ",+ ")):
+            raise ValueError(
+                f"{value!r} is a mixed MIG layout (several profiles on one GPU), which the platform does not "
+                "offer: a model picks a pool, not a profile, and the fit, team quotas and NodeOverlay count one "
+                "slice resource per pool; give one profile (e.g. 3g.40gb) and make one pool per profile"
+            )
+        return value
 
 
 class GpuSharing(Strict):
@@ -352,8 +366,9 @@ class NodePoolSection(Strict):
 
     gpu_sharing: GpuSharing | None = Field(
         default=None,
-        description="Share each GPU among pods (nvidia pools on AL2023): `{timeSlicing: {replicas: N}}` or "
-        "`{mig: {profile: 1g.10gb}}`. Models on the pool then request one slice (`nvidia.com/gpu.shared` or "
+        description="Share each GPU among pods (nvidia pools): `{timeSlicing: {replicas: N}}` (AL2023, or "
+        "Bottlerocket v1.25.0+ through its userData settings) or `{mig: {profile: 1g.10gb}}` (AL2023 only). "
+        "Models on the pool then request one slice (`nvidia.com/gpu.shared` or "
         "`nvidia.com/mig-<profile>`, `acceleratorsPerReplica: 1`), a Karpenter NodeOverlay tells Karpenter how many "
         "slices each type holds, and the device plugin gets the pool's sharing config through the node label "
         "`nvidia.com/device-plugin.config`. Unset: whole GPUs.",
@@ -382,3 +397,10 @@ class NodePoolSection(Strict):
     @property
     def ami_pinned(self) -> bool:
         return not self.ami_alias.endswith("@latest")
+
+    @property
+    def bottlerocket_version(self) -> tuple[int, ...] | None:
+        """The release a pinned Bottlerocket alias names (`bottlerocket@v1.44.0` -> (1, 44, 0)); None: latest,
+        or not Bottlerocket."""
+        found = re.match(r"^bottlerocket@v([0-9]+)\.([0-9]+)\.([0-9]+)", self.ami_alias)
+        return tuple(int(p) for p in found.groups()) if found else None

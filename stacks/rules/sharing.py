@@ -1,9 +1,10 @@
 """GPU-sharing rules (`nodePools[].gpuSharing`, stacks/sharing.py): where a pool may share its GPUs, and
 what a model on a shared pool may ask.
 
-- Sharing is a config of the NVIDIA device plugin the platform installs: an nvidia pool on AL2023 with
-  `addons.nvidiaDevicePlugin` on (Bottlerocket's NVIDIA variant runs its own plugin outside Kubernetes,
-  which the chart's config never reaches).
+- Sharing is a config of the NVIDIA device plugin: on AL2023 the chart the platform installs
+  (`addons.nvidiaDevicePlugin` on); on Bottlerocket the NVIDIA variant's own host plugin, configured by the
+  pool's userData settings, which time-slice (from Bottlerocket 1.25.0) but whose MIG advertises instances
+  as `nvidia.com/gpu` (migStrategy single), not the platform's slices: MIG is refused there.
 - MIG only on GPUs that have it, with a profile that GPU offers (stacks/data/mig-profiles.json: A100,
   H100, H200, B200); A10G, L4, L40S and the g6f L4 fractions have none. A g6f is already a vGPU fraction:
   it is not shared further.
@@ -25,8 +26,9 @@ from components.engines import ENGINES
 from ..checks import rule
 from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
+from ..guards import mig_quota_shortfalls
 from ..resolved import ResolvedModel, ResolvedStack
-from ..sharing import fractional_gpus, mig_model, mig_models, pool_types, without_mig
+from ..sharing import BOTTLEROCKET_TIME_SLICING_SINCE, fractional_gpus, mig_model, mig_models, pool_types, without_mig
 from .engine_args import owned_flag
 
 MEMORY_FLAG = "--gpu-memory-utilization"
@@ -41,14 +43,9 @@ def _pool_problems(i: int, pool: NodePoolSection, plugin: bool) -> Iterable[Prob
     if pool.accelerator != "nvidia":
         yield Problem(key_path(where), f"gpuSharing shares NVIDIA GPUs, but pool {pool.name} is {pool.accelerator}")
         return
-    if pool.ami_family != "al2023":
-        yield Problem(
-            key_path(where),
-            "gpuSharing configures the NVIDIA device plugin the platform installs on AL2023 nodes; Bottlerocket's "
-            "NVIDIA variant runs its own plugin outside Kubernetes, which that config never reaches. Use "
-            "amiAlias: al2023@<version> on this pool",
-        )
-    if not plugin:
+    if pool.ami_family == "bottlerocket":
+        yield from _bottlerocket_problems(i, pool)
+    elif not plugin:
         yield Problem(
             key_path(where),
             "gpuSharing is the NVIDIA device plugin's sharing config, and addons.nvidiaDevicePlugin.enabled is "
@@ -60,6 +57,31 @@ def _pool_problems(i: int, pool: NodePoolSection, plugin: bool) -> Iterable[Prob
             f"{', '.join(t.name for t in fraction)} already carry a fraction of an L4 (NVIDIA vGPU), which the "
             f"device plugin advertises as one nvidia.com/gpu and cannot share further; remove gpuSharing or "
             f"use whole-GPU types",
+        )
+
+
+def _bottlerocket_problems(i: int, pool: NodePoolSection) -> Iterable[Problem]:
+    """Bottlerocket's host device plugin time-slices from its userData settings (stacks/sharing.py
+    `bottlerocket_sharing_settings`), since BOTTLEROCKET_TIME_SLICING_SINCE; its MIG is not the platform's."""
+    sharing = pool.gpu_sharing
+    assert sharing is not None
+    if sharing.mig is not None:
+        yield Problem(
+            key_path(["nodePools", i, "gpuSharing", "mig"]),
+            "Bottlerocket's NVIDIA variant partitions MIG itself (settings.kubelet-device-plugins.nvidia.mig.profile, "
+            "one profile per GPU model) and its device plugin then runs migStrategy single, advertising every "
+            "instance as nvidia.com/gpu, not the nvidia.com/mig-<profile> slices the platform's fit, team quotas "
+            "and NodeOverlay count; use amiAlias: al2023@<version> on this pool (the platform partitions MIG there), "
+            "or timeSlicing on Bottlerocket",
+        )
+    version = pool.bottlerocket_version
+    if sharing.time_slicing is not None and version is not None and version < BOTTLEROCKET_TIME_SLICING_SINCE:
+        since = ".".join(str(p) for p in BOTTLEROCKET_TIME_SLICING_SINCE)
+        yield Problem(
+            key_path(["nodePools", i, "amiAlias"]),
+            f"{pool.ami_alias} has no settings.kubelet-device-plugins.nvidia.time-slicing (Bottlerocket has them "
+            f"from v{since}), so its nodes would advertise whole GPUs the NodeOverlay counts as slices; pin "
+            f"bottlerocket@v{since} or later, or use amiAlias: al2023@<version>",
         )
 
 
@@ -172,7 +194,8 @@ def team_quotas_name_every_mig_profile(stack: ResolvedStack) -> Iterable[Problem
 @rule
 def team_quota_holds_one_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
     """A team's model on a MIG pool needs its profile's instances in the team's quota (the API server
-    refuses a pod over it); the other resources are stacks/rules/workloads.py's."""
+    refuses a pod over it); the comparison is stacks/guards.py `mig_quota_shortfalls`, which the policy pack
+    runs on the rendered pod and ResourceQuota. The other resources are stacks/rules/workloads.py's."""
     team = stack.team
     if team is None or team.quota is None:
         return
@@ -180,11 +203,12 @@ def team_quota_holds_one_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
         sharing = model.pool.config.gpu_sharing
         if sharing is None or sharing.mig is None or not model.requests.mig:
             continue
-        allowed = team.quota.mig_instances.get(sharing.mig.profile, 0)
-        if model.requests.mig > allowed:
+        need = {sharing.mig.profile: model.requests.mig}
+        for short in mig_quota_shortfalls(need, team.quota.mig_instances):
             yield Problem(
                 model.key(),
-                f"one replica of {model.name} needs {model.requests.mig} of nvidia.com/mig-{sharing.mig.profile} "
-                f"but team {team.name}'s quota allows {allowed} (teams[].quota.migInstances of the platform "
-                f"stack); ask the platform team to raise it",
+                f"one replica of {model.name} needs {short.requested} of nvidia.com/mig-{sharing.mig.profile} "
+                f"but team {team.name}'s quota allows {short.available} ({short.resource}, teams[].quota."
+                f"migInstances of the platform stack), so the API server would refuse every pod; ask the platform "
+                f"team to raise it",
             )
