@@ -175,8 +175,8 @@ class TimeSlicing(Strict):
         le=16,
         description="Pods that share one GPU (2-16); each is advertised as one `nvidia.com/gpu.shared`. Time-slicing "
         "isolates nothing: the platform caps each replica's engine at the GPU's memory divided by this (vLLM "
-        "`--gpu-memory-utilization`, SGLang `--mem-fraction-static`) and the fit rule checks the weights against that "
-        "share.",
+        "`--gpu-memory-utilization`; other engines, which have no per-instance cap, are refused on the pool) and the "
+        "fit rule checks the weights against that share.",
     )
 
 
