@@ -615,3 +615,25 @@ def test_a_shared_pool_with_a_capacity_preference_has_its_overlay_cover_every_ti
     assert {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["l4", "l4-spot"]} in overlay["spec"][
         "requirements"
     ], "a spot-tier node advertises the same slices as an on-demand one"
+
+
+def test_a_team_whose_replicas_together_exceed_its_mig_instances_is_warned(tmp_path):
+    """One replica fits the team's one 3g.40gb instance; three (its replicas) do not: the pods beyond the
+    quota stay unscheduled, as stacks/rules/workloads.py says of the other resources."""
+    from stacks.pipeline import PlatformExports, exports_from_file, stack_warnings
+
+    platform = yaml.safe_load(PLATFORM.read_text())
+    platform["config"]["inference-platform:nodePools"].append(dict(MIG_POOL))
+    for team in platform["config"]["inference-platform:teams"]:
+        team["quota"]["migInstances"] = {"3g.40gb": 1}
+    path = tmp_path / "Pulumi.platform.yaml"
+    path.write_text(yaml.safe_dump(platform))
+    exports = PlatformExports(exports_from_file(path), str(path))
+    team = sections_of(EXAMPLES_DIR / "Pulumi.team-search.yaml")
+    first = team["models"][0] | {"pool": MIG_POOL["name"], "acceleratorsPerReplica": 1, "replicas": 3}
+    first.pop("autoscaling", None)
+    team["models"] = [first]
+    warnings = [str(w) for w in stack_warnings(check_sections(team, "us-west-2", platforms=lambda ref: exports))]
+    [warning] = [w for w in warnings if "teams[].quota.migInstances" in w]
+    assert warning.startswith("inference-platform:stack.team: all replicas together need 3 of requests.nvidia.com/mig")
+    assert "quota's 1" in warning
