@@ -351,6 +351,10 @@ class RoutePicking:
     cpu_tier_blocks: int | None = None
     # The picker's flow control; None: off (and always None without a picker).
     flow_control: FlowLimits | None = None
+    # The engine's per-adapter series when the picker also scores adapter affinity (llm-d-router's
+    # `lora-affinity-scorer`): a picked model whose engine loads its `adapters` itself (`models[].lora`)
+    # and exports which adapters each pod runs (vLLM's `vllm:lora_requests_info`); None: not scored.
+    adapter_metric: str | None = None
 
     @property
     def picker(self) -> bool:
