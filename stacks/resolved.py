@@ -768,6 +768,14 @@ class ResolvedModel(Endpoint):
             return tuple(f"{self.name}:{a.name}" for a in self.config.adapters)
         return tuple(a.name for a in self.config.adapters) if self.adapter_loader else ()
 
+    @property
+    def proxied_adapter_names(self) -> tuple[str, ...]:
+        """The adapters the LiteLLM proxy lists as models of their own, at this model's Service: those the
+        engine loads itself (`lora`), which every pod serves. Not AIBrix's (loaded on the pods its controller
+        picks, so a Service call may land on a pod without it) nor Ray Serve's (`<model>:<adapter>`). Whoever
+        may call the model through the proxy may call these: an adapter name is no authentication boundary."""
+        return tuple(a.name for a in self.config.adapters) if self.adapter_loader == "engine" else ()
+
     def pod(self, role: str) -> PodShape:
         """The pods of this role the model runs (`frontend`, `worker`, `decode` ...)."""
         return next(p for p in self.pods if p.role == role)
