@@ -14,6 +14,7 @@ from components.engines import sglang, vllm
 from components.gateway import picker
 from components.serving.litellm import router_config
 from stacks.config.models import ModelSection
+from stacks.plan import plan
 from stacks.resolve.access import with_adapters
 from stacks.resolve.models import picked_adapter_metric
 from stacks.resolved import LITELLM_KEY_SECRET, ResolvedModel, VirtualKey
@@ -138,3 +139,10 @@ def test_a_teams_litellm_key_scoped_to_a_model_gets_its_native_adapters():
     models = serving_stack().models
     assert with_adapters(("gpt-4o-mini", NATIVE), models) == ("gpt-4o-mini", NATIVE, *ADAPTERS)
     assert with_adapters((AIBRIX,), models) == (AIBRIX,), "AIBrix's adapters are not listed by the proxy"
+
+
+def test_stacks_plan_says_which_models_picker_scores_adapter_affinity():
+    text = plan(serving_stack())
+    native = text[text.index(f"{NATIVE} ") :]
+    assert "adapter affinity: lora-affinity-scorer on vllm:lora_requests_info" in native.split("\n\n")[0]
+    assert text.count("adapter affinity:") == 1, "only the native vLLM model, not AIBrix's"
