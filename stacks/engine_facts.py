@@ -154,6 +154,11 @@ class EngineFacts:
     # endpoint picker reads (llm-d-router v0.10.0 extractor/metrics/factories.go defaultEngineConfigs:
     # vllm, sglang, trtllm-serve, triton-tensorrt-llm, triton); None: it cannot read them.
     picker_engine: str | None
+    # The series by which the picker's `lora-affinity-scorer` knows which adapters each pod is running and
+    # queueing, read by its metrics extractor's built-in mapping for `picker_engine` (llm-d-router v0.10.0
+    # extractor/metrics/factories.go defaultEngineConfigs `loraSpec`: vLLM's alone is set); None: the
+    # picker cannot tell one pod's adapters from another's, so it scores none.
+    picker_adapter_metric: str | None
     # The Prometheus series it exports, by signal; empty when it exports none.
     metrics: Mapping[Signal, Metric]
     groups: Groups

@@ -128,6 +128,8 @@ def _traffic_lines(model: ResolvedModel) -> list[str]:
         lines.append(f"  scales on {model.scaling.describe()}")
     if model.routing is not None:
         lines.append(f"  routing: {model.routing.strategy} ({model.routing.reason})")
+        if model.routing.adapter_metric:
+            lines.append(f"  adapter affinity: lora-affinity-scorer on {model.routing.adapter_metric}")
     elif model.expose and model.routing_reason:
         lines.append(f"  routing: {model.routing_reason}")
     return lines

@@ -351,6 +351,10 @@ class RoutePicking:
     cpu_tier_blocks: int | None = None
     # The picker's flow control; None: off (and always None without a picker).
     flow_control: FlowLimits | None = None
+    # The engine's per-adapter series when the picker also scores adapter affinity (llm-d-router's
+    # `lora-affinity-scorer`): a picked model whose engine loads its `adapters` itself (`models[].lora`)
+    # and exports which adapters each pod runs (vLLM's `vllm:lora_requests_info`); None: not scored.
+    adapter_metric: str | None = None
 
     @property
     def picker(self) -> bool:
@@ -763,6 +767,14 @@ class ResolvedModel(Endpoint):
         if self.adapter_loader == "prefix":
             return tuple(f"{self.name}:{a.name}" for a in self.config.adapters)
         return tuple(a.name for a in self.config.adapters) if self.adapter_loader else ()
+
+    @property
+    def proxied_adapter_names(self) -> tuple[str, ...]:
+        """The adapters the LiteLLM proxy lists as models of their own, at this model's Service: those the
+        engine loads itself (`lora`), which every pod serves. Not AIBrix's (loaded on the pods its controller
+        picks, so a Service call may land on a pod without it) nor Ray Serve's (`<model>:<adapter>`). Whoever
+        may call the model through the proxy may call these: an adapter name is no authentication boundary."""
+        return tuple(a.name for a in self.config.adapters) if self.adapter_loader == "engine" else ()
 
     def pod(self, role: str) -> PodShape:
         """The pods of this role the model runs (`frontend`, `worker`, `decode` ...)."""

@@ -49,6 +49,7 @@ TOY_FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine=None,
+    picker_adapter_metric=None,
     metrics={},
     groups=Groups(
         builder=None,

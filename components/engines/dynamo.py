@@ -173,6 +173,7 @@ FACTS = EngineFacts(
     # No picker_engine: the Frontend already routes (its --router-mode), and a picker in front of it
     # would score the Frontend pods, not the workers.
     picker_engine=None,
+    picker_adapter_metric=None,
     metrics=METRICS,
     # The worker component's multinode.nodeCount; its tensor size is the whole group's, which the
     # operator's injected --nnodes/--node-rank wiring expects.

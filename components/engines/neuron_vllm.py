@@ -63,6 +63,7 @@ FACTS = EngineFacts(
     # No picker_engine: that vLLM 0.16 with the vllm-neuron plugin exports the gauges the llm-d
     # router's vllm config reads (vllm:kv_cache_usage_perc, vllm:num_requests_waiting) is not verified.
     picker_engine=None,
+    picker_adapter_metric=None,
     metrics=vllm.METRICS,
     groups=Groups(
         builder=None,

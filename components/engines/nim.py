@@ -75,6 +75,7 @@ FACTS = EngineFacts(
     # (num_requests_waiting, gpu_cache_usage_perc; docs.nvidia.com/nim/large-language-models
     # observability), which none of the llm-d router's built-in engine configs reads.
     picker_engine=None,
+    picker_adapter_metric=None,
     metrics=vllm.METRICS,
     # The NIM Operator's NIMService multiNode forms the group.
     groups=Groups(

@@ -111,6 +111,7 @@ FACTS = EngineFacts(
     controller="kuberay",
     platform_workload=False,
     picker_engine=None,
+    picker_adapter_metric=None,
     metrics=METRICS,
     # N worker pods per replica in a PACK placement group: tensor within a node, pipeline across nodes.
     groups=Groups(builder="operator", refused=None, tensor_spans_nodes=False, head_rule=None, fixed_sizes=None),

@@ -142,6 +142,10 @@ FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine="sglang",
+    # SGLang 0.5.19 counts adapter slots only (sglang:lora_pool_slots_used/_total/_utilization,
+    # srt/observability/metrics_collector.py), never which adapters, and the picker's sglang mapping has
+    # no loraSpec: adapter-aware picking is vLLM's alone.
+    picker_adapter_metric=None,
     metrics=METRICS,
     # One tensor-parallel group over the whole replica (`--tp 16 --nnodes 2`, SGLang docs multi_node.md).
     groups=Groups(builder="lws", refused=None, tensor_spans_nodes=True, head_rule="SGLang 0.5.19", fixed_sizes=None),

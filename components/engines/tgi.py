@@ -96,6 +96,7 @@ FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine=None,
+    picker_adapter_metric=None,
     metrics=METRICS,
     groups=Groups(
         builder=None,

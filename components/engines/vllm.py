@@ -75,6 +75,12 @@ METRICS: dict[Signal, Metric] = {
     ),
 }
 
+# With LoRA enabled, vLLM 0.29 sets this gauge to the scrape's time under labels naming the adapters of
+# its running and waiting requests (comma-separated `running_lora_adapters`, `waiting_lora_adapters`) and
+# `max_lora` (vllm/v1/metrics/loggers.py, stats.py LoRARequestStates: by LoRARequest.lora_name, the
+# `--lora-modules` name). It is not a signal the platform scales or alerts on: the picker reads it.
+LORA_METRIC = "vllm:lora_requests_info"
+
 # The flags `vllm serve` reads for what the platform sets (vllm/engine/arg_utils.py and
 # vllm/entrypoints/launchers/cli_args.py at 0.29.0). Its subparser is a FlexibleArgumentParser built
 # without allow_abbrev=False, so argparse takes any unambiguous prefix of a long flag (`--po` for
@@ -167,6 +173,7 @@ FACTS = EngineFacts(
     controller=None,
     platform_workload=True,
     picker_engine="vllm",
+    picker_adapter_metric=LORA_METRIC,
     metrics=METRICS,
     # Tensor parallel within a node, one pipeline stage per node (docs/serving/parallelism_scaling.md).
     groups=Groups(builder="lws", refused=None, tensor_spans_nodes=False, head_rule="vLLM 0.29", fixed_sizes=None),

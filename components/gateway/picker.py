@@ -57,6 +57,17 @@ LOAD_CONFIG = "load.yaml"
 TIERED_CONFIG = "tiered-prefix.yaml"
 CPU_PRODUCER = "cpu-prefix-cache-producer"
 CPU_SCORER = "cpu-prefix-cache-scorer"
+# On a model whose engine loads its LoRA adapters itself (RoutePicking.adapter_metric): either strategy's
+# profile plus the adapter-affinity scorer, as a config file of the platform's own.
+ADAPTERS_CONFIG = "adapters.yaml"
+# llm-d-router v0.10.0 scheduling/scorer/loraaffinity (registered Beta in cmd/epp/runner/runner.go, so no
+# --allow-experimental-plugins; no parameters). Per pod: 1.0 running the request's `model` as an adapter,
+# 0.8 with a free adapter slot (`max_lora`), 0.6 only queueing it, 0 full. It reads the pod's adapters from
+# the core-metrics-extractor's built-in vllm mapping (loraSpec vllm:lora_requests_info): no extractor
+# parameter is needed. Weighed as the load scorers: it breaks ties toward the pod already running the
+# adapter and away from one that would have to swap an adapter out, without outvoting a full queue.
+ADAPTER_SCORER = "lora-affinity-scorer"
+ADAPTER_WEIGHT = 2
 
 
 def release_name(served: Endpoint) -> str:
@@ -133,17 +144,28 @@ def _cpu_tier(cpu_blocks: int) -> list[dict[str, Any]]:
 
 
 def picker_config(
-    engine_type: str, metrics_path: str, prefix: bool, limits: FlowLimits | None, cpu_blocks: int | None = None
+    engine_type: str,
+    metrics_path: str,
+    prefix: bool,
+    limits: FlowLimits | None,
+    cpu_blocks: int | None = None,
+    *,
+    adapters: bool = False,
 ) -> dict[str, Any]:
     """The EndpointPickerConfig the picker runs: the queue and KV-cache scorers (and the prefix scorer for
     prefix-cache, weights as the chart's default profile), reading the pods' metrics on their path; with
     a KV-cache CPU tier, its own prefix index and scorer (a CPU hit saves the prefill but costs a
-    host-to-GPU copy: it weighs 2 to the GPU hit's 3, a platform choice); with flow control, the gate, the
-    fair policy and the `flowControl:` block."""
+    host-to-GPU copy: it weighs 2 to the GPU hit's 3, a platform choice); with engine-loaded adapters, the
+    adapter-affinity scorer; with flow control, the gate, the fair policy and the `flowControl:` block."""
     extractor: dict[str, Any] = {"type": "core-metrics-extractor"}
     if engine_type != "vllm":
         extractor["parameters"] = {"defaultEngine": engine_type}
-    scorers = [("queue-scorer", 2), ("kv-cache-utilization-scorer", 2), *([("prefix-cache-scorer", 3)] * prefix)]
+    scorers = [
+        ("queue-scorer", 2),
+        ("kv-cache-utilization-scorer", 2),
+        *([("prefix-cache-scorer", 3)] * prefix),
+        *([(ADAPTER_SCORER, ADAPTER_WEIGHT)] * adapters),
+    ]
     tier = _cpu_tier(cpu_blocks) if prefix and cpu_blocks is not None else []
     source = {"scheme": "http", "path": metrics_path, "insecureSkipVerify": False}
     config: dict[str, Any] = {"apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig"}
@@ -194,12 +216,20 @@ def _load_config(engine_type: str, metrics_path: str) -> str:
 
 def _config_file(routing: RoutePicking, metrics_path: str) -> dict[str, Any]:
     """The config the picker runs when not the chart's default profile: the platform's own with flow
-    control or a KV-cache CPU tier, or load's; empty for a plain prefix-cache."""
+    control, a KV-cache CPU tier or engine-loaded adapters, or load's; empty for a plain prefix-cache."""
     assert routing.engine_type is not None
     prefix = routing.strategy == "prefix-cache"
-    if routing.flow_control is not None or (prefix and routing.cpu_tier_blocks is not None):
-        name = FLOW_CONTROL_CONFIG if routing.flow_control is not None else TIERED_CONFIG
-        config = picker_config(routing.engine_type, metrics_path, prefix, routing.flow_control, routing.cpu_tier_blocks)
+    tier = routing.cpu_tier_blocks if prefix else None
+    adapters = routing.adapter_metric is not None
+    if routing.flow_control is not None or tier is not None or adapters:
+        name = (
+            FLOW_CONTROL_CONFIG
+            if routing.flow_control is not None
+            else TIERED_CONFIG
+            if tier is not None
+            else ADAPTERS_CONFIG
+        )
+        config = picker_config(routing.engine_type, metrics_path, prefix, routing.flow_control, tier, adapters=adapters)
         return {"pluginsConfigFile": name, "pluginsCustomConfig": {name: yaml.safe_dump(config, sort_keys=False)}}
     if routing.strategy == "load":
         return {

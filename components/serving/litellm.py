@@ -115,11 +115,11 @@ def model_params(s: Endpoint) -> dict[str, Any]:
 def adapter_entries(s: Endpoint) -> list[dict[str, Any]]:
     """The LoRA adapters a model's engine loads itself (`models[].lora`), each a model of its own name at
     the model's own server: the engine serves an adapter under its name (a request's `model`)."""
-    if not isinstance(s, ResolvedModel) or s.adapter_loader != "engine":
+    if not isinstance(s, ResolvedModel):
         return []
     return [
-        {"model_name": a.name, "litellm_params": {**model_params(s), "model": f"hosted_vllm/{a.name}"}}
-        for a in s.config.adapters
+        {"model_name": name, "litellm_params": {**model_params(s), "model": f"hosted_vllm/{name}"}}
+        for name in s.proxied_adapter_names
     ]
 
 

@@ -496,7 +496,9 @@ class Routing(Strict):
         "KEDA HTTP add-on's interceptor that wakes it forwards to its Service, past any picker (and at zero there "
         "is no pod to pick). `prefix-cache`: the llm-d router's endpoint picker scores pods by queue length, "
         "KV-cache use and the prompt prefix they likely cache (its chart's default profile); `load`: the picker's "
-        "queue and KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). "
+        "queue and KV-cache scorers only; both for engines whose metrics the picker reads (vLLM, SGLang). On a vLLM "
+        "model that loads its `adapters` itself (`lora`), either also scores adapter affinity (the picker's "
+        "lora-affinity-scorer on vllm:lora_requests_info). "
         "`round-robin`: no picker, Envoy's round robin over the pods (any engine).",
     )
     flow_control: FlowControl | None = Field(

@@ -81,7 +81,15 @@ def litellm_models(addons: AddonsSection, models: Sequence[ResolvedModel]) -> tu
     and every listed external provider's, in its router config's order."""
     own = [m.name for m in models if m.expose and m.owner == PLATFORM_CLIENTS]
     external = [name for p in addons.litellm.external_providers for name in p.models]
-    return tuple(dict.fromkeys([*own, *external]))
+    return with_adapters(tuple(dict.fromkeys([*own, *external])), models)
+
+
+def with_adapters(names: Sequence[str], models: Sequence[ResolvedModel]) -> tuple[str, ...]:
+    """LiteLLM model names with, after each of the stack's exposed models, the adapters the proxy lists at
+    it (components/serving/litellm.py adapter_entries): a virtual key scoped to a model may call its
+    adapters, as the model's consumers may on its route."""
+    adapters = {m.name: m.proxied_adapter_names for m in models if m.expose}
+    return tuple(dict.fromkeys(n for name in names for n in (name, *adapters.get(name, ()))))
 
 
 def litellm_callers(view: PlatformView) -> tuple[str, ...]:
@@ -143,7 +151,7 @@ def virtual_keys(view: PlatformView, models: Sequence[ResolvedModel]) -> tuple[V
             caller=t.name,
             namespace=t.home,
             secret=LITELLM_KEY_SECRET,
-            models=t.litellm_models,
+            models=with_adapters(t.litellm_models, models),
             max_budget=t.litellm_max_budget,
             budget_duration=t.litellm_budget_duration,
             tpm_limit=t.litellm_tpm_limit,

@@ -134,8 +134,20 @@ def route_picking(model: ModelSection, facts: EngineFacts, routed: bool, client_
             reason=reason,
             cpu_tier_blocks=tier,
             flow_control=flow_limits(model, client_header) if facts.picker_engine else None,
+            adapter_metric=picked_adapter_metric(model, facts),
         )
     return {"routing": picking, "routing_reason": reason}
+
+
+def picked_adapter_metric(model: ModelSection, facts: EngineFacts) -> str | None:
+    """The series the picker scores adapter affinity by: only where the engine itself loads the model's
+    adapters at start (`lora`), so every pod serves every adapter and the scorer only prefers the pod
+    already running it. Not for AIBrix's adapters: its controller loads each on the pods it picks
+    (`replicas`), and the scorer, which rates a pod with a free adapter slot nearly as high as one
+    running the adapter, would send requests to pods that do not have it."""
+    if facts.picker_engine is None or adapter_loader(model, facts) != "engine":
+        return None
+    return facts.picker_adapter_metric
 
 
 def client_header(gateway: GatewaySection) -> str:
