@@ -7,7 +7,12 @@ connector would replace; aggregated, Dynamo's own KV block manager is the path, 
 replica across nodes (how the engines split the tier over pipeline stages on several hosts is not
 verified), an SGLang tier under 1 GB per rank (its `--hicache-size` is whole GB per rank), and a
 tier that leaves the engine less than its floor on the pool's smallest type, with the largest that
-fits. Zero and negative sizes are refused when the stack file loads (`cpuGiB` is at least 1)."""
+fits. Zero and negative sizes are refused when the stack file loads (`cpuGiB` is at least 1).
+
+The shared file tier (`kvCacheOffload.shared`) is refused at its key on an engine whose file tier the
+platform does not wire (`KvOffload.shared_tier`: SGLang's only; vLLM 0.29's never deletes its files) and
+on a stack whose model cache is not a shared file system (`local`, `none`: each pod's own volume, or an
+existing claim the platform cannot tell is shared); on a Dynamo graph the whole key is refused above."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from components.engines import ENGINES
 
 from ..checks import rule
 from ..errors import Problem
+from ..fastpath import SHARED_CACHES
 from ..groups import replica_group
 from ..offload import ENGINE_FLOOR_GIB, sglang_smallest_gib
 from ..resolved import ModelEntry, ResolvedStack
@@ -60,6 +66,7 @@ def offload_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Proble
     if why is not None:
         yield Problem(entry.key("kvCacheOffload"), why)
         return
+    yield from shared_problems(entry, stack)
     at = entry.key("kvCacheOffload", "cpuGiB")
     assert entry.facts.kv_offload is not None
     if entry.facts.kv_offload.per_rank_gb:
@@ -84,6 +91,37 @@ def offload_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Proble
             f"a {offload.cpu_gib}GiB CPU tier does not fit pool {pool.name}: on its smallest type for this model, "
             f"one pod's part of the node's memory after the platform's DaemonSets holds the engine ({keeps}) and "
             f"at most {max(largest, 0)}GiB more; {fits} (or choose a pool of larger instances)",
+        )
+
+
+def shared_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """The file tier's refusals, for a model whose CPU tier the engine takes."""
+    offload = entry.config.kv_cache_offload
+    if offload is None or offload.shared is None:
+        return
+    at = entry.key("kvCacheOffload", "shared")
+    facts = entry.facts.kv_offload
+    assert facts is not None
+    if facts.shared_tier is None:
+        wired = " and ".join(
+            f"{n} ({e.facts.kv_offload.shared_tier})"
+            for n, e in ENGINES.items()
+            if e.facts.kv_offload and e.facts.kv_offload.shared_tier
+        )
+        yield Problem(
+            at,
+            f"the platform wires a shared KV-cache file tier for {wired} only, not {entry.config.engine} (vLLM "
+            f"0.29's file tier, a TieringOffloadingSpec secondary tier, never deletes what it writes, so nothing "
+            f"would bound it); remove kvCacheOffload.shared, or serve the model with engine sglang",
+        )
+        return
+    cache = stack.platform.storage.model_cache
+    if cache not in SHARED_CACHES:
+        yield Problem(
+            at,
+            f"storage.modelCache is {cache}: the tier lives on the platform's shared model cache, and this stack "
+            f"has none (each pod's volume is its own, or an existing claim the platform cannot tell is shared); "
+            f"use storage.modelCache: efs or fsx, or remove kvCacheOffload.shared",
         )
 
 
