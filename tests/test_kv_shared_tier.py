@@ -247,6 +247,15 @@ def test_the_shared_tier_on_a_disaggregated_dynamo_graph_is_refused_at_kv_cache_
     assert has(problems(sections), f"models[{i}].kvCacheOffload", "NIXL")
 
 
+def test_file_tiers_that_fill_the_fsx_file_system_are_refused_naming_its_capacity():
+    sections = sharing()
+    sections["storage"] = sections_of(FSX)["storage"]
+    capacity = sections["storage"]["fsx"]["storageCapacityGiB"]
+    i = index_of(sections, SHIPPED)
+    sections["models"][i]["kvCacheOffload"]["shared"] = {"sizeGiB": capacity}
+    assert has(problems(sections), f"models[{i}].kvCacheOffload.shared.sizeGiB", f"holds {capacity}GiB")
+
+
 @pytest.mark.parametrize("size", [0, -5])
 def test_a_shared_tier_of_zero_or_less_is_refused_when_the_stack_file_loads(size):
     sections = sharing()

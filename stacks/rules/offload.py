@@ -12,7 +12,8 @@ fits. Zero and negative sizes are refused when the stack file loads (`cpuGiB` is
 The shared file tier (`kvCacheOffload.shared`) is refused at its key on an engine whose file tier the
 platform does not wire (`KvOffload.shared_tier`: SGLang's only; vLLM 0.29's never deletes its files) and
 on a stack whose model cache is not a shared file system (`local`, `none`: each pod's own volume, or an
-existing claim the platform cannot tell is shared); on a Dynamo graph the whole key is refused above."""
+existing claim the platform cannot tell is shared); on a Dynamo graph the whole key is refused above. On
+FSx the stack's tiers together must stay below the file system's fixed capacity, which the weights share."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ..checks import rule
 from ..errors import Problem
 from ..fastpath import SHARED_CACHES
 from ..groups import replica_group
-from ..offload import ENGINE_FLOOR_GIB, sglang_smallest_gib
+from ..offload import ENGINE_FLOOR_GIB, sglang_smallest_gib, shared_gib
 from ..resolved import ModelEntry, ResolvedStack
 from ..sizing import largest_tier_gib
 
@@ -129,3 +130,24 @@ def shared_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem
 def kv_cache_offload_is_wired_and_fits(stack: ResolvedStack) -> Iterable[Problem]:
     for entry in stack.entries:
         yield from offload_problems(entry, stack)
+
+
+@rule
+def kv_file_tiers_fit_the_fsx_file_system(stack: ResolvedStack) -> Iterable[Problem]:
+    """FSx for Lustre has a fixed capacity, which the weights share: the stack's file tiers together must
+    stay below it (EFS is elastic and needs no such bound)."""
+    storage = stack.platform.storage
+    if storage.model_cache != "fsx":
+        return
+    capacity, total = storage.fsx.storage_capacity_gib, 0
+    for entry in stack.entries:
+        size = shared_gib(entry.config)
+        total += size
+        if size and total >= capacity:
+            yield Problem(
+                entry.key("kvCacheOffload", "shared", "sizeGiB"),
+                f"the stack's KV-cache file tiers come to {total}GiB with this one, and the FSx file system holds "
+                f"{capacity}GiB (storage.fsx.storageCapacityGiB) beside the models' weights; lower sizeGiB or raise "
+                f"the capacity",
+            )
+            return
