@@ -115,6 +115,9 @@ class KvOffload:
     title: str
     in_shm: bool
     per_rank_gb: bool
+    # Its file-system tier the platform puts on the shared model cache (`kvCacheOffload.shared`), as
+    # messages name it; None: the platform wires none for this engine.
+    shared_tier: str | None = None
 
 
 # The acceptance check's JSON Schema, small enough for every engine's grammar backend: one required string.

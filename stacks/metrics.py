@@ -62,6 +62,8 @@ class Metric:
     # The labels the exporter itself puts on the series (kube-state-metrics' tables); empty for the
     # engines, whose series a query selects by the labels the PodMonitor adds.
     labels: tuple[str, ...] = ()
+    # A label of the series a panel keeps apart (SGLang's offload hits by tier, `mode`); empty: none.
+    split: str = ""
 
     def series(self, selector: str = "") -> str:
         """The instant-vector selector of this metric, narrowed by `selector` (PromQL label matchers)."""

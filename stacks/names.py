@@ -141,6 +141,9 @@ PLATFORM_SUFFIXES = {
     "-neuron-compile": "Job",
     # stacks/resolve/acceptance.py minted_key_secret: the key the platform mints for a model's acceptance Job.
     "-acceptance-key": "Secret",
+    # components/storage/kvtier.py cron_job_name: the pruner of a model's KV-cache file tier
+    # (`kvCacheOffload.shared`), cut to the API server's 52 for a CronJob with a hash.
+    "-kv-prune": "CronJob",
 }
 
 

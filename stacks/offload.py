@@ -14,6 +14,23 @@ Sources, at the pinned versions:
   the tier over the tensor-parallel ranks, rounded down to whole GB (never more than the pod is sized
   for). SGLang also wants each rank's host pool larger than its GPU KV pool, which is known only at
   start: a tier below that fails the server's start, named in the operator guide.
+
+The shared file-system tier (`kvCacheOffload.shared`), SGLang 0.5.19 only:
+- `--hicache-storage-backend file` (srt/server_args.py choices) selects `HiCacheFile`
+  (srt/mem_cache/hicache_storage.py): one `<page hash>_<served model name>_<tp rank>_<tp size>.bin` per
+  KV page (MLA models drop the rank: every rank shares the file) in the directory
+  SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR names (srt/environ.py; default /tmp/hicache). The platform
+  points it at the model's own revision directory on the shared cache (`/models/_kvcache/<owner
+  prefix>/<name>/<revision>`), so no other model or revision ever reads or deletes its pages.
+- It evicts only when told to (srt/mem_cache/storage/file/lru_file_evictor.py, opt-in):
+  SGLANG_HICACHE_FILE_BACKEND_MAX_SIZE caps the bytes *one rank of one process* tracks (what it wrote,
+  read or found when it started), unlinking its least-recently-used files past the cap. Each pod therefore
+  keeps within `sizeGiB` when every rank gets `sizeGiB / tensor ranks`; the directory as a whole is not
+  bounded by it (another replica's writes, files of pods scaled in), so a pruning CronJob
+  (components/storage/kvtier.py) deletes the oldest files past `sizeGiB`.
+- vLLM 0.29.0 has a file-system tier too (vllm/v1/kv_offload/tiering/fs/manager.py, a
+  `TieringOffloadingSpec` secondary tier set through `--kv-transfer-config`), which never deletes what it
+  writes; the platform does not wire it (its `--kv-offloading-size` path has no such tier).
 """
 
 from __future__ import annotations
@@ -52,6 +69,37 @@ def sglang_smallest_gib(tensor: int) -> int:
     return math.ceil(tensor * SGLANG_GB / 2**30)
 
 
+# The shared tier's directory tree on the model cache: `_` starts no model name (a DNS label), so it never
+# meets a model's weights, and a revision's pages never mix with another's (a new revision's KV differs).
+KV_DIR = "_kvcache"
+# SGLang 0.5.19's HiCacheFile variables (srt/environ.py): its directory and each rank's LRU cap in bytes
+# (a plain integer; srt/utils/common.py human_readable_int).
+SGLANG_FILE_DIR_ENV = "SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR"
+SGLANG_FILE_MAX_ENV = "SGLANG_HICACHE_FILE_BACKEND_MAX_SIZE"
+
+
+def shared_gib(model: ModelSection) -> int:
+    """The model's shared tier in GiB (0 without one)."""
+    offload = model.kv_cache_offload
+    return offload.shared.size_gib if offload is not None and offload.shared is not None else 0
+
+
+def sglang_rank_cap_bytes(size_gib: int, tensor: int) -> int:
+    """Each rank's HiCacheFile LRU cap: the tier over the tensor-parallel ranks, so one pod keeps within it."""
+    return size_gib * 2**30 // max(1, tensor)
+
+
+def sglang_shared_env(model: ModelSection, tensor: int, directory: str | None) -> list[dict[str, str]]:
+    """SGLang's file-tier variables for a model with `shared` whose directory the cache resolved."""
+    size = shared_gib(model)
+    if not size or directory is None:
+        return []
+    return [
+        {"name": SGLANG_FILE_DIR_ENV, "value": directory},
+        {"name": SGLANG_FILE_MAX_ENV, "value": str(sglang_rank_cap_bytes(size, tensor))},
+    ]
+
+
 def vllm_args(model: ModelSection) -> list[str]:
     if model.kv_cache_offload is None:
         return []
@@ -61,11 +109,15 @@ def vllm_args(model: ModelSection) -> list[str]:
 def sglang_args(model: ModelSection, tensor: int) -> list[str]:
     if model.kv_cache_offload is None:
         return []
-    return [
+    args = [
         "--enable-hierarchical-cache",
         "--hicache-size",
         str(sglang_hicache_gb(model.kv_cache_offload.cpu_gib, tensor)),
     ]
+    if model.kv_cache_offload.shared is not None:
+        # The write and prefetch policies stay SGLang's defaults (write_through, timeout).
+        args += ["--hicache-storage-backend", "file"]
+    return args
 
 
 # The endpoint picker's approximate prefix index (llm-d-router v0.10.0 `approx-prefix-cache-producer`):

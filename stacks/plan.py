@@ -118,7 +118,31 @@ def _model_lines(model: ResolvedModel) -> list[str]:
         if model.adapter_model_names
         else []
     )
-    return [head, *pods, *adapters, *_cold_start_lines(model), *_traffic_lines(model)]
+    return [head, *pods, *adapters, *_offload_lines(model), *_cold_start_lines(model), *_traffic_lines(model)]
+
+
+def _offload_lines(model: ResolvedModel) -> list[str]:
+    """The model's KV-cache offload tiers (`kvCacheOffload`): the CPU tier in its pods' memory and the shared
+    file tier, its directory and bound."""
+    offload = model.config.kv_cache_offload
+    if offload is None:
+        return []
+    lines = [f"  KV-cache offload: a {offload.cpu_gib}GiB CPU tier per pod (counted in its memory)"]
+    if model.cache.kv_dir is not None:
+        lines.append(
+            f"  KV-cache file tier: {model.cache.kv_dir} on the shared cache, bounded to {model.cache.kv_gib}GiB "
+            f"(each pod's LRU share, and a pruning CronJob for the directory)"
+        )
+    return lines
+
+
+def offload_json(model: ResolvedModel) -> dict[str, Any] | None:
+    """`kvCacheOffload` as `plan --json` gives it (None without offload)."""
+    offload = model.config.kv_cache_offload
+    if offload is None:
+        return None
+    shared = None if model.cache.kv_dir is None else {"directory": model.cache.kv_dir, "sizeGiB": model.cache.kv_gib}
+    return {"cpuGiB": offload.cpu_gib, "shared": shared}
 
 
 def _traffic_lines(model: ResolvedModel) -> list[str]:
@@ -313,6 +337,7 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
                     for p in model.pods
                 ],
                 "adapters": {"loader": model.adapter_loader, "models": list(model.adapter_model_names)},
+                "kvCacheOffload": offload_json(model),
                 **cold_start_json(model),
                 **traffic_json(model),
             }

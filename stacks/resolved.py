@@ -652,6 +652,10 @@ class ModelCache:
     # the engine loads it from: `/models/<owner prefix>/<name>/adapters/<adapter>/<revision>`, beside the
     # model's revisions and never inside one (a weights refill replaces the revision's directory whole).
     adapter_dirs: tuple[tuple[str, str], ...] = ()
+    # With `kvCacheOffload.shared`: the engine's KV-cache file tier on the shared claim, per owner, model and
+    # revision (`/models/_kvcache/<owner prefix>/<name>/<revision>`), and the GiB it is bounded to; None: none.
+    kv_dir: str | None = None
+    kv_gib: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -129,6 +129,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "components.secretfiles",
             "components.serving.aibrix",
             "components.storage.cache",
+            "components.storage.kvtier",
             "components.storage.prepare",
         ),
     ),

@@ -51,6 +51,17 @@ METRICS: dict[Signal, Metric] = {
     "queue": Metric("sglang:num_queue_reqs", "gauge", "requests", "requests in the waiting queue"),
     "running": Metric("sglang:num_running_reqs", "gauge", "requests", "requests running"),
     "kv_cache": Metric("sglang:token_usage", "gauge", "ratio", "KV pool token usage (0-1)"),
+    # Prefill tokens by where they came from (SchedulerMetricsCollector, created with the collector and
+    # pre-seeded for every mode): `host_hit` read back from the CPU tier, `storage_hit` from the file tier
+    # (`kvCacheOffload.shared`); `device_hit` and `input` are the GPU's and the computed ones.
+    "offload_hits": Metric(
+        "sglang:prefill_effective_tokens_total",
+        "counter",
+        "tokens",
+        "prefill tokens loaded from the CPU (host_hit) and file (storage_hit) tiers",
+        matchers='mode=~"host_hit|storage_hit"',
+        split="mode",
+    ),
 }
 
 # The flags SGLang 0.5.19 reads for what the platform sets (sglang/srt/server_args.py
@@ -82,8 +93,9 @@ FLAGS: dict[str, str] = {
     "--admin-api-key": flags.API_KEY,
     "--ssl-keyfile-password": flags.CREDENTIAL,
 }
-# SGLang 0.5.19's hierarchical-cache flags (srt/server_args.py): `models[].kvCacheOffload` sets them
-# and sizes the pod for them.
+# SGLang 0.5.19's hierarchical-cache flags (srt/server_args.py, every `hicache_*` field of its
+# "Hierarchical cache" section): `models[].kvCacheOffload` sets them (`shared`: the storage backend) and
+# sizes the pod for them.
 OFFLOAD: dict[str, str] = dict.fromkeys(
     (
         "--enable-hierarchical-cache",
@@ -95,6 +107,9 @@ OFFLOAD: dict[str, str] = dict.fromkeys(
         "--hicache-storage-backend",
         "--hicache-storage-prefetch-policy",
         "--hicache-storage-backend-extra-config",
+        "--hicache-host-memory-mode",
+        "--hicache-storage-prefetch-retry-poll-interval",
+        "--hicache-storage-prefetch-retry-max-attempts",
     ),
     flags.OFFLOAD,
 )
@@ -166,10 +181,13 @@ FACTS = EngineFacts(
         "SGLANG_DG_CACHE_DIR": "deep_gemm",
     },
     serving_role=None,
-    # Its host pool is pinned process memory, not /dev/shm. Its HiCache series at 0.5.19 were not read
-    # from its metrics collector, so its dashboard has no offload-hit panel.
+    # Its host pool is pinned process memory, not /dev/shm; its file tier is HiCacheFile
+    # (--hicache-storage-backend file, stacks/offload.py).
     kv_offload=KvOffload(
-        "SGLang's hierarchical cache (--enable-hierarchical-cache --hicache-size)", in_shm=False, per_rank_gb=True
+        "SGLang's hierarchical cache (--enable-hierarchical-cache --hicache-size)",
+        in_shm=False,
+        per_rank_gb=True,
+        shared_tier="SGLang's HiCache file storage backend (--hicache-storage-backend file)",
     ),
     # A MIG instance is a GPU of its own to SGLang; not time-sliced: it sizes its KV pool from the memory
     # free when it starts (--mem-fraction-static is of that), so a second server on the GPU starves.
@@ -243,7 +261,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
     if m.trust_remote_code:
         args.append("--trust-remote-code")
     args += native_lora(spec)
-    env = []
+    env = offload.sglang_shared_env(m, spec.served.tensor_parallel, spec.cache.kv_dir)
     if spec.cache.stream_uri:
         args += streamer.args()
         env.append({"name": "SGLANG_CACHE_DIR", "value": CACHE_DIR})

@@ -33,6 +33,7 @@ from stacks.resolved import PICKER_ENGINE_LABEL, REVISION_LABEL, STARTUP_PERIOD_
 from stacks.versions import Image
 
 from ..serving import aibrix
+from ..storage import kvtier
 from ..storage.prepare import AS_ROOT, TOKEN_DIR, TOKEN_KEY, TOKEN_VOLUME, token_volume
 from .spec import WorkloadSpec
 
@@ -300,14 +301,16 @@ def compile_dir_owner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[
     directory made by root like the cache's other writers, with every capability dropped: root owns what it
     makes, so it may give the directory the pod's fsGroup (a supplementary group of every container) and
     set-group-ID rwx for that group, and the engine's user writes there. Elsewhere the engine makes it: EFS
-    access points write as the pod's identity, and an engine that runs as root needs nobody's help."""
-    target = spec.cache.compile_dir
-    if target is None or not spec.cache.writes_as_root or engine.run_as_user is None:
+    access points write as the pod's identity, and an engine that runs as root needs nobody's help.
+    The same for the KV-cache file tier's directory (`kvCacheOffload.shared`), which the engine and the
+    pruning CronJob (components/storage/kvtier.py, in the same group) write."""
+    if not spec.cache.writes_as_root or engine.run_as_user is None:
         return []
     group = engine.run_as_user  # the pod's fsGroup (pod_security)
+    dirs = (("compile-cache-dir", spec.cache.compile_dir), ("kv-cache-dir", spec.cache.kv_dir))
     return [
         {
-            "name": "compile-cache-dir",
+            "name": name,
             "image": spec.image.ref,
             "imagePullPolicy": "IfNotPresent",
             "command": [
@@ -320,6 +323,8 @@ def compile_dir_owner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[
             "volumeMounts": list(spec.cache.volume_mounts),
             "securityContext": {**security_context(None), **AS_ROOT},
         }
+        for name, target in dirs
+        if target is not None
     ]
 
 
@@ -377,8 +382,9 @@ def scanner_reasons(spec: WorkloadSpec, engine: EngineContainer) -> dict[str, st
     if spec.cache.writes_as_root and (spec.cache.init_containers or engine.init_containers):
         root.append("the FSx cache's writers run as root with no capabilities: the Lustre root is root's")
     reasons = {"CKV_K8S_22": WRITABLE_ROOT}
-    if compile_dir_owner(spec, engine):
-        root.append("the FSx compile-cache directory is made by root with no capabilities, for the pod's group")
+    for owner in compile_dir_owner(spec, engine):
+        made = "compile-cache" if owner["name"] == "compile-cache-dir" else "KV-cache"
+        root.append(f"the FSx {made} directory is made by root with no capabilities, for the pod's group")
     if root:
         reasons["CKV_K8S_23"] = "; ".join(root)
         reasons["CKV_K8S_40"] = "runs as root (uid 0): " + "; ".join(root)
@@ -555,12 +561,30 @@ def platform_model(
 
 
 def manifests(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any]]:
-    """Workload, Service, PodDisruptionBudget and (autoscaling.owner: hpa) HPA for one model."""
+    """Workload, Service, PodDisruptionBudget, (autoscaling.owner: hpa) HPA and (kvCacheOffload.shared)
+    the KV-cache file tier's pruning CronJob for one model."""
     work = workload(spec, engine)
     objs = [work, service(spec), disruption_budget(spec)]
     if spec.model.autoscaling.owner == "hpa":
         objs.append(autoscaler(spec))
+    objs += kv_pruner(spec, engine)
     return objs
+
+
+def kv_pruner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any]]:
+    """The CronJob that bounds the model's KV-cache file tier, in the engine's group (its FSx directory's)."""
+    if spec.cache.kv_dir is None:
+        return []
+    return [
+        kvtier.pruner_cron_job(
+            workload=name_of(spec),
+            namespace=spec.served.namespace,
+            kv_dir=spec.cache.kv_dir,
+            kv_gib=spec.served.cache.kv_gib,
+            group=engine.run_as_user if engine.run_as_user is not None else ENGINE_UID,
+            images=spec.images,
+        )
+    ]
 
 
 # --- OpenTelemetry export (addons.tracing): the flags and variables that send a model's spans to the

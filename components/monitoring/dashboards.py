@@ -33,8 +33,9 @@ TITLES = {
     "queue": "Queue depth (requests waiting)",
     "running": "Requests running",
     "kv_cache": "KV-cache use",
-    # Empty for a model without `kvCacheOffload`: the engine counts them only with a KV connector.
-    "offload_hits": "KV-cache CPU tier hits (prompt tokens/s)",
+    # Empty for a model without `kvCacheOffload`: vLLM counts them only with a KV connector, SGLang only
+    # with its hierarchical cache (by tier: host_hit the CPU's, storage_hit the shared file tier's).
+    "offload_hits": "KV-cache offload tier hits (prompt tokens/s)",
 }
 
 
@@ -65,9 +66,10 @@ def signal_panel(pid: int, signal: str, m: Metric) -> dict[str, Any]:
     if m.kind == "histogram" and m.unit in ("s", "ms"):
         return _panel(pid, f"{TITLES[signal]} ({m.unit})", GRAFANA_UNITS[m.unit], latency_targets(m))
     if m.kind == "counter" or (m.kind == "histogram" and m.unit == "tokens"):
-        series = m.name if m.kind == "counter" else f"{m.name}_sum"
+        series = m.series() if m.kind == "counter" else f"{m.name}_sum"
         unit = f"{m.unit}/s"
-        return _panel(pid, TITLES[signal], GRAFANA_UNITS[unit], [(f"sum by ({BY_MODEL}) (rate({series}[5m]))", LEGEND)])
+        by, legend = (f"{BY_MODEL}, {m.split}", f"{LEGEND} {{{{{m.split}}}}}") if m.split else (BY_MODEL, LEGEND)
+        return _panel(pid, TITLES[signal], GRAFANA_UNITS[unit], [(f"sum by ({by}) (rate({series}[5m]))", legend)])
     return _panel(pid, TITLES[signal], GRAFANA_UNITS[m.unit], [(f"sum by ({BY_MODEL}) ({m.series()})", LEGEND)])
 
 

@@ -20,6 +20,7 @@ from stacks.config.models import ModelSection
 from stacks.config.storage import StorageSection
 from stacks.fastpath import COMPILE_DIR
 from stacks.naming import labels, physical
+from stacks.offload import KV_DIR
 from stacks.resolved import CACHE_CLAIM, CACHE_ROOT, WRITER_SERVICE_ACCOUNT, ImageTable, ModelCache, ResolvedModel
 
 from . import prepare
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # annotations only: this module stays importable without the 
 
 CACHE_VOLUME = "model-cache"
 COMPILE_VOLUME = "compile-cache"
+KV_VOLUME = "kv-cache"
 # The `hf://` scheme NIM model sources use: the preparation step downloads the repo behind it.
 HF_SCHEME = "hf://"
 
@@ -64,6 +66,8 @@ class CacheMount:
     writes_as_root: bool = False
     # `compileCache`: the model's compile-cache directory on the shared claim (the engine writes there).
     compile_dir: str | None = None
+    # `kvCacheOffload.shared`: the model's KV-cache file tier on the shared claim (the engine writes there).
+    kv_dir: str | None = None
     # The stack's region, for what in the pod reads the bucket itself as the service account (an adapter
     # loader's S3 client: AIBrix's runtime sidecar, Ray Serve LLM's LoRA download).
     region: str | None = None
@@ -107,7 +111,7 @@ def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) ->
     model, cache = served.config, served.cache
     storage = ctx.storage
     if cache.streamed:
-        return with_compile_cache(stream_mount(ctx, served, images), served)
+        return with_kv_tier(with_compile_cache(stream_mount(ctx, served, images), served), served)
     volume, ephemeral = _volume(cache)
     mount = {"name": CACHE_VOLUME, "mountPath": CACHE_ROOT}
     weights = cache.model_dir
@@ -151,7 +155,7 @@ def cache_mount(ctx: CacheContext, served: ResolvedModel, images: ImageTable) ->
         writes_as_root=cache.writes_as_root,
         region=ctx.region,
     )
-    return with_compile_cache(mounted, served)
+    return with_kv_tier(with_compile_cache(mounted, served), served)
 
 
 def adapter_steps(
@@ -202,6 +206,25 @@ def with_compile_cache(mount: CacheMount, served: ResolvedModel) -> CacheMount:
         volume_mounts=mounts,
         env=[*mount.env, *compile_cache_env(served)],
         compile_dir=served.cache.compile_dir,
+        writes_as_root=served.cache.writes_as_root,
+    )
+
+
+def with_kv_tier(mount: CacheMount, served: ResolvedModel) -> CacheMount:
+    """The mount with the model's KV-cache file tier (`kvCacheOffload.shared`): its directory on the shared
+    claim; a pod with no cache volume of its own (a model streamed from the bucket) mounts the claim's KV
+    tree alone, at the same path. The engine module points the engine at the directory."""
+    if served.cache.kv_dir is None:
+        return mount
+    volumes, mounts = list(mount.volumes), list(mount.volume_mounts)
+    if not any(v["name"] == CACHE_VOLUME for v in volumes):
+        volumes.append({"name": KV_VOLUME, "persistentVolumeClaim": {"claimName": CACHE_CLAIM}})
+        mounts.append({"name": KV_VOLUME, "mountPath": f"{CACHE_ROOT}/{KV_DIR}", "subPath": KV_DIR})
+    return replace(
+        mount,
+        volumes=volumes,
+        volume_mounts=mounts,
+        kv_dir=served.cache.kv_dir,
         writes_as_root=served.cache.writes_as_root,
     )
 

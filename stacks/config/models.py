@@ -514,10 +514,28 @@ class Routing(Strict):
 LoraRank = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]
 
 
+class KvCacheSharedTier(Strict):
+    """A file-system tier under the CPU tier, on the platform's shared model cache (EFS or FSx): SGLang's
+    HiCache `file` storage backend, in a directory of the model's own revision that every replica and
+    restart reads, bounded by the engine's own LRU eviction and a pruning CronJob."""
+
+    size_gib: int = Field(
+        alias="sizeGiB",
+        ge=1,
+        le=65536,
+        description="GiB the model's KV-cache directory on the shared cache may hold (`/models/_kvcache/<owner "
+        "prefix>/<name>/<revision>`), over all its replicas and tensor-parallel ranks: each pod's SGLang evicts "
+        "its least-recently-used files past its share (SGLANG_HICACHE_FILE_BACKEND_MAX_SIZE, this over the "
+        "ranks), and a CronJob every 10 minutes deletes the oldest files past this total (files of pods gone "
+        "or restarted). Billed as file-system storage (EFS per GiB-month stored).",
+    )
+
+
 class KvCacheOffload(Strict):
     """A host-memory (CPU) tier under the model's GPU KV cache: blocks evicted from the GPU are kept in the
     pod's RAM and loaded back on a prefix hit instead of being recomputed (vLLM's native
-    OffloadingConnector, SGLang's hierarchical cache)."""
+    OffloadingConnector, SGLang's hierarchical cache); optionally a shared file-system tier under it
+    (`shared`, SGLang)."""
 
     cpu_gib: int = Field(
         alias="cpuGiB",
@@ -528,6 +546,13 @@ class KvCacheOffload(Strict):
         "per-rank GB this makes). The pod's memory request and limit grow by it (and its /dev/shm on vLLM, "
         "whose tier is a shared-memory region); the fit rule and team quotas count it. vLLM and SGLang on "
         "one node only.",
+    )
+    shared: KvCacheSharedTier | None = Field(
+        default=None,
+        description="A third tier on the platform's shared model cache (`storage.modelCache: efs` or `fsx`), "
+        "`sizeGiB` bounded: SGLang's HiCache `file` storage backend, so a prefix one replica computed is read by "
+        "the others and survives restarts. SGLang only (vLLM 0.29's file tier never deletes what it writes); "
+        "not with a Dynamo graph. Unset: the CPU tier only.",
     )
 
 

@@ -20,7 +20,8 @@ import math
 from ..config.models import ModelSection
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
-from ..fastpath import COMPILE_DIR
+from ..fastpath import COMPILE_DIR, SHARED_CACHES
+from ..offload import KV_DIR, shared_gib
 from ..resolved import CACHE_CLAIM, CACHE_ROOT, RESULTS_DIR, ModelCache, owner_prefix
 from ..sizing import cache_on_node, local_cache_gib, weights
 
@@ -77,6 +78,15 @@ def compile_dir(model: ModelSection, owner: str, compile_key: str) -> str:
     return f"{CACHE_ROOT}/{COMPILE_DIR}/{bucket_prefix(model, owner)}/{compile_key}"
 
 
+def kv_dir(model: ModelSection, storage: StorageSection, owner: str) -> str | None:
+    """`/models/_kvcache/<owner prefix>/<name>/<revision>`: the model's KV-cache file tier on the shared claim
+    (`kvCacheOffload.shared`, stacks/offload.py), apart from every weight and every other revision; None
+    without the tier or a shared cache (refused: stacks/rules/offload.py)."""
+    if not shared_gib(model) or storage.model_cache not in SHARED_CACHES:
+        return None
+    return f"{CACHE_ROOT}/{KV_DIR}/{bucket_prefix(model, owner)}"
+
+
 def model_cache(
     model: ModelSection, pool: NodePoolSection, storage: StorageSection, owner: str, compile_key: str | None = None
 ) -> ModelCache:
@@ -100,4 +110,6 @@ def model_cache(
         staging_gib=staging_gib(model, storage) if streamed else None,
         writes_as_root=storage.model_cache == "fsx",
         adapter_dirs=() if streamed else adapter_dirs(model, owner),
+        kv_dir=kv_dir(model, storage, owner),
+        kv_gib=shared_gib(model),
     )

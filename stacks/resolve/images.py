@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ..config.addons import AddonsSection, LiteLLM
 from ..config.images import ImagePin
+from ..offload import shared_gib
 from ..resolved import ImageTable, ModelEntry
 from ..versions import IMAGES, Image, overridden
 
@@ -35,8 +36,9 @@ def rendered_images(
     the endpoint picker for every model routed through one (`picked`, entry by entry), the benchmark's
     runner (also the acceptance Job's), and, in a stack that owns the platform, LiteLLM (and its Redis),
     AIBrix's Envoy pair and init image, neuron-monitor on Neuron pools under monitoring, and busybox as the
-    placeholder of warm nodes (`nodePools[].warmNodes`). Builders look their images up in the table built
-    from this list, so one left out here fails the render instead of going unpinned."""
+    placeholder of warm nodes (`nodePools[].warmNodes`) and the KV-cache file tier's pruner. Builders look
+    their images up in the table built from this list, so one left out here fails the render instead of
+    going unpinned."""
     names: list[str] = []
     if any(e.made.prepared for e in entries):
         names += ["model-prep-s3", "model-prep-hub"]
@@ -60,6 +62,9 @@ def rendered_images(
         if warm and "busybox" not in names:
             # The warm nodes' placeholder container (Karpenter's buffer pods are virtual: never pulled).
             names.append("busybox")
+    if any(shared_gib(e.config) for e in entries) and "busybox" not in names:
+        # The KV-cache file tier's pruning CronJob (components/storage/kvtier.py).
+        names.append("busybox")
     return tuple(names)
 
 

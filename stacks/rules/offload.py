@@ -7,7 +7,13 @@ connector would replace; aggregated, Dynamo's own KV block manager is the path, 
 replica across nodes (how the engines split the tier over pipeline stages on several hosts is not
 verified), an SGLang tier under 1 GB per rank (its `--hicache-size` is whole GB per rank), and a
 tier that leaves the engine less than its floor on the pool's smallest type, with the largest that
-fits. Zero and negative sizes are refused when the stack file loads (`cpuGiB` is at least 1)."""
+fits. Zero and negative sizes are refused when the stack file loads (`cpuGiB` is at least 1).
+
+The shared file tier (`kvCacheOffload.shared`) is refused at its key on an engine whose file tier the
+platform does not wire (`KvOffload.shared_tier`: SGLang's only; vLLM 0.29's never deletes its files) and
+on a stack whose model cache is not a shared file system (`local`, `none`: each pod's own volume, or an
+existing claim the platform cannot tell is shared); on a Dynamo graph the whole key is refused above. On
+FSx the stack's tiers together must stay below the file system's fixed capacity, which the weights share."""
 
 from __future__ import annotations
 
@@ -17,8 +23,9 @@ from components.engines import ENGINES
 
 from ..checks import rule
 from ..errors import Problem
+from ..fastpath import SHARED_CACHES
 from ..groups import replica_group
-from ..offload import ENGINE_FLOOR_GIB, sglang_smallest_gib
+from ..offload import ENGINE_FLOOR_GIB, sglang_smallest_gib, shared_gib
 from ..resolved import ModelEntry, ResolvedStack
 from ..sizing import largest_tier_gib
 
@@ -60,6 +67,7 @@ def offload_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Proble
     if why is not None:
         yield Problem(entry.key("kvCacheOffload"), why)
         return
+    yield from shared_problems(entry, stack)
     at = entry.key("kvCacheOffload", "cpuGiB")
     assert entry.facts.kv_offload is not None
     if entry.facts.kv_offload.per_rank_gb:
@@ -87,7 +95,59 @@ def offload_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Proble
         )
 
 
+def shared_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """The file tier's refusals, for a model whose CPU tier the engine takes."""
+    offload = entry.config.kv_cache_offload
+    if offload is None or offload.shared is None:
+        return
+    at = entry.key("kvCacheOffload", "shared")
+    facts = entry.facts.kv_offload
+    assert facts is not None
+    if facts.shared_tier is None:
+        wired = " and ".join(
+            f"{n} ({e.facts.kv_offload.shared_tier})"
+            for n, e in ENGINES.items()
+            if e.facts.kv_offload and e.facts.kv_offload.shared_tier
+        )
+        yield Problem(
+            at,
+            f"the platform wires a shared KV-cache file tier for {wired} only, not {entry.config.engine} (vLLM "
+            f"0.29's file tier, a TieringOffloadingSpec secondary tier, never deletes what it writes, so nothing "
+            f"would bound it); remove kvCacheOffload.shared, or serve the model with engine sglang",
+        )
+        return
+    cache = stack.platform.storage.model_cache
+    if cache not in SHARED_CACHES:
+        yield Problem(
+            at,
+            f"storage.modelCache is {cache}: the tier lives on the platform's shared model cache, and this stack "
+            f"has none (each pod's volume is its own, or an existing claim the platform cannot tell is shared); "
+            f"use storage.modelCache: efs or fsx, or remove kvCacheOffload.shared",
+        )
+
+
 @rule
 def kv_cache_offload_is_wired_and_fits(stack: ResolvedStack) -> Iterable[Problem]:
     for entry in stack.entries:
         yield from offload_problems(entry, stack)
+
+
+@rule
+def kv_file_tiers_fit_the_fsx_file_system(stack: ResolvedStack) -> Iterable[Problem]:
+    """FSx for Lustre has a fixed capacity, which the weights share: the stack's file tiers together must
+    stay below it (EFS is elastic and needs no such bound)."""
+    storage = stack.platform.storage
+    if storage.model_cache != "fsx":
+        return
+    capacity, total = storage.fsx.storage_capacity_gib, 0
+    for entry in stack.entries:
+        size = shared_gib(entry.config)
+        total += size
+        if size and total >= capacity:
+            yield Problem(
+                entry.key("kvCacheOffload", "shared", "sizeGiB"),
+                f"the stack's KV-cache file tiers come to {total}GiB with this one, and the FSx file system holds "
+                f"{capacity}GiB (storage.fsx.storageCapacityGiB) beside the models' weights; lower sizeGiB or raise "
+                f"the capacity",
+            )
+            return
