@@ -125,3 +125,16 @@ def test_aibrix_runtime_sidecar_is_recorded_as_multi_arch_from_its_release_workf
     facts = versions.image_platforms(versions.PLATFORM_IMAGES["aibrix-runtime"])
     assert facts is not None and facts.architectures == {"amd64", "arm64"}
     assert "release-build.yaml" in facts.source
+
+
+def test_the_operator_guide_lists_every_engine_images_hardware_with_the_arm64_tag_to_set():
+    from stacks.paths import ROOT
+
+    guide = (ROOT / "docs" / "operator-guide.md").read_text()
+    section = guide.split("- **Engine images per hardware**", 1)[1].split("\n\nWith `limits.accelerators`", 1)[0]
+    for name, image in versions.MODEL_IMAGES.items():
+        facts = versions.image_platforms(image)
+        assert facts is not None
+        assert image.tag in section, f"{name} ({image.ref}) is missing from the guide's engine-image table"
+        if facts.arm64_tag:
+            assert facts.arm64_tag in section, f"the guide names {name}'s arm64 tag"
