@@ -138,3 +138,34 @@ def test_the_operator_guide_lists_every_engine_images_hardware_with_the_arm64_ta
         assert image.tag in section, f"{name} ({image.ref}) is missing from the guide's engine-image table"
         if facts.arm64_tag:
             assert facts.arm64_tag in section, f"the guide names {name}'s arm64 tag"
+
+
+def on_b200(dev: dict, engine: str, **keys) -> dict:
+    dev["nodePools"][0]["instanceTypes"] = ["p6-b200.48xlarge"]
+    dev["models"][0].update(engine=engine, **keys)
+    return dev
+
+
+def blackwell_warnings(sections) -> list[str]:
+    stack = resolve(parse_sections(sections, "us-west-2"), None)
+    return [str(p) for p in hardware.blackwell_kernels_not_known(stack) if "models[0]" in str(p)]
+
+
+@pytest.mark.parametrize(
+    ("engine", "keys"),
+    [
+        ("sglang", {}),
+        ("ollama", {"ollama": {"pull": ["qwen3:8b"]}}),
+        ("nim", {"nim": {"profile": "vllm-bf16-tp1-pp1", "imagePullSecret": "ngc-registry"}}),
+        ("dynamo", {"dynamo": {"mode": "aggregated", "backend": "trtllm"}}),
+        ("ray-serve", {"rayServe": {"minWorkers": 1, "maxWorkers": 1}}),
+    ],
+    ids=["sglang", "ollama", "nim", "dynamo-trtllm", "ray-serve"],
+)
+def test_an_engine_image_with_blackwell_kernels_on_p6_b200_is_not_warned(dev, engine, keys):
+    assert not blackwell_warnings(on_b200(dev, engine, **keys)), f"{engine}'s pinned image has sm_100 kernels"
+
+
+def test_tgi_on_p6_b200_is_warned_because_its_blackwell_kernels_are_not_stated(dev):
+    [warning] = blackwell_warnings(on_b200(dev, "tgi", tgi={"acceptMaintenanceMode": True}))
+    assert "text-generation-inference:3.3.7" in warning and "CUDA 12.8" in warning
