@@ -340,8 +340,9 @@ IMAGE_PLATFORMS: dict[tuple[str, str], ImagePlatforms] = {
         True,
         "ray-project/ray ci/ray_ci/docker_container.py `_get_image_tags`: a tag without an architecture suffix "
         "is the x86_64 build and an aarch64 build is published as <tag>-aarch64; ray-images.json listed ray-llm "
-        "for x86_64 only until ray-project/ray#65002 (July 2026) added arm64 ray-llm images, before the 2.58.0 "
-        "wheels were built (2026-08-20, commit cec0a09). CUDA 13.0 (docker/ray-llm/cuda.wanda.yaml, "
+        "for x86_64 only until ray-project/ray#65002 (opened 2026-07-25, merged) added arm64 ray-llm images; the "
+        "2.58.0 wheels were built 2026-08-20 (commit cec0a09). That 2.58.0's -aarch64 tag exists is not read "
+        "from the registry: the refusal says to confirm it. CUDA 13.0 (docker/ray-llm/cuda.wanda.yaml, "
         "rayllm_py312_cu130.lock), EP kernels built for TORCH_CUDA_ARCH_LIST 9.0a 10.0a (docker/ray-llm/"
         "Dockerfile)",
         arm64_tag="2.58.0-py312-cu130-aarch64",
