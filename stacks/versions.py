@@ -240,21 +240,31 @@ MODEL_IMAGES: dict[str, Image] = {
 
 @dataclass(frozen=True)
 class ImagePlatforms:
-    """What hardware an engine image runs on: the CPU architectures it is published for (a node pulls only
-    its own from the manifest list) and whether its CUDA build carries Blackwell kernels (sm_100 for B200,
-    sm_103 for B300; CUDA 12.8 or later). None: not published where the catalog read; `docker buildx
-    imagetools inspect <image>` answers the first, the image's CUDA version the second."""
+    """What hardware an image runs on: the CPU architectures its tag is published for (a node pulls only
+    its own from the manifest list) and whether its CUDA build carries Blackwell kernels (sm_100 for B200
+    and GB200, sm_103 for B300; CUDA 12.8 or later with those in its arch list: True; a CUDA build below
+    12.8: False). None: not published where the catalog read; `docker buildx imagetools inspect <image>`
+    answers the first, the image's CUDA version the second. A CPU-only image (no kernels) records None for
+    `blackwell`: the Blackwell rules read engine images only. `arm64_tag`: the tag of the same release's
+    arm64 build where the project publishes it under its own tag (a suffix) instead of in this tag's
+    manifest list, what the refusal tells the stack to set."""
 
     architectures: frozenset[str] | None
     blackwell: bool | None
     source: str
+    arm64_tag: str | None = None
 
 
-# Keyed by (repository, tag): a `models[].image` override of another tag is a different image, unknown
-# here. stacks/rules/hardware.py refuses what a fact rules out and warns where it is unknown.
+MULTI_ARCH = frozenset({"amd64", "arm64"})
+AMD64_ONLY = frozenset({"amd64"})
+
+# Keyed by (repository, tag): a `models[].image` or `images.<name>` override to another tag is a different
+# image, unknown here. stacks/rules/hardware.py refuses what a fact rules out and warns where an engine
+# image is unknown. Sources are the upstream build definitions at (or nearest to) the pinned tag, as
+# repo@ref:path; where the nearest stored ref is not the pinned tag, the entry says which it is.
 IMAGE_PLATFORMS: dict[tuple[str, str], ImagePlatforms] = {
     ("vllm/vllm-openai", "v0.29.0"): ImagePlatforms(
-        frozenset({"amd64", "arm64"}),
+        MULTI_ARCH,
         True,
         "vllm-project/vllm .buildkite/scripts/publish-release-images.sh: vllm/vllm-openai:v<release> is a manifest "
         "list of the -x86_64 and -aarch64 builds, and the default build is CUDA 13.0 (CUDA 12.9 is the -cu129 "
@@ -262,10 +272,90 @@ IMAGE_PLATFORMS: dict[tuple[str, str], ImagePlatforms] = {
         "CUDA 13 build; B200 (sm_100) needs CUDA 12.8 or later (vllm-project/vllm#17901)",
     ),
     ("ghcr.io/huggingface/text-generation-inference", "3.3.7"): ImagePlatforms(
-        frozenset({"amd64"}),
+        AMD64_ONLY,
         None,
         "huggingface/text-generation-inference .github/workflows/build.yaml builds `platforms: 'linux/amd64'` only "
         "(no arm64 TGI image is published); its CUDA build's Blackwell kernels are not stated for 3.3.7",
+    ),
+    ("lmsysorg/sglang", "v0.5.19"): ImagePlatforms(
+        MULTI_ARCH,
+        True,
+        "sgl-project/sglang@16739a6:.github/workflows/_docker-build-and-publish.yml (the release workflow's "
+        "reusable build before the CUDA 12 lane was retired): an amd64 and an arm64 build (GRACE_BLACKWELL=1) "
+        "of docker/Dockerfile per CUDA variant, joined by `docker buildx imagetools create` into one manifest "
+        "list per tag; the plain v{version} tag is the cu129 variant (CUDA 12.9.1; test_docker_build_metadata_"
+        "args.py), and v0.5.19 is the last release with that lane (sgl-project/sglang#38404). docker/Dockerfile "
+        "builds its kernels for TORCH_CUDA_ARCH_LIST 9.0;10.0;10.3 on CUDA 12.8+",
+    ),
+    ("ollama/ollama", "0.34.0"): ImagePlatforms(
+        MULTI_ARCH,
+        True,
+        "ollama/ollama@v0.33.0-rc2 (the newest tag stored; 0.34.0 is later):.github/workflows/release.yaml "
+        "docker-build-push builds linux/amd64 and linux/arm64 and docker-merge-push joins them into one "
+        "manifest list per version; llama/server/CMakePresets.json builds the CUDA 12.8 library for "
+        "CMAKE_CUDA_ARCHITECTURES ...;90a;100;120 and the CUDA 13.0 one for ...;100-virtual;103-virtual;...",
+    ),
+    ("nvcr.io/nim/nvidia/model-free-nim", "2.0.12"): ImagePlatforms(
+        None,
+        True,
+        "docs.nvidia.com/nim/large-language-models/2.0.1/reference/support-matrix.html: NIM LLM 2.0's vLLM "
+        "profiles are verified on NVIDIA-B200, NVIDIA-B300-SXM6-AC and NVIDIA-GB200; the CPU architectures the "
+        "model-free-nim 2.0.12 image is published for are not stated in the 2.0 docs",
+    ),
+    ("public.ecr.aws/neuron/pytorch-inference-vllm-neuronx", "0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04"): (
+        ImagePlatforms(
+            AMD64_ONLY,
+            None,
+            "Neuron hosts are x86 only: every Inf2, Trn1, Trn2 and Trn3 type is x86_64 (the catalog's "
+            "instances.json; Karpenter v1.14 pkg/providers/amifamily/al2023.go has no arm64 Neuron AMI), and "
+            "aws-neuron/aws-neuron-sdk@v2.31.1:deploy/docker-examples/inference/Dockerfile-inference-dlc builds "
+            "the inference DLC on x86_64 (Mambaforge Linux-x86_64, /lib/x86_64-linux-gnu); no CUDA",
+        )
+    ),
+    # Dynamo: its main branch of 2026-08-22 (after the 1.4.0 branch cut, read from the fork wxsms/dynamo),
+    # whose release ledger lists each 1.4 runtime's backend, CUDA and architectures.
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime", "1.4.2"): ImagePlatforms(
+        MULTI_ARCH,
+        True,
+        "ai-dynamo/dynamo@main:docs/fern/components/releases.data.ts: vllm-runtime "
+        '1.4.0 is "vLLM v0.26.0 · CUDA 13.0 · AMD64/ARM64" (patch releases keep their base\'s CUDA support: '
+        "CUDA_NOTES), built FROM vllm/vllm-openai (container/context.yaml)",
+    ),
+    ("nvcr.io/nvidia/ai-dynamo/sglang-runtime", "1.4.2"): ImagePlatforms(
+        MULTI_ARCH,
+        True,
+        "ai-dynamo/dynamo@main:docs/fern/components/releases.data.ts: sglang-runtime "
+        '1.4.0 is "SGLang v0.5.16 · CUDA 13.0 · AMD64/ARM64" (patch releases keep their base\'s CUDA '
+        "support), built FROM lmsysorg/sglang's cu130 runtime (container/context.yaml)",
+    ),
+    ("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", "1.4.2"): ImagePlatforms(
+        MULTI_ARCH,
+        True,
+        "ai-dynamo/dynamo@main:docs/fern/components/releases.data.ts: "
+        'tensorrtllm-runtime 1.4.0 is "TRT-LLM v1.3.0rc22 · CUDA 13.1 · AMD64/ARM64" (patch releases keep '
+        "their base's CUDA support)",
+    ),
+    ("rayproject/ray-llm", "2.58.0-py312-cu130"): ImagePlatforms(
+        AMD64_ONLY,
+        True,
+        "ray-project/ray ci/ray_ci/docker_container.py `_get_image_tags`: a tag without an architecture suffix "
+        "is the x86_64 build and an aarch64 build is published as <tag>-aarch64; ray-images.json listed ray-llm "
+        "for x86_64 only until ray-project/ray#65002 (opened 2026-07-25, merged) added arm64 ray-llm images; the "
+        "2.58.0 wheels were built 2026-08-20 (commit cec0a09). That 2.58.0's -aarch64 tag exists is not read "
+        "from the registry: the refusal says to confirm it. CUDA 13.0 (docker/ray-llm/cuda.wanda.yaml, "
+        "rayllm_py312_cu130.lock), EP kernels built for TORCH_CUDA_ARCH_LIST 9.0a 10.0a (docker/ray-llm/"
+        "Dockerfile)",
+        arm64_tag="2.58.0-py312-cu130-aarch64",
+    ),
+    # Beside the engine, a model's pods pull the preparation images (init containers and the fill Job, on
+    # the model's own pool: components/storage/prepare.py) and, when AIBrix loads its adapters, AIBrix's
+    # runtime sidecar. model-prep-hub is the vLLM image above. model-prep-s3 (the AWS CLI) has no entry:
+    # no build definition read states its platforms.
+    ("docker.io/aibrix/runtime", "v0.7.0"): ImagePlatforms(
+        MULTI_ARCH,
+        None,
+        "vllm-project/aibrix@v0.7.0:.github/workflows/release-build.yaml builds the runtime component "
+        "(build/container/Dockerfile.python) with `platforms: linux/amd64,linux/arm64`; CPU-only",
     ),
 }
 

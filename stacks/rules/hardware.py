@@ -2,7 +2,10 @@
 architecture (Arm Grace hosts such as p6e-gb200 are arm64) never starts, and a CUDA build without
 Blackwell kernels (sm_100/sm_103, CUDA 12.8+) fails on B200 and B300 with "no kernel image is available".
 Facts per image are in stacks/versions.py IMAGE_PLATFORMS with their sources; what they rule out is
-refused, what they do not state is a warning that names the check."""
+refused, what they do not state is a warning that names the check. Beside the engine, the images a model's
+pods pull on its pool (the preparation steps, AIBrix's runtime sidecar) are refused the same way where a
+fact rules them out; an unknown one of those is not warned (the catalog reads no build definition for the
+AWS CLI image), the engine's is."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from collections.abc import Iterable
 from ..checks import rule, warning
 from ..errors import Problem, key_path
 from ..resolved import ResolvedModel, ResolvedStack
-from ..versions import image_platforms
+from ..versions import Image, ImagePlatforms, image_platforms
 
 # The catalog's GPUs that need Blackwell kernels (Karpenter's instance-gpu-name values).
 BLACKWELL = frozenset({"b200", "b300", "gb200"})
@@ -30,20 +33,54 @@ def _blackwell(model: ResolvedModel) -> list[str]:
     return sorted({t.name for t in model.pool.instance_types if t.gpu_name in BLACKWELL})
 
 
+def _instead(facts: ImagePlatforms, arch: str, key: str) -> str:
+    """What to change: the same release's arm64 tag where the project publishes one under its own tag,
+    else a pool of an architecture the image has, or another build."""
+    if arch == "arm64" and facts.arm64_tag:
+        return (
+            f"Set {key}.tag to {facts.arm64_tag} (the same release's arm64 build, published under its own tag; "
+            f"confirm with `docker buildx imagetools inspect`), or serve the model on an amd64 pool"
+        )
+    have = " or ".join(sorted(facts.architectures or ()))
+    return f"Serve the model on an {have} pool, or set {key} to a build for {arch}"
+
+
+def _pod_images(stack: ResolvedStack, model: ResolvedModel) -> list[tuple[str, Image]]:
+    """The platform's images a model's pods pull on its pool beside the engine, with the stack's pins: the
+    preparation steps (init containers and the fill Job, components/storage/prepare.py) and AIBrix's
+    runtime sidecar where AIBrix loads the adapters (stacks/resolve/images.py renders the same)."""
+    names = ["model-prep-s3", "model-prep-hub"] if model.prepared else []
+    if model.adapter_loader == "aibrix":
+        names.append("aibrix-runtime")
+    return [(name, stack.images[name]) for name in names if name in stack.images]
+
+
+def _no_build(image: Image, facts: ImagePlatforms, pool: str, arch: str) -> str:
+    return (
+        f"{image.repository}:{image.tag} is published for {', '.join(sorted(facts.architectures or ()))} only, "
+        f"but pool {pool} runs {arch} nodes: the pull finds no {arch} image and the pod never starts "
+        f"({facts.source})"
+    )
+
+
 @rule
 def images_have_a_build_for_the_pool_architecture(stack: ResolvedStack) -> Iterable[Problem]:
     for model in stack.models:
-        facts = image_platforms(model.image)
         arch = model.pool.config.architecture
-        if facts is None or facts.architectures is None or arch in facts.architectures:
-            continue
-        yield Problem(
-            model.key(*_image_key(model)),
-            f"{model.image.repository}:{model.image.tag} is published for {', '.join(sorted(facts.architectures))} "
-            f"only, but pool {model.pool.name} runs {arch} nodes: the pull finds no {arch} image and the pod "
-            f"never starts ({facts.source}). Serve the model on an {' or '.join(sorted(facts.architectures))} "
-            f"pool, or set models[].image to a build for {arch}",
-        )
+        facts = image_platforms(model.image)
+        if facts is not None and facts.architectures is not None and arch not in facts.architectures:
+            fix = _instead(facts, arch, f"models[{model.index}].image")
+            yield Problem(
+                model.key(*_image_key(model)), f"{_no_build(model.image, facts, model.pool.name, arch)}. {fix}"
+            )
+        for name, image in _pod_images(stack, model):
+            side = image_platforms(image)
+            if side is not None and side.architectures is not None and arch not in side.architectures:
+                yield Problem(
+                    model.key("pool"),
+                    f"{model.name}'s pods also pull {name}: {_no_build(image, side, model.pool.name, arch)}. "
+                    f"{_instead(side, arch, f'images.{name}')}",
+                )
 
 
 @warning
