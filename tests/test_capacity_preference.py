@@ -109,7 +109,7 @@ def test_the_shipped_prod_70b_renders_on_demand_and_spot_tiers_that_its_model_wa
     pools = {r.inputs["metadata"]["name"]: r for r in records if r.type == NODE_POOL}
     assert {name for name in pools if name.startswith("h100")} == {"h100", "h100-spot"}
     assert capacity_types(pools["h100"].inputs) == ["on-demand"] and pools["h100"].inputs["spec"]["weight"] == 2
-    deployment = next(r for r in records if r.type == "kubernetes:apps/v1:Deployment" and "llama-70b" in r.name)
+    deployment = next(r for r in records if r.type == "kubernetes:apps/v1:Deployment" and r.name.endswith("-llama-70b"))
     upstream = g.upstream(deployment.urn)
     assert pools["h100"].urn in upstream and pools["h100-spot"].urn in upstream, "created after every tier"
     assert not [h for h in hazards(records, g) if h.detector == "workload-before-nodepool"]
