@@ -323,3 +323,64 @@ def test_the_capacity_example_ships_a_trn2_3xlarge_pool_from_its_capacity_block(
     )
     warnings = warnings_of(capacity)
     assert [w for w in warnings if "trn2.3xlarge's vCPUs, memory" in w], "its secondary figures are named"
+
+
+G7 = ["g7.2xlarge", "g7.4xlarge", "g7.8xlarge", "g7.12xlarge", "g7.24xlarge", "g7.48xlarge"]
+G7E = [name.replace("g7.", "g7e.") for name in G7]
+
+
+def test_g7_and_g7e_carry_karpenters_rtx_pro_blackwell_gpus_smallest_first():
+    assert [t.name for t in catalog().values() if t.family == "g7"] == G7
+    assert [t.name for t in catalog().values() if t.family == "g7e"] == G7E
+    for name in G7:
+        t = catalog()[name]
+        assert (t.gpu_name, t.gpu_memory_gib, t.architecture) == ("rtx-pro-4500", 32.0, "amd64"), name
+        assert t.karpenter_gpus == t.gpu_count, "whole GPUs: Karpenter counts them, no NodeOverlay needed"
+    for name in G7E:
+        t = catalog()[name]
+        assert (t.gpu_name, t.gpu_memory_gib, t.architecture) == ("rtx-pro-server-6000", 96.0, "amd64"), name
+    assert [catalog()[n].gpu_count for n in G7E] == [1, 1, 1, 2, 4, 8]
+    assert catalog()["g7e.48xlarge"].memory_gib == 2048 and catalog()["g7e.48xlarge"].nvme_gib == 15200
+
+
+def test_g7_pods_are_the_eni_formula_uncapped_with_64_addresses_an_eni():
+    """Karpenter's reference shows g7.2xlarge with 254 pods, over the 110 and 250 seen elsewhere: 4 ENIs of 64
+    IPv4 addresses, (64 - 1) x 4 + 2, which neither Karpenter's ENILimitedPods nor nodeadm's CalcMaxPods caps."""
+    small, big = catalog()["g7.2xlarge"], catalog()["g7.24xlarge"]
+    assert (small.max_enis, small.ipv4_per_eni, small.alloc_pods) == (4, 64, 254)
+    assert (big.max_enis, big.alloc_pods) == (24, 1514)
+    g7_48 = catalog()["g7.48xlarge"]
+    assert (g7_48.network_cards, g7_48.max_enis, g7_48.alloc_pods) == (2, 12, 758), "only the default card's ENIs"
+    assert all("instance-info.jsonl" in " ".join(catalog()[n].sources) for n in G7 + G7E), "EKS AMI cross-check"
+
+
+def test_g7e_efa_is_laid_out_one_device_per_network_card():
+    counts = {n: (catalog()[n].efa_interfaces, len(catalog()[n].efa_layout)) for n in G7E}
+    assert counts == {
+        "g7e.2xlarge": (0, 0),
+        "g7e.4xlarge": (0, 0),
+        "g7e.8xlarge": (1, 2),
+        "g7e.12xlarge": (1, 2),
+        "g7e.24xlarge": (2, 3),
+        "g7e.48xlarge": (4, 5),
+    }, "Karpenter's vpc.amazonaws.com/efa, with the primary ENA beside them"
+    assert [i.network_card_index for i in catalog()["g7e.48xlarge"].efa_layout] == [0, 0, 1, 2, 3]
+    assert catalog()["g7.48xlarge"].efa_interfaces == 2 and len(catalog()["g7.48xlarge"].efa_layout) == 3
+
+
+def test_every_g7_and_g7e_size_has_karpenters_on_demand_price():
+    from stacks.pricing import on_demand
+
+    assert all(on_demand(n) for n in G7 + G7E)
+    assert on_demand("g7e.2xlarge") == 3.36312 and on_demand("g7.2xlarge") == 2.52
+
+
+def test_g7_entries_say_the_eks_gpu_ami_guide_lists_g7e_but_not_g7():
+    g7e, g7 = entries_named("g7e.2xlarge"), entries_named("g7.2xlarge")
+    assert any("ml-eks-optimized-ami" in s and "g7e" in s for s in g7e["sources"])
+    assert "lists g7e but not g7" in g7["notes"]
+
+
+def entries_named(name: str) -> dict:
+    [entry] = [e for e in entries() if e["name"] == name]
+    return entry
