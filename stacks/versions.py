@@ -247,12 +247,16 @@ class ImagePlatforms:
     answers the first, the image's CUDA version the second. A CPU-only image (no kernels) records None for
     `blackwell`: the Blackwell rules read engine images only. `arm64_tag`: the tag of the same release's
     arm64 build where the project publishes it under its own tag (a suffix) instead of in this tag's
-    manifest list, what the refusal tells the stack to set."""
+    manifest list, what the refusal tells the stack to set. `sm120`: whether the CUDA build carries kernels
+    for compute capability 12.0, the RTX PRO Blackwell GPUs of g7 and g7e (a different target from B200's
+    sm_100: True only where the image's build definition lists 12.0 or 120 in its CUDA arch list; False where
+    it is read and lacks it; None where the catalog has not read it), with where that is read in `source`."""
 
     architectures: frozenset[str] | None
     blackwell: bool | None
     source: str
     arm64_tag: str | None = None
+    sm120: bool | None = None
 
 
 MULTI_ARCH = frozenset({"amd64", "arm64"})
@@ -269,7 +273,11 @@ IMAGE_PLATFORMS: dict[tuple[str, str], ImagePlatforms] = {
         "vllm-project/vllm .buildkite/scripts/publish-release-images.sh: vllm/vllm-openai:v<release> is a manifest "
         "list of the -x86_64 and -aarch64 builds, and the default build is CUDA 13.0 (CUDA 12.9 is the -cu129 "
         "variant); NVIDIA/Model-Optimizer#2042 runs these multi-arch release tags on B300/GB300 (sm_103) with the "
-        "CUDA 13 build; B200 (sm_100) needs CUDA 12.8 or later (vllm-project/vllm#17901)",
+        "CUDA 13 build; B200 (sm_100) needs CUDA 12.8 or later (vllm-project/vllm#17901). sm_120: vllm 0.29.0's "
+        "source (PyPI sdist) .buildkite/release-pipeline.yaml builds the release image with torch_cuda_arch_list "
+        "CUDA_ARCH_X86 '7.5 8.0 8.6 8.9 9.0 10.0 12.0' (CUDA 13.0.2; arm64 '8.0 8.7 8.9 9.0 10.0 11.0 12.0') for "
+        "docker/Dockerfile",
+        sm120=True,
     ),
     ("ghcr.io/huggingface/text-generation-inference", "3.3.7"): ImagePlatforms(
         AMD64_ONLY,
@@ -285,7 +293,9 @@ IMAGE_PLATFORMS: dict[tuple[str, str], ImagePlatforms] = {
         "of docker/Dockerfile per CUDA variant, joined by `docker buildx imagetools create` into one manifest "
         "list per tag; the plain v{version} tag is the cu129 variant (CUDA 12.9.1; test_docker_build_metadata_"
         "args.py), and v0.5.19 is the last release with that lane (sgl-project/sglang#38404). docker/Dockerfile "
-        "builds its kernels for TORCH_CUDA_ARCH_LIST 9.0;10.0;10.3 on CUDA 12.8+",
+        "builds its kernels for TORCH_CUDA_ARCH_LIST 9.0;10.0;10.3 on CUDA 12.8+. sm_120 is not in that list, "
+        "which covers only what the Dockerfile compiles; the sgl-kernel wheel it installs has its own arch list, "
+        "not read: sm_120 unknown",
     ),
     ("ollama/ollama", "0.34.0"): ImagePlatforms(
         MULTI_ARCH,
@@ -293,7 +303,9 @@ IMAGE_PLATFORMS: dict[tuple[str, str], ImagePlatforms] = {
         "ollama/ollama@v0.33.0-rc2 (the newest tag stored; 0.34.0 is later):.github/workflows/release.yaml "
         "docker-build-push builds linux/amd64 and linux/arm64 and docker-merge-push joins them into one "
         "manifest list per version; llama/server/CMakePresets.json builds the CUDA 12.8 library for "
-        "CMAKE_CUDA_ARCHITECTURES ...;90a;100;120 and the CUDA 13.0 one for ...;100-virtual;103-virtual;...",
+        "CMAKE_CUDA_ARCHITECTURES ...;90a;100;120 and the CUDA 13.0 one for ...;100-virtual;103-virtual;110-virtual;"
+        "120-virtual;121-virtual (sm_120 in both)",
+        sm120=True,
     ),
     ("nvcr.io/nim/nvidia/model-free-nim", "2.0.12"): ImagePlatforms(
         None,

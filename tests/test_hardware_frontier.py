@@ -384,3 +384,49 @@ def test_g7_entries_say_the_eks_gpu_ami_guide_lists_g7e_but_not_g7():
 def entries_named(name: str) -> dict:
     [entry] = [e for e in entries() if e["name"] == name]
     return entry
+
+
+def g7e(dev) -> dict:
+    dev["nodePools"][0]["instanceTypes"] = ["g7e.2xlarge"]
+    dev["nodePools"][0]["limits"] = {"accelerators": 4}
+    return dev
+
+
+def sm120_warnings(sections) -> list[str]:
+    return [w for w in warnings_of(sections) if "sm_120" in w]
+
+
+def test_vllm_on_g7e_is_accepted_without_an_sm_120_warning_its_release_arch_list_has_12_0(dev):
+    warnings = warnings_of(g7e(dev))
+    assert not [w for w in warnings if "sm_120" in w], "vLLM 0.29.0's release build lists 12.0"
+    assert not [w for w in warnings if "Blackwell" in w and "sm_100" in w], "not B200's sm_100 rule"
+    assert versions.IMAGE_PLATFORMS["vllm/vllm-openai", "v0.29.0"].sm120 is True
+
+
+def test_g7e_is_not_counted_as_b200_class_blackwell():
+    from stacks.rules.hardware import BLACKWELL, RTX_BLACKWELL
+
+    assert {catalog()[n].gpu_name for n in G7 + G7E} == RTX_BLACKWELL
+    assert not RTX_BLACKWELL & BLACKWELL, "sm_120 is not sm_100/sm_103: separate kernels, separate facts"
+
+
+def test_an_image_whose_sm_120_kernels_are_not_known_on_g7e_is_a_warning_naming_the_key(dev):
+    g7e(dev)["models"][0]["image"] = {"tag": "v0.30.0"}
+    [warning] = sm120_warnings(dev)
+    assert warning.startswith("inference-platform:models[0].image: pool ") and "g7e.2xlarge" in warning
+    assert "includes 12.0" in warning
+
+
+def test_sglang_on_a_g7_pool_is_warned_because_its_sm_120_kernels_are_not_read(dev):
+    dev["nodePools"][0]["instanceTypes"] = ["g7.2xlarge"]
+    dev["models"][0]["engine"] = "sglang"
+    [warning] = sm120_warnings(dev)
+    assert warning.startswith("inference-platform:models[0].pool: ") and "lmsysorg/sglang:v0.5.19" in warning
+
+
+def test_an_image_known_to_lack_sm_120_kernels_is_refused_on_g7e(dev, monkeypatch):
+    sm100 = versions.ImagePlatforms(frozenset({"amd64"}), True, "a build for 9.0 10.0 only", sm120=False)
+    monkeypatch.setitem(versions.IMAGE_PLATFORMS, ("registry.example.com/vllm", "sm100"), sm100)
+    g7e(dev)["models"][0]["image"] = {"repository": "registry.example.com/vllm", "tag": "sm100"}
+    [message] = at(dev, "models[0].image")
+    assert "has no sm_120 kernels" in message and "g7e.2xlarge" in message and "includes 12.0" in message

@@ -1,6 +1,8 @@
 """Engine images against the hardware their pool runs: an image with no build for the pool's CPU
 architecture (Arm Grace hosts such as p6e-gb200 are arm64) never starts, and a CUDA build without
 Blackwell kernels (sm_100/sm_103, CUDA 12.8+) fails on B200 and B300 with "no kernel image is available".
+The RTX PRO Blackwell GPUs of g7 and g7e are compute capability 12.0 (sm_120), a separate target: an image
+built for sm_100 has no kernel for them, so they are checked against the image's own sm_120 fact.
 Facts per image are in stacks/versions.py IMAGE_PLATFORMS with their sources; what they rule out is
 refused, what they do not state is a warning that names the check. Beside the engine, the images a model's
 pods pull on its pool (the preparation steps, AIBrix's runtime sidecar) are refused the same way where a
@@ -18,6 +20,9 @@ from ..versions import Image, ImagePlatforms, image_platforms
 
 # The catalog's GPUs that need Blackwell kernels (Karpenter's instance-gpu-name values).
 BLACKWELL = frozenset({"b200", "b300", "gb200"})
+# The catalog's RTX PRO Blackwell GPUs (g7: RTX PRO 4500, g7e: RTX PRO 6000 Server Edition): compute
+# capability 12.0 (NVIDIA's MIG user guide, Supported GPUs), which needs sm_120 kernels, not sm_100's.
+RTX_BLACKWELL = frozenset({"rtx-pro-4500", "rtx-pro-server-6000"})
 
 
 def _image_key(model: ResolvedModel) -> tuple[str, ...]:
@@ -31,6 +36,10 @@ def _image_key(model: ResolvedModel) -> tuple[str, ...]:
 
 def _blackwell(model: ResolvedModel) -> list[str]:
     return sorted({t.name for t in model.pool.instance_types if t.gpu_name in BLACKWELL})
+
+
+def _sm120(model: ResolvedModel) -> list[str]:
+    return [t.name for t in model.pool.instance_types if t.gpu_name in RTX_BLACKWELL]
 
 
 def _instead(facts: ImagePlatforms, arch: str, key: str) -> str:
@@ -124,6 +133,35 @@ def blackwell_kernels_not_known(stack: ResolvedStack) -> Iterable[Problem]:
             f"pool {model.pool.name} allows {', '.join(types)} (Blackwell: sm_100/sm_103) and the catalog does "
             f"not know whether {model.image.ref} carries their kernels (CUDA 12.8 or later); check the image's "
             f"CUDA version before the first rollout",
+        )
+
+
+@rule
+def rtx_blackwell_needs_an_image_with_sm_120_kernels(stack: ResolvedStack) -> Iterable[Problem]:
+    for model in stack.models:
+        facts = image_platforms(model.image)
+        if not (types := _sm120(model)) or facts is None or facts.sm120 is not False:
+            continue
+        yield Problem(
+            model.key(*_image_key(model)),
+            f"{model.image.repository}:{model.image.tag} has no sm_120 kernels but pool {model.pool.name} allows "
+            f"{', '.join(types)} (RTX PRO Blackwell, compute capability 12.0): the engine fails at start-up with "
+            f"'no kernel image is available' ({facts.source}). Set models[].image to a build whose CUDA arch list "
+            f"includes 12.0, or serve on a pool without g7/g7e",
+        )
+
+
+@warning
+def rtx_blackwell_kernels_not_known(stack: ResolvedStack) -> Iterable[Problem]:
+    for model in stack.models:
+        facts = image_platforms(model.image)
+        if not (types := _sm120(model)) or (facts is not None and facts.sm120 is not None):
+            continue
+        yield Problem(
+            model.key(*_image_key(model)),
+            f"pool {model.pool.name} allows {', '.join(types)} (RTX PRO Blackwell: sm_120, not B200's sm_100) and "
+            f"the catalog does not know whether {model.image.ref} carries sm_120 kernels; check that the image's "
+            f"CUDA arch list (TORCH_CUDA_ARCH_LIST or CMAKE_CUDA_ARCHITECTURES) includes 12.0 before the first rollout",
         )
 
 
