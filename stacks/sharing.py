@@ -90,6 +90,13 @@ def without_mig() -> frozenset[str]:
     return frozenset(json.loads(DATA.read_text())["no_mig"]["gpus"])
 
 
+@cache
+def mig_untabled() -> dict[str, str]:
+    """The catalog's GPUs that NVIDIA lists as MIG-capable but whose profile table the catalog does not hold,
+    each with what NVIDIA's guide says: MIG on them is refused, naming why."""
+    return dict(json.loads(DATA.read_text())["mig_untabled"]["gpus"])
+
+
 def mig_model(itype: InstanceType) -> MigModel | None:
     """The MIG table of this type's GPU (by name and memory: A100 40 GB and 80 GB differ); None: no MIG."""
     if itype.gpu_fraction is not None:

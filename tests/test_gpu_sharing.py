@@ -637,3 +637,30 @@ def test_a_team_whose_replicas_together_exceed_its_mig_instances_is_warned(tmp_p
     [warning] = [w for w in warnings if "teams[].quota.migInstances" in w]
     assert warning.startswith("inference-platform:stack.team: all replicas together need 3 of requests.nvidia.com/mig")
     assert "quota's 1" in warning
+
+
+@pytest.mark.parametrize(
+    "itype,gpu,instances",
+    [("g7e.2xlarge", "RTX-PRO-SERVER-6000", "up to 4"), ("g7.2xlarge", "RTX-PRO-4500", "up to 2")],
+)
+def test_mig_on_g7_and_g7e_is_refused_because_nvidia_lists_it_but_the_catalog_holds_no_profile_table(
+    dev, itype, gpu, instances
+):
+    shared(dev, {"mig": {"profile": "1g.24gb"}}, [itype])
+    [message] = at(dev, "nodePools[0].gpuSharing.mig")
+    assert f"{itype} has {gpu} GPUs, whose MIG profiles the catalog does not hold" in message
+    assert "NVIDIA's MIG user guide" in message and instances in message, "what NVIDIA says, so not 'no MIG'"
+    assert "which have no MIG" not in message and "Use timeSlicing" in message
+    assert mig_model(catalog()[itype]) is None
+
+
+def test_time_slicing_a_g7e_gpu_is_accepted_and_counts_its_replicas(dev):
+    from stacks.config.pools import NodePoolSection
+    from stacks.sharing import slices_per_node
+
+    shared(small_model(dev), {"timeSlicing": {"replicas": 4}}, ["g7e.2xlarge"])
+    dev["models"][0]["acceleratorsPerReplica"] = 1
+    assert not problems(dev), "time-slicing works on any NVIDIA GPU"
+    pool = NodePoolSection.model_validate(dev["nodePools"][0])
+    assert slices_per_node(pool, catalog()["g7e.2xlarge"]) == 4
+    assert slice_memory_gib(pool, catalog()["g7e.2xlarge"]) == 24.0, "96 GiB shared four ways"

@@ -187,7 +187,8 @@ class Mig(Strict):
     profile: MigProfileName = Field(
         description="The MIG profile every GPU of the pool is cut into (mig-parted's `all-<profile>` layout), e.g. "
         "`1g.10gb` (7 per H100) or `3g.40gb` (2 per H100); it must be one the pool's GPU offers (A100, H100, H200, "
-        "B200: stacks/data/mig-profiles.json). A10G, L4 and L40S have no MIG. One profile: mixed layouts (several "
+        "B200: stacks/data/mig-profiles.json). A10G, L4 and L40S have no MIG; the RTX PRO Blackwell of g7/g7e has MIG "
+        "per NVIDIA but no profile table in the catalog, so it is refused there. One profile: mixed layouts (several "
         "profiles on one GPU) are refused.",
     )
 

@@ -6,8 +6,9 @@ what a model on a shared pool may ask.
   pool's userData settings, which time-slice (from Bottlerocket 1.25.0) but whose MIG advertises instances
   as `nvidia.com/gpu` (migStrategy single), not the platform's slices: MIG is refused there.
 - MIG only on GPUs that have it, with a profile that GPU offers (stacks/data/mig-profiles.json: A100,
-  H100, H200, B200); A10G, L4, L40S and the g6f L4 fractions have none. A g6f is already a vGPU fraction:
-  it is not shared further.
+  H100, H200, B200); A10G, L4, L40S and the g6f L4 fractions have none. The RTX PRO Blackwell GPUs of
+  g7/g7e have MIG per NVIDIA, but their profile tables are not in the catalog: refused, saying so. A g6f
+  is already a vGPU fraction: it is not shared further.
 - A model on a shared pool asks for one slice (`acceleratorsPerReplica: 1`, one node): a slice is one
   device to the engine, so tensor parallelism over slices is not offered. Its engine must be one the
   platform can hold to the slice (`EngineFacts.gpu_sharing`): on a time-sliced GPU vLLM, whose
@@ -28,7 +29,15 @@ from ..config.pools import NodePoolSection
 from ..errors import Problem, key_path
 from ..guards import mig_quota_shortfalls
 from ..resolved import ResolvedModel, ResolvedStack
-from ..sharing import BOTTLEROCKET_TIME_SLICING_SINCE, fractional_gpus, mig_model, mig_models, pool_types, without_mig
+from ..sharing import (
+    BOTTLEROCKET_TIME_SLICING_SINCE,
+    fractional_gpus,
+    mig_model,
+    mig_models,
+    mig_untabled,
+    pool_types,
+    without_mig,
+)
 from .engine_args import owned_flag
 
 MEMORY_FLAG = "--gpu-memory-utilization"
@@ -101,6 +110,8 @@ def _mig_problems(i: int, pool: NodePoolSection) -> Iterable[Problem]:
                 if itype.gpu_name in without_mig()
                 else "whose MIG profiles the catalog does not hold (stacks/data/mig-profiles.json)"
             )
+            if itype.gpu_name in mig_untabled():
+                why = f"{why}: {mig_untabled()[itype.gpu_name]}"
             yield Problem(
                 key_path(["nodePools", i, "gpuSharing", "mig"]),
                 f"{itype.name} has {gpu} GPUs, {why}; MIG is on {_mig_gpus()} (p4d, p4de, p5, p5e, p5en, "
