@@ -430,3 +430,17 @@ def test_an_image_known_to_lack_sm_120_kernels_is_refused_on_g7e(dev, monkeypatc
     g7e(dev)["models"][0]["image"] = {"repository": "registry.example.com/vllm", "tag": "sm100"}
     [message] = at(dev, "models[0].image")
     assert "has no sm_120 kernels" in message and "g7e.2xlarge" in message and "includes 12.0" in message
+
+
+def test_the_engines_example_serves_a_32b_bf16_model_on_one_g7e_gpu_without_a_kernel_warning():
+    from stacks.load import ROOT
+    from tests.conftest import sections_of
+
+    engines = sections_of(ROOT / "stacks" / "examples" / "Pulumi.engines.yaml")
+    [pool] = [p for p in engines["nodePools"] if p["name"] == "rtx"]
+    assert pool["instanceTypes"] == ["g7e.2xlarge"]
+    [model] = [m for m in engines["models"] if m["pool"] == "rtx"]
+    assert (model["engine"], model["acceleratorsPerReplica"], model["dtype"]) == ("vllm", 1, "bf16")
+    warnings = warnings_of(engines)
+    assert not [w for w in warnings if "sm_120" in w or "Blackwell" in w]
+    assert not [w for w in warnings if "rtx" in w and "fit" in w]
