@@ -35,6 +35,7 @@ def test_the_engines_example_renders_one_workload_per_engine():
         "qwen-awq-tgi",
         "qwen3-ollama",
         "llama-inf2",
+        "qwen3-32b-g7e",
     }, "every model of the example becomes a Deployment of its own, through its engine's module"
 
 
