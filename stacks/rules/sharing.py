@@ -217,7 +217,7 @@ def team_quota_holds_one_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
 @warning
 def team_quota_holds_every_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
     """All the team's replicas at their autoscaler maximum, and canaries, per MIG profile against the team's
-    `quota.migInstances` (the MIG side of stacks/rules/workloads.py `quota_holds_every_replica`): beyond it
+    `quota.migInstances` (the MIG side of stacks/rules/quota.py `quota_holds_every_replica`): beyond it
     the API server refuses the extra pods, which stay unscheduled."""
     team = stack.team
     if team is None or team.quota is None:
