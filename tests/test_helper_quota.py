@@ -1,0 +1,243 @@
+"""A team's quota holds what the platform runs in the team's namespaces besides the serving pods: the
+acceptance Job, the benchmark Job and CronJob, the KV-cache tier pruner, the Neuron compile Job and a
+streamed model's fill Job (stacks/resolve/helpers.py), each with the requests its builder renders, and
+the preparation init containers of the serving pods themselves (stacks/rules/quota.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from policypack import validators as v
+from stacks.errors import ConfigError
+from stacks.fit import Requests
+from stacks.helper_pods import pod_requests
+from stacks.load import ROOT
+from stacks.pipeline import check_sections, stack_warnings
+from stacks.quantity import mebibytes, millicores
+from stacks.rules.quota import serving_load
+from tests.builders import resolved_stack
+from tests.conftest import rendered_stack, sections_of, team_quota
+from tests.test_policies import res, stack, violations
+
+EXAMPLES = ROOT / "stacks" / "examples"
+TEAM = EXAMPLES / "Pulumi.team-search.yaml"
+POD_KINDS = {
+    "kubernetes:batch/v1:Job": ("spec", "template", "spec"),
+    "kubernetes:batch/v1:CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def _pod(inputs: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    for key in path:
+        inputs = inputs[key]
+    return inputs
+
+
+def _quota_part(r: Requests) -> tuple[int, ...]:
+    return (r.cpu_m, r.memory_mib, r.ephemeral_mib, r.gpu, r.neuron, r.gpu_shared, r.mig)
+
+
+@pytest.mark.parametrize(
+    "example",
+    [
+        "Pulumi.engines.yaml",
+        "Pulumi.sharing.yaml",
+        "Pulumi.storage-fsx.yaml",
+        "Pulumi.frontdoor.yaml",
+        "Pulumi.team-chat.yaml",
+    ],
+)
+def test_every_helper_pod_in_a_model_namespace_is_a_resolved_fact_with_the_requests_it_renders(example):
+    """One source: each rendered Job and CronJob in a model's namespace is one helper pod of the resolved
+    stack, asking exactly what the quota rules count (the acceptance and benchmark Jobs, the scheduled
+    benchmark, the KV-tier pruner, the Neuron compile Job, the bucket fill Job are among these examples)."""
+    seen = resolved_stack(sections_of(EXAMPLES / example))
+    namespaces = {m.namespace for m in seen.models}
+    mocks = rendered_stack(EXAMPLES / example).mocks
+    rendered = Counter(
+        (r.inputs["metadata"]["namespace"], _quota_part(pod_requests(_pod(r.inputs, path))))
+        for typ, path in POD_KINDS.items()
+        for r in mocks.of_type(typ)
+        if r.inputs["metadata"]["namespace"] in namespaces
+    )
+    resolved = Counter((h.namespace, _quota_part(h.requests)) for m in seen.models for h in m.helpers)
+    assert rendered == resolved, f"rendered helper pods {rendered} are not the resolved ones {resolved}"
+
+
+def test_the_examples_resolve_each_helper_kind_the_quota_rules_count():
+    kinds = {
+        h.kind
+        for example in ("engines", "sharing", "storage-fsx", "frontdoor", "team-chat")
+        for m in resolved_stack(sections_of(EXAMPLES / f"Pulumi.{example}.yaml")).models
+        for h in m.helpers
+    }
+    assert kinds == {"acceptance", "benchmark", "benchmark-schedule", "kv-prune", "neuron-compile", "bucket-fill"}
+
+
+@pytest.mark.parametrize("example", ["Pulumi.engines.yaml", "Pulumi.team-search.yaml", "Pulumi.storage-fsx.yaml"])
+def test_a_serving_pod_is_charged_what_its_rendered_pod_asks_its_init_containers_included(example):
+    seen = resolved_stack(sections_of(EXAMPLES / example))
+    mocks = rendered_stack(EXAMPLES / example).mocks
+    deployments = {r.inputs["metadata"]["name"]: r.inputs for r in mocks.of_type("kubernetes:apps/v1:Deployment")}
+    checked = 0
+    for model in seen.models:
+        served = deployments.get(model.workload[2]) if model.workload[1] == "Deployment" else None
+        if served is None or served["metadata"]["namespace"] != model.namespace:
+            continue
+        got = pod_requests(served["spec"]["template"]["spec"])
+        assert _quota_part(got) == _quota_part(model.charged_serving_pod), model.name
+        checked += 1
+    assert checked, "at least one Deployment compared"
+
+
+def test_a_small_model_s_pod_is_charged_its_preparation_step_where_that_is_larger():
+    """The init containers run before the engine, one at a time: a pod asking less than a preparation step
+    (500m, 1Gi) is charged the step's."""
+    seen = resolved_stack(sections_of(EXAMPLES / "Pulumi.engines.yaml"))
+    model = next(m for m in seen.models if m.prepared)
+    assert (model.preparation.cpu_m, model.preparation.memory_mib) == (500, 1024)
+    small = next(p for p in model.pods if p.pool)
+    tiny = type(small)(**{**small.__dict__, "requests": Requests(cpu_m=100, memory_mib=256)})
+    charged = model.charged(tiny)
+    assert (charged.cpu_m, charged.memory_mib) == (500, 1024)
+
+
+# ---- the rules, on a team stack against the example platform ------------------------------------------
+
+
+def _exact_quota(team: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A quota that holds the team's models at their most replicas exactly (cpu, memory, devices, pods)."""
+    roomy = {"cpu": "100000", "memory": "100000Gi", "gpus": 1000, "neuronDevices": 1000, "pods": 10000}
+    seen = check_sections(team, "us-west-2", platforms=team_quota(**roomy))
+    total, pods = Requests(), 0
+    for entry in seen.entries:
+        need, n = serving_load(seen, entry, entry.config.most_replicas)
+        total, pods = total + need, pods + n
+    return {
+        "cpu": f"{total.cpu_m}m",
+        "memory": f"{total.memory_mib}Mi",
+        "gpus": total.gpu,
+        "neuronDevices": total.neuron,
+        "pods": pods,
+        **extra,
+    }
+
+
+def _outcome(team: dict[str, Any], quota: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(refusals, warnings) of the team's stack with the platform declaring this quota."""
+    platforms = team_quota(**quota)
+    try:
+        checked = check_sections(team, "us-west-2", platforms=platforms)
+    except ConfigError as info:
+        return [str(p) for p in info.problems], []
+    return [], [str(w) for w in stack_warnings(checked)]
+
+
+def test_a_team_quota_sized_to_its_models_warns_that_the_acceptance_jobs_do_not_fit_beside_them():
+    team = sections_of(TEAM)
+    refused, warned = _outcome(team, _exact_quota(team))
+    assert not refused, refused
+    found = [w for w in warned if w.startswith("inference-platform:stack.team:") and "requests.cpu" in w]
+    assert found, warned
+    assert "the acceptance Job of qwen3-8b (inference-platform:models[0].acceptance)" in found[0], found
+    assert "the acceptance Job of llama-3-8b-neuron" in found[0], "every helper beside them is named"
+    assert any("stack.team" in w and "pods" in w and "acceptance Job" in w for w in warned), "quota.pods too"
+
+
+def test_a_gated_acceptance_job_that_does_not_fit_beside_the_fewest_replicas_is_refused():
+    """`pulumi up` waits for a gated acceptance Job; refused by the API server, the update fails."""
+    team = sections_of(TEAM)
+    team["models"][0]["acceptance"] = {"gate": True}
+    refused, _ = _outcome(team, _exact_quota(team))
+    found = [p for p in refused if p.startswith("inference-platform:models[0].acceptance:")]
+    assert found and "`pulumi up` fails" in found[0] and "teams[].quota.cpu" in found[0], refused
+    assert "acceptance: false" in found[0], "the fix names the key that asks for the Job"
+
+
+def test_a_team_quota_with_room_for_its_acceptance_jobs_is_neither_refused_nor_warned():
+    team = sections_of(TEAM)
+    team["models"][0]["acceptance"] = {"gate": True}
+    quota = _exact_quota(team)
+    # Two acceptance Jobs: 100m and 256Mi each, one pod each.
+    quota.update(
+        cpu=f"{millicores(quota['cpu']) + 200}m",
+        memory=f"{mebibytes(quota['memory']) + 512}Mi",
+        pods=quota["pods"] + 2,
+    )
+    refused, warned = _outcome(team, quota)
+    assert not refused, refused
+    assert not [w for w in warned if "stack.team" in w and "teams[].quota" in w], warned
+
+
+def test_a_compile_job_the_team_s_neuron_devices_cannot_hold_beside_its_replica_is_refused():
+    """The compile Job asks the replica's own devices; a new revision compiles while the running replica
+    keeps its four, so a quota of exactly one replica's devices fails every such `pulumi up`."""
+    team = sections_of(TEAM)
+    team["models"][1]["neuron"] = {"compile": "ahead"}
+    refused, _ = _outcome(team, _exact_quota(team, cpu="400", memory="2000Gi", pods=50))
+    found = [p for p in refused if p.startswith("inference-platform:models[1].neuron.compile:")]
+    assert found, refused
+    assert "requests.aws.amazon.com/neuron" in found[0] and "teams[].quota.neuronDevices" in found[0], found
+    assert "on-start" in found[0], "the fix: let the first replica compile"
+
+
+def test_a_kv_tier_pruner_beyond_a_quota_sized_to_the_models_is_named_in_the_warning():
+    team = sections_of(TEAM)
+    model = team["models"][0]
+    # Four GPUs a replica: a g6.12xlarge, whose memory holds a CPU tier beside the engine.
+    model.update(engine="sglang", acceleratorsPerReplica=4, replicas=1)
+    model.update(kvCacheOffload={"cpuGiB": 8, "shared": {"sizeGiB": 50}})
+    model.pop("consumers", None)
+    team["models"] = [model | {"acceptance": False}]
+    refused, warned = _outcome(team, _exact_quota(team))
+    assert not refused, refused
+    found = [w for w in warned if "stack.team" in w and "requests.memory" in w]
+    assert found and "KV-cache tier pruner (CronJob) of qwen3-8b" in found[0], warned
+    assert "models[0].kvCacheOffload.shared" in found[0], found
+
+
+def test_a_benchmark_pod_larger_than_the_whole_quota_is_refused_at_its_key():
+    """guidellm asks 2 cpu and 4Gi: a team whose one small model fits in 1.5 cpu cannot run its benchmark."""
+    team = sections_of(TEAM)
+    model = team["models"][0] | {
+        "resources": {"cpu": "1", "memory": "16Gi"},
+        "acceptance": False,
+        "benchmark": {"concurrency": [1], "inputTokens": 64, "outputTokens": 16, "requests": 10, "apiKeySecret": "k"},
+    }
+    team["secrets"]["k"] = {"fromConfig": {"api-key": "hfToken"}}
+    team["models"] = [model]
+    refused, _ = _outcome(team, {"cpu": "1500m", "memory": "64Gi"})
+    found = [p for p in refused if p.startswith("inference-platform:models[0].benchmark:")]
+    assert found, refused
+    assert "the benchmark Job of qwen3-8b requests 2000m of requests.cpu" in found[0], found
+    assert "teams[].quota.cpu" in found[0] and "remove inference-platform:models[0].benchmark" in found[0], found
+
+
+# ---- the platform's own stack, and the policy pack ----------------------------------------------------
+
+
+def test_the_platform_runs_no_pod_of_its_own_in_a_team_namespace():
+    """The platform's quotas are only on its teams' namespaces, and nothing of the platform stack creates a
+    pod there (its key Job runs in litellm, its warm-node placeholders in kube-system as virtual pods): what
+    a team's quota holds is its own stack's pods alone."""
+    mocks = rendered_stack(EXAMPLES / "Pulumi.platform.yaml").mocks
+    quotas = {r.inputs["metadata"]["namespace"] for r in mocks.of_type("kubernetes:core/v1:ResourceQuota")}
+    assert quotas == {"search", "chat", "chat-staging"}, quotas
+    kinds = (*v.WORKLOADS, v.JOB, v.CRON_JOB, "kubernetes:apps/v1:DaemonSet", "kubernetes:core/v1:Pod")
+    inside = [r.name for r in mocks.records if r.type in kinds and r.inputs["metadata"].get("namespace") in quotas]
+    assert not inside, inside
+
+
+def test_the_policy_pack_refuses_a_helper_cron_job_whose_pod_the_quota_cannot_admit():
+    cron = rendered_stack(EXAMPLES / "Pulumi.team-chat.yaml").mocks.of_type(v.CRON_JOB)[0]
+    quota = rendered_stack(EXAMPLES / "Pulumi.platform.yaml").mocks.named(
+        "kubernetes:core/v1:ResourceQuota", "resourcequota-chat-chat-quota"
+    )
+    pod = res(v.CRON_JOB, cron.inputs, "bench")
+    assert not violations(v.replicas_within_team_quota, stack(res(v.RESOURCE_QUOTA, quota.inputs), pod))
+    small = {**quota.inputs, "spec": {"hard": {**quota.inputs["spec"]["hard"], "requests.cpu": "1"}}}
+    found = violations(v.replicas_within_team_quota, stack(res(v.RESOURCE_QUOTA, small), pod))
+    assert any("requests.cpu" in m and cron.inputs["metadata"]["name"] in m for m in found), found
