@@ -428,7 +428,8 @@ POLICIES: list[Policy] = [
     ),
     StackValidationPolicy(
         name="replicas-within-team-quota",
-        description="A team namespace's ResourceQuota admits at least one pod of each of its workloads.",
+        description="A team namespace's ResourceQuota admits at least one pod of each of its workloads, Jobs "
+        "and CronJobs.",
         validate=replicas_within_team_quota,
         enforcement_level=MANDATORY,
     ),

@@ -35,9 +35,11 @@ class ContainerDefaults(Strict):
 
 
 class Quota(Strict):
-    """The team's share of the platform: a ResourceQuota on its namespace, and a LimitRange so a
-    container without requests still counts against it. One replica of every model must fit the quota
-    (a warning says when all replicas do not)."""
+    """The team's share of the platform: a ResourceQuota on each of its namespaces, and a LimitRange so a
+    container without requests still counts against it. One replica of every model must fit the quota (a
+    warning says when all replicas do not), and so must the platform's helper pods in the namespace (the
+    acceptance and benchmark Jobs, the KV-cache tier pruner, the compile and fill Jobs), which it charges
+    too."""
 
     gpus: int = Field(
         default=0,
@@ -75,7 +77,13 @@ class Quota(Strict):
         description="Memory the team's pods may request in total (`requests.memory`): a Kubernetes quantity that "
         "is a whole number of MiB, e.g. `512Gi`."
     )
-    pods: int = Field(default=100, ge=1, le=100_000, description="Most pods the team's namespace may hold (`pods`).")
+    pods: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        description="Most pods the team's namespace may hold (`pods`): serving pods and the "
+        "platform's helper pods (acceptance, benchmark, pruner, compile and fill Jobs) alike.",
+    )
     container_defaults: ContainerDefaults = Field(
         default_factory=ContainerDefaults,
         description="Requests for containers that state none, so they still count against the quota.",
