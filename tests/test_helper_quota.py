@@ -126,9 +126,9 @@ def _exact_quota(team: dict[str, Any], **extra: Any) -> dict[str, Any]:
     }
 
 
-def _outcome(team: dict[str, Any], quota: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(refusals, warnings) of the team's stack with the platform declaring this quota."""
-    platforms = team_quota(**quota)
+def _outcome(team: dict[str, Any], quota: dict[str, Any], name: str = "search") -> tuple[list[str], list[str]]:
+    """(refusals, warnings) of the team's stack with the platform declaring this quota for team `name`."""
+    platforms = team_quota(name, **quota)
     try:
         checked = check_sections(team, "us-west-2", platforms=platforms)
     except ConfigError as info:
@@ -241,3 +241,36 @@ def test_the_policy_pack_refuses_a_helper_cron_job_whose_pod_the_quota_cannot_ad
     small = {**quota.inputs, "spec": {"hard": {**quota.inputs["spec"]["hard"], "requests.cpu": "1"}}}
     found = violations(v.replicas_within_team_quota, stack(res(v.RESOURCE_QUOTA, small), pod))
     assert any("requests.cpu" in m and cron.inputs["metadata"]["name"] in m for m in found), found
+
+
+def test_every_pod_of_a_multi_node_replica_is_counted_against_the_quota():
+    """A group across two nodes is a leader and a worker pod, each with its accelerators: both are charged."""
+    seen = resolved_stack(sections_of(EXAMPLES / "Pulumi.multinode.yaml"))
+    entry = next(e for e in seen.entries if e.config.nodes_per_replica == 2)
+    model = seen.placed(entry)
+    assert model is not None
+    need, pods = serving_load(seen, entry, 1)
+    assert pods == 2, "one replica, two pods"
+    assert need.gpu == 2 * model.charged_serving_pod.gpu and need.gpu > 0, need
+
+
+def test_each_team_namespace_is_held_to_the_whole_quota_on_its_own():
+    """The platform gives every namespace of a team the whole quota: the chat team's two namespaces, each
+    within it, are not warned though together they are over it."""
+    team = sections_of(EXAMPLES / "Pulumi.team-chat.yaml")
+    seen = check_sections(team, "us-west-2", platforms=team_quota("chat", cpu="1000", memory="1000Gi", gpus=100))
+    per_namespace: dict[str, Requests] = {}
+    for entry in seen.entries:
+        need, _ = serving_load(seen, entry, entry.config.most_replicas)
+        placed = seen.placed(entry)
+        assert placed is not None
+        helpers = sum((h.requests for h in placed.helpers), Requests())
+        per_namespace[entry.namespace] = per_namespace.get(entry.namespace, Requests()) + need + helpers
+    assert set(per_namespace) == {"chat", "chat-staging"}
+    largest = max(per_namespace.values(), key=lambda r: r.cpu_m)
+    together = sum(per_namespace.values(), Requests())
+    quota = {"cpu": f"{largest.cpu_m}m", "memory": f"{largest.memory_mib}Mi", "gpus": largest.gpu}
+    assert together.cpu_m > largest.cpu_m
+    refused, warned = _outcome(team, quota, "chat")
+    assert not refused, refused
+    assert not [w for w in warned if "stack.team" in w and "teams[].quota" in w], warned
