@@ -10,8 +10,8 @@ pruner) or its revision never compiled. So:
 - a helper pod that alone exceeds the quota is refused, naming the key that asks for it;
 - a helper `pulumi up` waits for (a gated acceptance or benchmark Job, a compile Job) that does not fit beside
   the fewest replicas of the namespace's models is refused: every such `pulumi up` would fail;
-- the replicas at their most (canaries included) with every helper that runs beside them over the quota is
-  a warning at `stack.team`, naming the helpers; the `pods` count is held to `quota.pods` the same way.
+- the replicas at their most (a rollout's surge and canaries included) with every helper that runs beside
+  them over the quota is a warning at `stack.team`, naming the helpers; `pods` is held to `quota.pods` alike.
 The comparison is stacks/guards.py `quota_shortfalls`, which the policy pack runs on each rendered pod
 (workloads, Jobs and CronJobs alike) against the rendered ResourceQuota.
 """
@@ -134,15 +134,16 @@ def _awaited_problem(stack: ResolvedStack, team: Team, namespace: str, helper: H
 
 @warning
 def quota_holds_every_replica(stack: ResolvedStack) -> Iterable[Problem]:
-    """Per namespace: its models at their most replicas, each canary, and the helper pods that run beside
-    them, against the quota; the helpers are named when they are what goes over."""
+    """Per namespace: its models at their most replicas with a rollout's surge, each canary, and the helper
+    pods that run beside them, against the quota; the helpers are named when they are what goes over."""
     limit, team = quota_requests(stack), stack.team
     if limit is None or team is None:
         return
     for namespace, entries in _namespaces(stack).items():
         total, pods = Requests(), 0
         for entry in entries:
-            need, n = serving_load(stack, entry, entry.config.most_replicas)
+            # A rollout's surge starts beside the most replicas (as the pool limits count it).
+            need, n = serving_load(stack, entry, entry.config.most_replicas + entry.config.rollout.max_surge)
             total, pods = total + need, pods + n
         alone = {s.resource for s in _shortfalls(total, pods, limit, team)}
         helpers = [h for h in helpers_in(stack, namespace) if h.beside]
@@ -155,10 +156,10 @@ def quota_holds_every_replica(stack: ResolvedStack) -> Iterable[Problem]:
 def _every_message(short: Shortfall, replicas_alone: bool, where: str, helpers: list[HelperPod]) -> str:
     key = KEYS[short.resource]
     if replicas_alone:
+        beside = " with the platform's pods beside them" if helpers else ""
         return (
-            f"all replicas together{where} need {short.requested} of {short.resource} with the platform's pods "
-            f"beside them, more than the team quota's {short.available} (teams[].quota.{key} of the platform "
-            f"stack): some replicas will stay Pending"
+            f"all replicas together{where} need {short.requested} of {short.resource}{beside}, more than the team "
+            f"quota's {short.available} (teams[].quota.{key} of the platform stack): some replicas will stay Pending"
         )
     named = "; ".join(f"{h.what} ({h.key})" for h in helpers)
     return (
