@@ -274,3 +274,16 @@ def test_each_team_namespace_is_held_to_the_whole_quota_on_its_own():
     refused, warned = _outcome(team, quota, "chat")
     assert not refused, refused
     assert not [w for w in warned if "stack.team" in w and "teams[].quota" in w], warned
+
+
+def test_a_rollout_surge_beside_the_most_replicas_is_counted_in_the_warning():
+    """At the autoscaler's maximum a rollout still starts its surge pod first: a quota of exactly the most
+    replicas' GPUs is warned (the surge beside the fewest fits, so nothing is refused)."""
+    team = sections_of(TEAM)
+    gpu_model = team["models"][0]
+    gpu_model["autoscaling"] = {"owner": "keda", "minReplicas": 1, "maxReplicas": 2}
+    quota = _exact_quota(team, cpu="400", memory="2000Gi", pods=50)
+    gpu_model["rollout"] = {"maxSurge": 1}
+    refused, warned = _outcome(team, quota)
+    assert not refused, refused
+    assert any("stack.team" in w and "teams[].quota.gpus" in w and "all replicas together" in w for w in warned), warned
