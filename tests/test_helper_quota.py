@@ -287,3 +287,16 @@ def test_a_rollout_surge_beside_the_most_replicas_is_counted_in_the_warning():
     refused, warned = _outcome(team, quota)
     assert not refused, refused
     assert any("stack.team" in w and "teams[].quota.gpus" in w and "all replicas together" in w for w in warned), warned
+
+
+def test_stacks_plan_lists_each_model_s_helper_pods_with_what_they_ask():
+    from stacks.plan import plan, plan_json
+
+    seen = resolved_stack(sections_of(EXAMPLES / "Pulumi.storage-fsx.yaml"))
+    text = plan(seen)
+    assert "helper: the Neuron compile Job of llama-3-8b-neuron (awaited by pulumi up" in text, text
+    assert "neuron 4" in text.split("helper: the Neuron compile Job", 1)[1].splitlines()[0]
+    neuron = next(m for m in plan_json(seen)["models"] if m["name"] == "llama-3-8b-neuron")
+    compile_job = next(h for h in neuron["helpers"] if h["kind"] == "neuron-compile")
+    assert compile_job["key"] == "inference-platform:models[1].neuron.compile" and compile_job["awaited"]
+    assert compile_job["requests"]["neuron"] == 4

@@ -65,7 +65,7 @@ def _pod(model: ResolvedModel, kind: HelperKind, what: str, key: str, requests: 
 
 def _per_workload(model: ResolvedModel) -> Iterable[HelperPod]:
     """The helpers of each of the model's workloads (the model's, its canary's)."""
-    for served, whose in ((model, ""), (model.canary, "the canary's ")):
+    for served, whose in ((model, "the "), (model.canary, "the canary's ")):
         if served is None:
             continue
         if served.cache.kv_dir is not None:
