@@ -30,6 +30,12 @@ BENCH_HUB_TOKENIZER: Resources = {"requests": {"cpu": "250m", "memory": "512Mi"}
 BENCH_UPLOAD: Resources = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
 # The KV-cache file tier's pruner (components/storage/kvtier.py): one busybox container.
 KV_PRUNE: Resources = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
+# A picked model's endpoint picker (components/gateway/picker.py): the llm-d-router-standalone v0.10.0 chart's
+# one pod (router.epp.replicas 1; its proxy and tokenizer containers off). The chart's defaults (8 CPU, 8Gi)
+# are for 100-pod pools; its sizing guide measured 1.19 cores and 0.26 GiB peak at 5 req/s with approximate
+# prefix matching, and the limit leaves room for the 4-6 GiB it reports at 50-100 req/s. No CPU limit, as
+# the chart: a throttled picker delays every request.
+PICKER: Resources = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
 # Every preparation step (components/storage/prepare.py): the serving pods' init containers (weights,
 # adapters, a streamed model's wait for its fill) and the streamed fill Job's two steps. A 4Gi limit for
 # the Hub client's and the aws CLI's buffers on large files.

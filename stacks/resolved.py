@@ -621,7 +621,9 @@ class PodShape:
         return None if self.replicas is None else self.count * self.replicas
 
 
-HelperKind = Literal["acceptance", "benchmark", "benchmark-schedule", "kv-prune", "neuron-compile", "bucket-fill"]
+HelperKind = Literal[
+    "acceptance", "benchmark", "benchmark-schedule", "kv-prune", "neuron-compile", "bucket-fill", "endpoint-picker"
+]
 
 
 @dataclass(frozen=True, kw_only=True)

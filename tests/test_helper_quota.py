@@ -12,7 +12,7 @@ import pytest
 
 from policypack import validators as v
 from stacks.errors import ConfigError
-from stacks.fit import Requests
+from stacks.fit import Requests, requests_of
 from stacks.helper_pods import pod_requests
 from stacks.load import ROOT
 from stacks.pipeline import check_sections, stack_warnings
@@ -63,7 +63,9 @@ def test_every_helper_pod_in_a_model_namespace_is_a_resolved_fact_with_the_reque
         for r in mocks.of_type(typ)
         if r.inputs["metadata"]["namespace"] in namespaces
     )
-    resolved = Counter((h.namespace, _quota_part(h.requests)) for m in seen.models for h in m.helpers)
+    # The picker is a Helm release, not a Job (the next test holds it to its release's values).
+    jobs = [h for m in seen.models for h in m.helpers if h.kind != "endpoint-picker"]
+    resolved = Counter((h.namespace, _quota_part(h.requests)) for h in jobs)
     assert rendered == resolved, f"rendered helper pods {rendered} are not the resolved ones {resolved}"
 
 
@@ -74,7 +76,35 @@ def test_the_examples_resolve_each_helper_kind_the_quota_rules_count():
         for m in resolved_stack(sections_of(EXAMPLES / f"Pulumi.{example}.yaml")).models
         for h in m.helpers
     }
-    assert kinds == {"acceptance", "benchmark", "benchmark-schedule", "kv-prune", "neuron-compile", "bucket-fill"}
+    assert kinds == {
+        "acceptance",
+        "benchmark",
+        "benchmark-schedule",
+        "kv-prune",
+        "neuron-compile",
+        "bucket-fill",
+        "endpoint-picker",
+    }
+
+
+@pytest.mark.parametrize("example", ["Pulumi.team-search.yaml", "Pulumi.team-chat.yaml", "Pulumi.engines.yaml"])
+def test_each_endpoint_picker_release_in_a_model_namespace_asks_what_its_helper_fact_says(example):
+    """The picker is a Helm release (one pod: the chart's router.epp.replicas 1), so its pod's requests are
+    the release's `router.epp.resources`: one picker helper per release, in the same namespace, asking them."""
+    seen = resolved_stack(sections_of(EXAMPLES / example))
+    pickers = Counter(
+        (h.namespace, _quota_part(h.requests)) for m in seen.models for h in m.helpers if h.kind == "endpoint-picker"
+    )
+    releases = [
+        r.inputs
+        for r in rendered_stack(EXAMPLES / example).mocks.of_type("kubernetes:helm.sh/v3:Release")
+        if "llm-d-router-standalone" in str(r.inputs.get("chart"))
+    ]
+    rendered = Counter(
+        (r["namespace"], _quota_part(requests_of(r["values"]["router"]["epp"]["resources"]))) for r in releases
+    )
+    assert rendered == pickers and pickers, (rendered, pickers)
+    assert all("replicas" not in r["values"]["router"]["epp"] for r in releases), "the chart's one replica"
 
 
 @pytest.mark.parametrize("example", ["Pulumi.engines.yaml", "Pulumi.team-search.yaml", "Pulumi.storage-fsx.yaml"])
@@ -136,8 +166,25 @@ def _outcome(team: dict[str, Any], quota: dict[str, Any], name: str = "search") 
     return [], [str(w) for w in stack_warnings(checked)]
 
 
-def test_a_team_quota_sized_to_its_models_warns_that_the_acceptance_jobs_do_not_fit_beside_them():
+def test_a_team_quota_sized_to_its_models_refuses_their_endpoint_picker_which_pulumi_up_waits_for():
+    """The picker is a Deployment of its own beside the replicas for as long as they serve, and its Helm
+    release waits for it: with no room for its 1 cpu and 1Gi every `pulumi up` fails."""
     team = sections_of(TEAM)
+    refused, _ = _outcome(team, _exact_quota(team))
+    found = [p for p in refused if p.startswith("inference-platform:models[0].routing:")]
+    assert found and "the endpoint picker of qwen3-8b" in found[0] and "`pulumi up` fails" in found[0], refused
+    assert "routing.strategy: round-robin" in found[0], "the fix names the key that asks for the picker"
+
+
+def _unpicked(team: dict[str, Any]) -> dict[str, Any]:
+    """The team's models without an endpoint picker (round-robin), so another helper is alone beside them."""
+    for model in team["models"]:
+        model["routing"] = {"strategy": "round-robin"}
+    return team
+
+
+def test_a_team_quota_sized_to_its_models_warns_that_the_acceptance_jobs_do_not_fit_beside_them():
+    team = _unpicked(sections_of(TEAM))
     refused, warned = _outcome(team, _exact_quota(team))
     assert not refused, refused
     found = [w for w in warned if w.startswith("inference-platform:stack.team:") and "requests.cpu" in w]
@@ -161,11 +208,14 @@ def test_a_team_quota_with_room_for_its_acceptance_jobs_is_neither_refused_nor_w
     team = sections_of(TEAM)
     team["models"][0]["acceptance"] = {"gate": True}
     quota = _exact_quota(team)
-    # Two acceptance Jobs: 100m and 256Mi each, one pod each.
+    roomy = {"cpu": "100000", "memory": "100000Gi", "gpus": 1000, "neuronDevices": 1000, "pods": 10000}
+    helpers = [h for m in check_sections(team, "us-west-2", platforms=team_quota(**roomy)).models for h in m.helpers]
+    assert {h.kind for h in helpers} == {"acceptance", "endpoint-picker"}
+    room = sum((h.requests for h in helpers), Requests())
     quota.update(
-        cpu=f"{millicores(quota['cpu']) + 200}m",
-        memory=f"{mebibytes(quota['memory']) + 512}Mi",
-        pods=quota["pods"] + 2,
+        cpu=f"{millicores(quota['cpu']) + room.cpu_m}m",
+        memory=f"{mebibytes(quota['memory']) + room.memory_mib}Mi",
+        pods=quota["pods"] + len(helpers),
     )
     refused, warned = _outcome(team, quota)
     assert not refused, refused
@@ -192,6 +242,7 @@ def test_a_kv_tier_pruner_beyond_a_quota_sized_to_the_models_is_named_in_the_war
     model.update(kvCacheOffload={"cpuGiB": 8, "shared": {"sizeGiB": 50}})
     model.pop("consumers", None)
     team["models"] = [model | {"acceptance": False}]
+    _unpicked(team)
     refused, warned = _outcome(team, _exact_quota(team))
     assert not refused, refused
     found = [w for w in warned if "stack.team" in w and "requests.memory" in w]

@@ -38,8 +38,8 @@ class Quota(Strict):
     """The team's share of the platform: a ResourceQuota on each of its namespaces, and a LimitRange so a
     container without requests still counts against it. One replica of every model must fit the quota (a
     warning says when all replicas do not), and so must the platform's helper pods in the namespace (the
-    acceptance and benchmark Jobs, the KV-cache tier pruner, the compile and fill Jobs), which it charges
-    too."""
+    acceptance and benchmark Jobs, the KV-cache tier pruner, the compile and fill Jobs, the endpoint picker),
+    which it charges too."""
 
     gpus: int = Field(
         default=0,
@@ -82,7 +82,7 @@ class Quota(Strict):
         ge=1,
         le=100_000,
         description="Most pods the team's namespace may hold (`pods`): serving pods and the "
-        "platform's helper pods (acceptance, benchmark, pruner, compile and fill Jobs) alike.",
+        "platform's helper pods (acceptance, benchmark, pruner, compile and fill Jobs, endpoint picker) alike.",
     )
     container_defaults: ContainerDefaults = Field(
         default_factory=ContainerDefaults,

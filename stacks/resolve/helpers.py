@@ -7,7 +7,9 @@ team's ResourceQuota charges besides the serving pods, from the figures the buil
 - the KV-cache file tier's pruning CronJob (`kvCacheOffload.shared`), one per workload (a canary's too);
 - the Neuron compile Job (`neuron.compile: ahead`): the serving pod itself, on the pool, with its devices;
   the first time before any replica, but a new revision or image compiles while the old replicas serve;
-- a streamed model's bucket fill Job (`loadFormat`), which the serving pods wait for in their init step.
+- a streamed model's bucket fill Job (`loadFormat`), which the serving pods wait for in their init step;
+- a picked model's endpoint picker (`routing`: prefix-cache or load), one pod of the llm-d router's chart,
+  whose release `pulumi up` waits for.
 
 The serving pods' own init containers (the preparation steps) are charged with the pod
 (`ResolvedModel.preparation`). Nothing else the platform runs lands in a model's namespace: warm-node
@@ -29,6 +31,7 @@ from ..helper_pods import (
     BENCH_TOKENIZER,
     BENCH_UPLOAD,
     KV_PRUNE,
+    PICKER,
     PREPARATION_STEP,
     bench_runs_once,
     effective,
@@ -50,6 +53,7 @@ def _pod(model: ResolvedModel, kind: HelperKind, what: str, key: str, requests: 
         "kv-prune": f"or remove {model.key('kvCacheOffload', 'shared')}",
         "neuron-compile": f"or set {model.key('neuron', 'compile')}: on-start (the first replica compiles)",
         "bucket-fill": f"or remove {model.key('loadFormat')} (the replicas copy the weights instead)",
+        "endpoint-picker": f"or set {model.key('routing', 'strategy')}: round-robin (no picker)",
     }
     return HelperPod(
         kind=kind,
@@ -107,6 +111,10 @@ def helper_pods(model: ResolvedModel) -> tuple[HelperPod, ...]:
         need = effective(init=[ACCEPTANCE_CHECK], containers=[ACCEPTANCE_UPLOAD])
         gate = model.acceptance.gate
         found.append(_pod(model, "acceptance", "the acceptance Job", model.key("acceptance"), need, awaited=gate))
+    if model.routing is not None and model.routing.picker:
+        # A Helm release `pulumi up` waits for: its Deployment must become ready.
+        need = effective(containers=[PICKER])
+        found.append(_pod(model, "endpoint-picker", "the endpoint picker", model.key("routing"), need, awaited=True))
     found += _benchmark(model)
     found += _per_workload(model)
     return tuple(found)

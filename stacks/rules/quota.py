@@ -1,6 +1,7 @@
 """A team's ResourceQuota against everything the platform runs in the team's namespaces: the serving pods
 and the platform's helper pods beside them (stacks/resolve/helpers.py: the acceptance Job, the benchmark
-Job and CronJob, the KV-cache tier pruner, the Neuron compile Job, a streamed model's fill Job).
+Job and CronJob, the KV-cache tier pruner, the Neuron compile Job, a streamed model's fill Job, the
+endpoint picker).
 
 The platform gives each of a team's namespaces the whole `teams[].quota` (components/team.py), so what
 competes for one quota is what runs in one namespace. The API server charges every pod that is not
@@ -8,8 +9,8 @@ finished, a helper's as much as a replica's, and refuses the pod that would go o
 leaves its model unchecked (an acceptance Job; a gated one fails `pulumi up`), its tier unbounded (the
 pruner) or its revision never compiled. So:
 - a helper pod that alone exceeds the quota is refused, naming the key that asks for it;
-- a helper `pulumi up` waits for (a gated acceptance or benchmark Job, a compile Job) that does not fit beside
-  the fewest replicas of the namespace's models is refused: every such `pulumi up` would fail;
+- a helper `pulumi up` waits for (a gated acceptance or benchmark Job, a compile Job, the picker) that does
+  not fit beside the fewest replicas of the namespace's models is refused: every such `pulumi up` would fail;
 - the replicas at their most (a rollout's surge and canaries included) with every helper that runs beside
   them over the quota is a warning at `stack.team`, naming the helpers; `pods` is held to `quota.pods` alike.
 The comparison is stacks/guards.py `quota_shortfalls`, which the policy pack runs on each rendered pod
