@@ -303,6 +303,20 @@ def _requests_json(requests: Requests) -> dict[str, int]:
     return out
 
 
+def helpers_json(model: ResolvedModel) -> list[dict[str, Any]]:
+    """The platform's helper pods in the model's namespace, as `plan --json` gives them."""
+    return [
+        {
+            "kind": h.kind,
+            "key": h.key,
+            "requests": _requests_json(h.requests),
+            "beside": h.beside,
+            "awaited": h.awaited,
+        }
+        for h in model.helpers
+    ]
+
+
 def plan_json(stack: ResolvedStack) -> dict[str, Any]:
     """The plan as data: each pool's DaemonSet overhead and allocatable per type, each model's pods
     (role, count, requests as numbers and the container resources as rendered) and where they fit
@@ -349,16 +363,7 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
                 ],
                 "adapters": {"loader": model.adapter_loader, "models": list(model.adapter_model_names)},
                 "kvCacheOffload": offload_json(model),
-                "helpers": [
-                    {
-                        "kind": h.kind,
-                        "key": h.key,
-                        "requests": _requests_json(h.requests),
-                        "beside": h.beside,
-                        "awaited": h.awaited,
-                    }
-                    for h in model.helpers
-                ],
+                "helpers": helpers_json(model),
                 **cold_start_json(model),
                 **traffic_json(model),
             }
