@@ -6,6 +6,7 @@ the preparation init containers of the serving pods themselves (stacks/rules/quo
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -351,3 +352,19 @@ def test_stacks_plan_lists_each_model_s_helper_pods_with_what_they_ask():
     compile_job = next(h for h in neuron["helpers"] if h["kind"] == "neuron-compile")
     assert compile_job["key"] == "inference-platform:models[1].neuron.compile" and compile_job["awaited"]
     assert compile_job["requests"]["neuron"] == 4
+
+
+def test_a_team_model_s_graph_profiling_is_warned_as_charged_to_the_quota_but_not_counted():
+    """The operator sizes the profiling Jobs, so their requests are not the platform's to count: said, not
+    guessed (components/engines/dynamo.py warnings)."""
+    from components.engines import ENGINES
+    from stacks.config.models import DynamoGraph
+
+    seen = resolved_stack(sections_of(TEAM))
+    entry = seen.entries[0]
+    graph = DynamoGraph.model_validate({"requestProfiling": True, "profileConcurrency": 4})
+    profiled = replace(entry, config=entry.config.model_copy(update={"dynamo": graph}))
+    engine = next(spec for spec in ENGINES.values() if spec.warnings.__module__.endswith(".dynamo"))
+    [problem] = list(engine.warnings(profiled, seen))
+    assert str(problem).startswith("inference-platform:models[0].dynamo.requestProfiling:"), problem
+    assert "team search's quota" in str(problem) and "not counted" in str(problem)
