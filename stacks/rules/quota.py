@@ -128,8 +128,8 @@ def _awaited_problem(stack: ResolvedStack, team: Team, namespace: str, helper: H
         f"`pulumi up` waits for {helper.what}, which runs beside the model's replicas{when}: with the fewest "
         f"replicas of namespace {namespace}'s models it makes {short.requested} of {short.resource}, but team "
         f"{team.name}'s quota allows {short.available} ({stack.platform.where}'s teams[].quota."
-        f"{KEYS[short.resource]}), so the API server refuses its pod (or, created first, a replica's) and `pulumi up` fails; ask the platform team "
-        f"to raise it, lower the replicas, {helper.fix}",
+        f"{KEYS[short.resource]}), so the API server refuses its pod (or, created first, a replica's) and "
+        f"`pulumi up` fails; ask the platform team to raise it, lower the replicas, {helper.fix}",
     )
 
 
