@@ -45,6 +45,7 @@ import pulumi_random as random
 
 from stacks.awaits import await_job, skip_await
 from stacks.config.gateway import GatewaySection
+from stacks.helper_pods import ACCEPTANCE_CHECK, ACCEPTANCE_UPLOAD, rendered
 from stacks.naming import MANAGED_BY, TOKEN, physical
 from stacks.resolved import ACCEPTANCE_KEY_ENTRY, AcceptancePlan, ImageTable, ResolvedModel
 
@@ -183,7 +184,7 @@ def _check_container(model: ResolvedModel, args: AcceptanceChecksArgs, key: secr
         ],
         "volumeMounts": [*_work_mounts(), *secretfiles.mounts([key])],
         "securityContext": _security(),
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        "resources": rendered(ACCEPTANCE_CHECK),
     }
 
 
@@ -195,7 +196,7 @@ def _upload_container(model: ResolvedModel, args: AcceptanceChecksArgs) -> dict[
         "env": [*_aws_env(args.bucket), {"name": "BENCH_PREFIX", "value": results_prefix(model)}],
         "volumeMounts": _work_mounts(),
         "securityContext": _security(),
-        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+        "resources": rendered(ACCEPTANCE_UPLOAD),
     }
 
 

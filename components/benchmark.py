@@ -37,6 +37,14 @@ import pulumi_kubernetes as k8s
 from stacks.awaits import await_job, skip_await
 from stacks.config.benchmark import Benchmark
 from stacks.config.slo import Slo
+from stacks.helper_pods import (
+    BENCH_GUIDELLM,
+    BENCH_HUB_TOKENIZER,
+    BENCH_TOKENIZER,
+    BENCH_UPLOAD,
+    bench_runs_once,
+    rendered,
+)
 from stacks.naming import MANAGED_BY, TOKEN, physical, scanner_waivers
 from stacks.resolved import READER_SERVICE_ACCOUNT, ImageTable, ResolvedModel
 
@@ -250,7 +258,7 @@ def runs_once(model: ResolvedModel) -> bool:
     """The one-off Job after `pulumi up`: without a schedule, or with a gate (only a Job `pulumi up`
     awaits can fail it); a schedule alone is the CronJob only."""
     bench = model.config.benchmark
-    return bench is not None and (bench.schedule is None or bench.gate)
+    return bench is not None and bench_runs_once(bench)
 
 
 def job(model: ResolvedModel, hostname: str, bucket: Any, images: ImageTable) -> dict[str, Any]:
@@ -379,7 +387,7 @@ def _guidellm_container(
             *secretfiles.mounts([key]),
         ],
         "securityContext": _security(),
-        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+        "resources": rendered(BENCH_GUIDELLM),
     }
 
 
@@ -394,7 +402,7 @@ def _tokenizer_container(
         "env": [*aws_env, {"name": "MODEL_PREFIX", "value": model.cache.bucket_prefix}],
         "volumeMounts": [{"name": "tokenizer", "mountPath": TOKENIZER}, {"name": "tmp", "mountPath": "/tmp"}],
         "securityContext": _security(),
-        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+        "resources": rendered(BENCH_TOKENIZER),
     }
 
 
@@ -420,7 +428,7 @@ def _hub_tokenizer_container(model: ResolvedModel, repo: str, images: ImageTable
             *([{"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True}] if secret else []),
         ],
         "securityContext": _security(),
-        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+        "resources": rendered(BENCH_HUB_TOKENIZER),
     }
 
 
@@ -435,7 +443,7 @@ def _upload_container(
         "env": [*aws_env, {"name": "BENCH_PREFIX", "value": results_prefix(model)}],
         "volumeMounts": work,
         "securityContext": _security(),
-        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}},
+        "resources": rendered(BENCH_UPLOAD),
     }
 
 

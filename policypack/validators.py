@@ -49,6 +49,7 @@ from stacks.guards import (
     stateful_protection_problem,
 )
 from stacks.hardware import catalog
+from stacks.helper_pods import pod_requests
 from stacks.resolved import scaling_adapter_name
 from stacks.sharing import CONFIG_LABEL, mig_quota_key, sharing_of_config
 
@@ -60,6 +61,10 @@ HTTP_ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 RESOURCE_QUOTA = "kubernetes:core/v1:ResourceQuota"
 SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
 WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
+# The platform's helper pods (acceptance, benchmark, compile and fill Jobs; the benchmark's and the KV-cache
+# pruner's CronJobs) run in the models' namespaces and are charged to the same ResourceQuota.
+JOB = "kubernetes:batch/v1:Job"
+CRON_JOB = "kubernetes:batch/v1:CronJob"
 DYNAMO_GRAPH = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
 SCALERS = {
     "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": "HPA",
@@ -186,18 +191,6 @@ def container_requests(container: Mapping[str, Any]) -> Requests:
     return requests_of(container.get("resources") or {})
 
 
-def pod_requests(pod_spec: Mapping[str, Any]) -> Requests:
-    """One pod's effective requests as the scheduler and a ResourceQuota count them: per resource, the
-    larger of the containers' sum and any single init container (init containers run one at a time)."""
-    total = Requests()
-    for container in pod_spec.get("containers") or []:
-        total = total + container_requests(container)
-    for init in pod_spec.get("initContainers") or []:
-        one = container_requests(init)
-        total = Requests(*(max(a, b) for a, b in zip(total.as_tuple(), one.as_tuple(), strict=True)))
-    return total
-
-
 def pod_mig_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
     """One pod's MIG instances per profile, counted as `pod_requests` counts every resource."""
     total: dict[str, int] = {}
@@ -282,10 +275,20 @@ def quota_mig_limits(hard: Mapping[str, Any], profiles: Iterable[str]) -> dict[s
     return {p: int(hard[mig_quota_key(p)]) for p in profiles if hard.get(mig_quota_key(p)) is not None}
 
 
+def pod_template_spec(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod spec a workload, Job or CronJob creates its pods from; None for any other kind."""
+    spec = _spec(props)
+    if resource_type == CRON_JOB:
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    elif resource_type not in (*WORKLOADS, JOB):
+        return None
+    return (spec.get("template") or {}).get("spec") or {}
+
+
 def replicas_within_team_quota(args: StackValidationArgs, report: Report) -> None:
-    """A team's ResourceQuota admits at least one pod of each of its workloads, MIG instances per profile
-    included (stacks validate runs the same comparisons, stacks/guards.py quota_shortfalls and
-    mig_quota_shortfalls, on the sizing before rendering)."""
+    """A team's ResourceQuota admits at least one pod of each of its workloads and of each helper Job and
+    CronJob beside them, MIG instances per profile included (stacks validate runs the same comparisons,
+    stacks/guards.py quota_shortfalls and mig_quota_shortfalls, on the resolved requests before rendering)."""
     hards: dict[str, Mapping[str, Any]] = {}
     for res in args.resources:
         if res.resource_type == RESOURCE_QUOTA:
@@ -293,18 +296,16 @@ def replicas_within_team_quota(args: StackValidationArgs, report: Report) -> Non
     if not hards:
         return
     for res in args.resources:
-        if res.resource_type not in WORKLOADS:
-            continue
+        pod = pod_template_spec(res.resource_type, res.props)
         hard = hards.get(_meta(res.props).get("namespace") or "default")
-        if hard is None:
+        if pod is None or hard is None:
             continue
-        pod = (_spec(res.props).get("template") or {}).get("spec") or {}
         migs = pod_mig_requests(pod)
         shorts = quota_shortfalls(pod_requests(pod), quota_limits(hard))
         for short in [*shorts, *mig_quota_shortfalls(migs, quota_mig_limits(hard, migs))]:
             report(
                 f"a pod of {_ident(res.props, res.name)} requests {short.requested} of {short.resource} but its "
-                f"namespace's ResourceQuota allows {short.available}: the API server would refuse every replica",
+                f"namespace's ResourceQuota allows {short.available}: the API server would refuse every pod of it",
                 res.urn,
             )
 
@@ -427,7 +428,8 @@ POLICIES: list[Policy] = [
     ),
     StackValidationPolicy(
         name="replicas-within-team-quota",
-        description="A team namespace's ResourceQuota admits at least one pod of each of its workloads.",
+        description="A team namespace's ResourceQuota admits at least one pod of each of its workloads, Jobs "
+        "and CronJobs.",
         validate=replicas_within_team_quota,
         enforcement_level=MANDATORY,
     ),

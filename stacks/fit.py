@@ -56,6 +56,11 @@ class Requests:
         )
 
 
+def at_least(a: Requests, b: Requests) -> Requests:
+    """Per resource, the larger of the two (a pod with an init container is charged at least the init's)."""
+    return Requests(*(max(x, y) for x, y in zip(a.as_tuple(), b.as_tuple(), strict=True)))
+
+
 # MIG instances of a pool's one profile, whatever the profile (`nvidia.com/mig-1g.10gb` on the pool).
 MIG_RESOURCE = f"{MIG_RESOURCE_PREFIX}<profile>"
 # Resource name -> (attribute, how to show a quantity of it).

@@ -95,6 +95,11 @@ def quota_shortfalls(need: Requests, quota: Requests) -> list[Shortfall]:
     return out
 
 
+def pod_count_shortfall(pods: int, allowed: int) -> Shortfall | None:
+    """More pods than a ResourceQuota's `pods` admits (every pod not yet finished counts, a Job's too)."""
+    return Shortfall("pods", str(pods), str(allowed)) if pods > allowed else None
+
+
 def mig_quota_shortfalls(need: Mapping[str, int], allowed: Mapping[str, int]) -> list[Shortfall]:
     """MIG instances requested beyond a quota, per profile (`need` and `allowed`: profile -> instances), by
     quota key (`requests.nvidia.com/mig-3g.40gb`). A profile `allowed` does not name is not bounded, as a

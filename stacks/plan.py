@@ -118,7 +118,18 @@ def _model_lines(model: ResolvedModel) -> list[str]:
         if model.adapter_model_names
         else []
     )
-    return [head, *pods, *adapters, *_offload_lines(model), *_cold_start_lines(model), *_traffic_lines(model)]
+    helpers = _helper_lines(model)
+    return [head, *pods, *helpers, *adapters, *_offload_lines(model), *_cold_start_lines(model), *_traffic_lines(model)]
+
+
+def _helper_lines(model: ResolvedModel) -> list[str]:
+    """The platform's helper pods in the model's namespace (a team's quota holds them too)."""
+    return [
+        f"  helper: {h.what} ({'awaited by pulumi up, ' if h.awaited else ''}"
+        f"{'beside the replicas' if h.beside else 'before the replicas'}), cpu {h.requests.cpu_m}m, memory "
+        f"{h.requests.memory_mib}Mi, gpu {h.requests.gpu}, neuron {h.requests.neuron}"
+        for h in model.helpers
+    ]
 
 
 def _offload_lines(model: ResolvedModel) -> list[str]:
@@ -292,6 +303,20 @@ def _requests_json(requests: Requests) -> dict[str, int]:
     return out
 
 
+def helpers_json(model: ResolvedModel) -> list[dict[str, Any]]:
+    """The platform's helper pods in the model's namespace, as `plan --json` gives them."""
+    return [
+        {
+            "kind": h.kind,
+            "key": h.key,
+            "requests": _requests_json(h.requests),
+            "beside": h.beside,
+            "awaited": h.awaited,
+        }
+        for h in model.helpers
+    ]
+
+
 def plan_json(stack: ResolvedStack) -> dict[str, Any]:
     """The plan as data: each pool's DaemonSet overhead and allocatable per type, each model's pods
     (role, count, requests as numbers and the container resources as rendered) and where they fit
@@ -338,6 +363,7 @@ def plan_json(stack: ResolvedStack) -> dict[str, Any]:
                 ],
                 "adapters": {"loader": model.adapter_loader, "models": list(model.adapter_model_names)},
                 "kvCacheOffload": offload_json(model),
+                "helpers": helpers_json(model),
                 **cold_start_json(model),
                 **traffic_json(model),
             }

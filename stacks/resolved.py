@@ -26,7 +26,7 @@ from .config.storage import StorageSection
 from .config.teams import PLATFORM_CLIENTS
 from .engine_facts import DerivedName, Dialect, EngineFacts, ModelFacts
 from .errors import key_path
-from .fit import NodePoolLimits, Requests
+from .fit import NodePoolLimits, Requests, at_least
 from .groups import ReplicaGroup, leader_worker_set
 from .hardware import InstanceType, NetworkInterface
 from .naming import COMPONENT_LABEL
@@ -621,6 +621,31 @@ class PodShape:
         return None if self.replicas is None else self.count * self.replicas
 
 
+HelperKind = Literal[
+    "acceptance", "benchmark", "benchmark-schedule", "kv-prune", "neuron-compile", "bucket-fill", "endpoint-picker"
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HelperPod:
+    """A pod the platform runs in a model's namespace besides its serving pods (stacks/resolve/helpers.py),
+    which the namespace's ResourceQuota charges like any other: its requests as rendered (the larger of its
+    containers' sum and any init container), the key that asks for it, and when it runs. `beside`: it runs
+    while the model's replicas run (a CronJob; a Job that calls the model; a compile or fill Job a new
+    revision starts while the old replicas still serve). `awaited`: `pulumi up` waits for it and fails
+    with it (a gated acceptance or benchmark Job, an ahead-of-time compile). `fix` says what to change
+    other than the quota."""
+
+    kind: HelperKind
+    what: str  # how a message names it: "the acceptance Job of qwen3-8b"
+    key: str  # the key path that asks for it: models[0].acceptance
+    namespace: str
+    requests: Requests
+    beside: bool
+    awaited: bool
+    fix: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelCache:
     """Where a model's weights are, resolved from the storage choice: the directory per owner, model and
@@ -745,6 +770,12 @@ class ResolvedModel(Endpoint):
     # Where its engine (and its picker) export OpenTelemetry spans (stacks/resolve/tracing.py); None: the
     # platform runs no tracing, or the model opted out (`models[].tracing: false`).
     tracing: TraceExport | None = None
+    # What its largest preparation init container asks (Requests() without one): a pod on the pool is charged
+    # at least this per resource, the init containers running before the engine (stacks/helper_pods.py).
+    preparation: Requests = field(default_factory=Requests)
+    # The platform's other pods in its namespace, its canary's included (acceptance, benchmark, KV-tier
+    # pruner, compile and fill Jobs): what the team's quota must also hold.
+    helpers: tuple[HelperPod, ...] = ()
 
     @property
     def min_replicas(self) -> int:
@@ -790,6 +821,17 @@ class ResolvedModel(Endpoint):
         container's requests and its sidecars' (AIBrix's runtime where AIBrix loads the adapters), as its
         pod shape holds them; the serving container's alone for engines whose pods have other roles."""
         return next((p.requests for p in self.pods if p.role in SERVING_ROLES), self.requests)
+
+    def charged(self, pod: PodShape) -> Requests:
+        """What the namespace's ResourceQuota charges for one pod of this shape: its containers' requests, or
+        per resource its preparation init container's where that is larger (on the pool's pods, which run it)."""
+        return at_least(pod.requests, self.preparation) if pod.pool else pod.requests
+
+    @property
+    def charged_serving_pod(self) -> Requests:
+        """What the ResourceQuota charges for one pod serving the model's API: `serving_pod_requests`, or per
+        resource its preparation step where that is larger."""
+        return at_least(self.serving_pod_requests, self.preparation)
 
     @property
     def serving_resources(self) -> Mapping[str, Mapping[str, str]]:

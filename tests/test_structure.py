@@ -105,6 +105,7 @@ FLOOR = (
     "stacks.flags",
     "stacks.groups",
     "stacks.hardware",
+    "stacks.helper_pods",
     "stacks.metrics",
     "stacks.naming",
     "stacks.offload",

@@ -85,7 +85,7 @@ from ..secretfiles import SecretFile
 from ..storage.prepare import TOKEN_VOLUME
 from . import sglang, vllm, workers
 from .group import EFA_ENV, add_efa_env
-from .spec import EngineSpec, WorkloadSpec, no_problems, repo_id
+from .spec import EngineSpec, WorkloadSpec, repo_id
 from .workers import worker_resources
 from .workload import HF_TOKEN_DIR, HF_TOKEN_KEY, hf_token, unique_volumes
 
@@ -731,6 +731,22 @@ def _roles_fit_the_pool(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Pro
     )
 
 
+def warnings(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """A team's DynamoGraphDeploymentRequest (`requestProfiling`) runs profiling Jobs the operator sizes (candidate
+    graphs on GPUs it chooses) in the model's namespace: the team's quota pays for them, and the quota rules
+    (stacks/rules/quota.py, which count the platform's own helper pods) cannot say how much."""
+    team = stack.team
+    if team is None or team.quota is None or not dynamo_block(entry.config).request_profiling:
+        return
+    yield Problem(
+        entry.key("dynamo", "requestProfiling"),
+        f"the profiling the DynamoGraphDeploymentRequest of {entry.name} asks for runs Jobs the operator sizes "
+        f"(candidate graphs on GPUs) in namespace {entry.namespace}, charged to team {team.name}'s quota beside "
+        f"the replicas but not counted by the quota checks; leave the quota room for a profiling run's GPUs, or "
+        f"profile where no team quota applies",
+    )
+
+
 def checks(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
     yield from _disaggregation(entry)
     yield from _roles_fit_the_pool(entry, stack)
@@ -754,5 +770,5 @@ SPEC = EngineSpec(
     pods=pods,
     manifests=manifests,
     checks=checks,
-    warnings=no_problems,
+    warnings=warnings,
 )

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from stacks.helper_pods import PICKER, rendered
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.offload import PICKER_BLOCK_TOKENS
 from stacks.resolved import (
@@ -252,11 +253,9 @@ def values(served: Endpoint, image: Image, tracing: TraceExport | None = None) -
         # BackendTLSPolicy says so, and the picker serves TLS by default (--secure-serving).
         "flags": {"secure-serving": False},
         "metricsDataSource": {"scheme": "http", "path": metrics_path},
-        # The chart's defaults (8 CPU, 8Gi) are for 100-pod pools. Its sizing guide
-        # (docs/operations.md) measured 1.19 cores and 0.26 GiB peak at 5 req/s with approximate
-        # prefix matching; the limit leaves room for the 4-6 GiB it reports at 50-100 req/s. No CPU
-        # limit, as the chart: a throttled picker delays every request.
-        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}},
+        # Sized against the chart's sizing guide (docs/operations.md), in the one place a team's quota
+        # rules read it too.
+        "resources": rendered(PICKER),
         # The chart has no nodeSelector value; the platform's own pods run on system nodes.
         "affinity": {
             "nodeAffinity": {

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stacks.helper_pods import KV_PRUNE, rendered
 from stacks.naming import MANAGED_BY, physical
 from stacks.resolved import CACHE_CLAIM, CACHE_ROOT, ImageTable
 
@@ -70,7 +71,7 @@ def pruner_cron_job(
             "capabilities": {"drop": ["ALL"]},
             "readOnlyRootFilesystem": True,
         },
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
+        "resources": rendered(KV_PRUNE),
     }
     pod = {
         "restartPolicy": "Never",

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.awaits import skip_await
+from stacks.helper_pods import PREPARATION_STEP, rendered
 from stacks.resolved import ImageTable
 
 TOKEN_DIR = "/var/run/secrets/huggingface"
@@ -206,7 +207,7 @@ def _container(
         "volumeMounts": mounts,
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": security_context(as_root),
-        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}},
+        "resources": rendered(PREPARATION_STEP),
     }
 
 

@@ -35,47 +35,55 @@ class ContainerDefaults(Strict):
 
 
 class Quota(Strict):
-    """The team's share of the platform: a ResourceQuota on its namespace, and a LimitRange so a
-    container without requests still counts against it. One replica of every model must fit the quota
-    (a warning says when all replicas do not)."""
+    """The team's share of the platform: a ResourceQuota on each of its namespaces, and a LimitRange so a
+    container without requests still counts against it. One replica of every model must fit the quota (a
+    warning says when all replicas do not), and so must the platform's helper pods in the namespace (the
+    acceptance and benchmark Jobs, the KV-cache tier pruner, the compile and fill Jobs, the endpoint picker),
+    which it charges too."""
 
     gpus: int = Field(
         default=0,
         ge=0,
         le=100_000,
-        description="NVIDIA GPUs the team's pods may request in total (`requests.nvidia.com/gpu` of the "
+        description="NVIDIA GPUs each of the team's namespaces admits (`requests.nvidia.com/gpu` of the "
         "ResourceQuota); 0 allows none.",
     )
     neuron_devices: int = Field(
         default=0,
         ge=0,
         le=100_000,
-        description="Whole Neuron devices the team's pods may request in total "
+        description="Whole Neuron devices each of the team's namespaces admits "
         "(`requests.aws.amazon.com/neuron`); 0 allows none.",
     )
     shared_gpus: int = Field(
         default=0,
         ge=0,
         le=100_000,
-        description="Time-sliced GPU slices the team's pods may request in total (`requests.nvidia.com/gpu.shared`, "
+        description="Time-sliced GPU slices each of the team's namespaces admits (`requests.nvidia.com/gpu.shared`, "
         "one per replica on a `gpuSharing.timeSlicing` pool); 0 allows none.",
     )
     mig_instances: dict[MigProfileName, Annotated[int, Field(ge=0, le=100_000)]] = Field(
         default_factory=dict,
         max_length=16,
-        description="MIG instances the team's pods may request in total, per profile (`requests.nvidia.com/mig-"
+        description="MIG instances each of the team's namespaces admits, per profile (`requests.nvidia.com/mig-"
         "<profile>`, one per replica on a `gpuSharing.mig` pool), e.g. `{3g.40gb: 4}`. A ResourceQuota bounds only "
         "the resources it names, so every MIG profile of the platform's pools must be listed (0 forbids it).",
     )
     cpu: CpuQuantity = Field(
-        description="CPU the team's pods may request in total (`requests.cpu`): a Kubernetes quantity in cores or "
+        description="CPU each of the team's namespaces admits (`requests.cpu`): a Kubernetes quantity in cores or "
         "millicores, e.g. `'64'`, no finer than 1m."
     )
     memory: MemoryQuantity = Field(
-        description="Memory the team's pods may request in total (`requests.memory`): a Kubernetes quantity that "
+        description="Memory each of the team's namespaces admits (`requests.memory`): a Kubernetes quantity that "
         "is a whole number of MiB, e.g. `512Gi`."
     )
-    pods: int = Field(default=100, ge=1, le=100_000, description="Most pods the team's namespace may hold (`pods`).")
+    pods: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        description="Most pods the team's namespace may hold (`pods`): serving pods and the "
+        "platform's helper pods (acceptance, benchmark, pruner, compile and fill Jobs, endpoint picker) alike.",
+    )
     container_defaults: ContainerDefaults = Field(
         default_factory=ContainerDefaults,
         description="Requests for containers that state none, so they still count against the quota.",

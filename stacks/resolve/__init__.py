@@ -21,6 +21,7 @@ from ..resolved import Access, PlatformView, ResolvedStack, Team
 from .acceptance import with_acceptance
 from .access import front_door_access
 from .cost import resolve_cost
+from .helpers import with_helpers
 from .images import image_table, rendered_images
 from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
 from .platform import adapter_prometheus, gateway_parent, own_platform, unknown_platform
@@ -67,7 +68,7 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
         with_acceptance(model_entry(i, m, view.addons, team), view, parent, has_routes)
         for i, m in enumerate(config.models)
     )
-    models = tuple(m for m in (place(e, view, has_routes) for e in entries) if m is not None)
+    models = tuple(with_helpers(m) for m in (place(e, view, has_routes) for e in entries) if m is not None)
     picked = [routing_strategy(e.config, e.facts, has_routes) not in (None, "round-robin") for e in entries]
     names = rendered_images(
         owns_platform=owns,

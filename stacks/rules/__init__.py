@@ -31,6 +31,7 @@ from . import (  # noqa: F401  (each registers its rules)
     pools,
     prod,
     provisioning,
+    quota,
     scaling,
     secrets,
     serving,

@@ -128,16 +128,18 @@ def a_team_quota_holds_a_rollout_and_a_canary(stack: ResolvedStack) -> Iterable[
     limit = quota_requests(stack)
     if limit is None or stack.team is None:
         return
-    floor = Requests()
+    # Each of the team's namespaces has the whole quota: what competes is what runs in one namespace.
+    floors: dict[str, Requests] = {}
     for entry in stack.entries:
         one, _ = one_replica(stack, entry)
         for _ in range(fewest_replicas(entry) * entry.config.nodes_per_replica):
-            floor = floor + one
-    # What the fewest replicas already lack is not the surge's or the canary's doing.
-    short_already = {s.resource for s in quota_shortfalls(floor, limit)}
+            floors[entry.namespace] = floors.get(entry.namespace, Requests()) + one
     for entry in stack.entries:
         config = entry.config
         one, _ = one_replica(stack, entry)
+        floor = floors.get(entry.namespace, Requests())
+        # What the fewest replicas already lack is not the surge's or the canary's doing.
+        short_already = {s.resource for s in quota_shortfalls(floor, limit)}
         for key, extra in (("canary", config.canary_replicas), ("rollout.maxSurge", config.rollout.max_surge)):
             need = floor
             for _ in range(extra * config.nodes_per_replica):
@@ -145,7 +147,8 @@ def a_team_quota_holds_a_rollout_and_a_canary(stack: ResolvedStack) -> Iterable[
             for short in [s for s in quota_shortfalls(need, limit) if s.resource not in short_already] if extra else ():
                 yield Problem(
                     entry.key(*key.split(".")),
-                    f"{key} adds {extra} replica(s) of {entry.name} beside the fewest replicas of the team's models, "
+                    f"{key} adds {extra} replica(s) of {entry.name} beside the fewest replicas of the team's models in "
+                    f"namespace {entry.namespace}, "
                     f"{short.requested} of {short.resource} at once, but team {stack.team.name}'s quota allows "
                     f"{short.available} (teams[].quota.{QUOTA_KEYS[short.resource]}), so the API server refuses "
                     f"the extra pod; ask the platform team to raise the quota, or drop {key}",

@@ -228,19 +228,21 @@ def team_quota_holds_one_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
 @warning
 def team_quota_holds_every_mig_replica(stack: ResolvedStack) -> Iterable[Problem]:
     """All the team's replicas at their autoscaler maximum, and canaries, per MIG profile against the team's
-    `quota.migInstances` (the MIG side of stacks/rules/workloads.py `quota_holds_every_replica`): beyond it
+    `quota.migInstances` (the MIG side of stacks/rules/quota.py `quota_holds_every_replica`): beyond it
     the API server refuses the extra pods, which stay unscheduled."""
     team = stack.team
     if team is None or team.quota is None:
         return
-    need: dict[str, int] = {}
+    # Per namespace: each of the team's namespaces has the whole quota.
+    needs: dict[str, dict[str, int]] = {}
     for model in stack.models:
         sharing = model.pool.config.gpu_sharing
         if sharing is None or sharing.mig is None or not model.requests.mig:
             continue
         pods = model.config.most_replicas + model.config.canary_replicas
+        need = needs.setdefault(model.namespace, {})
         need[sharing.mig.profile] = need.get(sharing.mig.profile, 0) + pods * model.requests.mig
-    for short in mig_quota_shortfalls(need, team.quota.mig_instances):
+    for short in (s for need in needs.values() for s in mig_quota_shortfalls(need, team.quota.mig_instances)):
         yield Problem(
             key_path(["stack", "team"]),
             f"all replicas together need {short.requested} of {short.resource}, more than the team quota's "

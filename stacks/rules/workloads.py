@@ -51,11 +51,13 @@ def stated_requests(model: ModelSection, accelerator: str) -> Requests:
 
 
 def one_replica(stack: ResolvedStack, entry: ModelEntry) -> tuple[Requests, bool]:
-    """(requests of one replica's pod, exact): the resolved ones on the platform's pool, its sidecars
-    included (AIBrix's runtime), else the stated lower bound (the engine tells the accelerator kind)."""
+    """(requests of one replica's pod, exact): the resolved ones on the platform's pool as the quota charges
+    them, its sidecars (AIBrix's runtime) and preparation step included, else the stated lower bound (the
+    engine tells the accelerator kind). Every replica together, and the platform's helper pods beside them:
+    stacks/rules/quota.py."""
     placed = stack.placed(entry)
     if placed is not None:
-        return placed.serving_pod_requests, True
+        return placed.charged_serving_pod, True
     return stated_requests(entry.config, entry.facts.accelerators[0]), False
 
 
@@ -138,26 +140,6 @@ def quota_holds_one_replica(stack: ResolvedStack) -> Iterable[Problem]:
                 f"so the API server would refuse every pod; ask the platform team to raise it, or set "
                 f"models[{i}].resources / use fewer accelerators per replica{lower}",
             )
-
-
-@warning
-def quota_holds_every_replica(stack: ResolvedStack) -> Iterable[Problem]:
-    limit = quota_requests(stack)
-    if limit is None:
-        return
-    total = Requests()
-    for entry in stack.entries:
-        one, _ = one_replica(stack, entry)
-        # An autoscaler's maximum, and a canary's pod beside the model's.
-        for _ in range(entry.config.most_replicas + entry.config.canary_replicas):
-            total = total + one
-    for short in quota_shortfalls(total, limit):
-        key = QUOTA_KEYS[short.resource]
-        yield Problem(
-            key_path(["stack", "team"]),
-            f"all replicas together need {short.requested} of {short.resource}, more than the team quota's "
-            f"{short.available} (teams[].quota.{key} of the platform stack): some replicas will stay Pending",
-        )
 
 
 @warning
