@@ -46,7 +46,7 @@ import pulumi_random as random
 from stacks.awaits import await_job, skip_await
 from stacks.config.gateway import GatewaySection
 from stacks.helper_pods import ACCEPTANCE_CHECK, ACCEPTANCE_UPLOAD, rendered
-from stacks.naming import MANAGED_BY, TOKEN, physical
+from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL, TOKEN, physical
 from stacks.resolved import ACCEPTANCE_KEY_ENTRY, AcceptancePlan, ImageTable, ResolvedModel
 
 from . import acceptance_check, peers, secretfiles
@@ -232,6 +232,9 @@ def job(model: ResolvedModel, args: AcceptanceChecksArgs) -> dict[str, Any]:
         upload=_upload_container(model, args),
         volumes=secretfiles.volumes([key]),
     )
+    # A few requests through the front door: the system nodes, which are always there, rather than a node
+    # Karpenter would launch for it on a CPU pool.
+    pod["nodeSelector"] = dict(SYSTEM_NODE_LABEL)
     # `pulumi up` fails with a gated Job; nothing waits for an ungated one (its verdict goes to the bucket).
     awaits = await_job(deadline_seconds(model)) if accept.gate else skip_await()
     return {

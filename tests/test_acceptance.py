@@ -402,6 +402,12 @@ def test_the_minted_keys_secret_holds_api_key_in_the_models_namespace_and_the_jo
     assert KEY_LENGTH == 48
 
 
+def test_the_acceptance_job_runs_on_the_system_nodes_not_on_a_node_launched_for_it():
+    stack = stack_of(example())
+    spec = job(minted(stack, "qwen3-8b-sglang"), args_of(stack))["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"inference-platform.io/node-role": "system"}
+
+
 def test_under_jwt_a_model_without_a_token_gets_no_job_and_a_warning_naming_the_key():
     sections = with_jwt(copy.deepcopy(example()))
     stack = stack_of(sections)

@@ -145,6 +145,7 @@ def test_the_pruner_bounds_the_models_directory_every_ten_minutes_as_a_non_root_
     assert cron["spec"]["schedule"] == "*/10 * * * *" and cron["spec"]["concurrencyPolicy"] == "Forbid"
     pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False, "it never calls the API server"
+    assert pod["nodeSelector"] == {"inference-platform.io/node-role": "system"}, "no CPU node launched for it"
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] >= 10000
     assert pod["securityContext"]["runAsGroup"] == 1000, "the engine's group, which owns the FSx directory"
     container = pod["containers"][0]

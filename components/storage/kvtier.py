@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from stacks.helper_pods import KV_PRUNE, rendered
-from stacks.naming import MANAGED_BY, physical
+from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL, physical
 from stacks.resolved import CACHE_CLAIM, CACHE_ROOT, ImageTable
 
 PRUNE_SCHEDULE = "*/10 * * * *"
@@ -86,6 +86,9 @@ def pruner_cron_job(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "containers": [container],
+        # A small periodic job: on the system nodes, which are always there, never a reason for Karpenter
+        # to launch a node of a CPU pool every ten minutes.
+        "nodeSelector": dict(SYSTEM_NODE_LABEL),
         "volumes": [{"name": "kv-cache", "persistentVolumeClaim": {"claimName": CACHE_CLAIM}}],
     }
     return {
