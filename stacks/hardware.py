@@ -79,6 +79,8 @@ class InstanceType:
     secondary_figures: tuple[tuple[str, str], ...] = ()
     # Set on UltraServer members (p6e-gb200, trn2u): what the type is part of and how it is sold.
     ultraserver: str | None = None
+    # Why the EKS accelerated AMIs may not run this type (not listed, driver floor): a pool is warned.
+    ami_caveat: str | None = None
 
     @property
     def secondary_labels(self) -> list[str]:
@@ -187,6 +189,7 @@ def _from_json(entry: dict) -> InstanceType:
         karpenter_gpus=alloc.get("nvidia.com/gpu") or 0,
         secondary_figures=tuple((entry.get("secondary_figures") or {}).items()),
         ultraserver=entry.get("ultraserver"),
+        ami_caveat=entry.get("ami_caveat"),
     )
 
 

@@ -444,3 +444,13 @@ def test_the_engines_example_serves_a_32b_bf16_model_on_one_g7e_gpu_without_a_ke
     warnings = warnings_of(engines)
     assert not [w for w in warnings if "sm_120" in w or "Blackwell" in w]
     assert not [w for w in warnings if "rtx" in w and "fit" in w]
+
+
+def test_a_g7_pool_is_warned_that_the_eks_amis_do_not_list_it_and_g7e_is_not(dev):
+    dev["nodePools"][0]["instanceTypes"] = ["g7.2xlarge"]
+    dev["models"] = []
+    [warning] = [w for w in warnings_of(dev) if "ml-eks-optimized-ami" in w]
+    assert warning.startswith("inference-platform:nodePools[0].instanceTypes: g7: ") and "R575.64" in warning
+    assert "nvidia-smi" in warning
+    dev["nodePools"][0]["instanceTypes"] = ["g7e.2xlarge"]
+    assert not [w for w in warnings_of(dev) if "ml-eks-optimized-ami" in w], "the guide lists g7e"

@@ -233,3 +233,17 @@ def nvlink_spans_one_grace_node(stack: ResolvedStack) -> Iterable[Problem]:
                 f"AWS, so the replica's traffic between nodes goes over the network. Keep a replica within one "
                 f"node's {grace[0].gpu_count} GPUs where it fits",
             )
+
+
+@warning
+def types_the_eks_amis_may_not_run_are_confirmed(stack: ResolvedStack) -> Iterable[Problem]:
+    """A type the EKS accelerated-AMI guide does not list (g7) may boot without a driver for its GPU: the
+    node joins, but its device plugin finds no GPU and Karpenter never calls it initialized."""
+    for i, pool in _pools(stack):
+        caveats = {t.family: t for t in pool.instance_types if t.ami_caveat}
+        for family, itype in sorted(caveats.items()):
+            yield Problem(
+                key_path(["nodePools", i, "instanceTypes" if pool.config.instance_types else "instanceFamilies"]),
+                f"{family}: {itype.ami_caveat}. Launch one {itype.name} from {pool.config.ami_alias} and check "
+                f"`nvidia-smi` before serving on it",
+            )
