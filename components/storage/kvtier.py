@@ -88,21 +88,10 @@ def cron_job_name(workload: str) -> str:
     return physical(f"{workload}-kv-prune", limit=CRON_JOB_NAME_LIMIT)
 
 
-def pruner_cron_job(
-    *,
-    workload: str,
-    namespace: str,
-    kv_dir: str,
-    kv_gib: int,
-    kv_live: tuple[str, ...],
-    group: int,
-    images: ImageTable,
-) -> dict[str, Any]:
-    """The CronJob that removes the model's revision directories beside `kv_dir` that are not in `kv_live`
-    and trims `kv_dir` (under CACHE_ROOT on the namespace's cache claim) to `kv_gib` GiB."""
+def prune_container(*, kv_dir: str, kv_gib: int, kv_live: tuple[str, ...], images: ImageTable) -> dict[str, Any]:
+    """The pruning container, mounted at the model's directory above `kv_dir` (every revision of it)."""
     model_dir, revision = kv_dir.removeprefix(f"{CACHE_ROOT}/").rsplit("/", 1)
-    labels = {**MANAGED_BY, "app.kubernetes.io/name": "kv-tier-pruner", PRUNER_LABEL: workload}
-    container = {
+    return {
         "name": "prune",
         "image": images["busybox"].ref,
         "command": ["/bin/sh", "-c", PRUNE],
@@ -120,6 +109,22 @@ def pruner_cron_job(
         },
         "resources": rendered(KV_PRUNE),
     }
+
+
+def pruner_cron_job(
+    *,
+    workload: str,
+    namespace: str,
+    kv_dir: str,
+    kv_gib: int,
+    kv_live: tuple[str, ...],
+    group: int,
+    images: ImageTable,
+) -> dict[str, Any]:
+    """The CronJob that removes the model's revision directories beside `kv_dir` that are not in `kv_live`
+    and trims `kv_dir` (under CACHE_ROOT on the namespace's cache claim) to `kv_gib` GiB."""
+    labels = {**MANAGED_BY, "app.kubernetes.io/name": "kv-tier-pruner", PRUNER_LABEL: workload}
+    container = prune_container(kv_dir=kv_dir, kv_gib=kv_gib, kv_live=kv_live, images=images)
     pod = {
         "restartPolicy": "Never",
         # It never calls the Kubernetes API.
