@@ -417,11 +417,16 @@ def test_the_plan_shows_the_file_tier_its_directory_and_bound():
     stack = stack_of(sharing())
     text = plan(stack)
     assert f"KV-cache file tier: /models/_kvcache/platform/{SHIPPED}/{REVISION}" in text, text
-    assert "bounded to 100GiB" in text
+    assert "bounded to 100GiB (50.0GiB LRU cap for each of the 2 SGLang ranks" in text, text
     model = next(m for m in plan_json(stack)["models"] if m["name"] == SHIPPED)
     assert model["kvCacheOffload"] == {
         "cpuGiB": 32,
-        "shared": {"directory": f"/models/_kvcache/platform/{SHIPPED}/{REVISION}", "sizeGiB": 100},
+        "shared": {
+            "directory": f"/models/_kvcache/platform/{SHIPPED}/{REVISION}",
+            "sizeGiB": 100,
+            "writers": 2,
+            "rankCapBytes": 50 * GIB,
+        },
     }
     other = next(m for m in plan_json(stack)["models"] if m["name"] == "qwen3-4b-shared")
     assert other["kvCacheOffload"] is None
