@@ -24,6 +24,10 @@ class ModelArchitecture:
     # config.json `head_dim` (or hidden_size / num_attention_heads where the config leaves it to that
     # default): with kv_heads and layers, the KV cache's bytes per token (stacks/offload.py); None: not known.
     head_dim: int | None = None
+    # Multi-head latent attention (DeepSeek-V2/V3/R1 style: config.json has `kv_lora_rank`): SGLang keeps one
+    # latent per token that every tensor-parallel rank shares, so its file tier has one writer a stage
+    # (stacks/offload.py). No catalog entry is one; `models[].architecture.mla` says so for a model.
+    mla: bool = False
 
 
 _LLAMA_31_8B = ModelArchitecture(
@@ -88,5 +92,7 @@ def architecture(model: ModelSection) -> ModelArchitecture | None:
     """The model's shape: its own `architecture` key, else the catalog's entry for its repository."""
     if model.architecture is not None:
         a = model.architecture
-        return ModelArchitecture(a.attention_heads, a.kv_heads, a.layers, "models[].architecture", head_dim=a.head_dim)
+        return ModelArchitecture(
+            a.attention_heads, a.kv_heads, a.layers, "models[].architecture", head_dim=a.head_dim, mla=a.mla
+        )
     return ARCHITECTURES.get(model.model.removeprefix("hf://"))

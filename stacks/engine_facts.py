@@ -33,7 +33,8 @@ class Dialect:
     """How an engine's own parser reads `models[].engineArgs`.
 
     `owned`: the flags the platform sets (flag -> why it owns it, stacks/flags.py, with `{port}` for the
-    serving port); `streamed`: those it also owns for a model streamed from the bucket; `refused`: the
+    serving port); `streamed`: those it also owns for a model streamed from the bucket (`file_tier`: with a
+    shared KV-cache file tier); `refused`: the
     engine takes no engineArgs at all, and why. The parser's behaviour: the exact flags that are prefixes
     of owned ones, whether long flags abbreviate (argparse) and `_` reads as `-` (vLLM), clap's short
     options (those taking no value, and those taking one, by the long flag they stand for), and flags
@@ -49,6 +50,8 @@ class Dialect:
     short_flags: frozenset[str] = frozenset()
     short_values: Mapping[str, str] = field(default_factory=dict)
     not_secrets: frozenset[str] = frozenset()
+    # Those it also owns for a model with a shared KV-cache file tier (`kvCacheOffload.shared`).
+    file_tier: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -81,6 +81,10 @@ OFFLOAD = (
     "sets the KV-cache offload (a host-memory tier the pod's memory is not sized for, or a KV connector in its "
     "place), which is models[].kvCacheOffload; use kvCacheOffload (cpuGiB) instead, which also sizes the pod"
 )
+PAGE_SIZE = (
+    "sets the KV page size, which the shared KV-cache file tier (models[].kvCacheOffload.shared) sets to 64 tokens "
+    "(a file per page); remove it, or remove kvCacheOffload.shared"
+)
 TRACING = (
     "sets where the engine exports OpenTelemetry spans, which the platform points at its collector when tracing "
     "is on; use addons.tracing (the backend endpoint, sampling) / models[].tracing (off for this model) instead"

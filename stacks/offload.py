@@ -18,16 +18,32 @@ Sources, at the pinned versions:
 The shared file-system tier (`kvCacheOffload.shared`), SGLang 0.5.19 only:
 - `--hicache-storage-backend file` (srt/server_args.py choices) selects `HiCacheFile`
   (srt/mem_cache/hicache_storage.py): one `<page hash>_<served model name>_<tp rank>_<tp size>.bin` per
-  KV page (MLA models drop the rank: every rank shares the file) in the directory
+  KV page (`_<pp size>_<pp rank>` added with pipeline stages) in the directory
   SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR names (srt/environ.py; default /tmp/hicache). The platform
   points it at the model's own revision directory on the shared cache (`/models/_kvcache/<owner
   prefix>/<name>/<revision>`), so no other model or revision ever reads or deletes its pages.
-- It evicts only when told to (srt/mem_cache/storage/file/lru_file_evictor.py, opt-in):
-  SGLANG_HICACHE_FILE_BACKEND_MAX_SIZE caps the bytes *one rank of one process* tracks (what it wrote,
-  read or found when it started), unlinking its least-recently-used files past the cap. Each pod therefore
-  keeps within `sizeGiB` when every rank gets `sizeGiB / tensor ranks`; the directory as a whole is not
-  bounded by it (another replica's writes, files of pods scaled in), so a pruning CronJob
-  (components/storage/kvtier.py) deletes the oldest files past `sizeGiB`.
+- `sizeGiB` bounds the whole directory. SGLang evicts only when told to
+  (srt/mem_cache/storage/file/lru_file_evictor.py, opt-in): SGLANG_HICACHE_FILE_BACKEND_MAX_SIZE caps
+  the bytes one writer rank of one process tracks (what it wrote, read, or found with its suffix when it
+  started), unlinking its least-recently-used files past the cap. So every writer rank of every pod
+  that can share the directory at once (the most replicas plus a rollout's surge: `kv_pods`) gets
+  `sizeGiB / writers`, and the engines' own access-ordered LRU keeps the directory within `sizeGiB`; the
+  pruning CronJob (components/storage/kvtier.py) only cleans up after pods that are gone. A file two
+  ranks track is counted twice, which only makes the bound safer. A canary serves another revision,
+  so it has a directory (and a bound of `sizeGiB`) of its own.
+- MLA models (DeepSeek-style: SGLang's MLATokenToKVPool) drop the tp rank from the file name and every
+  rank shares the file; only rank 0 of each pipeline stage tracks and evicts, and with a cap set the
+  other ranks write nothing new (`LRUFileEvictor._is_storage_owner`). Such a pod has one writer per
+  stage, which then gets the whole per-pod share, where the architecture says MLA
+  (`ModelArchitecture.mla`); a model the platform cannot tell apart counts every rank, which keeps an
+  MLA model within a tensor-th of `sizeGiB` (safe, not full).
+- Pages: SGLang 0.5.19 resolves `--page-size` to 1 token on CUDA when unset
+  (srt/arg_groups/overrides.py `_page_size_default`), which makes one file per token: hundreds of
+  thousands of files per 100 GiB, slow on EFS and heavy to list. With the tier the platform sets
+  `--page-size 64` (SGLANG_FILE_PAGE_TOKENS), the size SGLang's storage tests use
+  (test/hicache_spec_storage_common.py) and one every attention backend the platform's GPUs default to
+  accepts (fa3 on Hopper, flashinfer or triton on Ampere and Ada, trtllm_mha on Blackwell, which snaps
+  to 16/32/64/128; the MLA backends' own snaps (flashmla 64, cutlass_mla 128) still win).
 - vLLM 0.29.0 has a file-system tier too (vllm/v1/kv_offload/tiering/fs/manager.py, a
   `TieringOffloadingSpec` secondary tier set through `--kv-transfer-config`), which never deletes what it
   writes; the platform does not wire it (its `--kv-offloading-size` path has no such tier).
@@ -37,7 +53,7 @@ from __future__ import annotations
 
 import math
 
-from .architectures import ModelArchitecture
+from .architectures import ModelArchitecture, architecture
 from .config.models import ModelSection
 
 GIB_MIB = 1024
@@ -84,19 +100,51 @@ def shared_gib(model: ModelSection) -> int:
     return offload.shared.size_gib if offload is not None and offload.shared is not None else 0
 
 
-def sglang_rank_cap_bytes(size_gib: int, tensor: int) -> int:
-    """Each rank's HiCacheFile LRU cap: the tier over the tensor-parallel ranks, so one pod keeps within it."""
-    return size_gib * 2**30 // max(1, tensor)
+# The least a writer rank may cap its files at: a few hundred pages of a large model at 64 tokens a page,
+# below which the tier would evict what it just wrote (a platform floor, not an upstream figure).
+MIN_RANK_GIB = 1
+# The tokens of an SGLang KV page (`--page-size`) with the file tier: a file per page.
+SGLANG_FILE_PAGE_TOKENS = 64
 
 
-def sglang_shared_env(model: ModelSection, tensor: int, directory: str | None) -> list[dict[str, str]]:
-    """SGLang's file-tier variables for a model with `shared` whose directory the cache resolved."""
-    size = shared_gib(model)
-    if not size or directory is None:
+def kv_pods(model: ModelSection) -> int:
+    """The most pods that can write one revision's directory at once: the model's most replicas plus a
+    rollout's surge (a rollout that keeps the revision keeps the directory). A canary's config has one
+    replica, no autoscaler and the model's rollout (stacks/resolve/models.py canary_of)."""
+    return model.most_replicas + model.rollout.max_surge
+
+
+def kv_writer_ranks(model: ModelSection, tensor: int, pipeline: int) -> int:
+    """A pod's HiCacheFile writers: every tensor-parallel rank of every stage, or one per stage on an MLA
+    model (the ranks share the files and rank 0 alone tracks them)."""
+    arch = architecture(model)
+    per_stage = 1 if arch is not None and arch.mla else max(1, tensor)
+    return per_stage * max(1, pipeline)
+
+
+def kv_writers(model: ModelSection, tensor: int, pipeline: int) -> int:
+    """Every writer rank that can share the model's revision directory at once."""
+    return kv_pods(model) * kv_writer_ranks(model, tensor, pipeline)
+
+
+def sglang_rank_cap_bytes(size_gib: int, writers: int) -> int:
+    """Each writer rank's HiCacheFile LRU cap: the tier over every writer that can share the directory, so
+    together they keep it within `size_gib`."""
+    return size_gib * 2**30 // max(1, writers)
+
+
+def kv_smallest_gib(writers: int) -> int:
+    """The smallest `sizeGiB` that leaves each of `writers` ranks MIN_RANK_GIB."""
+    return writers * MIN_RANK_GIB
+
+
+def sglang_shared_env(directory: str | None, rank_bytes: int) -> list[dict[str, str]]:
+    """SGLang's file-tier variables for a model whose cache resolved the tier's directory and rank cap."""
+    if directory is None or not rank_bytes:
         return []
     return [
         {"name": SGLANG_FILE_DIR_ENV, "value": directory},
-        {"name": SGLANG_FILE_MAX_ENV, "value": str(sglang_rank_cap_bytes(size, tensor))},
+        {"name": SGLANG_FILE_MAX_ENV, "value": str(rank_bytes)},
     ]
 
 
@@ -116,7 +164,7 @@ def sglang_args(model: ModelSection, tensor: int) -> list[str]:
     ]
     if model.kv_cache_offload.shared is not None:
         # The write and prefetch policies stay SGLang's defaults (write_through, timeout).
-        args += ["--hicache-storage-backend", "file"]
+        args += ["--hicache-storage-backend", "file", "--page-size", str(SGLANG_FILE_PAGE_TOKENS)]
     return args
 
 
@@ -132,8 +180,9 @@ KV_ELEMENT_BYTES = 2
 
 def kv_bytes_per_token(arch: ModelArchitecture) -> int | None:
     """A token's K and V over every layer and KV head (all tensor-parallel ranks together); None when
-    the head size is not known."""
-    if arch.head_dim is None:
+    the head size is not known, or on an MLA model (its cache holds one compressed latent per token, not
+    K and V per head)."""
+    if arch.head_dim is None or arch.mla:
         return None
     return 2 * arch.layers * arch.kv_heads * arch.head_dim * KV_ELEMENT_BYTES
 

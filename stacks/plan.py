@@ -142,7 +142,8 @@ def _offload_lines(model: ResolvedModel) -> list[str]:
     if model.cache.kv_dir is not None:
         lines.append(
             f"  KV-cache file tier: {model.cache.kv_dir} on the shared cache, bounded to {model.cache.kv_gib}GiB "
-            f"(each pod's LRU share, and a pruning CronJob for the directory)"
+            f"({model.cache.kv_rank_bytes / 2**30:.1f}GiB LRU cap for each of the {model.cache.kv_writers} SGLang "
+            f"ranks that can write it at once; a pruning CronJob removes revisions no workload serves)"
         )
     return lines
 
@@ -152,7 +153,12 @@ def offload_json(model: ResolvedModel) -> dict[str, Any] | None:
     offload = model.config.kv_cache_offload
     if offload is None:
         return None
-    shared = None if model.cache.kv_dir is None else {"directory": model.cache.kv_dir, "sizeGiB": model.cache.kv_gib}
+    c = model.cache
+    shared = (
+        None
+        if c.kv_dir is None
+        else {"directory": c.kv_dir, "sizeGiB": c.kv_gib, "writers": c.kv_writers, "rankCapBytes": c.kv_rank_bytes}
+    )
     return {"cpuGiB": offload.cpu_gib, "shared": shared}
 
 

@@ -681,6 +681,13 @@ class ModelCache:
     # revision (`/models/_kvcache/<owner prefix>/<name>/<revision>`), and the GiB it is bounded to; None: none.
     kv_dir: str | None = None
     kv_gib: int = 0
+    # The revision directories (names under the model's `_kvcache/<owner prefix>/<name>`) a live workload of
+    # the model serves (its own revision, and its canary's): the pruner deletes every other one.
+    kv_live: tuple[str, ...] = ()
+    # Every SGLang writer rank that can share kv_dir at once (the most pods times each pod's writers:
+    # stacks/offload.py kv_writers), and each rank's LRU cap in bytes: kv_gib over them.
+    kv_writers: int = 0
+    kv_rank_bytes: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

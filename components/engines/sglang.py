@@ -125,6 +125,8 @@ LORA_FLAGS: dict[str, str] = {
     "--max-loaded-loras": flags.LORA,
     "--max-lora-rank": flags.LORA,
 }
+# The page size, which the shared file tier sets (stacks/offload.py SGLANG_FILE_PAGE_TOKENS: a file per page).
+FILE_TIER: dict[str, str] = {"--page-size": flags.PAGE_SIZE}
 EXACT = frozenset({"--model", "--ssl-keyfile"})
 # SGLang flags whose names end like a credential's but are not one.
 NOT_SECRETS = frozenset({"--bucket-time-to-first-token", "--kt-max-deferred-experts-per-token"})
@@ -142,6 +144,7 @@ DIALECT = Dialect(
     refused=None,
     exact=EXACT,
     not_secrets=NOT_SECRETS,
+    file_tier=FILE_TIER,
 )
 
 FACTS = EngineFacts(
@@ -261,7 +264,7 @@ def container(spec: WorkloadSpec) -> EngineContainer:
     if m.trust_remote_code:
         args.append("--trust-remote-code")
     args += native_lora(spec)
-    env = offload.sglang_shared_env(m, spec.served.tensor_parallel, spec.cache.kv_dir)
+    env = offload.sglang_shared_env(spec.cache.kv_dir, spec.served.cache.kv_rank_bytes)
     if spec.cache.stream_uri:
         args += streamer.args()
         env.append({"name": "SGLANG_CACHE_DIR", "value": CACHE_DIR})

@@ -296,6 +296,14 @@ def scrape_annotations(facts: EngineFacts) -> dict[str, str]:
     }
 
 
+OWN_DIR = 'mkdir -p "$COMPILE_DIR" && chgrp "$GROUP" "$COMPILE_DIR" && chmod 2770 "$COMPILE_DIR"'
+# The revision's directory and the model's above it (`${COMPILE_DIR%/*}`).
+OWN_KV_DIR = (
+    'mkdir -p "$COMPILE_DIR" && chgrp "$GROUP" "$COMPILE_DIR" "${COMPILE_DIR%/*}" '
+    '&& chmod 2770 "$COMPILE_DIR" "${COMPILE_DIR%/*}"'
+)
+
+
 def compile_dir_owner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any]]:
     """On FSx (the Lustre root is root's, and fsGroup does not reach it), the model's compile-cache
     directory made by root like the cache's other writers, with every capability dropped: root owns what it
@@ -303,11 +311,12 @@ def compile_dir_owner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[
     set-group-ID rwx for that group, and the engine's user writes there. Elsewhere the engine makes it: EFS
     access points write as the pod's identity, and an engine that runs as root needs nobody's help.
     The same for the KV-cache file tier's directory (`kvCacheOffload.shared`), which the engine and the
-    pruning CronJob (components/storage/kvtier.py, in the same group) write."""
+    pruning CronJob (components/storage/kvtier.py, in the same group) write, and for the model's directory
+    above it, from which the pruner removes the revisions no workload serves."""
     if not spec.cache.writes_as_root or engine.run_as_user is None:
         return []
     group = engine.run_as_user  # the pod's fsGroup (pod_security)
-    dirs = (("compile-cache-dir", spec.cache.compile_dir), ("kv-cache-dir", spec.cache.kv_dir))
+    dirs = (("compile-cache-dir", spec.cache.compile_dir, OWN_DIR), ("kv-cache-dir", spec.cache.kv_dir, OWN_KV_DIR))
     return [
         {
             "name": name,
@@ -316,14 +325,14 @@ def compile_dir_owner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[
             "command": [
                 "/bin/sh",
                 "-c",
-                'mkdir -p "$COMPILE_DIR" && chgrp "$GROUP" "$COMPILE_DIR" && chmod 2770 "$COMPILE_DIR"',
+                script,
             ],
             "env": [{"name": "COMPILE_DIR", "value": target}, {"name": "GROUP", "value": str(group)}],
             "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}},
             "volumeMounts": list(spec.cache.volume_mounts),
             "securityContext": {**security_context(None), **AS_ROOT},
         }
-        for name, target in dirs
+        for name, target, script in dirs
         if target is not None
     ]
 
@@ -581,6 +590,7 @@ def kv_pruner(spec: WorkloadSpec, engine: EngineContainer) -> list[dict[str, Any
             namespace=spec.served.namespace,
             kv_dir=spec.cache.kv_dir,
             kv_gib=spec.served.cache.kv_gib,
+            kv_live=spec.served.cache.kv_live,
             group=engine.run_as_user if engine.run_as_user is not None else ENGINE_UID,
             images=spec.images,
         )

@@ -357,6 +357,13 @@ class Architecture(Strict):
         "with kvHeads and layers, the KV cache's bytes per token, which sizes the endpoint picker's record of a "
         "`kvCacheOffload` tier. Unset: the picker does not score that tier.",
     )
+    mla: bool = Field(
+        default=False,
+        description="The model uses multi-head latent attention (DeepSeek-V2/V3/R1 style: its config.json has "
+        "`kv_lora_rank`). SGLang's KV-cache file tier then has one writer per pipeline stage, which gets the "
+        "pod's whole share of `kvCacheOffload.shared.sizeGiB`; unset on such a model, the tier keeps within "
+        "1/tensor of it.",
+    )
 
     @model_validator(mode="after")
     def _grouped(self) -> Self:

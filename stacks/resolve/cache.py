@@ -21,7 +21,7 @@ from ..config.models import ModelSection
 from ..config.pools import NodePoolSection
 from ..config.storage import StorageSection
 from ..fastpath import COMPILE_DIR, SHARED_CACHES
-from ..offload import KV_DIR, shared_gib
+from ..offload import KV_DIR, sglang_rank_cap_bytes, shared_gib
 from ..resolved import CACHE_CLAIM, CACHE_ROOT, RESULTS_DIR, ModelCache, owner_prefix
 from ..sizing import cache_on_node, local_cache_gib, weights
 
@@ -87,12 +87,26 @@ def kv_dir(model: ModelSection, storage: StorageSection, owner: str) -> str | No
     return f"{CACHE_ROOT}/{KV_DIR}/{bucket_prefix(model, owner)}"
 
 
+def kv_live(model: ModelSection) -> tuple[str, ...]:
+    """The revision directories a live workload of the model serves: its own and its canary's."""
+    live = [model.revision or "latest"]
+    if model.canary is not None:
+        live.append(model.canary.revision)
+    return tuple(live)
+
+
 def model_cache(
-    model: ModelSection, pool: NodePoolSection, storage: StorageSection, owner: str, compile_key: str | None = None
+    model: ModelSection,
+    pool: NodePoolSection,
+    storage: StorageSection,
+    owner: str,
+    compile_key: str | None = None,
+    kv_writers: int = 1,
 ) -> ModelCache:
     """The cache of `owner`'s model (a team's name, or PLATFORM_CLIENTS); with `compile_key` (the model keeps
     a compile cache, `ResolvedModel.compile_cache`) its compiled artifacts' directory on the shared claim,
-    where a Neuron model's compiled tree then lives too."""
+    where a Neuron model's compiled tree then lives too; `kv_writers`: the SGLang ranks that can share its
+    KV-cache file tier at once (stacks/offload.py kv_writers), over which the tier's bound is split."""
     neuron = pool.accelerator == "neuron"
     streamed = model.load_format == "runai-streamer"
     on_node = cache_on_node(storage) and not streamed
@@ -112,4 +126,7 @@ def model_cache(
         adapter_dirs=() if streamed else adapter_dirs(model, owner),
         kv_dir=kv_dir(model, storage, owner),
         kv_gib=shared_gib(model),
+        kv_live=kv_live(model) if shared_gib(model) else (),
+        kv_writers=kv_writers if shared_gib(model) else 0,
+        kv_rank_bytes=sglang_rank_cap_bytes(shared_gib(model), kv_writers) if shared_gib(model) else 0,
     )

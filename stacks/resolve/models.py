@@ -22,7 +22,7 @@ from ..engine_facts import EngineFacts, ModelFacts
 from ..fastpath import SHARED_CACHES, image_key, shape_key
 from ..fit import Requests, aibrix_runtime_requests
 from ..groups import ReplicaGroup, replica_group
-from ..offload import picker_tier_blocks
+from ..offload import kv_writers, picker_tier_blocks
 from ..resolved import (
     CANARY_SUFFIX,
     CONTROLLER_NAMESPACES,
@@ -281,7 +281,8 @@ def placed_cache(
     model, facts, made = entry.config, entry.facts, entry.made
     compiles = keeps_compile_cache(model, facts, view.storage)
     key = f"{image_key(made.image.tag, made.image.digest)}/{shape_key(tensor, group.pipeline)}"
-    return model_cache(model, pool.config, view.storage, entry.owner, key if compiles else None), compiles
+    writers = kv_writers(model, tensor, group.pipeline)
+    return model_cache(model, pool.config, view.storage, entry.owner, key if compiles else None, writers), compiles
 
 
 def scaler_fields(entry: ModelEntry, warm: ColdStartEstimate) -> dict[str, Any]:
@@ -385,6 +386,8 @@ def canary_of(entry: ModelEntry, stable: ResolvedModel, view: PlatformView, rout
     api_version, kind, _ = stable.workload
     return replace(
         placed,
+        # The canary's config names no canary: the live revisions are the stable model's (both).
+        cache=replace(placed.cache, kv_live=stable.cache.kv_live),
         service=name,
         workload=(api_version, kind, name),
         scaler="none",

@@ -12,12 +12,17 @@ fits. Zero and negative sizes are refused when the stack file loads (`cpuGiB` is
 The shared file tier (`kvCacheOffload.shared`) is refused at its key on an engine whose file tier the
 platform does not wire (`KvOffload.shared_tier`: SGLang's only; vLLM 0.29's never deletes its files) and
 on a stack whose model cache is not a shared file system (`local`, `none`: each pod's own volume, or an
-existing claim the platform cannot tell is shared); on a Dynamo graph the whole key is refused above. On
-FSx the stack's tiers together must stay below the file system's fixed capacity, which the weights share."""
+existing claim the platform cannot tell is shared); on a Dynamo graph the whole key is refused above.
+`sizeGiB` bounds the directory through every writer rank's cap (stacks/offload.py kv_writers): a size
+that leaves a rank under MIN_RANK_GIB is refused with the smallest that works, and `engineArgs` may not set
+the page size the tier sets (the dialect's `file_tier` flags). On FSx the stack's tiers together (one
+`sizeGiB` per live revision: a canary's directory has its own bound) must stay below the file system's
+fixed capacity, which the weights share."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from components.engines import ENGINES
 
@@ -25,9 +30,10 @@ from ..checks import rule
 from ..errors import Problem
 from ..fastpath import SHARED_CACHES
 from ..groups import replica_group
-from ..offload import ENGINE_FLOOR_GIB, sglang_smallest_gib, shared_gib
+from ..offload import ENGINE_FLOOR_GIB, MIN_RANK_GIB, kv_smallest_gib, sglang_smallest_gib, shared_gib
 from ..resolved import ModelEntry, ResolvedStack
 from ..sizing import largest_tier_gib
+from .engine_args import owned_flag
 
 
 def _engine_problem(entry: ModelEntry) -> str | None:
@@ -124,6 +130,30 @@ def shared_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem
             f"has none (each pod's volume is its own, or an existing claim the platform cannot tell is shared); "
             f"use storage.modelCache: efs or fsx, or remove kvCacheOffload.shared",
         )
+        return
+    yield from _bound_problems(entry, stack)
+    file_tier = replace(entry.made.dialect, owned=entry.made.dialect.file_tier)
+    for j, token in enumerate(entry.config.engine_args):
+        hit = owned_flag(token, file_tier)
+        if hit is not None:
+            yield Problem(entry.key("engineArgs", j), f"{token} ({hit[0]}) {hit[1]}")
+
+
+def _bound_problems(entry: ModelEntry, stack: ResolvedStack) -> Iterable[Problem]:
+    """A `sizeGiB` too small to give every writer rank that can share the directory MIN_RANK_GIB."""
+    served = next((m for m in stack.models if m.name == entry.name), None)
+    if served is None or not served.cache.kv_writers:
+        return  # a model on no known pool is refused by its own rule
+    writers, size = served.cache.kv_writers, shared_gib(entry.config)
+    if served.cache.kv_rank_bytes < MIN_RANK_GIB * 2**30:
+        model = entry.config
+        yield Problem(
+            entry.key("kvCacheOffload", "shared", "sizeGiB"),
+            f"sizeGiB: {size} bounds the whole directory, split over the {writers} SGLang ranks that can write it "
+            f"at once ({model.most_replicas} replicas at most, plus a rollout's surge of {model.rollout.max_surge}, "
+            f"times each pod's writer ranks), which leaves each under {MIN_RANK_GIB}GiB; set sizeGiB to "
+            f"{kv_smallest_gib(writers)} or more, or lower the replicas",
+        )
 
 
 @rule
@@ -141,13 +171,14 @@ def kv_file_tiers_fit_the_fsx_file_system(stack: ResolvedStack) -> Iterable[Prob
         return
     capacity, total = storage.fsx.storage_capacity_gib, 0
     for entry in stack.entries:
-        size = shared_gib(entry.config)
+        # Each live revision's directory (the model's, its canary's) has a bound of its own.
+        size = shared_gib(entry.config) * (2 if entry.config.canary is not None else 1)
         total += size
         if size and total >= capacity:
             yield Problem(
                 entry.key("kvCacheOffload", "shared", "sizeGiB"),
-                f"the stack's KV-cache file tiers come to {total}GiB with this one, and the FSx file system holds "
-                f"{capacity}GiB (storage.fsx.storageCapacityGiB) beside the models' weights; lower sizeGiB or raise "
-                f"the capacity",
+                f"the stack's KV-cache file tiers come to {total}GiB with this one (sizeGiB per live revision: a "
+                f"canary's directory has its own), and the FSx file system holds {capacity}GiB "
+                f"(storage.fsx.storageCapacityGiB) beside the models' weights; lower sizeGiB or raise the capacity",
             )
             return
