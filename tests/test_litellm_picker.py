@@ -16,6 +16,7 @@ from components import peers
 from components.gateway import isolation, picker
 from components.serving import litellm
 from stacks import charts, conformance
+from stacks.load import ROOT
 from stacks.resolved import FAIRNESS_HEADER, LITELLM_NAMESPACE, PICKER_HEADER, ResolvedStack
 from tests.builders import resolved_model
 from tests.conftest import rendered_stack
@@ -245,3 +246,19 @@ def test_the_model_admits_its_picker_on_the_serving_port_for_litellms_requests_n
     on_serving = admitted([policy], served.namespace, served.selector, served.port)
     assert Peer.own(served.namespace, picker.pod_labels(served)) in on_serving
     assert LITELLM_PODS not in on_serving
+
+
+def test_the_operator_guide_says_both_paths_are_picked_what_fail_open_means_and_whose_queue_litellm_gets():
+    guide = (ROOT / "docs" / "operator-guide.md").read_text()
+    section = guide[guide.index("#### LiteLLM and the endpoint picker") :]
+    section = section[: section.index("\n## ")]
+    for fact in (
+        f"{picker.PROXY_PORT}",
+        "`failOpen: true`",
+        "503",
+        "default-flow",
+        "forward_client_headers_to_llm_api",
+        "traceparent",
+        "250m CPU and 256Mi",
+    ):
+        assert fact in section, fact
