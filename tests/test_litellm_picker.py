@@ -262,3 +262,13 @@ def test_the_operator_guide_says_both_paths_are_picked_what_fail_open_means_and_
         "250m CPU and 256Mi",
     ):
         assert fact in section, fact
+
+
+def test_stacks_plan_says_which_models_litellm_calls_through_their_picker():
+    from stacks.plan import plan
+
+    text = plan(serving_stack())
+    for name in PICKED:
+        block = text[text.index(f"{name} ") :].split("\n\n")[0]
+        assert "through LiteLLM: picked too, by the Envoy beside its picker" in block, name
+    assert text.count("through LiteLLM: picked too") == len(PICKED), "never an unpicked model"
