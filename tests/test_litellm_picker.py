@@ -272,3 +272,20 @@ def test_stacks_plan_says_which_models_litellm_calls_through_their_picker():
         block = text[text.index(f"{name} ") :].split("\n\n")[0]
         assert "through LiteLLM: picked too, by the Envoy beside its picker" in block, name
     assert text.count("through LiteLLM: picked too") == len(PICKED), "never an unpicked model"
+
+
+@pytest.mark.schemas
+def test_the_values_check_reads_the_standalone_charts_proxy_keys_over_the_library_charts_as_helm_does():
+    """llm-d-router-standalone's values.yaml sets `router.proxy` (enabled, mode, failOpen, resources,
+    presets) over routerlib's `proxy: {enabled: false}`; Helm coalesces them deep, so every key the platform
+    sets under `router.proxy` is one the chart reads."""
+    assert SCHEMAS is not None
+    defaults = conformance.chart_defaults(SCHEMAS, "llm-d-router-standalone")
+    assert defaults is not None
+    proxy = defaults["router"]["proxy"]
+    assert {"enabled", "mode", "failOpen", "resources", "presets"} <= proxy.keys()
+    assert "tokenizer" in defaults["router"], "routerlib's own keys stay"
+    served = resolved_model(serving_stack(), "qwen3-8b-lora")
+    stack = serving_stack()
+    values = picker.values(served, stack.images["endpoint-picker"], proxy_image=stack.images["picker-proxy"])
+    assert conformance.validate_values("llm-d-router-standalone", values, SCHEMAS) == []
