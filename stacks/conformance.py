@@ -154,10 +154,13 @@ COMMENTED_KEYS: dict[tuple[str, str], str] = {
         )
         for key in ("image", "configMap", "volumes")
     },
-    ("llm-d-router-standalone", "router.proxy.securityContext"): (
-        "set by neither values file nor the envoy preset; routerlib templates/_deployment.yaml renders the merged "
-        "proxy's `securityContext` on the proxy container (`with $proxy.securityContext`), as it does its resources"
-    ),
+    **{
+        ("llm-d-router-standalone", f"router.proxy.{key}"): (
+            "set by neither values file nor the envoy preset; routerlib templates/_deployment.yaml renders the "
+            f"merged proxy's `{key}` on the proxy container (`with $proxy.{key}`), as it does its resources"
+        )
+        for key in ("securityContext", "livenessProbe")
+    },
     ("llm-d-router-standalone", "router.epp.flags"): (
         "commented out in routerlib values.yaml (`# flags:`); templates/_deployment.yaml renders each entry as "
         "--<key>=<value>"

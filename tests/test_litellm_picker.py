@@ -85,7 +85,9 @@ def test_the_picker_of_a_model_litellm_serves_renders_its_proxy_with_the_real_ch
     proxy = next(c for c in pod["containers"] if c["name"] == "envoy-proxy")
     assert proxy["image"] == stack.images["picker-proxy"].ref, "the catalog's pin, not the chart's default"
     assert {"containerPort": picker.PROXY_PORT, "name": "http-8081"} in proxy["ports"]
-    assert proxy["readinessProbe"]["httpGet"] == {"path": "/ready", "port": picker.PROXY_READY_PORT, "scheme": "HTTP"}
+    ready = {"path": "/ready", "port": picker.PROXY_READY_PORT, "scheme": "HTTP"}
+    assert proxy["readinessProbe"]["httpGet"] == ready
+    assert proxy["livenessProbe"]["httpGet"] == ready, "a wedged Envoy is restarted, not only taken out of the Service"
     assert proxy["resources"]["requests"] == {"cpu": "250m", "memory": "256Mi"}, "not the chart's 4 CPU / 8Gi"
     assert "cpu" not in proxy["resources"]["limits"], "a throttled proxy delays every streamed token"
     assert proxy["securityContext"]["runAsUser"] == picker.PROXY_UID

@@ -139,6 +139,13 @@ def proxy_values(served: Endpoint, image: Image) -> dict[str, Any]:
             {"name": "config", "configMap": {"name": config, "items": [{"key": "envoy.yaml", "path": "envoy.yaml"}]}}
         ],
         "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        # The preset probes readiness only: a wedged Envoy would leave the Service but never restart.
+        "livenessProbe": {
+            "httpGet": {"path": "/ready", "port": PROXY_READY_PORT, "scheme": "HTTP"},
+            "periodSeconds": 10,
+            "timeoutSeconds": 1,
+            "failureThreshold": 3,
+        },
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": PROXY_UID,
