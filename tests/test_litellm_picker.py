@@ -5,6 +5,7 @@ port, and NetworkPolicies that admit exactly LiteLLM -> proxy -> the model's pod
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from functools import cache
 from typing import Any
@@ -18,8 +19,8 @@ from components.serving import litellm
 from stacks import charts, conformance
 from stacks.load import ROOT
 from stacks.resolved import FAIRNESS_HEADER, LITELLM_NAMESPACE, PICKER_HEADER, ResolvedStack
-from tests.builders import resolved_model
-from tests.conftest import rendered_stack
+from tests.builders import resolved_model, resolved_stack, sourced
+from tests.conftest import DEV, rendered_stack, sections_of
 from tests.netpol import Peer, admitted, covers, peer_of, policies
 from tests.serving_support import SERVING, serving_sections, serving_stack
 
@@ -262,6 +263,7 @@ def test_the_operator_guide_says_both_paths_are_picked_what_fail_open_means_and_
         "forward_client_headers_to_llm_api",
         "traceparent",
         "250m CPU and 256Mi",
+        "canary",
     ):
         assert fact in section, fact
 
@@ -291,3 +293,24 @@ def test_the_values_check_reads_the_standalone_charts_proxy_keys_over_the_librar
     stack = serving_stack()
     values = picker.values(served, stack.images["endpoint-picker"], proxy_image=stack.images["picker-proxy"])
     assert conformance.validate_values("llm-d-router-standalone", values, SCHEMAS) == []
+
+
+def test_a_picked_model_with_a_canary_keeps_litellm_at_its_stable_service_so_the_canarys_weight_holds():
+    """The proxy sends a request straight to the picked pod and the picker selects stable and canary pods
+    alike, so through it the canary's weight would not hold."""
+    sections = sections_of(DEV)
+    sections["addons"]["litellm"] = {"enabled": True, "masterKeySecret": "litellm-master-key"}
+    name = "qwen3-8b"
+    plain = resolved_model(resolved_stack(sourced(copy.deepcopy(sections))), name)
+    assert plain.routing is not None and plain.routing.litellm_proxy, "picked, and LiteLLM calls it"
+    entry = next(m for m in sections["models"] if m["name"] == name)
+    entry["canary"] = {"revision": "0123456789abcdef0123456789abcdef01234567", "weight": 10}
+    stack = resolved_stack(sourced(sections))
+    served = resolved_model(stack, name)
+    assert served.routing is not None and served.routing.picker, "still picked on its route"
+    assert not served.routing.litellm_proxy
+    assert (
+        litellm.model_params(served)["api_base"]
+        == f"http://{served.service}.{served.namespace}.svc.cluster.local:{served.port}/v1"
+    )
+    assert "picker-proxy" not in stack.images

@@ -115,7 +115,8 @@ def _litellm_routes_to(stack: ResolvedStack, served: ResolvedModel) -> bool:
 def _litellm_picks(stack: ResolvedStack, served: ResolvedModel) -> bool:
     """LiteLLM calls a picked model through the Envoy beside its picker, which then calls the pod."""
     picked = served.routing is not None and served.routing.picker
-    return _litellm_routes_to(stack, served) and picked
+    # Beside a canary the proxy would bypass its weight: LiteLLM keeps the stable Service.
+    return _litellm_routes_to(stack, served) and picked and served.config.canary is None
 
 
 def _aibrix_labelled(stack: ResolvedStack, served: ResolvedModel) -> bool:
