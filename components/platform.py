@@ -464,6 +464,7 @@ class InferencePlatform(pulumi.ComponentResource):
                 interceptor=wiring.operators.get("keda-http"),
                 picker_chart=chart("llm-d-router-standalone"),
                 picker_image=stack.images.images.get("endpoint-picker"),
+                picker_proxy_image=stack.images.images.get("picker-proxy"),
                 service_webhook=wiring.load_balancer,
                 tracing=stack.tracing,
             ),

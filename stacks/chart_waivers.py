@@ -331,14 +331,16 @@ WAIVERS: tuple[Waiver, ...] = (
     # library chart's deployment template takes image, flags, resources, affinity and tolerations,
     # no security context.
     Waiver("llm-d-router-standalone-v0.10.0", "Deployment", "*-picker-epp", {
-        **{check: "charts/router/templates/_deployment.yaml renders no securityContext at pod or "
-           "container level and has no value for one"
+        **{check: "charts/router/templates/_deployment.yaml renders no securityContext at pod level or on "
+           "the picker's container and has no value for either (the Envoy beside it, where LiteLLM calls "
+           "the model, runs with the platform's: components/gateway/picker.py proxy_values)"
            for check in ("CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_29",
                          "CKV_K8S_30", "CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_40")},
         "CKV_K8S_38": "the picker watches the model's pods through the API server with this token (the "
         "chart's Role `<release>-epp-sa`: pods get/list/watch, in the model's namespace only)",
         "CKV2_K8S_6": "the platform's own `<model>-picker-ingress` NetworkPolicy selects it (components/"
-        "gateway/isolation.py: only its route's Envoy proxies on 9002 and Prometheus's pods on 9090), rendered "
+        "gateway/isolation.py: only its route's Envoy proxies on 9002, Prometheus's pods on 9090 and, where it "
+        "calls the model through the picker, LiteLLM's pods on 8081), rendered "
         "with the program's objects, not in this chart's directory",
     }),
     # ---- KEDA HTTP add-on 0.15.0 (interceptor, external scaler, operator, in keda).

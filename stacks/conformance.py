@@ -143,6 +143,24 @@ COMMENTED_KEYS: dict[tuple[str, str], str] = {
         "commented out in both values files (`# matchLabels: # REQUIRED`); routerlib templates/_deployment.yaml "
         "renders it as --endpoint-selector and templates/_validations.tpl requires it with inferencePool.create false"
     ),
+    **{
+        ("llm-d-router-standalone", f"router.proxy.{key}"): (
+            "not a top-level key of llm-d-router-standalone's values.yaml but of its preset "
+            f"(`router.proxy.presets.envoy.{key}`), which the values file says is overridden by `router.proxy.*` "
+            "('Optional explicit proxy overrides applied on top of the selected preset. For example, set "
+            "proxy.image to replace the preset image.'): routerlib templates/_helpers.tpl `llm-d-router.proxy` "
+            "merges `$proxy` over the preset (mergeOverwrite) and _deployment.yaml renders the merged "
+            f"`$proxy.{key}`"
+        )
+        for key in ("image", "configMap", "volumes")
+    },
+    **{
+        ("llm-d-router-standalone", f"router.proxy.{key}"): (
+            "set by neither values file nor the envoy preset; routerlib templates/_deployment.yaml renders the "
+            f"merged proxy's `{key}` on the proxy container (`with $proxy.{key}`), as it does its resources"
+        )
+        for key in ("securityContext", "livenessProbe")
+    },
     ("llm-d-router-standalone", "router.epp.flags"): (
         "commented out in routerlib values.yaml (`# flags:`); templates/_deployment.yaml renders each entry as "
         "--<key>=<value>"
@@ -490,7 +508,9 @@ def chart_defaults(root: Path, chart: str) -> dict[str, Any] | None:
     for mount, rel in entry[0]:
         values = yaml.load((root / rel).read_text(), Loader=_LOADER) or {}
         if mount:
-            merged.setdefault(mount, {}).update(values)
+            # As Helm coalesces them: the parent's values under the subchart's key, deep, over the
+            # subchart's own (llm-d-router-standalone sets `router.proxy.*` over routerlib's `proxy`).
+            merged[mount] = deep_merge(values, merged.get(mount) or {})
         else:
             merged.update(values)
     return merged

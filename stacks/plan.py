@@ -171,6 +171,8 @@ def _traffic_lines(model: ResolvedModel) -> list[str]:
         lines.append(f"  routing: {model.routing.strategy} ({model.routing.reason})")
         if model.routing.adapter_metric:
             lines.append(f"  adapter affinity: lora-affinity-scorer on {model.routing.adapter_metric}")
+        if model.routing.litellm_proxy:
+            lines.append("  through LiteLLM: picked too, by the Envoy beside its picker")
     elif model.expose and model.routing_reason:
         lines.append(f"  routing: {model.routing_reason}")
     return lines

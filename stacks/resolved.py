@@ -355,6 +355,10 @@ class RoutePicking:
     # `lora-affinity-scorer`): a picked model whose engine loads its `adapters` itself (`models[].lora`)
     # and exports which adapters each pod runs (vLLM's `vllm:lora_requests_info`); None: not scored.
     adapter_metric: str | None = None
+    # LiteLLM (`addons.litellm`, on in the stack that serves the model) calls this picked model through
+    # the Envoy its picker's chart runs beside the picker (components/gateway/picker.py), so its requests
+    # are picked as the route's are; False: no picker, or no LiteLLM listing the model.
+    litellm_proxy: bool = False
 
     @property
     def picker(self) -> bool:

@@ -481,6 +481,12 @@ PLATFORM_IMAGES: dict[str, Image] = {
     # pullPolicy Always; hack/push-chart.sh rewrites them to this tag at release, and the front door
     # sets them from here either way.
     "endpoint-picker": Image("ghcr.io/llm-d/llm-d-router-endpoint-picker", "v0.10.0"),
+    # The Envoy the picker's chart runs beside it when LiteLLM calls a picked model through the picker
+    # (components/gateway/picker.py proxy_values): the llm-d-router-standalone v0.10.0 chart's envoy preset
+    # (values.yaml `router.proxy.presets.envoy.image`), the release its envoy.yaml was written for. A
+    # distroless nonroot image (envoy ci/Dockerfile-envoy: gcr.io/distroless/base-nossl:nonroot, uid 65532).
+    # The chart takes it as one string, so a digest (`images.picker-proxy.digest`) rides on it whole.
+    "picker-proxy": Image("docker.io/envoyproxy/envoy", "distroless-v1.33.2"),
     # AIBrix's runtime sidecar (the container the adapter controller detects by its name,
     # `aibrix-runtime`): with the controller's --enable-runtime-sidecar (the 0.7.0 chart passes it), the
     # controller hands it an adapter's artifactURL, and it downloads the artifact itself (boto3's default

@@ -4,6 +4,7 @@ model, each on its ports (components/gateway/isolation.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from components import peers
@@ -195,7 +196,10 @@ def test_aibrixs_controller_has_no_port_on_a_model_without_adapters_or_its_autos
 
 
 def test_litellm_reaches_the_models_it_routes_to_and_a_to_zero_model_only_through_the_interceptor():
-    served, _ = _serving("qwen3-8b-lora")
+    picked, _ = _serving("qwen3-8b-lora")
+    assert picked.routing is not None and picked.routing.litellm_proxy, "the serving example calls it picked"
+    # The model as LiteLLM calls it at its Service (tests/test_litellm_picker.py: through its picker).
+    served = replace(picked, routing=replace(picked.routing, litellm_proxy=False))
     policy = isolation.model_ingress(served, _callers(litellm=True))
     assert Peer.own("litellm", {"app.kubernetes.io/name": "litellm"}) in _on([policy], served, served.port)
     no_litellm = isolation.model_ingress(served, _callers())

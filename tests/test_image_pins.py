@@ -67,12 +67,17 @@ def images_in(manifests: list[dict[str, Any]]) -> set[str]:
 
 
 def picker_images(releases: list[dict[str, Any]]) -> set[str]:
-    """The endpoint pickers' images, as their chart composes them from the values."""
+    """The endpoint pickers' images, as their chart composes them from the values, and the image of the
+    Envoy beside a picker LiteLLM calls through (one string, `router.proxy.image`)."""
     found = set()
     for rel in releases:
-        image = ((rel.get("values") or {}).get("router") or {}).get("epp", {}).get("image")
+        router = (rel.get("values") or {}).get("router") or {}
+        image = router.get("epp", {}).get("image")
         if image:
             found.add(f"{image['registry']}/{image['repository']}:{image['tag']}")
+        proxy = router.get("proxy") or {}
+        if proxy.get("enabled"):
+            found.add(proxy["image"])
     return found
 
 
@@ -142,17 +147,23 @@ def test_the_table_holds_exactly_the_platform_images_the_prod_stack_renders(prod
     """`rendered_images` says what the builders render: nothing it lists is missing from the render
     (a builder asking for an unlisted one fails the render)."""
     stack = resolved_stack(prod_stack())
-    # guidellm: the acceptance Job every exposed model gets by default.
+    # guidellm: the acceptance Job every exposed model gets by default; picker-proxy: LiteLLM calls the
+    # picked model through the Envoy beside its picker.
     assert set(stack.images) == {
-        "model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker", "guidellm"
+        "model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker", "guidellm",
+        "picker-proxy",
     }  # fmt: skip
     rendered = images_in(prod_render.manifests()) | picker_images(prod_render.releases())
     assert {stack.images[n].ref for n in stack.images} <= rendered
 
 
 @pytest.mark.parametrize(
-    "name", ["model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker", "guidellm"]
-)
+    "name",
+    [
+        "model-prep-s3", "model-prep-hub", "litellm", "redis", "neuron-monitor", "endpoint-picker", "guidellm",
+        "picker-proxy",
+    ],
+)  # fmt: skip
 def test_prod_refuses_each_rendered_image_without_a_digest_at_its_key(name):
     s = prod_stack()
     del s["images"][name]

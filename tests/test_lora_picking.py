@@ -36,7 +36,8 @@ def _native(**routing: Any) -> ResolvedModel:
 
 
 def _epp(served: ResolvedModel) -> dict[str, Any]:
-    return picker.values(served, IMAGES["endpoint-picker"])["router"]["epp"]
+    # The serving example runs LiteLLM, which calls its picked models through the proxy beside the picker.
+    return picker.values(served, IMAGES["endpoint-picker"], proxy_image=IMAGES["picker-proxy"])["router"]["epp"]
 
 
 def _config(served: ResolvedModel) -> dict[str, Any]:

@@ -107,9 +107,16 @@ def _scraper(stack: ResolvedStack) -> Pods | None:
 
 def _litellm_routes_to(stack: ResolvedStack, served: ResolvedModel) -> bool:
     """LiteLLM runs in the stack that owns the platform and calls its exposed models at their Services
-    (to-zero models through the interceptor)."""
+    (to-zero models through the interceptor, picked models through their picker's proxy)."""
     addon = stack.platform.addons.litellm
     return stack.owns_platform and addon.enabled and served.expose and served.wake is None
+
+
+def _litellm_picks(stack: ResolvedStack, served: ResolvedModel) -> bool:
+    """LiteLLM calls a picked model through the Envoy beside its picker, which then calls the pod."""
+    picked = served.routing is not None and served.routing.picker
+    # Beside a canary the proxy would bypass its weight: LiteLLM keeps the stable Service.
+    return _litellm_routes_to(stack, served) and picked and served.config.canary is None
 
 
 def _aibrix_labelled(stack: ResolvedStack, served: ResolvedModel) -> bool:
@@ -140,7 +147,9 @@ def expected_on(stack: ResolvedStack, served: ResolvedModel, port: int) -> dict[
     if port == served.port:
         if served.expose:
             out[Peer.of(peers.proxies(stack.route_parent))] = "the route's Envoy proxies"
-        if _litellm_routes_to(stack, served):
+        if _litellm_picks(stack, served):
+            out[Peer.own(served.namespace, picker.pod_labels(served))] = "LiteLLM's requests, through its picker"
+        elif _litellm_routes_to(stack, served):
             out[Peer.own(LITELLM_NAMESPACE, {peers.NAME: litellm.NAME})] = "the LiteLLM proxy's upstream call"
         if served.wake is not None:
             out[Peer.of(peers.INTERCEPTOR)] = "a to-zero model's requests come through the interceptor"

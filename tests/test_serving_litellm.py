@@ -36,9 +36,11 @@ def _router(objects: dict[str, dict]) -> dict:
 
 def test_the_model_list_points_at_each_exposed_models_in_cluster_service_by_its_real_name():
     models = {m["model_name"]: m["litellm_params"] for m in _router(_objects())["model_list"]}
+    # Picked (models[].routing): through the Envoy beside its picker, on the picker's Service
+    # (tests/test_litellm_picker.py); the others at their own Service.
     assert models["qwen3-8b-lora"] == {
         "model": "hosted_vllm/qwen3-8b-lora",
-        "api_base": "http://qwen3-8b-lora.inference.svc.cluster.local:8000/v1",
+        "api_base": "http://qwen3-8b-lora-picker-epp.inference.svc.cluster.local:8081/v1",
     }
     assert (
         models["qwen3-8b-dynamo"]["api_base"] == "http://qwen3-8b-dynamo-frontend.inference.svc.cluster.local:8000/v1"

@@ -138,6 +138,8 @@ class FrontDoorArgs:
     # (the image is in the stack's table only when one is).
     picker_chart: Chart | None = None
     picker_image: Image | None = None
+    # The Envoy beside the picker of a model LiteLLM calls (RoutePicking.litellm_proxy).
+    picker_proxy_image: Image | None = None
     # The KEDA HTTP add-on's release, when this stack installs it: the routes' grant to its interceptor
     # and the interceptor's ingress policy go with it (a team's scale-to-zero routes use the platform's).
     interceptor: pulumi.Resource | None = None
@@ -257,7 +259,7 @@ class FrontDoor(pulumi.ComponentResource):
             release_name=picker.release_name(served),
             namespace=served.namespace,
             # The platform's tracing, not the model's: a picker traces even for an engine that cannot export.
-            values=picker.values(served, args.picker_image, args.tracing),
+            values=picker.values(served, args.picker_image, args.tracing, args.picker_proxy_image),
             opts=opts,
             service_webhook=args.service_webhook,
         )

@@ -15,6 +15,7 @@ more than the one component that must call in. Who calls a model's pods, on whic
 |                                                      |                             | routes to the model            |
 | the KEDA HTTP add-on's interceptor                   | serving port                | the model scales to zero       |
 | its endpoint picker (`models[].routing`)             | metrics port                | a picker routes it             |
+| its endpoint picker's pods (the Envoy beside it)     | serving port                | ... and LiteLLM calls it there |
 | Prometheus                                           | metrics port                | monitoring is on               |
 | the NIM Operator                                     | serving port (/v1/models)   | the model is a NIMService      |
 | AIBrix's gateway plugin                              | 8000 (pod metrics)          | AIBrix labels the model's pods |
@@ -33,9 +34,12 @@ the picker's scrape), Prometheus's rule is on the serving port: a NetworkPolicy 
 from `/v1`, so Prometheus's own pods, which hold no client key, are the only scraper admitted there.
 The Dynamo operator calls no pod of a graph, so its namespace gets no opening at all.
 
-The picker's own pods take ingress only from the proxies, on ext_proc, and Prometheus on their metrics
-port; the KEDA HTTP add-on's interceptor only from the proxies and the LiteLLM proxy on its proxy port
-and from the add-on's scaler on its admin port (`interceptor_ingress`): it forwards by a header, so
+The picker's own pods take ingress only from the proxies, on ext_proc, LiteLLM on the port of the Envoy
+the chart runs beside the picker (only where LiteLLM calls the model through it, which then replaces
+LiteLLM's own rule on the model's pods), and Prometheus on their metrics port; the picker's pods reach the
+model's pods through the namespace's `egress` policy (its own pods, every port). The KEDA HTTP add-on's
+interceptor takes ingress only from the proxies and the LiteLLM proxy on its proxy port and from the
+add-on's scaler on its admin port (`interceptor_ingress`): it forwards by a header, so
 anything else reaching it would be an unauthenticated way around the front door.
 
 Egress is limited to cluster DNS, the namespace's own pods (Dynamo's frontend and workers, Ray's head
@@ -141,6 +145,11 @@ def _picked(served: Endpoint) -> bool:
     return served.expose and served.routing is not None and served.routing.picker
 
 
+def _litellm_picked(served: Endpoint, callers: Callers) -> bool:
+    """LiteLLM runs here and calls the model through its picker's proxy (RoutePicking.litellm_proxy)."""
+    return callers.litellm and _picked(served) and served.routing is not None and served.routing.litellm_proxy
+
+
 def _aibrix_labelled(served: ResolvedModel) -> bool:
     """AIBrix's gateway plugin and controller manager find a model's pods by the labels the shared
     workload shape puts on them with AIBrix on (components/engines/workload.py pod_labels)."""
@@ -187,12 +196,15 @@ def model_grants(served: ResolvedModel, callers: Callers) -> list[peers.Grant]:
     grants: list[peers.Grant] = []
     if served.expose and callers.proxies is not None:
         grants.append((callers.proxies, (served.port,)))
-    if served.expose and callers.litellm and served.wake is None:
+    if served.expose and callers.litellm and served.wake is None and not _litellm_picked(served, callers):
         grants.append((LITELLM, (served.port,)))  # at to-zero models it calls the interceptor
     if served.wake is not None:
         grants.append((peers.INTERCEPTOR, (served.port,)))
     if _picked(served) and served.metrics_port:
         grants.append((Pods(served.namespace, picker.pod_labels(served)), (served.metrics_port,)))
+    if _litellm_picked(served, callers):
+        # LiteLLM's requests, through the Envoy beside the picker, to the pod the picker chose.
+        grants.append((Pods(served.namespace, picker.pod_labels(served)), (served.port,)))
     if callers.prometheus is not None and served.metrics_port:
         grants.append((callers.prometheus, (served.metrics_port,)))
     return grants + _controller_grants(served, callers)
@@ -233,10 +245,13 @@ def ray_head_ingress(served: ResolvedModel, callers: Callers) -> dict[str, Any] 
 
 
 def picker_ingress(served: Endpoint, callers: Callers) -> dict[str, Any]:
-    """The picker's pods answer only the Envoy proxies, on ext_proc, and Prometheus on its metrics port."""
+    """The picker's pods answer only the Envoy proxies, on ext_proc, LiteLLM on the proxy beside the
+    picker when it calls the model through it, and Prometheus on its metrics port."""
     grants: list[peers.Grant] = []
     if callers.proxies is not None:
         grants.append((callers.proxies, (picker.EXT_PROC_PORT,)))
+    if _litellm_picked(served, callers):
+        grants.append((LITELLM, (picker.PROXY_PORT,)))
     if callers.prometheus is not None:
         grants.append((callers.prometheus, (picker.METRICS_PORT,)))
     rules = peers.rules(grants, served.namespace)

@@ -71,6 +71,24 @@ ADAPTER_SCORER = "lora-affinity-scorer"
 ADAPTER_WEIGHT = 2
 
 
+# The Envoy the chart runs beside the picker (`router.proxy`, its envoy preset, sidecar mode) when LiteLLM
+# calls the model (RoutePicking.litellm_proxy). Its listener `vllm` on PROXY_PORT sends each request over
+# ext_proc to the picker in the same pod (127.0.0.1:9002, a STATIC cluster in sidecar mode), then to the
+# pod the picker names in PICKER_HEADER (an ORIGINAL_DST cluster with `use_http_header`): the picker's own
+# scoring, with no InferencePool or Gateway object. The chart exposes the listener on the picker's
+# Service as the port named `http` (`extraServicePorts`, targetPort 8081 = the preset's `http-8081`).
+PROXY_PORT = 8081
+PROXY_PORT_NAME = "http"
+# The preset's readiness listener (`/ready`, answered by Envoy's health_check filter) and its
+# `/stats/prometheus`; the kubelet's probe is not pod traffic, so no policy admits it.
+PROXY_READY_PORT = 19001
+# The preset's `configMap.name` is a fixed `envoy` in the release's namespace: two picked models in one
+# namespace would write the same ConfigMap, so each release names its own (and its volume follows).
+PROXY_CONFIG_SUFFIX = "-envoy"
+# The image's user: envoy's distroless stage is gcr.io/distroless/base-nossl:nonroot (ci/Dockerfile-envoy).
+PROXY_UID = 65532
+
+
 def release_name(served: Endpoint) -> str:
     return f"{served.name}-picker"
 
@@ -88,6 +106,54 @@ PICKER_LABEL = "llm-d-router-standalone"
 def pod_labels(served: Endpoint) -> dict[str, str]:
     """The chart's selector labels of the picker's pods in standalone mode (`llm-d-router.selectorLabels`)."""
     return {PICKER_LABEL: service_name(served)}
+
+
+def proxy_url(served: Endpoint) -> str:
+    """Where LiteLLM calls a model through its picker's proxy: the picker's Service on the proxy port."""
+    return f"http://{service_name(served)}.{served.namespace}.svc.cluster.local:{PROXY_PORT}"
+
+
+def proxy_values(served: Endpoint, image: Image) -> dict[str, Any]:
+    """`router.proxy` with the chart's envoy preset in sidecar mode: one proxy per picker pod, reaching it
+    on loopback (service mode would add a Deployment, and a hop, for a proxy only LiteLLM calls).
+
+    failOpen true, as the chart's values (its sidecar default would be false): when the picker does not
+    answer, Envoy lets the request past ext_proc instead of failing it there. It then carries no pick, and
+    the preset's listener restores no original destination (no original_dst listener filter), so Envoy's
+    ORIGINAL_DST cluster has no host and answers 503 (v1.33 original_dst_cluster.cc chooseHost): the
+    request is refused, never sent to a pod nobody chose, and LiteLLM retries or falls back on a 503.
+
+    Resources: the chart's 4 CPU / 8Gi request is sized for a shared proxy in front of a whole pool at
+    high fan-in. This one carries only LiteLLM's requests to one model, tens to hundreds of open streams,
+    and moves bytes without buffering bodies (full-duplex streamed ext_proc, 32 KiB per-connection buffer);
+    Envoy at that load runs in a fraction of a core and well under 256Mi. No CPU limit, as the picker: a
+    throttled proxy delays every token it streams."""
+    config = f"{release_name(served)}{PROXY_CONFIG_SUFFIX}"
+    return {
+        "enabled": True,
+        "proxyType": "envoy",
+        "mode": "sidecar",
+        "failOpen": True,
+        "image": image.ref,
+        "configMap": {"name": config},
+        "volumes": [
+            {"name": "config", "configMap": {"name": config, "items": [{"key": "envoy.yaml", "path": "envoy.yaml"}]}}
+        ],
+        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        # The preset probes readiness only: a wedged Envoy would leave the Service but never restart.
+        "livenessProbe": {
+            "httpGet": {"path": "/ready", "port": PROXY_READY_PORT, "scheme": "HTTP"},
+            "periodSeconds": 10,
+            "timeoutSeconds": 1,
+            "failureThreshold": 3,
+        },
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": PROXY_UID,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
 
 
 def _image(image: Image) -> dict[str, str]:
@@ -240,10 +306,14 @@ def _config_file(routing: RoutePicking, metrics_path: str) -> dict[str, Any]:
     return {}
 
 
-def values(served: Endpoint, image: Image, tracing: TraceExport | None = None) -> dict[str, Any]:
+def values(
+    served: Endpoint, image: Image, tracing: TraceExport | None = None, proxy_image: Image | None = None
+) -> dict[str, Any]:
     """llm-d-router-standalone values for one model's picker (every key under `router:`, the library
     chart's alias). With tracing, the chart's `router.tracing` (templates/_deployment.yaml: `--tracing=true`
-    and the OTEL_* variables) sends the picker's spans to the platform's collector."""
+    and the OTEL_* variables) sends the picker's spans to the platform's collector. Where LiteLLM calls the
+    model (RoutePicking.litellm_proxy), the chart's own Envoy runs beside the picker (`proxy_values`) and
+    the picker's Service gains its port; otherwise the Gateway's ext_proc is the picker's only caller."""
     routing = served.routing
     assert routing is not None and routing.engine_type is not None, "only a picked model has a picker"
     metrics_path = served.metrics_path or "/metrics"
@@ -283,9 +353,7 @@ def values(served: Endpoint, image: Image, tracing: TraceExport | None = None) -
                 "targetPorts": [{"number": served.port}],
             },
             "inferencePool": {"create": False},
-            "proxy": {"enabled": False},
-            # The standalone chart's default adds port 8081 for its own proxy, which is off.
-            "extraServicePorts": [],
+            **_proxy(served, proxy_image),
             "epp": epp,
             # --metrics-endpoint-auth=false: the platform's Prometheus scrapes a PodMonitor without a
             # token, as it does the engines; `<model>-picker-ingress` admits only the scraper's
@@ -295,6 +363,17 @@ def values(served: Endpoint, image: Image, tracing: TraceExport | None = None) -
             **({"tracing": picker_tracing(tracing)} if tracing else {}),
         }
     }
+
+
+def _proxy(served: Endpoint, proxy_image: Image | None) -> dict[str, Any]:
+    """`proxy` and `extraServicePorts`: the chart's Envoy and its port where LiteLLM calls the model; off,
+    and without the standalone chart's default port 8081, where only the Gateway calls the picker."""
+    routing = served.routing
+    if routing is None or not routing.litellm_proxy:
+        return {"proxy": {"enabled": False}, "extraServicePorts": []}
+    assert proxy_image is not None, "a model LiteLLM calls through its picker needs the proxy's image"
+    port = {"name": PROXY_PORT_NAME, "port": PROXY_PORT, "protocol": "TCP", "targetPort": PROXY_PORT}
+    return {"proxy": proxy_values(served, proxy_image), "extraServicePorts": [port]}
 
 
 def fairness_script(limits: FlowLimits) -> str:

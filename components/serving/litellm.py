@@ -45,6 +45,7 @@ from stacks.versions import Image
 
 from .. import peers, secretfiles
 from ..autoscaling import wake
+from ..gateway import picker
 from ..peers import Pods
 from ..secretfiles import SecretFile
 
@@ -94,15 +95,24 @@ def internal_models(models: Sequence[Endpoint]) -> list[Endpoint]:
     return [s for s in models if s.expose]
 
 
+def picked(s: Endpoint) -> bool:
+    """LiteLLM calls the model through its endpoint picker's proxy (RoutePicking.litellm_proxy)."""
+    return s.routing is not None and s.routing.litellm_proxy
+
+
 def model_params(s: Endpoint) -> dict[str, Any]:
     """One of the stack's models as LiteLLM calls it. A model that scales to zero is called through the
     KEDA HTTP add-on's interceptor, with the platform header that names it (LiteLLM passes litellm_params
-    to completion(), whose extra_headers go on the upstream request); the others at their Service."""
+    to completion(), whose extra_headers go on the upstream request); a picked model through the Envoy
+    beside its endpoint picker, which asks the picker for the pod as the model's route does (without it
+    kube-proxy would spread LiteLLM's requests round robin, blind to prefix caches and queues); the
+    others at their Service."""
+    base = picker.proxy_url(s) if picked(s) else f"http://{s.service}.{s.namespace}.svc.cluster.local:{s.port}"
     params: dict[str, Any] = {
         # hosted_vllm: LiteLLM's provider for self-hosted OpenAI-compatible servers; it needs
         # no placeholder API key (a dummy key is not authentication anyway).
         "model": f"hosted_vllm/{s.served_model_name}",
-        "api_base": f"http://{s.service}.{s.namespace}.svc.cluster.local:{s.port}/v1",
+        "api_base": f"{base}/v1",
     }
     if s.wake is not None:
         params["api_base"] = f"{wake.PROXY_URL}/v1"
@@ -328,11 +338,13 @@ def dns_egress() -> dict[str, Any]:
 
 
 def _model_egress(models: Sequence[Endpoint]) -> list[dict[str, Any]]:
-    """Egress to the exposed models: their namespaces on their serving ports, and the KEDA HTTP
-    add-on's interceptor when one of them scales to zero."""
+    """Egress to the exposed models: their namespaces on their serving ports, the pickers' pods of the
+    picked ones on the proxy port, and the KEDA HTTP add-on's interceptor when one of them scales to zero."""
     egress: list[dict[str, Any]] = []
-    namespaces = sorted({s.namespace for s in models})
-    ports = sorted({s.port for s in models})
+    # A picked model's own pods are its picker's to call, not LiteLLM's.
+    direct = [s for s in models if not picked(s)]
+    namespaces = sorted({s.namespace for s in direct})
+    ports = sorted({s.port for s in direct})
     if namespaces:
         egress.append(
             {
@@ -348,6 +360,11 @@ def _model_egress(models: Sequence[Endpoint]) -> list[dict[str, Any]]:
                 "ports": [{"protocol": "TCP", "port": p} for p in ports],
             }
         )
+    egress += [
+        peers.to([Pods(s.namespace, picker.pod_labels(s))], (picker.PROXY_PORT,), LITELLM_NAMESPACE)
+        for s in models
+        if picked(s)
+    ]
     if any(s.wake is not None for s in models):
         # Models that scale to zero answer through the KEDA HTTP add-on's interceptor.
         egress.append(

@@ -99,6 +99,11 @@ class ImagesSection(Strict):
         "The llm-d router's endpoint picker, one per model with `routing.strategy` prefix-cache or load (its "
         "chart composes `repository:tag`; a digest is appended to the tag).",
     )
+    picker_proxy: ImagePin | None = _pin(
+        "picker-proxy",
+        "The Envoy beside the endpoint picker of a picked model that LiteLLM serves: LiteLLM's requests go "
+        "through it so the picker chooses their pod too (its chart takes the image as one string).",
+    )
     guidellm: ImagePin | None = _pin(
         "guidellm", "guidellm 0.8.1, the SLO benchmark Job of every model with `benchmark` (its runner and verdict)."
     )

@@ -23,7 +23,7 @@ from .access import front_door_access
 from .cost import resolve_cost
 from .helpers import with_helpers
 from .images import image_table, rendered_images
-from .models import controller_namespaces, model_entry, place, route_parent, routing_strategy
+from .models import controller_namespaces, litellm_through_picker, model_entry, place, route_parent, routing_strategy
 from .platform import adapter_prometheus, gateway_parent, own_platform, unknown_platform
 from .secrets import created_namespaces, managed_secrets, secret_refs
 
@@ -76,6 +76,7 @@ def resolve(config: StackConfig, platform: PlatformExports | None = None) -> Res
         accelerators=view.accelerators,
         entries=entries,
         picked=picked,
+        proxied=[p and litellm_through_picker(e, view) for e, p in zip(entries, picked, strict=True)],
         warm=any(p.warm_nodes for p in view.pools),
     )
     dashboards: set[str] = {e.config.engine for e in entries}

@@ -27,13 +27,15 @@ def rendered_images(
     accelerators: frozenset[str],
     entries: Sequence[ModelEntry],
     picked: Sequence[bool],
+    proxied: Sequence[bool] = (),
     warm: bool,
 ) -> tuple[str, ...]:
     """The catalog names of the platform's own images a stack renders, under the conditions the
     builders render them: the preparation steps for every model whose weights the platform prepares,
     the images an engine renders beside the model's own (Dynamo's planner for a profiling request),
     AIBrix's runtime sidecar beside every engine whose adapters AIBrix loads,
-    the endpoint picker for every model routed through one (`picked`, entry by entry), the benchmark's
+    the endpoint picker for every model routed through one (`picked`, entry by entry) and its proxy where
+    LiteLLM calls it (`proxied`), the benchmark's
     runner (also the acceptance Job's), and, in a stack that owns the platform, LiteLLM (and its Redis),
     AIBrix's Envoy pair and init image, neuron-monitor on Neuron pools under monitoring, and busybox as the
     placeholder of warm nodes (`nodePools[].warmNodes`) and the KV-cache file tier's pruner. Builders look
@@ -47,6 +49,9 @@ def rendered_images(
         names.append("aibrix-runtime")
     if any(picked):
         names.append("endpoint-picker")
+    if any(proxied):
+        # The Envoy beside the picker of a picked model LiteLLM calls (RoutePicking.litellm_proxy).
+        names.append("picker-proxy")
     # The acceptance Job is the benchmark's: its runner checks, the S3 image uploads the verdict.
     if any(e.config.benchmark is not None or e.acceptance is not None for e in entries):
         names += ["guidellm", *([] if "model-prep-s3" in names else ["model-prep-s3"])]

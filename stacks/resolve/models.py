@@ -117,11 +117,14 @@ def routing_strategy(model: ModelSection, facts: EngineFacts, routed: bool) -> s
     return picking_and_reason(model, facts, routed)[0]
 
 
-def route_picking(model: ModelSection, facts: EngineFacts, routed: bool, client_header: str) -> dict[str, Any]:
+def route_picking(
+    model: ModelSection, facts: EngineFacts, routed: bool, client_header: str, *, litellm: bool = False
+) -> dict[str, Any]:
     """The model's routing with the llm-d router's name for its engine and the reason, and the reason
     alone where none is resolved (`routing_reason`: Envoy Gateway's balancing, or no route); a picker
     strategy on an engine the picker cannot read has none (engine_type None), which the routing rule
-    refuses. Flow control only where a picker runs (the flow-control rule refuses it elsewhere)."""
+    refuses. Flow control only where a picker runs (the flow-control rule refuses it elsewhere). With
+    `litellm` (litellm_through_picker), a picked model is called through its picker's proxy."""
     strategy, reason = picking_and_reason(model, facts, routed)
     picking = None
     if strategy == "round-robin":
@@ -135,8 +138,25 @@ def route_picking(model: ModelSection, facts: EngineFacts, routed: bool, client_
             cpu_tier_blocks=tier,
             flow_control=flow_limits(model, client_header) if facts.picker_engine else None,
             adapter_metric=picked_adapter_metric(model, facts),
+            litellm_proxy=litellm and facts.picker_engine is not None,
         )
     return {"routing": picking, "routing_reason": reason}
+
+
+def litellm_calls(entry: ModelEntry, view: PlatformView) -> bool:
+    """Whether this stack's LiteLLM proxy calls the model's own pods: it runs in the stack that owns the
+    platform and lists that stack's exposed models (components/serving/litellm.py internal_models), never a
+    team's; a model the KEDA HTTP add-on's interceptor wakes it calls through the interceptor instead."""
+    listed = view.addons.litellm.enabled and entry.owner == PLATFORM_CLIENTS and entry.config.expose
+    return listed and not through_interceptor(entry.config, entry.facts)
+
+
+def litellm_through_picker(entry: ModelEntry, view: PlatformView) -> bool:
+    """Whether LiteLLM would call the model through its picker's proxy, were it picked: where it calls the
+    model's pods, except beside a canary. The proxy sends each request straight to the pod the picker
+    names, and the picker selects stable and canary pods alike (by the model's label), so the canary's
+    weight would not hold; such a model stays at its stable Service, as before."""
+    return litellm_calls(entry, view) and entry.config.canary is None
 
 
 def picked_adapter_metric(model: ModelSection, facts: EngineFacts) -> str | None:
@@ -352,7 +372,7 @@ def place(entry: ModelEntry, view: PlatformView, routed: bool) -> ResolvedModel 
         first_start_estimate=first,
         allowance=allowance,
         await_seconds=await_seconds(model, allowance),
-        **route_picking(model, facts, routed, client_header(view.gateway)),
+        **route_picking(model, facts, routed, client_header(view.gateway), litellm=litellm_through_picker(entry, view)),
         **scaler_fields(entry, warm),
     )
     return served if model.canary is None else replace(served, canary=canary_of(entry, served, view, routed))
