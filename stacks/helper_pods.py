@@ -36,6 +36,9 @@ KV_PRUNE: Resources = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits":
 # prefix matching, and the limit leaves room for the 4-6 GiB it reports at 50-100 req/s. No CPU limit, as
 # the chart: a throttled picker delays every request.
 PICKER: Resources = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
+# The Envoy beside a picker that LiteLLM calls through (components/gateway/picker.py proxy_values): LiteLLM's
+# streams to one model, bytes moved without buffering bodies; no CPU limit, as the picker.
+PICKER_PROXY: Resources = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
 # Every preparation step (components/storage/prepare.py): the serving pods' init containers (weights,
 # adapters, a streamed model's wait for its fill) and the streamed fill Job's two steps. A 4Gi limit for
 # the Hub client's and the aws CLI's buffers on large files.

@@ -114,14 +114,15 @@ def test_the_proxy_asks_the_picker_in_its_own_pod_and_sends_the_request_to_the_p
 
 
 @pytest.mark.charts
-def test_fail_open_lets_a_request_past_a_silent_picker_but_never_to_a_pod_nobody_chose():
-    """The operator guide's statement: failOpen true, yet with no pick Envoy's ORIGINAL_DST cluster has no
-    host (the listener restores no original destination), so the request is answered 503."""
+def test_the_proxy_fails_closed_and_has_no_destination_but_the_picked_pod():
+    """The operator guide's statement: failOpen false, so a silent picker fails the request (a request
+    let past it would find no host in the ORIGINAL_DST cluster without a pick, but would follow a
+    destination header it brought itself); the only way out is the picked pod."""
     envoy = _envoy("qwen3-8b-lora")
     listener = next(x for x in envoy["static_resources"]["listeners"] if x["name"] == "vllm")
     http = listener["filter_chains"][0]["filters"][0]["typed_config"]
     ext_proc = next(f for f in http["http_filters"] if f["name"] == "envoy.filters.http.ext_proc")
-    assert ext_proc["typed_config"]["failure_mode_allow"] is True
+    assert ext_proc["typed_config"]["failure_mode_allow"] is False, "no request routed by a header it brought"
     assert "listener_filters" not in listener, "no original_dst listener filter: no destination to fall back to"
     route = http["route_config"]["virtual_hosts"][0]["routes"][0]["route"]
     assert route["cluster"] == "original_destination_cluster", "the only way out is the picked pod"
@@ -257,8 +258,9 @@ def test_the_operator_guide_says_both_paths_are_picked_what_fail_open_means_and_
     section = section[: section.index("\n## ")]
     for fact in (
         f"{picker.PROXY_PORT}",
-        "`failOpen: true`",
+        "`failOpen: false`",
         "503",
+        "500",
         "default-flow",
         "forward_client_headers_to_llm_api",
         "traceparent",
@@ -314,3 +316,21 @@ def test_a_picked_model_with_a_canary_keeps_litellm_at_its_stable_service_so_the
         == f"http://{served.service}.{served.namespace}.svc.cluster.local:{served.port}/v1"
     )
     assert "picker-proxy" not in stack.images
+
+
+def test_the_picker_pod_is_charged_its_proxy_beside_the_picker_where_litellm_calls_through_it():
+    """One copy of the proxy's resources (stacks/helper_pods.py PICKER_PROXY): the rendered values and the
+    picker pod's resolved requests, which the quota rules and `stacks plan` read."""
+    from stacks.helper_pods import PICKER_PROXY, rendered
+
+    stack = serving_stack()
+    for name in PICKED:
+        model = resolved_model(stack, name)
+        [pod] = [h for h in model.helpers if h.kind == "endpoint-picker"]
+        assert (pod.requests.cpu_m, pod.requests.memory_mib) == (1250, 1280), "picker 1/1Gi + proxy 250m/256Mi"
+        assert _picker_release(name)["values"]["router"]["proxy"]["resources"] == rendered(PICKER_PROXY)
+    without = serving_sections()
+    without["addons"]["litellm"] = {"enabled": False}
+    model = resolved_model(serving_stack(without), PICKED[0])
+    [pod] = [h for h in model.helpers if h.kind == "endpoint-picker"]
+    assert (pod.requests.cpu_m, pod.requests.memory_mib) == (1000, 1024), "no proxy, no charge"

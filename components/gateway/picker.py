@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from stacks.helper_pods import PICKER, rendered
+from stacks.helper_pods import PICKER, PICKER_PROXY, rendered
 from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL
 from stacks.offload import PICKER_BLOCK_TOKENS
 from stacks.resolved import (
@@ -117,11 +117,11 @@ def proxy_values(served: Endpoint, image: Image) -> dict[str, Any]:
     """`router.proxy` with the chart's envoy preset in sidecar mode: one proxy per picker pod, reaching it
     on loopback (service mode would add a Deployment, and a hop, for a proxy only LiteLLM calls).
 
-    failOpen true, as the chart's values (its sidecar default would be false): when the picker does not
-    answer, Envoy lets the request past ext_proc instead of failing it there. It then carries no pick, and
-    the preset's listener restores no original destination (no original_dst listener filter), so Envoy's
-    ORIGINAL_DST cluster has no host and answers 503 (v1.33 original_dst_cluster.cc chooseHost): the
-    request is refused, never sent to a pod nobody chose, and LiteLLM retries or falls back on a 503.
+    failOpen false: failing open gains no availability here. A request let past ext_proc without a pick
+    finds no host in the preset's ORIGINAL_DST cluster (its listener restores no original destination;
+    v1.33 original_dst_cluster.cc chooseHost) and gets a 503 either way, but one that already carries a
+    destination header would be sent where the header says: failing closed (500) never routes by a header
+    the picker did not write. LiteLLM retries or falls back on either status.
 
     Resources: the chart's 4 CPU / 8Gi request is sized for a shared proxy in front of a whole pool at
     high fan-in. This one carries only LiteLLM's requests to one model, tens to hundreds of open streams,
@@ -133,13 +133,13 @@ def proxy_values(served: Endpoint, image: Image) -> dict[str, Any]:
         "enabled": True,
         "proxyType": "envoy",
         "mode": "sidecar",
-        "failOpen": True,
+        "failOpen": False,
         "image": image.ref,
         "configMap": {"name": config},
         "volumes": [
             {"name": "config", "configMap": {"name": config, "items": [{"key": "envoy.yaml", "path": "envoy.yaml"}]}}
         ],
-        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        "resources": rendered(PICKER_PROXY),
         # The preset probes readiness only: a wedged Envoy would leave the Service but never restart.
         "livenessProbe": {
             "httpGet": {"path": "/ready", "port": PROXY_READY_PORT, "scheme": "HTTP"},

@@ -32,6 +32,7 @@ from ..helper_pods import (
     BENCH_UPLOAD,
     KV_PRUNE,
     PICKER,
+    PICKER_PROXY,
     PREPARATION_STEP,
     bench_runs_once,
     effective,
@@ -113,7 +114,7 @@ def helper_pods(model: ResolvedModel) -> tuple[HelperPod, ...]:
         found.append(_pod(model, "acceptance", "the acceptance Job", model.key("acceptance"), need, awaited=gate))
     if model.routing is not None and model.routing.picker:
         # A Helm release `pulumi up` waits for: its Deployment must become ready.
-        need = effective(containers=[PICKER])
+        need = effective(containers=[PICKER, *([PICKER_PROXY] if model.routing.litellm_proxy else [])])
         found.append(_pod(model, "endpoint-picker", "the endpoint picker", model.key("routing"), need, awaited=True))
     found += _benchmark(model)
     found += _per_workload(model)
