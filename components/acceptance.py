@@ -50,7 +50,17 @@ from stacks.naming import MANAGED_BY, SYSTEM_NODE_LABEL, TOKEN, physical
 from stacks.resolved import ACCEPTANCE_KEY_ENTRY, AcceptancePlan, ImageTable, ResolvedModel
 
 from . import acceptance_check, peers, secretfiles
-from .benchmark import PYTHON, RESULTS, _aws_env, _pod_spec, _security, _waivers, _work_mounts, results_prefix
+from .benchmark import (
+    PYTHON,
+    RESULTS,
+    _aws_env,
+    _pod_spec,
+    _security,
+    _waivers,
+    _work_mounts,
+    results_prefix,
+    upload_script,
+)
 from .k8s import register
 from .monitoring.collection import model_filter
 
@@ -160,16 +170,7 @@ def labels(model: ResolvedModel) -> dict[str, str]:
     return {**MANAGED_BY, "app.kubernetes.io/name": NAME, ACCEPT_LABEL: model.name}
 
 
-UPLOAD = r"""set -eu
-stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-dest="s3://$BENCH_BUCKET/$BENCH_PREFIX/acceptance/$stamp/"
-aws s3 cp --recursive --only-show-errors /results/ "$dest"
-echo "acceptance: results at $dest"
-if [ -f /results/passed ]; then exit 0; fi
-echo "acceptance: a check failed (or none ran):" >&2
-cat /results/verdict.json >&2 || true
-exit 1
-"""
+UPLOAD = upload_script("acceptance", "acceptance/", "a check failed (or none ran)")
 
 
 def _check_container(model: ResolvedModel, args: AcceptanceChecksArgs, key: secretfiles.SecretFile) -> dict[str, Any]:

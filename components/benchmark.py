@@ -172,16 +172,22 @@ def results_prefix(model: ResolvedModel) -> str:
     return model.cache.results_prefix
 
 
-UPLOAD = r"""set -eu
+def upload_script(job: str, subpath: str, failed: str) -> str:
+    """The upload step of a results Job (this benchmark's, the acceptance check's): copies /results under
+    the model's prefix at `subpath` + a timestamp, and fails the Job unless the check left /results/passed."""
+    return rf"""set -eu
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-dest="s3://$BENCH_BUCKET/$BENCH_PREFIX/$stamp/"
+dest="s3://$BENCH_BUCKET/$BENCH_PREFIX/{subpath}$stamp/"
 aws s3 cp --recursive --only-show-errors /results/ "$dest"
-echo "benchmark: results at $dest"
+echo "{job}: results at $dest"
 if [ -f /results/passed ]; then exit 0; fi
-echo "benchmark: the SLO was missed (or nothing was measured):" >&2
+echo "{job}: {failed}:" >&2
 cat /results/verdict.json >&2 || true
 exit 1
 """
+
+
+UPLOAD = upload_script("benchmark", "", "the SLO was missed (or nothing was measured)")
 
 
 def _tokenizer_script(from_hub: bool) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from ..checks import rule, warning
 from ..errors import Problem, key_path
-from ..resolved import ResolvedModel, ResolvedStack
+from ..resolved import ResolvedModel, ResolvedPool, ResolvedStack
 from ..versions import Image, ImagePlatforms, image_platforms
 
 # The catalog's GPUs that need Blackwell kernels (Karpenter's instance-gpu-name values).
@@ -169,6 +169,11 @@ def _pools(stack: ResolvedStack):
     return enumerate(stack.platform.pools if stack.owns_platform else ())
 
 
+def _types_key(i: int, pool: ResolvedPool) -> str:
+    """The key that chose a pool's types: `nodePools[i].instanceTypes` or `.instanceFamilies`."""
+    return key_path(["nodePools", i, "instanceTypes" if pool.config.instance_types else "instanceFamilies"])
+
+
 @warning
 def types_with_secondary_figures_are_confirmed(stack: ResolvedStack) -> Iterable[Problem]:
     """A type whose vCPU, memory or ENI figures no EC2-generated table publishes (p6e-gb200, trn2u,
@@ -180,7 +185,7 @@ def types_with_secondary_figures_are_confirmed(stack: ResolvedStack) -> Iterable
                 continue
             figures = ", ".join(itype.secondary_labels)
             yield Problem(
-                key_path(["nodePools", i, "instanceTypes" if pool.config.instance_types else "instanceFamilies"]),
+                _types_key(i, pool),
                 f"{itype.name}'s {figures}: not in any EC2-generated table the catalog reads (stacks/data/"
                 f"instances-frontier.json says where each comes from); the fit and quota rules estimate from them. "
                 f"Confirm with `aws ec2 describe-instance-types --instance-types {itype.name}` before sizing "
@@ -243,7 +248,7 @@ def types_the_eks_amis_may_not_run_are_confirmed(stack: ResolvedStack) -> Iterab
         caveats = {t.family: t for t in pool.instance_types if t.ami_caveat}
         for family, itype in sorted(caveats.items()):
             yield Problem(
-                key_path(["nodePools", i, "instanceTypes" if pool.config.instance_types else "instanceFamilies"]),
+                _types_key(i, pool),
                 f"{family}: {itype.ami_caveat}. Launch one {itype.name} from {pool.config.ami_alias} and check "
                 f"`nvidia-smi` before serving on it",
             )
